@@ -1,0 +1,439 @@
+//! Why a SEARCH text was not found, said so that the next try succeeds.
+//!
+//! Finds the file region most like SEARCH (votes from lines that agree once
+//! whitespace and typography are ignored, then a line-level comparison of a few
+//! candidate windows of nearby lengths), and names the differences one by one.
+
+use std::borrow::Cow;
+use std::hash::Hasher;
+use std::ops::Range;
+
+use rustc_hash::{FxHashMap, FxHasher};
+use similar::{Algorithm, DiffOp, TextDiff, capture_diff_slices};
+
+use super::diff::text_diff;
+use super::doc::Doc;
+use super::report::Closest;
+use super::tolerant::{self, fold};
+
+/// Candidate window starts examined in full.
+const CANDIDATES: usize = 5;
+/// How many lines longer or shorter than SEARCH a closest region may be.
+const SLACK: usize = 3;
+/// Differences named one by one before the rest are counted.
+const MAX_HINTS: usize = 3;
+
+pub struct Diagnosis {
+    pub closest: Option<Closest>,
+    pub hint: String,
+}
+
+fn line<'d>(doc: &'d Doc<'_>, i: usize) -> Cow<'d, str> {
+    String::from_utf8_lossy(doc.line(i))
+}
+
+/// Hash of a line with whitespace removed and typography folded.
+fn key(line: &str) -> u64 {
+    let mut h = FxHasher::default();
+    for c in line.chars().filter(|c| !c.is_whitespace()).map(fold) {
+        h.write_u32(c as u32);
+    }
+    h.finish()
+}
+
+/// Explains why `search` matched nothing in `scope`.
+pub fn not_found(doc: &Doc, search: &[&str], scope: Range<usize>) -> Diagnosis {
+    if scope.is_empty() {
+        let hint = if doc.is_empty() {
+            "the file is empty (or does not exist yet); an empty SEARCH creates it"
+        } else {
+            "the line range given holds no lines"
+        };
+        return Diagnosis {
+            closest: None,
+            hint: hint.into(),
+        };
+    }
+    let Some((start, len)) = closest_window(doc, search, scope) else {
+        return Diagnosis {
+            closest: None,
+            hint: "no line of SEARCH resembles any line of the file; read the file again and copy the lines to change exactly".into(),
+        };
+    };
+    let region: Vec<Cow<'_, str>> = (start..start + len).map(|i| line(doc, i)).collect();
+    let region: Vec<&str> = region.iter().map(|c| c.as_ref()).collect();
+    let search_text = joined(search);
+    let region_text = joined(&region);
+    let similarity =
+        TextDiff::from_chars(search_text.as_str(), region_text.as_str()).ratio() as f64;
+    let label = format!("file lines {}-{}", start + 1, start + len);
+    let closest = Closest {
+        start_line: start + 1,
+        end_line: start + len,
+        similarity: (similarity * 1000.0).round() / 1000.0,
+        diff: text_diff(&search_text, &region_text, ("SEARCH", &label), 1, start + 1),
+    };
+    let hint = explain(search, &region, start);
+    Diagnosis {
+        closest: Some(closest),
+        hint,
+    }
+}
+
+fn joined(lines: &[&str]) -> String {
+    lines.iter().flat_map(|l| [*l, "\n"]).collect()
+}
+
+/// The best window `(start, len)` of file lines for `search`.
+fn closest_window(doc: &Doc, search: &[&str], scope: Range<usize>) -> Option<(usize, usize)> {
+    let keys: Vec<u64> = search.iter().map(|l| key(l)).collect();
+    let mut starts = votes(doc, search, &keys, &scope);
+    if starts.is_empty() {
+        starts = by_bigrams(doc, search, &scope);
+    }
+    let m = search.len();
+    let mut best: Option<(f64, usize, usize)> = None;
+    for s in starts {
+        for len in m.saturating_sub(SLACK).max(1)..=m + SLACK {
+            let end = (s + len).min(scope.end);
+            let file: Vec<u64> = (s..end).map(|i| key(&line(doc, i))).collect();
+            let score = line_ratio(&keys, &file) - 0.001 * len.abs_diff(m) as f64;
+            if best.is_none_or(|(b, _, _)| score > b) {
+                best = Some((score, s, end - s));
+            }
+        }
+    }
+    best.filter(|(score, _, len)| *score > 0.0 && *len > 0)
+        .map(|(_, s, len)| (s, len))
+}
+
+fn line_ratio(a: &[u64], b: &[u64]) -> f64 {
+    let same: usize = capture_diff_slices(Algorithm::Myers, a, b)
+        .iter()
+        .map(|op| {
+            if let DiffOp::Equal { len, .. } = op {
+                *len
+            } else {
+                0
+            }
+        })
+        .sum();
+    if a.is_empty() && b.is_empty() {
+        1.0
+    } else {
+        2.0 * same as f64 / (a.len() + b.len()) as f64
+    }
+}
+
+/// Window starts where the most SEARCH lines line up with equal file lines.
+fn votes(doc: &Doc, search: &[&str], keys: &[u64], scope: &Range<usize>) -> Vec<usize> {
+    let mut at: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+    for (j, (k, l)) in keys.iter().zip(search).enumerate() {
+        if !tolerant::is_blank(l) {
+            at.entry(*k).or_default().push(j);
+        }
+    }
+    let mut tally: FxHashMap<usize, usize> = FxHashMap::default();
+    for i in scope.clone() {
+        if let Some(js) = at.get(&key(&line(doc, i))) {
+            for &j in js.iter().filter(|&&j| j <= i - scope.start) {
+                *tally.entry(i - j).or_default() += 1;
+            }
+        }
+    }
+    top(tally.into_iter().collect())
+}
+
+fn top(mut scored: Vec<(usize, usize)>) -> Vec<usize> {
+    scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored
+        .into_iter()
+        .take(CANDIDATES)
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// Window starts from the file lines sharing the most character pairs with SEARCH's
+/// longest line: the fallback when no line agrees outright.
+fn by_bigrams(doc: &Doc, search: &[&str], scope: &Range<usize>) -> Vec<usize> {
+    let Some((j, probe)) = search
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, l)| l.trim().len())
+    else {
+        return Vec::new();
+    };
+    let mut set = [0u64; 64];
+    let pairs = |s: &str| -> Vec<usize> {
+        let chars: Vec<char> = s.chars().filter(|c| !c.is_whitespace()).collect();
+        chars
+            .windows(2)
+            .map(|w| ((w[0] as usize).wrapping_mul(31) ^ w[1] as usize) % 4096)
+            .collect()
+    };
+    let probe_pairs = pairs(probe);
+    for p in &probe_pairs {
+        set[p / 64] |= 1 << (p % 64);
+    }
+    let mut scored = Vec::new();
+    for i in scope.clone() {
+        let l = line(doc, i);
+        let ps = pairs(&l);
+        let common = ps
+            .iter()
+            .filter(|p| set[*p / 64] & (1 << (*p % 64)) != 0)
+            .count();
+        if common > 0 {
+            let dice = 200 * common / (ps.len() + probe_pairs.len());
+            scored.push((i.saturating_sub(j).max(scope.start), dice));
+        }
+    }
+    top(scored)
+}
+
+/// The differences between SEARCH and the closest region, most useful first.
+fn explain(search: &[&str], region: &[&str], start: usize) -> String {
+    let sk: Vec<u64> = search.iter().map(|l| key(l)).collect();
+    let rk: Vec<u64> = region.iter().map(|l| key(l)).collect();
+    let mut hints = Vec::new();
+    if let Some(j) = search.iter().position(|l| is_placeholder(l)) {
+        hints.push(format!(
+            "SEARCH line {} (`{}`) stands for elided code; SEARCH must repeat the file's lines exactly, nothing left out",
+            j + 1,
+            search[j].trim()
+        ));
+    }
+    for op in capture_diff_slices(Algorithm::Myers, &sk, &rk) {
+        match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
+                for k in 0..len {
+                    hints.extend(same_line(
+                        search[old_index + k],
+                        region[new_index + k],
+                        old_index + k,
+                        start + new_index + k,
+                    ));
+                }
+            }
+            DiffOp::Delete {
+                old_index,
+                old_len,
+                new_index,
+            } => {
+                for j in old_index..old_index + old_len {
+                    hints.push(format!(
+                        "SEARCH line {} `{}` is not in the file there (before file line {}): remove it or fix it",
+                        j + 1,
+                        search[j].trim(),
+                        start + new_index + 1
+                    ));
+                }
+            }
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => {
+                for i in new_index..new_index + new_len {
+                    hints.push(format!(
+                        "the file has line {} `{}` that SEARCH leaves out: add it",
+                        start + i + 1,
+                        region[i].trim()
+                    ));
+                }
+            }
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                for k in 0..old_len.min(new_len) {
+                    hints.push(changed_line(
+                        search[old_index + k],
+                        region[new_index + k],
+                        old_index + k,
+                        start + new_index + k,
+                    ));
+                }
+                if old_len != new_len {
+                    hints.push(format!(
+                        "SEARCH lines {}-{} stand where the file has {} line(s) (file lines {}-{})",
+                        old_index + 1,
+                        old_index + old_len,
+                        new_len,
+                        start + new_index + 1,
+                        start + new_index + new_len.max(1)
+                    ));
+                }
+            }
+        }
+    }
+    hints.dedup();
+    summarize(hints)
+}
+
+fn summarize(mut hints: Vec<String>) -> String {
+    if hints.is_empty() {
+        return "the lines differ only in ways that are not tolerated here (for example with --match exact); copy them from the file exactly".into();
+    }
+    let more = hints.len().saturating_sub(MAX_HINTS);
+    hints.truncate(MAX_HINTS);
+    let mut s = hints.join("; ");
+    if more > 0 {
+        s.push_str(&format!(
+            "; and {more} more difference(s): copy these lines from the file exactly"
+        ));
+    }
+    s
+}
+
+fn is_placeholder(line: &str) -> bool {
+    let t = line
+        .trim()
+        .trim_start_matches(['/', '#', '*', '-', '<', '!', ' '])
+        .trim();
+    t.starts_with("...") || t.contains("existing code") || t.starts_with('…')
+}
+
+/// Differences within a line that agrees once whitespace and typography are ignored.
+fn same_line(s: &str, f: &str, j: usize, i: usize) -> Option<String> {
+    if s == f {
+        return None;
+    }
+    let (si, fi) = (tolerant::indent_of(s), tolerant::indent_of(f));
+    if si != fi {
+        return Some(indent_hint(si, fi, j, i));
+    }
+    if s.trim_end() != f.trim_end() {
+        return Some(changed_line(s, f, j, i));
+    }
+    Some(format!(
+        "trailing whitespace differs: file line {} is {:?}, SEARCH line {} is {:?}",
+        i + 1,
+        f,
+        j + 1,
+        s
+    ))
+}
+
+fn indent_hint(si: &str, fi: &str, j: usize, i: usize) -> String {
+    let describe = |ws: &str| match (ws.matches('\t').count(), ws.matches(' ').count()) {
+        (0, 0) => "no indentation".to_owned(),
+        (t, 0) => format!("{t} tab(s)"),
+        (0, n) => format!("{n} space(s)"),
+        (t, n) => format!("{t} tab(s) and {n} space(s)"),
+    };
+    format!(
+        "indentation differs: file line {} starts with {}, SEARCH line {} with {}",
+        i + 1,
+        describe(fi),
+        j + 1,
+        describe(si)
+    )
+}
+
+/// Names the first character where SEARCH line `j` and file line `i` part.
+fn changed_line(s: &str, f: &str, j: usize, i: usize) -> String {
+    let col = s.chars().zip(f.chars()).take_while(|(a, b)| a == b).count();
+    let (sc, fc) = (s.chars().nth(col), f.chars().nth(col));
+    let what = match (sc, fc) {
+        (Some(a), Some(b)) if tolerant::is_typographic(a) && fold(a) == b => {
+            format!(
+                "SEARCH has {a} (U+{:04X}) where the file has plain {b}",
+                a as u32
+            )
+        }
+        (Some(a), Some(b)) if a == '\r' || b == '\r' => {
+            "a carriage return (CRLF) differs".to_owned()
+        }
+        (Some(a), Some(b))
+            if s.chars().count() == f.chars().count()
+                && s.chars().skip(col + 1).eq(f.chars().skip(col + 1)) =>
+        {
+            format!("one character differs: the file has {b:?}, SEARCH has {a:?}")
+        }
+        _ => format!("the file has {f:?}, SEARCH has {s:?}"),
+    };
+    format!(
+        "file line {} column {} vs SEARCH line {}: {what}",
+        i + 1,
+        col + 1,
+        j + 1
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diagnose(file: &str, search: &str) -> Diagnosis {
+        let doc = Doc::new(file.as_bytes());
+        let s = crate::engine::payload::text_lines(search);
+        not_found(&doc, &s, 0..doc.len())
+    }
+
+    const FILE: &str = "fn a() {}\n\nfn main() {\n    let x = 1;\n    let y = \"two\";\n    println!(\"{x} {y}\");\n}\n";
+
+    #[test]
+    fn closest_region_and_one_character() {
+        let d = diagnose(FILE, "    let x = 2;\n    let y = \"two\";\n");
+        let c = d.closest.unwrap();
+        assert_eq!((c.start_line, c.end_line), (4, 5));
+        assert!(c.similarity > 0.9);
+        assert!(d.hint.contains("file line 4 column 13"), "{}", d.hint);
+        assert!(d.hint.contains("one character differs"), "{}", d.hint);
+    }
+
+    #[test]
+    fn missing_line_is_named() {
+        let d = diagnose(FILE, "fn main() {\n    let y = \"two\";\n");
+        assert!(
+            d.hint
+                .contains("the file has line 4 `let x = 1;` that SEARCH leaves out"),
+            "{}",
+            d.hint
+        );
+    }
+
+    #[test]
+    fn extra_line_is_named() {
+        let d = diagnose(
+            FILE,
+            "    let x = 1;\n    let z = 0;\n    let y = \"two\";\n",
+        );
+        assert!(
+            d.hint
+                .contains("SEARCH line 2 `let z = 0;` is not in the file"),
+            "{}",
+            d.hint
+        );
+    }
+
+    #[test]
+    fn indentation_tabs_and_typography() {
+        let d = diagnose(FILE, "\tlet x = 1;\n\tlet q = 1;\n");
+        assert!(
+            d.hint
+                .contains("file line 4 starts with 4 space(s), SEARCH line 1 with 1 tab(s)"),
+            "{}",
+            d.hint
+        );
+        let d = diagnose(FILE, "    let y = \u{201c}two\u{201d};\n    let w;\n");
+        assert!(d.hint.contains("U+201C"), "{}", d.hint);
+    }
+
+    #[test]
+    fn placeholder_is_called_out() {
+        let d = diagnose(FILE, "fn main() {\n    // ... existing code ...\n}\n");
+        assert!(d.hint.contains("elided"), "{}", d.hint);
+    }
+
+    #[test]
+    fn nothing_alike() {
+        let d = diagnose("aaaa\n", "zzzz\n");
+        assert!(d.closest.is_none());
+    }
+}

@@ -1,0 +1,156 @@
+//! Unified diffs for reports.
+//!
+//! A transaction on a 50 MiB file must not diff 50 MiB: `file_diff` skips the
+//! common prefix and suffix in one pass and diffs only the lines in between.
+
+use std::fmt::Write;
+
+use similar::{ChangeTag, TextDiff};
+
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+
+/// A unified diff of `old` into `new`, labelled with `name`; empty when they are equal.
+pub fn file_diff(old: &[u8], new: &[u8], name: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    let (start, skipped) = common_prefix_lines(old, new);
+    let (old_end, new_end) = common_suffix_start(old, new, start);
+    let old_mid = String::from_utf8_lossy(&old[start..old_end]);
+    let new_mid = String::from_utf8_lossy(&new[start..new_end]);
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    out.push_str(&hunks(&old_mid, &new_mid, skipped, skipped));
+    out
+}
+
+/// A unified diff between two small texts whose first lines are numbered `old_first` and `new_first`.
+pub fn text_diff(
+    old: &str,
+    new: &str,
+    labels: (&str, &str),
+    old_first: usize,
+    new_first: usize,
+) -> String {
+    let mut out = format!("--- {}\n+++ {}\n", labels.0, labels.1);
+    out.push_str(&hunks(old, new, old_first - 1, new_first - 1));
+    out
+}
+
+/// Start of the line holding the first difference (less some context), and the lines before it.
+fn common_prefix_lines(old: &[u8], new: &[u8]) -> (usize, usize) {
+    let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let mut start = memchr::memrchr(b'\n', &old[..same]).map_or(0, |i| i + 1);
+    for _ in 0..CONTEXT {
+        if start == 0 {
+            break;
+        }
+        start = memchr::memrchr(b'\n', &old[..start - 1]).map_or(0, |i| i + 1);
+    }
+    (start, memchr::memchr_iter(b'\n', &old[..start]).count())
+}
+
+/// Where the common tail starts in `old` and `new`, at a line boundary in both, plus some context.
+fn common_suffix_start(old: &[u8], new: &[u8], start: usize) -> (usize, usize) {
+    let max = (old.len() - start).min(new.len() - start);
+    let mut s = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(max)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let line_start = |buf: &[u8], s: usize| s == buf.len() || buf[buf.len() - s - 1] == b'\n';
+    let boundary = |s: usize| s == 0 || (line_start(old, s) && line_start(new, s));
+    while !boundary(s) {
+        s -= 1;
+    }
+    for _ in 0..CONTEXT {
+        let tail = &old[old.len() - s..];
+        match memchr::memchr(b'\n', tail) {
+            Some(i) => s -= i + 1,
+            None => break,
+        }
+    }
+    (old.len() - s, new.len() - s)
+}
+
+fn hunks(old: &str, new: &str, old_skip: usize, new_skip: usize) -> String {
+    let diff = TextDiff::from_lines(old, new);
+    let mut out = String::new();
+    for group in diff.grouped_ops(CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (o, n) = (
+            first.old_range().start..last.old_range().end,
+            first.new_range().start..last.new_range().end,
+        );
+        let _ = writeln!(
+            out,
+            "@@ -{} +{} @@",
+            range(o.start + old_skip, o.len()),
+            range(n.start + new_skip, n.len())
+        );
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    ChangeTag::Equal => ' ',
+                    ChangeTag::Delete => '-',
+                    ChangeTag::Insert => '+',
+                };
+                let line = change.value();
+                out.push(sign);
+                out.push_str(line);
+                if !line.ends_with('\n') {
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+fn range(start: usize, len: usize) -> String {
+    match len {
+        0 => format!("{start},0"),
+        1 => format!("{}", start + 1),
+        _ => format!("{},{len}", start + 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_files_have_no_diff() {
+        assert_eq!(file_diff(b"a\n", b"a\n", "f"), "");
+    }
+
+    #[test]
+    fn hunk_numbers_count_skipped_lines() {
+        let old: String = (1..=100).map(|i| format!("{i}\n")).collect();
+        let new = old.replace("\n50\n", "\nfifty\n");
+        let d = file_diff(old.as_bytes(), new.as_bytes(), "f");
+        assert_eq!(
+            d,
+            "--- a/f\n+++ b/f\n@@ -47,7 +47,7 @@\n 47\n 48\n 49\n-50\n+fifty\n 51\n 52\n 53\n"
+        );
+    }
+
+    #[test]
+    fn missing_final_newline_is_marked() {
+        let d = file_diff(b"a\nb", b"a\nc", "f");
+        assert!(
+            d.contains("-b\n\\ No newline at end of file\n+c\n\\ No newline"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn change_at_the_very_end_and_start() {
+        assert!(file_diff(b"a\n", b"a\nb\n", "f").contains("@@ -1 +1,2 @@\n a\n+b\n"));
+        assert!(file_diff(b"a\n", b"b\na\n", "f").contains("@@ -1 +1,2 @@\n+b\n a\n"));
+    }
+}

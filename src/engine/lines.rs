@@ -1,0 +1,440 @@
+//! Whole-line matching and rewriting: marker blocks, and JSON searches that did not
+//! match as exact text.
+//!
+//! `find` climbs the ladder (exact, then each tolerant tier) and stops at the first
+//! tier that matches anywhere; `Found::apply` writes REPLACE in the file's own
+//! indentation, characters and line endings.
+
+use std::ops::Range;
+
+use similar::{Algorithm, DiffOp, capture_diff_slices};
+
+use super::doc::{Doc, Eol, NewLine, line_hash};
+use super::tolerant::{self, Shift, Tier};
+
+/// SEARCH as one tier sees it.
+#[derive(Debug, Clone)]
+pub struct Pattern<'a> {
+    pub tier: Tier,
+    pub lines: Vec<&'a str>,
+    /// Blank lines dropped from the start and end of SEARCH.
+    lead: usize,
+    trail: usize,
+    /// The first line number of a line-numbered SEARCH.
+    number: Option<usize>,
+}
+
+impl<'a> Pattern<'a> {
+    /// SEARCH prepared for `tier`; `None` when the tier does not apply to it.
+    pub fn new(search: &[&'a str], tier: Tier) -> Option<Pattern<'a>> {
+        let (lines, number) = match tier {
+            Tier::LineNumbers => {
+                let (lines, n) = tolerant::strip_numbers(search)?;
+                (lines, Some(n))
+            }
+            _ => (search.to_vec(), None),
+        };
+        let (lead, trail) = if tier == Tier::Exact {
+            (0, 0)
+        } else {
+            tolerant::blank_edges(&lines)
+        };
+        let lines = lines[lead..lines.len() - trail].to_vec();
+        if lines.is_empty() {
+            return None;
+        }
+        Some(Pattern {
+            tier,
+            lines,
+            lead,
+            trail,
+            number,
+        })
+    }
+}
+
+/// The matches of the first tier that matched anything.
+#[derive(Debug)]
+pub struct Found<'a> {
+    pub pattern: Pattern<'a>,
+    /// First line (0-based) of each match, in order.
+    pub starts: Vec<usize>,
+}
+
+/// Climbs the ladder over `tiers` (after exact) inside `scope`.
+pub fn find<'a>(
+    doc: &Doc,
+    search: &[&'a str],
+    scope: Range<usize>,
+    tiers: &[Tier],
+) -> Option<Found<'a>> {
+    std::iter::once(Tier::Exact)
+        .chain(tiers.iter().copied())
+        .find_map(|tier| {
+            let pattern = Pattern::new(search, tier)?;
+            let starts = matches(doc, &pattern, scope.clone());
+            (!starts.is_empty()).then_some(Found { pattern, starts })
+        })
+}
+
+fn text<'d>(doc: &'d Doc<'_>, i: usize) -> Option<&'d str> {
+    std::str::from_utf8(doc.line(i)).ok()
+}
+
+fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
+    let m = p.lines.len();
+    if scope.end < scope.start + m {
+        return Vec::new();
+    }
+    let last = scope.end - m;
+    if p.tier == Tier::Exact {
+        let hash = line_hash(p.lines[0].as_bytes());
+        return doc
+            .lines_with_hash(hash, scope.start..last + 1)
+            .into_iter()
+            .filter(|&i| {
+                p.lines
+                    .iter()
+                    .enumerate()
+                    .all(|(j, s)| doc.line(i + j) == s.as_bytes())
+            })
+            .collect();
+    }
+    let candidates: Box<dyn Iterator<Item = usize>> = match p.number {
+        // The numbers say where the lines are; nowhere else can match.
+        Some(n) => Box::new(
+            (n - 1 >= scope.start && n - 1 <= last)
+                .then_some(n - 1)
+                .into_iter(),
+        ),
+        None => Box::new(scope.start..=last),
+    };
+    candidates.filter(|&i| tolerant_match(doc, p, i)).collect()
+}
+
+fn tolerant_match(doc: &Doc, p: &Pattern<'_>, i: usize) -> bool {
+    let mut file = Vec::with_capacity(p.lines.len());
+    for (j, s) in p.lines.iter().enumerate() {
+        match text(doc, i + j) {
+            Some(f) if p.tier.equal(f, s) => file.push(f),
+            _ => return false,
+        }
+    }
+    p.tier < Tier::Indentation || tolerant::uniform_shift(&file, &p.lines).is_some()
+}
+
+impl Found<'_> {
+    /// Number of file lines a match covers.
+    pub fn len(&self) -> usize {
+        self.pattern.lines.len()
+    }
+
+    pub fn tier(&self) -> Tier {
+        self.pattern.tier
+    }
+
+    fn file_lines<'d>(&self, doc: &'d Doc, start: usize) -> Vec<&'d str> {
+        (start..start + self.len())
+            .map(|i| text(doc, i).unwrap_or_default())
+            .collect()
+    }
+
+    /// What a tolerant match forgave, in words.
+    pub fn warnings(&self, doc: &Doc, start: usize) -> Vec<String> {
+        let p = &self.pattern;
+        let file = self.file_lines(doc, start);
+        let mut out = Vec::new();
+        if p.tier >= Tier::Whitespace {
+            let trailing = |l: &str| l.len() - l.trim_end().len();
+            if file
+                .iter()
+                .zip(&p.lines)
+                .any(|(f, s)| trailing(f) != trailing(s))
+            {
+                out.push("trailing whitespace in SEARCH differs from the file's".to_owned());
+            }
+            if p.lead + p.trail > 0 {
+                out.push(format!(
+                    "{} blank line(s) at the edges of SEARCH ignored",
+                    p.lead + p.trail
+                ));
+            }
+        }
+        if p.tier >= Tier::Indentation {
+            out.extend(indent_warning(&file, &p.lines));
+        }
+        if p.tier >= Tier::Typography {
+            let typo: String = p
+                .lines
+                .iter()
+                .flat_map(|l| l.chars())
+                .filter(|&c| tolerant::is_typographic(c))
+                .collect();
+            if !typo.is_empty() {
+                out.push(format!(
+                    "typographic characters in SEARCH ({}) matched plain ASCII in the file; REPLACE uses the file's characters",
+                    escape_chars(&typo)
+                ));
+            }
+        }
+        if p.tier == Tier::LineNumbers {
+            out.push(
+                "line-number prefixes stripped from SEARCH (they agree with the file)".to_owned(),
+            );
+        }
+        let mut summary = vec![format!(
+            "matched with {} tolerance, not exactly",
+            p.tier.name()
+        )];
+        summary.extend(out);
+        summary
+    }
+
+    /// Replaces the match at `start` with REPLACE, rewritten for this tier.
+    pub fn apply(&self, doc: &mut Doc, start: usize, replace: &[&str]) {
+        let new = self.rewrite(doc, start, replace);
+        splice(doc, start, self.len(), &new);
+    }
+
+    fn rewrite(&self, doc: &Doc, start: usize, replace: &[&str]) -> Vec<String> {
+        let p = &self.pattern;
+        if p.tier == Tier::Exact {
+            return replace.iter().map(|s| (*s).to_owned()).collect();
+        }
+        let mut replace = replace.to_vec();
+        if p.tier == Tier::LineNumbers {
+            if let Some((stripped, _)) = tolerant::strip_numbers(&replace) {
+                replace = stripped;
+            }
+        }
+        let (lead, trail) = tolerant::blank_edges(&replace);
+        let replace = &replace[lead.min(p.lead)..replace.len() - trail.min(p.trail)];
+        let file = self.file_lines(doc, start);
+        let shift = tolerant::uniform_shift(&file, &p.lines).unwrap_or(Shift { tab: 4, delta: 0 });
+        let tabs = tolerant::uses_tabs(file.iter().copied())
+            .or_else(|| tolerant::uses_tabs((0..doc.len().min(1000)).filter_map(|i| text(doc, i))))
+            .unwrap_or(false);
+        let region: String = file.concat();
+        let mut new: Vec<String> = Vec::with_capacity(replace.len());
+        for op in capture_diff_slices(Algorithm::Myers, &p.lines, replace) {
+            match op {
+                // Lines the agent did not change stay as the file has them, byte for byte.
+                DiffOp::Equal { old_index, len, .. } => new.extend(
+                    file[old_index..old_index + len]
+                        .iter()
+                        .map(|s| (*s).to_owned()),
+                ),
+                DiffOp::Insert {
+                    new_index, new_len, ..
+                }
+                | DiffOp::Replace {
+                    new_index, new_len, ..
+                } => {
+                    for line in &replace[new_index..new_index + new_len] {
+                        new.push(self.adapt(line, shift, tabs, &region));
+                    }
+                }
+                DiffOp::Delete { .. } => {}
+            }
+        }
+        new
+    }
+
+    /// One new REPLACE line in the file's indentation and characters.
+    fn adapt(&self, line: &str, shift: Shift, tabs: bool, region: &str) -> String {
+        let tier = self.pattern.tier;
+        let line = if tier >= Tier::Indentation {
+            tolerant::reindent(line, shift, tabs)
+        } else {
+            line.to_owned()
+        };
+        if tier < Tier::Typography {
+            return line;
+        }
+        line.chars()
+            .map(|c| {
+                if tolerant::is_typographic(c) && !region.contains(c) {
+                    tolerant::fold(c)
+                } else {
+                    c
+                }
+            })
+            .collect()
+    }
+}
+
+fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
+    let tabs = |lines: &[&str]| tolerant::uses_tabs(lines.iter().copied());
+    let (ft, st) = (tabs(file), tabs(search));
+    if ft.is_some() && st.is_some() && ft != st {
+        let (f, s) = if ft == Some(true) {
+            ("tabs", "spaces")
+        } else {
+            ("spaces", "tabs")
+        };
+        return Some(format!(
+            "SEARCH indents with {s} where the file uses {f}; REPLACE written with {f}"
+        ));
+    }
+    let shift = tolerant::uniform_shift(file, search)?;
+    (shift.delta != 0).then(|| {
+        format!(
+            "SEARCH is indented {} column(s) off the file; REPLACE re-indented to match",
+            shift.delta
+        )
+    })
+}
+
+fn escape_chars(s: &str) -> String {
+    let mut seen: Vec<char> = s.chars().collect();
+    seen.dedup();
+    seen.iter()
+        .map(|c| format!("{c} U+{:04X}", *c as u32))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Replaces `len` lines at `start` with `new`, giving each new line the terminator
+/// of the line it stands in for, and keeping a missing final newline missing.
+pub fn splice(doc: &mut Doc, start: usize, len: usize, new: &[String]) {
+    let base = (start..start + len)
+        .map(|i| doc.eol(i))
+        .find(|e| *e != Eol::None)
+        .unwrap_or_else(|| doc.dominant_eol());
+    let at_end = start + len == doc.len();
+    let no_final_newline = at_end && len > 0 && doc.eol(start + len - 1) == Eol::None;
+    let mut lines: Vec<NewLine<'_>> = new
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let eol = if k < len && doc.eol(start + k) != Eol::None {
+                doc.eol(start + k)
+            } else {
+                base
+            };
+            NewLine {
+                content: s.as_bytes(),
+                eol,
+            }
+        })
+        .collect();
+    if no_final_newline {
+        if let Some(last) = lines.last_mut() {
+            last.eol = Eol::None;
+        } else if start > 0 {
+            // Deleting the last lines: the line before them becomes last and loses its newline.
+            let prev = doc.line(start - 1).to_vec();
+            doc.splice(
+                start - 1..start + len,
+                &[NewLine {
+                    content: &prev,
+                    eol: Eol::None,
+                }],
+            );
+            return;
+        }
+    }
+    doc.splice(start..start + len, &lines);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(file: &str, search: &str, replace: &str, tiers: &[Tier]) -> Option<(Tier, String)> {
+        let mut doc = Doc::new(file.as_bytes());
+        let s: Vec<&str> = crate::engine::payload::text_lines(search);
+        let r: Vec<&str> = crate::engine::payload::text_lines(replace);
+        let found = find(&doc, &s, 0..doc.len(), tiers)?;
+        assert_eq!(found.starts.len(), 1, "{found:?}");
+        let start = found.starts[0];
+        found.apply(&mut doc, start, &r);
+        Some((found.tier(), String::from_utf8(doc.to_bytes()).unwrap()))
+    }
+
+    const ALL: &[Tier] = &Tier::LADDER;
+
+    #[test]
+    fn exact_keeps_crlf_and_mixed_endings() {
+        assert_eq!(
+            edit("a\r\nb\r\nc\r\n", "b\n", "x\ny\n", ALL),
+            Some((Tier::Exact, "a\r\nx\r\ny\r\nc\r\n".into()))
+        );
+        assert_eq!(
+            edit("a\nb\r\nc\n", "a\nb\n", "1\n2\n", ALL),
+            Some((Tier::Exact, "1\n2\r\nc\n".into()))
+        );
+    }
+
+    #[test]
+    fn missing_final_newline_stays_missing() {
+        assert_eq!(
+            edit("a\nb", "b\n", "c\nd\n", ALL),
+            Some((Tier::Exact, "a\nc\nd".into()))
+        );
+        assert_eq!(
+            edit("a\nb", "b\n", "", ALL),
+            Some((Tier::Exact, "a".into()))
+        );
+        assert_eq!(
+            edit("a\nb\n", "b\n", "", ALL),
+            Some((Tier::Exact, "a\n".into()))
+        );
+    }
+
+    #[test]
+    fn whitespace_tier_ignores_trailing_space_and_blank_edges() {
+        let r = edit("x\nfoo  \ny\n", "\nfoo\n\n", "\nbar\n\n", ALL);
+        assert_eq!(r, Some((Tier::Whitespace, "x\nbar\ny\n".into())));
+    }
+
+    #[test]
+    fn indentation_tier_reindents_replace_in_the_files_style() {
+        let file = "fn f() {\n\tif x {\n\t\ty();\n\t}\n}\n";
+        let r = edit(
+            file,
+            "if x {\n    y();\n}\n",
+            "if x {\n    y();\n    z();\n}\n",
+            ALL,
+        );
+        assert_eq!(
+            r,
+            Some((
+                Tier::Indentation,
+                "fn f() {\n\tif x {\n\t\ty();\n\t\tz();\n\t}\n}\n".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn typography_tier_writes_ascii_where_the_file_has_it() {
+        let file = "say(\"hi\")\n";
+        let r = edit(
+            file,
+            "say(\u{201c}hi\u{201d})\n",
+            "say(\u{201c}hello\u{201d})\n",
+            ALL,
+        );
+        assert_eq!(r, Some((Tier::Typography, "say(\"hello\")\n".into())));
+    }
+
+    #[test]
+    fn line_numbers_must_agree_with_the_match() {
+        let file = "a\nb\nc\n";
+        assert_eq!(
+            edit(file, "2 | b\n3 | c\n", "2 | B\n", ALL),
+            Some((Tier::LineNumbers, "a\nB\n".into()))
+        );
+        assert!(edit(file, "5 | b\n6 | c\n", "B\n", ALL).is_none());
+    }
+
+    #[test]
+    fn exact_only_mode_climbs_no_ladder() {
+        assert!(edit("foo  \n", "foo\n", "bar\n", &[]).is_none());
+    }
+
+    #[test]
+    fn non_uniform_indentation_does_not_match() {
+        assert!(edit("  a\n      b\n", "a\nb\n", "x\n", ALL).is_none());
+    }
+}

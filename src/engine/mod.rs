@@ -1,0 +1,541 @@
+//! The edit engine: payload text and file bytes in, new bytes and a report out.
+//!
+//! Pure by design: no file system, no clock, no FUSE. The store commits what the
+//! engine decides; the CLI and the mount only carry bytes to and from it.
+//!
+//! A transaction runs its operations in order on the running result. If any
+//! fails, the whole transaction fails and no bytes come out, but the remaining
+//! operations are still tried so that one report names every problem at once.
+
+mod diagnose;
+mod diff;
+mod doc;
+mod lines;
+pub mod payload;
+pub mod report;
+mod text;
+mod tolerant;
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use regex::bytes::Regex;
+use sha2::{Digest, Sha256};
+
+use doc::Doc;
+use payload::{Find, Operation, text_lines};
+pub use report::{Closest, ErrorReport, OpOutcome, OpReport, Outcome, Report};
+use text::Hit;
+pub use tolerant::Tier;
+
+/// Default payload limit: 100 KiB.
+pub const DEFAULT_MAX_PAYLOAD: usize = 100 * 1024;
+
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// What to do when SEARCH occurs more than once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Ambiguity {
+    /// Replace the first occurrence and warn, listing every line.
+    #[default]
+    First,
+    /// Fail the transaction.
+    Error,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Climb the tolerance ladder when an exact match fails (`--match exact` turns it off).
+    pub tolerant: bool,
+    pub ambiguous: Ambiguity,
+    pub max_payload: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            tolerant: true,
+            ambiguous: Ambiguity::First,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+        }
+    }
+}
+
+/// The engine's decision: the bytes to write (none when nothing is to be written) and the report.
+pub struct Edit {
+    pub content: Option<Vec<u8>>,
+    pub report: Report,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Applies `payload` to a file named `name` whose bytes are `original` (`None`: it does not exist).
+pub fn apply(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
+    let before = original.unwrap_or_default();
+    let sha = sha256_hex(before);
+    let parsed = match payload::parse(payload, opts.max_payload) {
+        Ok(p) => p,
+        Err(e) => return rejected(e, sha),
+    };
+    let total = parsed.operations.len();
+    if let Some(stale) = stale(&parsed.operations, &sha) {
+        let mut report = failed(stale, sha, total);
+        report.notes = parsed.notes;
+        return Edit {
+            content: None,
+            report,
+        };
+    }
+    let body = before.strip_prefix(BOM).unwrap_or(before);
+    let mut tx = Transaction {
+        doc: Doc::new(body),
+        utf8: std::str::from_utf8(body).is_ok(),
+        opts,
+    };
+    let ops: Vec<OpReport> = parsed
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(i, op)| tx.run(i + 1, op))
+        .collect();
+    finish(name, original, &tx, ops, parsed.notes, sha)
+}
+
+fn rejected(e: payload::PayloadError, sha: String) -> Edit {
+    let mut report = Report::new(Outcome::Rejected, sha);
+    report.error = Some(ErrorReport {
+        kind: e.kind(),
+        operation: None,
+        message: e.to_string(),
+        hint: Some(e.hint()),
+        closest: None,
+    });
+    Edit {
+        content: None,
+        report,
+    }
+}
+
+fn failed(error: ErrorReport, sha: String, total: usize) -> Report {
+    let mut report = Report::new(Outcome::Failed, sha);
+    report.total = total;
+    report.error = Some(error);
+    report
+}
+
+/// The first `if_match` that does not hold.
+fn stale(ops: &[Operation], sha: &str) -> Option<ErrorReport> {
+    let (i, want) = ops
+        .iter()
+        .enumerate()
+        .find_map(|(i, op)| op.if_match.as_deref().filter(|w| *w != sha).map(|w| (i, w)))?;
+    Some(ErrorReport {
+        kind: "stale",
+        operation: Some(i + 1),
+        message: format!(
+            "the file changed since it was read: if_match is {want}, the file's SHA-256 is now {sha}"
+        ),
+        hint: Some("read the file again and rebuild the edit against its current content".into()),
+        closest: None,
+    })
+}
+
+fn finish(
+    name: &str,
+    original: Option<&[u8]>,
+    tx: &Transaction<'_, '_>,
+    mut ops: Vec<OpReport>,
+    notes: Vec<String>,
+    sha: String,
+) -> Edit {
+    let total = ops.len();
+    if let Some(first) = ops.iter().find_map(|o| o.error.clone()) {
+        for op in ops.iter_mut().filter(|o| o.outcome != OpOutcome::Failed) {
+            op.outcome = OpOutcome::Matched;
+        }
+        let mut report = failed(first, sha, total);
+        report.operations = ops;
+        report.notes = notes;
+        return Edit {
+            content: None,
+            report,
+        };
+    }
+    let before = original.unwrap_or_default();
+    let mut new = Vec::with_capacity(before.len() + 64);
+    if before.starts_with(BOM) {
+        new.extend_from_slice(BOM);
+    }
+    new.extend_from_slice(&tx.doc.to_bytes());
+    let mut report = Report::new(Outcome::Ok, sha256_hex(&new));
+    report.applied = ops
+        .iter()
+        .filter(|o| o.outcome == OpOutcome::Applied)
+        .count();
+    report.total = total;
+    report.operations = ops;
+    report.notes = notes;
+    report.diff = Some(diff::file_diff(before, &new, name));
+    let changed = original.is_none() || new != before;
+    Edit {
+        content: changed.then_some(new),
+        report,
+    }
+}
+
+/// Why one operation did not apply.
+struct Failure {
+    kind: &'static str,
+    message: String,
+    hint: Option<String>,
+    closest: Option<Closest>,
+}
+
+impl Failure {
+    fn new(kind: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            message: message.into(),
+            hint: Some(hint.into()),
+            closest: None,
+        }
+    }
+}
+
+/// What an operation did, short of failing.
+struct Done {
+    outcome: OpOutcome,
+    strategy: &'static str,
+    lines: Option<[usize; 2]>,
+    warnings: Vec<String>,
+}
+
+impl Done {
+    fn applied(strategy: &'static str, lines: Option<[usize; 2]>, warnings: Vec<String>) -> Done {
+        Done {
+            outcome: OpOutcome::Applied,
+            strategy,
+            lines,
+            warnings,
+        }
+    }
+}
+
+struct Transaction<'a, 'o> {
+    doc: Doc<'a>,
+    utf8: bool,
+    opts: &'o Options,
+}
+
+impl Transaction<'_, '_> {
+    fn run(&mut self, index: usize, op: &Operation) -> OpReport {
+        let result = if op.search.is_empty() {
+            self.create(op)
+        } else {
+            self.edit(op)
+        };
+        match result {
+            Ok(d) => OpReport {
+                index,
+                outcome: d.outcome,
+                strategy: Some(d.strategy),
+                lines: d.lines,
+                warnings: d.warnings,
+                error: None,
+            },
+            Err(f) => OpReport {
+                index,
+                outcome: OpOutcome::Failed,
+                strategy: None,
+                lines: None,
+                warnings: Vec::new(),
+                error: Some(ErrorReport {
+                    kind: f.kind,
+                    operation: Some(index),
+                    message: f.message,
+                    hint: f.hint,
+                    closest: f.closest,
+                }),
+            },
+        }
+    }
+
+    fn tiers(&self) -> &'static [Tier] {
+        if self.opts.tolerant && self.utf8 {
+            &Tier::LADDER
+        } else {
+            &[]
+        }
+    }
+
+    /// An empty SEARCH: creates the file, or fills an empty one.
+    fn create(&mut self, op: &Operation) -> Result<Done, Failure> {
+        if !self.doc.is_empty() {
+            return Err(Failure::new(
+                "file_exists",
+                "an empty SEARCH creates a file, but this file already has content",
+                "put the lines to change in SEARCH, or to add text, SEARCH for the line next to where it goes and repeat it in REPLACE",
+            ));
+        }
+        self.doc = Doc::new(op.replace.clone().into_bytes());
+        Ok(Done::applied("create", None, Vec::new()))
+    }
+
+    fn edit(&mut self, op: &Operation) -> Result<Done, Failure> {
+        let mut done = match &op.find {
+            Find::Lines => self.edit_lines(op, 0..self.doc.len()),
+            Find::Text => self.edit_text(op),
+            Find::Regex(re) => self.edit_pattern(op, re, "regex"),
+            Find::IgnoreCase(re) => self.edit_pattern(op, re, "ignore_case"),
+        }?;
+        if op.search == op.replace && done.outcome == OpOutcome::Applied {
+            done.outcome = OpOutcome::Unchanged;
+            done.warnings
+                .push("SEARCH and REPLACE are identical: nothing to change".into());
+        }
+        Ok(done)
+    }
+
+    /// Lines `scope` (1-based, inclusive) as 0-based line indices.
+    fn line_scope(&self, op: &Operation) -> Range<usize> {
+        match &op.scope {
+            Some(s) => (s.start() - 1).min(self.doc.len())..(*s.end()).min(self.doc.len()),
+            None => 0..self.doc.len(),
+        }
+    }
+
+    fn edit_lines(&mut self, op: &Operation, scope: Range<usize>) -> Result<Done, Failure> {
+        let search = text_lines(&op.search);
+        let replace = text_lines(&op.replace);
+        let Some(found) = lines::find(&self.doc, &search, scope.clone(), self.tiers()) else {
+            return self
+                .replayed_lines(op, &replace, scope.clone())
+                .ok_or_else(|| self.not_found(&search, scope));
+        };
+        let numbers: Vec<usize> = found.starts.iter().map(|s| s + 1).collect();
+        let exact = found.tier() == Tier::Exact;
+        let (chosen, mut warnings) = choose(&numbers, op, exact, self.opts.ambiguous)?;
+        let chosen = non_overlapping(&chosen, &found.starts, found.len());
+        if !exact {
+            warnings.splice(0..0, found.warnings(&self.doc, found.starts[chosen[0]]));
+        }
+        let first = found.starts[chosen[0]];
+        let last = found.starts[chosen[chosen.len() - 1]] + found.len();
+        if op.search != op.replace {
+            for &k in chosen.iter().rev() {
+                found.apply(&mut self.doc, found.starts[k], &replace);
+            }
+        }
+        Ok(Done::applied(
+            found.tier().name(),
+            Some([first + 1, last]),
+            warnings,
+        ))
+    }
+
+    /// SEARCH is missing; if REPLACE is there once, the edit was made before.
+    fn replayed_lines(
+        &self,
+        op: &Operation,
+        replace: &[&str],
+        scope: Range<usize>,
+    ) -> Option<Done> {
+        if replace.is_empty() {
+            return None;
+        }
+        let found = lines::find(&self.doc, replace, scope, self.tiers())?;
+        replay(
+            &found
+                .starts
+                .iter()
+                .map(|s| [s + 1, s + found.len()])
+                .collect::<Vec<_>>(),
+            op,
+        )
+    }
+
+    fn not_found(&self, search: &[&str], scope: Range<usize>) -> Failure {
+        if !self.utf8 {
+            return Failure::new(
+                "not_text",
+                "the file is not UTF-8 text, so only byte-exact edits apply, and SEARCH is not in it byte for byte",
+                "copy SEARCH from the file byte for byte, or edit this file another way",
+            );
+        }
+        let d = diagnose::not_found(&self.doc, search, scope);
+        Failure {
+            kind: "not_found",
+            message: "SEARCH text not found in the file".into(),
+            hint: Some(d.hint),
+            closest: d.closest,
+        }
+    }
+
+    fn byte_scope(&self, op: &Operation) -> Range<usize> {
+        let lines = self.line_scope(op);
+        self.doc.byte_offset(lines.start)..self.doc.byte_offset(lines.end)
+    }
+
+    fn edit_text(&mut self, op: &Operation) -> Result<Done, Failure> {
+        let bytes = self.doc.to_bytes();
+        let scope = self.byte_scope(op);
+        let mut hits = text::literal(
+            &bytes,
+            op.search.as_bytes(),
+            op.replace.as_bytes(),
+            scope.clone(),
+        );
+        if hits.is_empty() {
+            // A CRLF file answers an LF search, and gets CRLF back.
+            if let (Some(s), Some(r)) = (
+                text::to_crlf(&op.search),
+                text::to_crlf(&op.replace).or(Some(op.replace.clone())),
+            ) {
+                hits = text::literal(&bytes, s.as_bytes(), r.as_bytes(), scope);
+            }
+        }
+        if hits.is_empty() {
+            return self.edit_lines(op, self.line_scope(op));
+        }
+        self.replace_hits(op, &bytes, hits, "exact")
+    }
+
+    fn edit_pattern(
+        &mut self,
+        op: &Operation,
+        re: &Regex,
+        strategy: &'static str,
+    ) -> Result<Done, Failure> {
+        if !self.utf8 {
+            return Err(Failure::new(
+                "not_text",
+                "the file is not UTF-8 text; regex and ignore_case edits need text",
+                "use a plain search that matches the file byte for byte",
+            ));
+        }
+        let bytes = self.doc.to_bytes();
+        let hits = text::pattern(&bytes, re, op.replace.as_bytes(), self.byte_scope(op));
+        if hits.is_empty() {
+            return Err(Failure::new(
+                "not_found",
+                format!("`{}` ({strategy}) matches nothing in the file", op.search),
+                "check the pattern against the file's current content; `(?m)` is on, so ^ and $ match at line ends",
+            ));
+        }
+        self.replace_hits(op, &bytes, hits, strategy)
+    }
+
+    fn replace_hits(
+        &mut self,
+        op: &Operation,
+        bytes: &[u8],
+        hits: Vec<Hit>,
+        strategy: &'static str,
+    ) -> Result<Done, Failure> {
+        let ranges = text::line_ranges(bytes, &hits);
+        let numbers: Vec<usize> = ranges.iter().map(|r| r[0]).collect();
+        let (chosen, warnings) = choose(&numbers, op, true, self.opts.ambiguous)?;
+        let picked: Vec<&Hit> = chosen.iter().map(|&k| &hits[k]).collect();
+        let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
+        let new = text::splice(bytes, &picked);
+        if new != bytes {
+            self.doc = Doc::new(Cow::Owned(new));
+        }
+        Ok(Done::applied(strategy, Some(lines), warnings))
+    }
+}
+
+/// A no-op success when REPLACE is found where SEARCH is not, once (or at all, with `all`).
+fn replay(ranges: &[[usize; 2]], op: &Operation) -> Option<Done> {
+    let ok = ranges.len() == 1 || (op.all && !ranges.is_empty());
+    ok.then(|| Done {
+        outcome: OpOutcome::AlreadyApplied,
+        strategy: "replay",
+        lines: Some([ranges[0][0], ranges[ranges.len() - 1][1]]),
+        warnings: vec![
+            "already applied: SEARCH is not in the file but REPLACE is; nothing changed".into(),
+        ],
+    })
+}
+
+/// Which occurrences (indices into `lines`, the first line of each) to replace.
+fn choose(
+    lines: &[usize],
+    op: &Operation,
+    exact: bool,
+    mode: Ambiguity,
+) -> Result<(Vec<usize>, Vec<String>), Failure> {
+    let n = lines.len();
+    let list = || {
+        lines
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(want) = op.expected {
+        if want != n {
+            return Err(Failure::new(
+                "count_mismatch",
+                format!(
+                    "expected {want} occurrence(s), found {n} (line(s) {})",
+                    list()
+                ),
+                "set expected_replacements to the real count, or make SEARCH match exactly the places to change",
+            ));
+        }
+        return Ok(((0..n).collect(), Vec::new()));
+    }
+    if op.all || n == 1 {
+        return Ok(((0..n).collect(), Vec::new()));
+    }
+    if !exact {
+        return Err(Failure::new(
+            "ambiguous",
+            format!(
+                "SEARCH matches {n} places only when differences are tolerated (lines {}), so none was chosen",
+                list()
+            ),
+            "copy SEARCH from the file exactly, with enough surrounding lines to make it unique",
+        ));
+    }
+    if let Some(near) = op.near {
+        let best = (0..n).min_by_key(|&k| lines[k].abs_diff(near)).unwrap_or(0);
+        let tied = (0..n)
+            .filter(|&k| lines[k].abs_diff(near) == lines[best].abs_diff(near))
+            .count();
+        if tied == 1 {
+            let w = format!(
+                "SEARCH occurs {n} times (lines {}); the one nearest line {near} was replaced",
+                list()
+            );
+            return Ok((vec![best], vec![w]));
+        }
+    }
+    if mode == Ambiguity::Error {
+        return Err(Failure::new(
+            "ambiguous",
+            format!("SEARCH occurs {n} times (lines {})", list()),
+            "add surrounding lines to SEARCH until it is unique, or give :start_line: (blocks) or start_line/end_line or all (JSON)",
+        ));
+    }
+    let w = format!(
+        "SEARCH occurs {n} times (lines {}); the first was replaced",
+        list()
+    );
+    Ok((vec![0], vec![w]))
+}
+
+/// `chosen` without matches that overlap an earlier chosen one.
+fn non_overlapping(chosen: &[usize], starts: &[usize], len: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::with_capacity(chosen.len());
+    for &k in chosen {
+        if out.last().is_none_or(|&p| starts[p] + len <= starts[k]) {
+            out.push(k);
+        }
+    }
+    out
+}

@@ -1,0 +1,430 @@
+//! Marker blocks: `<<<<<<< SEARCH` / `=======` / `>>>>>>> REPLACE` and the
+//! `------- SEARCH` / `=======` / `+++++++ REPLACE` family.
+//!
+//! Markers have 5 or more characters. A block opened with more than 7 marker
+//! characters only ends at a divider and closer of exactly that length, so a file
+//! that itself holds `=======` lines (a merge conflict) can still be edited: open
+//! the block with, say, 9 `<` and close it with 9 `>`.
+
+use super::{Find, Operation, Payload, PayloadError};
+
+/// Marker length up to which dividers and closers of any length (5 or more) are accepted.
+const LOOSE_LEN: usize = 7;
+
+enum State {
+    Outside,
+    Search {
+        open: usize,
+        len: usize,
+        lines: Vec<String>,
+        near: Option<usize>,
+    },
+    Replace {
+        open: usize,
+        len: usize,
+        search: Vec<String>,
+        lines: Vec<String>,
+        near: Option<usize>,
+    },
+}
+
+/// Length of a run of `c` at the start of `line`, when the run is 5 or more.
+fn run(line: &str, c: char) -> Option<usize> {
+    let n = line.chars().take_while(|&x| x == c).count();
+    (n >= 5).then_some(n)
+}
+
+/// `<<<<<<< SEARCH` or `------- SEARCH`: the marker length.
+fn opener(line: &str) -> Option<usize> {
+    let line = line.trim_end();
+    let n = run(line, '<').or_else(|| run(line, '-'))?;
+    (line[n..].trim_start() == "SEARCH").then_some(n)
+}
+
+fn len_fits(n: usize, open: usize) -> bool {
+    n == open || (open <= LOOSE_LEN && n <= LOOSE_LEN)
+}
+
+fn divider(line: &str, open: usize) -> bool {
+    let line = line.trim_end();
+    run(line, '=').is_some_and(|n| n == line.len() && len_fits(n, open))
+}
+
+fn closer(line: &str, open: usize) -> bool {
+    let line = line.trim_end();
+    run(line, '>')
+        .or_else(|| run(line, '+'))
+        .is_some_and(|n| line[n..].trim_start() == "REPLACE" && len_fits(n, open))
+}
+
+fn fence(line: &str) -> bool {
+    let t = line.trim();
+    t.strip_prefix("```")
+        .is_some_and(|tag| !tag.contains(char::is_whitespace))
+}
+
+/// Whether the text holds at least one SEARCH marker.
+pub fn has_blocks(text: &str) -> bool {
+    text.lines().any(|l| opener(l).is_some())
+}
+
+/// Reads a `:start_line:N` or `:end_line:N` hint line.
+fn hint(line: &str, name: &str, at: usize) -> Result<Option<usize>, PayloadError> {
+    let Some(value) = line.trim().strip_prefix(name) else {
+        return Ok(None);
+    };
+    match value.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(PayloadError::Structure {
+            line: at,
+            found: format!("`{}` has no line number", line.trim()),
+            expected: format!("`{name}N` with N a line number from 1"),
+        }),
+    }
+}
+
+fn structure(line: usize, found: impl Into<String>, expected: impl Into<String>) -> PayloadError {
+    PayloadError::Structure {
+        line,
+        found: found.into(),
+        expected: expected.into(),
+    }
+}
+
+fn joined(lines: Vec<String>) -> String {
+    let mut s = lines.join("\n");
+    if !lines.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+pub fn parse(text: &str) -> Result<Payload, PayloadError> {
+    let mut payload = Payload::default();
+    let mut ignored: Vec<usize> = Vec::new();
+    let mut state = State::Outside;
+    for (i, raw) in text.split('\n').enumerate() {
+        let at = i + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        state = match state {
+            State::Outside => outside(line, at, &mut ignored)?,
+            State::Search {
+                open,
+                len,
+                mut lines,
+                mut near,
+            } => {
+                if divider(line, len) {
+                    State::Replace {
+                        open,
+                        len,
+                        search: lines,
+                        lines: Vec::new(),
+                        near,
+                    }
+                } else if closer(line, len) {
+                    return Err(structure(
+                        at,
+                        format!(
+                            "`{}` closes the block opened at line {open} before its divider",
+                            line.trim()
+                        ),
+                        "a `=======` line between the SEARCH and REPLACE text",
+                    ));
+                } else if opener(line).is_some() {
+                    return Err(structure(
+                        at,
+                        format!(
+                            "a new SEARCH marker while the block opened at line {open} has no divider"
+                        ),
+                        "`=======` and `>>>>>>> REPLACE` to finish that block first",
+                    ));
+                } else if lines.is_empty() && read_hint(line, at, &mut near)? {
+                    State::Search {
+                        open,
+                        len,
+                        lines,
+                        near,
+                    }
+                } else if lines.is_empty() && near.is_some() && is_hint_rule(line) {
+                    State::Search {
+                        open,
+                        len,
+                        lines,
+                        near,
+                    }
+                } else {
+                    lines.push(line.to_owned());
+                    State::Search {
+                        open,
+                        len,
+                        lines,
+                        near,
+                    }
+                }
+            }
+            State::Replace {
+                open,
+                len,
+                search,
+                mut lines,
+                near,
+            } => {
+                if closer(line, len) {
+                    let mut op = Operation::new(Find::Lines, joined(search), joined(lines), open);
+                    op.near = near;
+                    payload.operations.push(op);
+                    State::Outside
+                } else if divider(line, len) {
+                    return Err(structure(
+                        at,
+                        format!("a second `=======` in the block opened at line {open}"),
+                        "`>>>>>>> REPLACE` to close the block (to edit a file that has `=======` lines, open the block with 9 `<` and use 9 `=` and 9 `>`)",
+                    ));
+                } else if opener(line).is_some() {
+                    return Err(structure(
+                        at,
+                        format!(
+                            "a new SEARCH marker while the block opened at line {open} is not closed"
+                        ),
+                        "`>>>>>>> REPLACE` to close that block first",
+                    ));
+                } else {
+                    lines.push(line.to_owned());
+                    State::Replace {
+                        open,
+                        len,
+                        search,
+                        lines,
+                        near,
+                    }
+                }
+            }
+        };
+    }
+    finish(state, text)?;
+    if let Some(note) = ignored_note(&ignored) {
+        payload.notes.push(note);
+    }
+    Ok(payload)
+}
+
+fn outside(line: &str, at: usize, ignored: &mut Vec<usize>) -> Result<State, PayloadError> {
+    if let Some(len) = opener(line) {
+        return Ok(State::Search {
+            open: at,
+            len,
+            lines: Vec::new(),
+            near: None,
+        });
+    }
+    if divider(line, LOOSE_LEN) {
+        return Err(structure(
+            at,
+            "`=======` outside a block",
+            "`<<<<<<< SEARCH` before it",
+        ));
+    }
+    if closer(line, LOOSE_LEN) {
+        return Err(structure(
+            at,
+            format!("`{}` outside a block", line.trim()),
+            "`<<<<<<< SEARCH` and `=======` before it",
+        ));
+    }
+    if !line.trim().is_empty() && !fence(line) {
+        ignored.push(at);
+    }
+    Ok(State::Outside)
+}
+
+/// Consumes a `:start_line:`/`:end_line:` line at the top of a SEARCH section.
+fn read_hint(line: &str, at: usize, near: &mut Option<usize>) -> Result<bool, PayloadError> {
+    if let Some(n) = hint(line, ":start_line:", at)? {
+        *near = Some(n);
+        return Ok(true);
+    }
+    // The end line only narrows what the start line already pins down.
+    Ok(near.is_some() && hint(line, ":end_line:", at)?.is_some())
+}
+
+/// The `-------` rule that separates hints from the SEARCH text.
+fn is_hint_rule(line: &str) -> bool {
+    let t = line.trim_end();
+    t.len() >= 3 && t.chars().all(|c| c == '-')
+}
+
+fn finish(state: State, text: &str) -> Result<(), PayloadError> {
+    let last = text.split('\n').count();
+    match state {
+        State::Outside => Ok(()),
+        State::Search { open, .. } => Err(structure(
+            last,
+            format!(
+                "the payload ends inside the SEARCH section of the block opened at line {open}"
+            ),
+            "`=======`, the new text and `>>>>>>> REPLACE`",
+        )),
+        State::Replace { open, .. } => Err(structure(
+            last,
+            format!("the payload ends before the block opened at line {open} is closed"),
+            "`>>>>>>> REPLACE` after the new text",
+        )),
+    }
+}
+
+/// A note on text outside blocks, naming its payload lines.
+fn ignored_note(lines: &[usize]) -> Option<String> {
+    let (first, last) = (lines.first()?, lines.last()?);
+    let n = lines.len();
+    let place = if first == last {
+        format!("line {first}")
+    } else {
+        format!("lines {first}-{last}")
+    };
+    Some(format!(
+        "ignored {n} line(s) of text outside blocks (payload {place})"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops(text: &str) -> Vec<(String, String)> {
+        parse(text)
+            .unwrap()
+            .operations
+            .into_iter()
+            .map(|o| (o.search, o.replace))
+            .collect()
+    }
+
+    fn pair(s: &str, r: &str) -> (String, String) {
+        (s.to_owned(), r.to_owned())
+    }
+
+    #[test]
+    fn both_marker_families_and_any_length_from_five() {
+        assert_eq!(
+            ops("<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"),
+            [pair("a\n", "b\n")]
+        );
+        assert_eq!(
+            ops("------- SEARCH\na\n=======\nb\n+++++++ REPLACE"),
+            [pair("a\n", "b\n")]
+        );
+        assert_eq!(
+            ops("<<<<< SEARCH\na\n=====\nb\n>>>>> REPLACE"),
+            [pair("a\n", "b\n")]
+        );
+        assert!(
+            parse("<<<< SEARCH\na\n====\nb\n>>>> REPLACE")
+                .unwrap()
+                .operations
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn trailing_whitespace_and_crlf_after_markers() {
+        assert_eq!(
+            ops("<<<<<<< SEARCH  \r\na\r\n=======\t\r\nb\r\n>>>>>>> REPLACE \r\n"),
+            [pair("a\n", "b\n")]
+        );
+    }
+
+    #[test]
+    fn fences_with_or_without_tag_are_skipped_silently() {
+        let p = parse("```python\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n").unwrap();
+        assert_eq!(p.operations.len(), 1);
+        assert!(p.notes.is_empty());
+    }
+
+    #[test]
+    fn prose_outside_blocks_is_noted_with_its_lines() {
+        let p = parse("Here is the fix:\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\nDone.\n")
+            .unwrap();
+        assert_eq!(
+            p.notes,
+            ["ignored 2 line(s) of text outside blocks (payload lines 1-7)"]
+        );
+    }
+
+    #[test]
+    fn start_line_hint_and_rule_are_not_search_text() {
+        let p = parse(
+            "<<<<<<< SEARCH\n:start_line:12\n:end_line:13\n-------\na\n=======\nb\n>>>>>>> REPLACE",
+        )
+        .unwrap();
+        assert_eq!(p.operations[0].near, Some(12));
+        assert_eq!(p.operations[0].search, "a\n");
+    }
+
+    #[test]
+    fn empty_sections_are_allowed() {
+        assert_eq!(
+            ops("<<<<<<< SEARCH\n=======\nnew\n>>>>>>> REPLACE"),
+            [pair("", "new\n")]
+        );
+        assert_eq!(
+            ops("<<<<<<< SEARCH\nold\n=======\n>>>>>>> REPLACE"),
+            [pair("old\n", "")]
+        );
+    }
+
+    #[test]
+    fn malformed_blocks_name_the_line_and_what_was_expected() {
+        let cases = [
+            (
+                "=======\nb\n>>>>>>> REPLACE",
+                1,
+                "`<<<<<<< SEARCH` before it",
+            ),
+            ("<<<<<<< SEARCH\na\n>>>>>>> REPLACE", 3, "a `=======` line"),
+            (
+                "<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE",
+                5,
+                "`>>>>>>> REPLACE` to close",
+            ),
+            (
+                "<<<<<<< SEARCH\na\n=======\nb\n<<<<<<< SEARCH",
+                5,
+                "`>>>>>>> REPLACE` to close that",
+            ),
+            (
+                "<<<<<<< SEARCH\na\n=======\nb\n",
+                5,
+                "`>>>>>>> REPLACE` after",
+            ),
+            ("<<<<<<< SEARCH\na", 2, "`=======`, the new text"),
+            (
+                "<<<<<<< SEARCH\n:start_line:x\n-------\na\n=======\nb\n>>>>>>> REPLACE",
+                2,
+                "`:start_line:N`",
+            ),
+        ];
+        for (text, line, expected) in cases {
+            match parse(text) {
+                Err(PayloadError::Structure {
+                    line: l,
+                    expected: e,
+                    ..
+                }) => {
+                    assert_eq!(l, line, "{text:?}");
+                    assert!(e.starts_with(expected), "{text:?}: {e}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn long_markers_let_conflict_markers_be_content() {
+        let text = "<<<<<<<<< SEARCH\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> other\n=========\nb\n>>>>>>>>> REPLACE\n";
+        assert_eq!(
+            ops(text),
+            [pair("<<<<<<< HEAD\na\n=======\nb\n>>>>>>> other\n", "b\n")]
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! The result of a transaction, for people (`Display`) and programs (`serde`).
+//!
+//! The engine fills in what it knows; the caller that commits the transaction adds
+//! the transaction id, the file's path, the time and where the pre-image went.
+
+use std::fmt;
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    /// An operation did not apply; nothing was written.
+    Failed,
+    /// The payload was unusable before any operation ran; nothing was written.
+    Rejected,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpOutcome {
+    Applied,
+    /// SEARCH was missing but REPLACE was already there: a replayed edit.
+    AlreadyApplied,
+    /// SEARCH and REPLACE are the same text.
+    Unchanged,
+    /// Would have applied, but another operation failed, so nothing was written.
+    Matched,
+    Failed,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OpReport {
+    pub index: usize,
+    pub outcome: OpOutcome,
+    pub strategy: Option<&'static str>,
+    /// First and last line (1-based) matched, in the file as it was before this operation.
+    pub lines: Option<[usize; 2]>,
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+}
+
+/// The file region most like a SEARCH text that was not found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Closest {
+    pub start_line: usize,
+    pub end_line: usize,
+    pub similarity: f64,
+    /// Unified diff from the SEARCH text to the file's lines.
+    pub diff: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorReport {
+    pub kind: &'static str,
+    /// Index (from 1) of the operation that failed, when one did.
+    pub operation: Option<usize>,
+    pub message: String,
+    pub hint: Option<String>,
+    pub closest: Option<Closest>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub tx: u64,
+    pub file: String,
+    pub time: String,
+    pub outcome: Outcome,
+    pub applied: usize,
+    pub total: usize,
+    pub operations: Vec<OpReport>,
+    /// Unified diff of the change; on success only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// SHA-256 of the file after the transaction (as it still is, on failure).
+    pub sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+    pub notes: Vec<String>,
+    /// Where the pre-image was kept, relative to the state directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+}
+
+impl Report {
+    pub fn new(outcome: Outcome, sha256: String) -> Report {
+        Report {
+            tx: 0,
+            file: String::new(),
+            time: String::new(),
+            outcome,
+            applied: 0,
+            total: 0,
+            operations: Vec::new(),
+            diff: None,
+            sha256,
+            error: None,
+            notes: Vec::new(),
+            snapshot: None,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self.outcome {
+            Outcome::Ok => "OK",
+            Outcome::Failed => "FAILED",
+            Outcome::Rejected => "REJECTED",
+        };
+        writeln!(f, "{word} {} (tx {}, {})", self.file, self.tx, self.time)?;
+        match self.outcome {
+            Outcome::Ok => writeln!(f, "{} of {} operation(s) applied", self.applied, self.total)?,
+            _ => writeln!(f, "nothing was changed: the file is exactly as it was")?,
+        }
+        for op in &self.operations {
+            write_op(f, op)?;
+        }
+        if let Some(e) = &self.error {
+            write_error(f, e)?;
+        }
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
+        writeln!(f, "sha256 {}", self.sha256)?;
+        if let Some(s) = &self.snapshot {
+            writeln!(f, "pre-image kept as {s}")?;
+        }
+        match &self.diff {
+            Some(d) if !d.is_empty() => write!(f, "\n{d}"),
+            Some(_) => writeln!(f, "no change to the file"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn write_op(f: &mut fmt::Formatter<'_>, op: &OpReport) -> fmt::Result {
+    let outcome = match op.outcome {
+        OpOutcome::Applied => "applied",
+        OpOutcome::AlreadyApplied => "already applied",
+        OpOutcome::Unchanged => "unchanged",
+        OpOutcome::Matched => "matched (not written)",
+        OpOutcome::Failed => "FAILED",
+    };
+    write!(f, "  #{} {outcome}", op.index)?;
+    if let Some(s) = op.strategy {
+        write!(f, " ({s})")?;
+    }
+    match op.lines {
+        Some([a, b]) if a == b => write!(f, " at line {a}")?,
+        Some([a, b]) => write!(f, " at lines {a}-{b}")?,
+        None => {}
+    }
+    writeln!(f)?;
+    for w in &op.warnings {
+        writeln!(f, "     warning: {w}")?;
+    }
+    if let (Some(e), OpOutcome::Failed) = (&op.error, op.outcome) {
+        writeln!(f, "     {}: {}", e.kind, e.message)?;
+    }
+    Ok(())
+}
+
+fn write_error(f: &mut fmt::Formatter<'_>, e: &ErrorReport) -> fmt::Result {
+    writeln!(f)?;
+    match e.operation {
+        Some(i) => writeln!(f, "error ({}) in operation #{i}: {}", e.kind, e.message)?,
+        None => writeln!(f, "error ({}): {}", e.kind, e.message)?,
+    }
+    if let Some(h) = &e.hint {
+        writeln!(f, "hint: {h}")?;
+    }
+    if let Some(c) = &e.closest {
+        writeln!(
+            f,
+            "closest match: lines {}-{} (similarity {:.2}); what SEARCH would need to change:",
+            c.start_line, c.end_line, c.similarity
+        )?;
+        write!(f, "{}", c.diff)?;
+    }
+    Ok(())
+}

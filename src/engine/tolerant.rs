@@ -1,0 +1,238 @@
+//! The tolerance ladder: how SEARCH lines may differ from the file's and still match.
+//!
+//! Tiers are cumulative (each forgives what the ones before it forgive, and one
+//! thing more) and are tried in order only when the previous found nothing. A
+//! tolerant match is used only when it is the single match of its tier: editing
+//! the wrong place is far worse than an honest failure.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+/// How a match was found, as reported in `strategy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    Exact,
+    /// Trailing whitespace, and blank lines around SEARCH, ignored.
+    Whitespace,
+    /// Indentation shifted uniformly, or tabs and spaces exchanged.
+    Indentation,
+    /// Curly quotes, long dashes and non-breaking spaces equal to their ASCII forms.
+    Typography,
+    /// Line-number prefixes copied from a viewer, when the numbers agree.
+    LineNumbers,
+}
+
+impl Tier {
+    pub const LADDER: [Tier; 4] = [
+        Tier::Whitespace,
+        Tier::Indentation,
+        Tier::Typography,
+        Tier::LineNumbers,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Exact => "exact",
+            Tier::Whitespace => "whitespace",
+            Tier::Indentation => "indentation",
+            Tier::Typography => "typography",
+            Tier::LineNumbers => "line_numbers",
+        }
+    }
+
+    /// Whether two lines are equal at this tier.
+    pub fn equal(self, file: &str, search: &str) -> bool {
+        match self {
+            Tier::Exact => file == search,
+            Tier::Whitespace => file.trim_end() == search.trim_end(),
+            Tier::Indentation => file.trim() == search.trim(),
+            Tier::Typography | Tier::LineNumbers => file
+                .trim()
+                .chars()
+                .map(fold)
+                .eq(search.trim().chars().map(fold)),
+        }
+    }
+}
+
+/// The ASCII form of a typographic look-alike, or the character itself.
+pub fn fold(c: char) -> char {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' | '\u{2032}' => '\'',
+        '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{2033}' => '"',
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
+        | '\u{2212}' => '-',
+        '\u{00a0}' | '\u{2007}' | '\u{202f}' | '\u{2009}' | '\u{200a}' => ' ',
+        _ => c,
+    }
+}
+
+pub fn is_typographic(c: char) -> bool {
+    fold(c) != c
+}
+
+pub fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// Counts of blank lines at the start and end of `lines`.
+pub fn blank_edges(lines: &[&str]) -> (usize, usize) {
+    let lead = lines.iter().take_while(|l| is_blank(l)).count();
+    if lead == lines.len() {
+        return (lead, 0);
+    }
+    let trail = lines.iter().rev().take_while(|l| is_blank(l)).count();
+    (lead, trail)
+}
+
+static NUMBER_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(\d+)(?:\t| ?\| ?|: ?)").expect("the line-number pattern is valid")
+});
+
+/// Strips `12 | `, `12: ` or `12\t` prefixes when every line has one.
+/// Returns the stripped lines and the number on the first line.
+pub fn strip_numbers<'a>(lines: &[&'a str]) -> Option<(Vec<&'a str>, usize)> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut first = None;
+    for (k, line) in lines.iter().enumerate() {
+        let caps = NUMBER_PREFIX.captures(line)?;
+        let n: usize = caps[1].parse().ok()?;
+        let start = *first.get_or_insert(n);
+        if n != start + k {
+            return None;
+        }
+        out.push(&line[caps[0].len()..]);
+    }
+    Some((out, first?))
+}
+
+/// Width in columns of a line's leading whitespace, tabs stopping every `tab` columns.
+pub fn indent_cols(line: &str, tab: usize) -> usize {
+    let mut cols = 0;
+    for c in line.chars() {
+        match c {
+            ' ' => cols += 1,
+            '\t' => cols += tab - cols % tab,
+            _ => break,
+        }
+    }
+    cols
+}
+
+pub fn indent_of(line: &str) -> &str {
+    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+}
+
+/// How SEARCH's indentation maps onto the file's: a uniform column shift at a tab width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shift {
+    pub tab: usize,
+    pub delta: isize,
+}
+
+/// The uniform shift that turns every non-blank SEARCH line's indentation into
+/// its file line's, if there is one.
+pub fn uniform_shift(file: &[&str], search: &[&str]) -> Option<Shift> {
+    [4, 2, 8, 3].into_iter().find_map(|tab| {
+        let mut delta = None;
+        for (f, s) in file.iter().zip(search) {
+            if is_blank(f) || is_blank(s) {
+                continue;
+            }
+            let d = indent_cols(f, tab) as isize - indent_cols(s, tab) as isize;
+            if *delta.get_or_insert(d) != d {
+                return None;
+            }
+        }
+        Some(Shift {
+            tab,
+            delta: delta.unwrap_or(0),
+        })
+    })
+}
+
+/// Whether the file indents with tabs, judged from `lines`; `None` when none is indented.
+pub fn uses_tabs<'a>(lines: impl Iterator<Item = &'a str>) -> Option<bool> {
+    lines
+        .map(indent_of)
+        .find(|i| !i.is_empty())
+        .map(|i| i.starts_with('\t'))
+}
+
+/// `line` with its indentation moved by `shift` and written with tabs or spaces.
+pub fn reindent(line: &str, shift: Shift, tabs: bool) -> String {
+    if is_blank(line) {
+        return String::new();
+    }
+    let cols = (indent_cols(line, shift.tab) as isize + shift.delta).max(0) as usize;
+    let body = line.trim_start_matches([' ', '\t']);
+    let indent = if tabs {
+        "\t".repeat(cols / shift.tab) + &" ".repeat(cols % shift.tab)
+    } else {
+        " ".repeat(cols)
+    };
+    indent + body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_forgive_cumulatively() {
+        assert!(!Tier::Exact.equal("a  ", "a"));
+        assert!(Tier::Whitespace.equal("a  ", "a"));
+        assert!(!Tier::Whitespace.equal("  a", "a"));
+        assert!(Tier::Indentation.equal("\ta ", "    a"));
+        assert!(!Tier::Indentation.equal("x = \"a\"", "x = \u{201c}a\u{201d}"));
+        assert!(Tier::Typography.equal("  x = \"a\" - 1", "x\u{a0}= \u{201c}a\u{201d} \u{2014} 1"));
+    }
+
+    #[test]
+    fn number_prefixes_must_be_consecutive() {
+        assert_eq!(
+            strip_numbers(&["12 | a", "13 |   b"]),
+            Some((vec!["a", "  b"], 12))
+        );
+        assert_eq!(
+            strip_numbers(&["  7\ta", "  8\t"]),
+            Some((vec!["a", ""], 7))
+        );
+        assert_eq!(strip_numbers(&["3: a", "4: b"]), Some((vec!["a", "b"], 3)));
+        assert_eq!(strip_numbers(&["12 | a", "14 | b"]), None);
+        assert_eq!(strip_numbers(&["12 | a", "b"]), None);
+    }
+
+    #[test]
+    fn shift_must_be_uniform() {
+        assert_eq!(
+            uniform_shift(&["    a", "        b"], &["a", "    b"]),
+            Some(Shift { tab: 4, delta: 4 })
+        );
+        assert_eq!(
+            uniform_shift(&["\ta", "\t\tb"], &["  a", "    b"]),
+            Some(Shift { tab: 2, delta: 0 })
+        );
+        assert_eq!(uniform_shift(&["    a", "  b"], &["a", "b"]), None);
+    }
+
+    #[test]
+    fn reindent_writes_the_files_style() {
+        let shift = Shift { tab: 4, delta: 0 };
+        assert_eq!(reindent("        x", shift, true), "\t\tx");
+        assert_eq!(
+            reindent("\tx", Shift { tab: 4, delta: 4 }, false),
+            "        x"
+        );
+        assert_eq!(reindent("   ", shift, false), "");
+    }
+
+    #[test]
+    fn blank_edges_of_all_blank_text() {
+        assert_eq!(blank_edges(&["", "a", " ", ""]), (1, 2));
+        assert_eq!(blank_edges(&["", ""]), (2, 0));
+    }
+}
