@@ -8,3 +8,5 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod store;
+pub mod transaction;

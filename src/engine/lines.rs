@@ -210,7 +210,7 @@ impl Found<'_> {
         let (lead, trail) = tolerant::blank_edges(&replace);
         let replace = &replace[lead.min(p.lead)..replace.len() - trail.min(p.trail)];
         let file = self.file_lines(doc, start);
-        let shift = tolerant::uniform_shift(&file, &p.lines).unwrap_or(Shift { tab: 4, delta: 0 });
+        let shift = tolerant::uniform_shift(&file, &p.lines).unwrap_or(Shift::NONE);
         let tabs = tolerant::uses_tabs(file.iter().copied())
             .or_else(|| tolerant::uses_tabs((0..doc.len().min(1000)).filter_map(|i| text(doc, i))))
             .unwrap_or(false);
@@ -277,10 +277,20 @@ fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
         ));
     }
     let shift = tolerant::uniform_shift(file, search)?;
-    (shift.delta != 0).then(|| {
+    if shift.num != shift.den {
+        let depth = if shift.num > shift.den {
+            "half as deep as"
+        } else {
+            "twice as deep as"
+        };
+        return Some(format!(
+            "SEARCH indents each level {depth} the file; REPLACE re-indented to the file's depth"
+        ));
+    }
+    (shift.offset != 0).then(|| {
         format!(
             "SEARCH is indented {} column(s) off the file; REPLACE re-indented to match",
-            shift.delta
+            shift.offset
         )
     })
 }
@@ -431,6 +441,24 @@ mod tests {
     #[test]
     fn exact_only_mode_climbs_no_ladder() {
         assert!(edit("foo  \n", "foo\n", "bar\n", &[]).is_none());
+    }
+
+    #[test]
+    fn indentation_step_of_two_matches_a_file_stepping_by_four() {
+        let file = "def f(x):\n    if x:\n        return 1\n";
+        let r = edit(
+            file,
+            "def f(x):\n  if x:\n    return 1\n",
+            "def f(x):\n  if x:\n    return 2\n",
+            ALL,
+        );
+        assert_eq!(
+            r,
+            Some((
+                Tier::Indentation,
+                "def f(x):\n    if x:\n        return 2\n".into()
+            ))
+        );
     }
 
     #[test]

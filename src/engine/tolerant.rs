@@ -126,30 +126,54 @@ pub fn indent_of(line: &str) -> &str {
     &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
 }
 
-/// How SEARCH's indentation maps onto the file's: a uniform column shift at a tab width.
+/// How SEARCH's indentation maps onto the file's: `file * den = search * num + offset`
+/// in columns at a tab width. `num/den` other than 1 covers an agent that indents
+/// by 2 where the file indents by 4, or the reverse: the nesting is the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shift {
     pub tab: usize,
-    pub delta: isize,
+    pub num: isize,
+    pub den: isize,
+    pub offset: isize,
 }
 
-/// The uniform shift that turns every non-blank SEARCH line's indentation into
+impl Shift {
+    pub const NONE: Shift = Shift {
+        tab: 4,
+        num: 1,
+        den: 1,
+        offset: 0,
+    };
+
+    /// The file's column for a SEARCH or REPLACE column.
+    pub fn map(self, cols: usize) -> usize {
+        ((cols as isize * self.num + self.offset) / self.den).max(0) as usize
+    }
+}
+
+/// The uniform mapping that turns every non-blank SEARCH line's indentation into
 /// its file line's, if there is one.
 pub fn uniform_shift(file: &[&str], search: &[&str]) -> Option<Shift> {
-    [4, 2, 8, 3].into_iter().find_map(|tab| {
-        let mut delta = None;
-        for (f, s) in file.iter().zip(search) {
-            if is_blank(f) || is_blank(s) {
-                continue;
+    let scales = [(1, 1), (2, 1), (1, 2)];
+    scales.into_iter().find_map(|(num, den)| {
+        [4, 2, 8, 3].into_iter().find_map(|tab| {
+            let mut offset = None;
+            for (f, s) in file.iter().zip(search) {
+                if is_blank(f) || is_blank(s) {
+                    continue;
+                }
+                let d = indent_cols(f, tab) as isize * den - indent_cols(s, tab) as isize * num;
+                if *offset.get_or_insert(d) != d {
+                    return None;
+                }
             }
-            let d = indent_cols(f, tab) as isize - indent_cols(s, tab) as isize;
-            if *delta.get_or_insert(d) != d {
-                return None;
-            }
-        }
-        Some(Shift {
-            tab,
-            delta: delta.unwrap_or(0),
+            let offset = offset.unwrap_or(0);
+            (offset % den == 0).then_some(Shift {
+                tab,
+                num,
+                den,
+                offset,
+            })
         })
     })
 }
@@ -167,7 +191,7 @@ pub fn reindent(line: &str, shift: Shift, tabs: bool) -> String {
     if is_blank(line) {
         return String::new();
     }
-    let cols = (indent_cols(line, shift.tab) as isize + shift.delta).max(0) as usize;
+    let cols = shift.map(indent_cols(line, shift.tab));
     let body = line.trim_start_matches([' ', '\t']);
     let indent = if tabs {
         "\t".repeat(cols / shift.tab) + &" ".repeat(cols % shift.tab)
@@ -208,26 +232,57 @@ mod tests {
 
     #[test]
     fn shift_must_be_uniform() {
+        let shift = |tab, num, den, offset| {
+            Some(Shift {
+                tab,
+                num,
+                den,
+                offset,
+            })
+        };
         assert_eq!(
             uniform_shift(&["    a", "        b"], &["a", "    b"]),
-            Some(Shift { tab: 4, delta: 4 })
+            shift(4, 1, 1, 4)
         );
         assert_eq!(
             uniform_shift(&["\ta", "\t\tb"], &["  a", "    b"]),
-            Some(Shift { tab: 2, delta: 0 })
+            shift(2, 1, 1, 0)
         );
+        let (file, search) = (["a", "    b", "        c"], ["a", "  b", "    c"]);
+        assert_eq!(uniform_shift(&file, &search), shift(4, 2, 1, 0));
         assert_eq!(uniform_shift(&["    a", "  b"], &["a", "b"]), None);
+        assert_eq!(
+            uniform_shift(&["a", "    b", "      c"], &["a", "  b", "    c"]),
+            None
+        );
     }
 
     #[test]
     fn reindent_writes_the_files_style() {
-        let shift = Shift { tab: 4, delta: 0 };
-        assert_eq!(reindent("        x", shift, true), "\t\tx");
+        assert_eq!(reindent("        x", Shift::NONE, true), "\t\tx");
         assert_eq!(
-            reindent("\tx", Shift { tab: 4, delta: 4 }, false),
+            reindent(
+                "\tx",
+                Shift {
+                    offset: 4,
+                    ..Shift::NONE
+                },
+                false
+            ),
             "        x"
         );
-        assert_eq!(reindent("   ", shift, false), "");
+        assert_eq!(
+            reindent(
+                "  x",
+                Shift {
+                    num: 2,
+                    ..Shift::NONE
+                },
+                false
+            ),
+            "    x"
+        );
+        assert_eq!(reindent("   ", Shift::NONE, false), "");
     }
 
     #[test]

@@ -1,0 +1,42 @@
+//! The command line: parses arguments, runs one command, maps its result to an exit code.
+//!
+//! Exit codes are part of the contract: 0 the transaction applied, 1 it failed
+//! (nothing was written), 2 the payload was rejected or the command line was wrong.
+
+mod apply;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "editfs",
+    version,
+    about = "Apply SEARCH/REPLACE edits to files as all-or-nothing transactions",
+    long_about = "editfs applies the SEARCH/REPLACE blocks that coding agents write to files, as \
+one all-or-nothing transaction per payload, with a report that says exactly what matched, what \
+changed, and, when a block does not match, where the closest text is and what differs.",
+    after_help = "Exit codes: 0 applied, 1 failed (nothing written), 2 payload rejected or bad usage.\n\
+Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Apply(apply::Args),
+}
+
+/// Exit code for a usage error, as clap uses.
+pub const USAGE: u8 = 2;
+
+pub fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Apply(args) => apply::run(args),
+    }
+}
