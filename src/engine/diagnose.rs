@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::hash::Hasher;
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap, FxHasher};
 use similar::{Algorithm, DiffOp, TextDiff, capture_diff_slices};
@@ -20,6 +21,8 @@ use super::tolerant::{self, fold};
 const CANDIDATES: usize = 5;
 /// How many lines longer or shorter than SEARCH a closest region may be.
 const SLACK: usize = 3;
+/// Time one character diff may take before it settles for an approximate answer.
+const DIFF_BUDGET: Duration = Duration::from_millis(5);
 /// Differences named one by one before the rest are counted.
 const MAX_HINTS: usize = 3;
 
@@ -92,19 +95,33 @@ fn closest_window(doc: &Doc, search: &[&str], scope: Range<usize>) -> Option<(us
         starts = by_bigrams(doc, search, &scope);
     }
     let m = search.len();
-    let mut best: Option<(f64, usize, usize)> = None;
+    let window = |s: usize, len: usize| s..(s + len).min(scope.end);
+    // Lines that agree pick the start; lines and characters together pick the
+    // length, so a region is neither cut short at a changed line nor padded.
+    let mut best: Option<(f64, usize)> = None;
     for s in starts {
-        for len in m.saturating_sub(SLACK).max(1)..=m + SLACK {
-            let end = (s + len).min(scope.end);
-            let file: Vec<u64> = (s..end).map(|i| key(&line(doc, i))).collect();
-            let score = line_ratio(&keys, &file) - 0.001 * len.abs_diff(m) as f64;
-            if best.is_none_or(|(b, _, _)| score > b) {
-                best = Some((score, s, end - s));
-            }
+        let file: Vec<u64> = window(s, m).map(|i| key(&line(doc, i))).collect();
+        let score = line_ratio(&keys, &file);
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, s));
         }
     }
-    best.filter(|(score, _, len)| *score > 0.0 && *len > 0)
-        .map(|(_, s, len)| (s, len))
+    let (_, start) = best?;
+    let search_text = joined(search);
+    let lengths = m.saturating_sub(SLACK).max(1)..=m + SLACK;
+    let scored = lengths.map(|len| {
+        let lines: Vec<Cow<'_, str>> = window(start, len).map(|i| line(doc, i)).collect();
+        let text: String = lines.iter().flat_map(|l| [l.as_ref(), "\n"]).collect();
+        let file: Vec<u64> = lines.iter().map(|l| key(l)).collect();
+        let chars = TextDiff::configure()
+            .deadline(Instant::now() + DIFF_BUDGET)
+            .diff_chars(search_text.as_str(), text.as_str())
+            .ratio();
+        let score = chars as f64 + line_ratio(&keys, &file) - 0.001 * len.abs_diff(m) as f64;
+        (score, window(start, len).len())
+    });
+    let (ratio, len) = scored.fold((f64::MIN, 0), |b, c| if c.0 > b.0 { c } else { b });
+    (ratio > 0.0 && len > 0).then_some((start, len))
 }
 
 fn line_ratio(a: &[u64], b: &[u64]) -> f64 {
@@ -224,11 +241,11 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
                 old_len,
                 new_index,
             } => {
-                for j in old_index..old_index + old_len {
+                for (j, extra) in search.iter().enumerate().skip(old_index).take(old_len) {
                     hints.push(format!(
                         "SEARCH line {} `{}` is not in the file there (before file line {}): remove it or fix it",
                         j + 1,
-                        search[j].trim(),
+                        extra.trim(),
                         start + new_index + 1
                     ));
                 }
@@ -236,11 +253,11 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
             DiffOp::Insert {
                 new_index, new_len, ..
             } => {
-                for i in new_index..new_index + new_len {
+                for (i, missing) in region.iter().enumerate().skip(new_index).take(new_len) {
                     hints.push(format!(
                         "the file has line {} `{}` that SEARCH leaves out: add it",
                         start + i + 1,
-                        region[i].trim()
+                        missing.trim()
                     ));
                 }
             }

@@ -89,7 +89,7 @@ impl<'a> Doc<'a> {
         let mut start = 0;
         let ends = memchr::memchr_iter(b'\n', &original).map(|i| i + 1);
         let last =
-            (original.len() > 0 && original.last() != Some(&b'\n')).then_some(original.len());
+            (!original.is_empty() && original.last() != Some(&b'\n')).then_some(original.len());
         for end in ends.chain(last) {
             let line = Line { start, end };
             chunk

@@ -103,8 +103,8 @@ fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
     let candidates: Box<dyn Iterator<Item = usize>> = match p.number {
         // The numbers say where the lines are; nowhere else can match.
         Some(n) => Box::new(
-            (n - 1 >= scope.start && n - 1 <= last)
-                .then_some(n - 1)
+            n.checked_sub(1)
+                .filter(|i| (scope.start..=last).contains(i))
                 .into_iter(),
         ),
         None => Box::new(scope.start..=last),
@@ -202,10 +202,10 @@ impl Found<'_> {
             return replace.iter().map(|s| (*s).to_owned()).collect();
         }
         let mut replace = replace.to_vec();
-        if p.tier == Tier::LineNumbers {
-            if let Some((stripped, _)) = tolerant::strip_numbers(&replace) {
-                replace = stripped;
-            }
+        if let (Tier::LineNumbers, Some((stripped, _))) =
+            (p.tier, tolerant::strip_numbers(&replace))
+        {
+            replace = stripped;
         }
         let (lead, trail) = tolerant::blank_edges(&replace);
         let replace = &replace[lead.min(p.lead)..replace.len() - trail.min(p.trail)];

@@ -74,6 +74,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Applies `payload` to a file named `name` whose bytes are `original` (`None`: it does not exist).
 pub fn apply(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
+    let mut edit = decide(name, original, payload, opts);
+    edit.report.file = name.to_owned();
+    edit
+}
+
+fn decide(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
     let before = original.unwrap_or_default();
     let sha = sha256_hex(before);
     let parsed = match payload::parse(payload, opts.max_payload) {
@@ -503,13 +509,17 @@ fn choose(
         ));
     }
     if let Some(near) = op.near {
-        let best = (0..n).min_by_key(|&k| lines[k].abs_diff(near)).unwrap_or(0);
-        let tied = (0..n)
-            .filter(|&k| lines[k].abs_diff(near) == lines[best].abs_diff(near))
-            .count();
-        if tied == 1 {
+        let distance = |k: usize| lines[k].abs_diff(near);
+        let best = (0..n).min_by_key(|&k| distance(k)).unwrap_or(0);
+        let tied = (0..n).filter(|&k| distance(k) == distance(best)).count();
+        if tied == 1 || mode == Ambiguity::First {
+            let which = if tied == 1 {
+                "the one nearest"
+            } else {
+                "the first of those nearest"
+            };
             let w = format!(
-                "SEARCH occurs {n} times (lines {}); the one nearest line {near} was replaced",
+                "SEARCH occurs {n} times (lines {}); {which} line {near} was replaced",
                 list()
             );
             return Ok((vec![best], vec![w]));

@@ -114,7 +114,10 @@ impl fmt::Display for Report {
             Outcome::Failed => "FAILED",
             Outcome::Rejected => "REJECTED",
         };
-        writeln!(f, "{word} {} (tx {}, {})", self.file, self.tx, self.time)?;
+        match self.time.is_empty() {
+            true => writeln!(f, "{word} {}", self.file)?,
+            false => writeln!(f, "{word} {} (tx {}, {})", self.file, self.tx, self.time)?,
+        }
         match self.outcome {
             Outcome::Ok => writeln!(f, "{} of {} operation(s) applied", self.applied, self.total)?,
             _ => writeln!(f, "nothing was changed: the file is exactly as it was")?,

@@ -1,15 +1,17 @@
 //! Marker blocks: `<<<<<<< SEARCH` / `=======` / `>>>>>>> REPLACE` and the
 //! `------- SEARCH` / `=======` / `+++++++ REPLACE` family.
 //!
-//! Markers have 5 or more characters. A block opened with more than 7 marker
-//! characters only ends at a divider and closer of exactly that length, so a file
-//! that itself holds `=======` lines (a merge conflict) can still be edited: open
-//! the block with, say, 9 `<` and close it with 9 `>`.
+//! Markers have 5 or more characters, and the three markers of a block need not
+//! agree in length. But a payload is first read with the rule that a block ends
+//! only at a divider and closer as long as its opener, and only if that reading
+//! fails is any length accepted. So a file that itself holds `=======` lines (a
+//! merge conflict) can still be edited: open the block with, say, 9 `<`, and use
+//! 9 `=` and 9 `>`; the conflict's 7-character lines are then plain content.
 
 use super::{Find, Operation, Payload, PayloadError};
 
-/// Marker length up to which dividers and closers of any length (5 or more) are accepted.
-const LOOSE_LEN: usize = 7;
+/// The marker length a block needs for its divider and closer; `ANY` accepts 5 or more.
+const ANY: usize = 0;
 
 enum State {
     Outside,
@@ -35,14 +37,35 @@ fn run(line: &str, c: char) -> Option<usize> {
 }
 
 /// `<<<<<<< SEARCH` or `------- SEARCH`: the marker length.
+/// A stray `>` after `SEARCH` (`<<<<<<< SEARCH>`), which some models write, is tolerated.
 fn opener(line: &str) -> Option<usize> {
     let line = line.trim_end();
     let n = run(line, '<').or_else(|| run(line, '-'))?;
-    (line[n..].trim_start() == "SEARCH").then_some(n)
+    matches!(line[n..].trim(), "SEARCH" | "SEARCH>").then_some(n)
 }
 
-fn len_fits(n: usize, open: usize) -> bool {
-    n == open || (open <= LOOSE_LEN && n <= LOOSE_LEN)
+/// A content line that starts with `\` followed by a marker or hint stands for
+/// that line without the `\`: the escape for files whose own lines look like markers.
+fn unescape(line: &str) -> String {
+    match line.strip_prefix('\\') {
+        Some(rest) if is_marker_like(rest) => rest.to_owned(),
+        _ => line.to_owned(),
+    }
+}
+
+fn is_marker_like(line: &str) -> bool {
+    opener(line).is_some() || divider(line, ANY) || closer(line, ANY) || hint_name(line).is_some()
+}
+
+fn hint_name(line: &str) -> Option<&'static str> {
+    let t = line.trim_start();
+    [":start_line:", ":end_line:"]
+        .into_iter()
+        .find(|h| t.starts_with(h))
+}
+
+fn len_fits(n: usize, want: usize) -> bool {
+    want == ANY || n == want
 }
 
 fn divider(line: &str, open: usize) -> bool {
@@ -99,7 +122,12 @@ fn joined(lines: Vec<String>) -> String {
     s
 }
 
+/// Reads marker blocks: with markers of matching length if that works, else with any.
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
+    parse_with(text, true).or_else(|strict| parse_with(text, false).map_err(|_| strict))
+}
+
+fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
     let mut payload = Payload::default();
     let mut ignored: Vec<usize> = Vec::new();
     let mut state = State::Outside;
@@ -107,7 +135,7 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
         let at = i + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         state = match state {
-            State::Outside => outside(line, at, &mut ignored)?,
+            State::Outside => outside(line, at, same_length, &mut ignored)?,
             State::Search {
                 open,
                 len,
@@ -139,14 +167,9 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
                         ),
                         "`=======` and `>>>>>>> REPLACE` to finish that block first",
                     ));
-                } else if lines.is_empty() && read_hint(line, at, &mut near)? {
-                    State::Search {
-                        open,
-                        len,
-                        lines,
-                        near,
-                    }
-                } else if lines.is_empty() && near.is_some() && is_hint_rule(line) {
+                } else if lines.is_empty()
+                    && (read_hint(line, at, &mut near)? || (near.is_some() && is_hint_rule(line)))
+                {
                     State::Search {
                         open,
                         len,
@@ -154,7 +177,7 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
                         near,
                     }
                 } else {
-                    lines.push(line.to_owned());
+                    lines.push(unescape(line));
                     State::Search {
                         open,
                         len,
@@ -189,8 +212,18 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
                         ),
                         "`>>>>>>> REPLACE` to close that block first",
                     ));
+                } else if let Some(h) = hint_name(line) {
+                    return Err(structure(
+                        at,
+                        format!(
+                            "a `{h}` hint in the REPLACE section of the block opened at line {open}"
+                        ),
+                        format!(
+                            "the hint at the top of SEARCH (to write such a line into the file, escape it as `\\{h}`)"
+                        ),
+                    ));
                 } else {
-                    lines.push(line.to_owned());
+                    lines.push(unescape(line));
                     State::Replace {
                         open,
                         len,
@@ -209,23 +242,28 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
     Ok(payload)
 }
 
-fn outside(line: &str, at: usize, ignored: &mut Vec<usize>) -> Result<State, PayloadError> {
+fn outside(
+    line: &str,
+    at: usize,
+    same_length: bool,
+    ignored: &mut Vec<usize>,
+) -> Result<State, PayloadError> {
     if let Some(len) = opener(line) {
         return Ok(State::Search {
             open: at,
-            len,
+            len: if same_length { len } else { ANY },
             lines: Vec::new(),
             near: None,
         });
     }
-    if divider(line, LOOSE_LEN) {
+    if divider(line, ANY) {
         return Err(structure(
             at,
             "`=======` outside a block",
             "`<<<<<<< SEARCH` before it",
         ));
     }
-    if closer(line, LOOSE_LEN) {
+    if closer(line, ANY) {
         return Err(structure(
             at,
             format!("`{}` outside a block", line.trim()),
@@ -417,6 +455,44 @@ mod tests {
                 other => panic!("{text:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn markers_of_a_block_may_differ_in_length() {
+        assert_eq!(
+            ops("----------- SEARCH\na\n=======\nb\n+++++++ REPLACE"),
+            [pair("a\n", "b\n")]
+        );
+        assert_eq!(
+            ops("----- SEARCH\na\n========\nb\n+++++++ REPLACE"),
+            [pair("a\n", "b\n")]
+        );
+    }
+
+    #[test]
+    fn backslash_escapes_marker_lines_in_content() {
+        let text = "<<<<<<< SEARCH\n\\=======\n=======\n\\:start_line:3\n\\>>>>>>> REPLACE\n>>>>>>> REPLACE";
+        assert_eq!(
+            ops(text),
+            [pair("=======\n", ":start_line:3\n>>>>>>> REPLACE\n")]
+        );
+        assert_eq!(
+            ops("<<<<<<< SEARCH\n\\x\n=======\n>>>>>>> REPLACE"),
+            [pair("\\x\n", "")]
+        );
+    }
+
+    #[test]
+    fn a_hint_in_replace_is_a_mistake_not_content() {
+        assert!(parse("<<<<<<< SEARCH\na\n=======\n:start_line:5\nb\n>>>>>>> REPLACE").is_err());
+    }
+
+    #[test]
+    fn stray_angle_after_search_is_tolerated() {
+        assert_eq!(
+            ops("<<<<<<< SEARCH>\na\n=======\nb\n>>>>>>> REPLACE"),
+            [pair("a\n", "b\n")]
+        );
     }
 
     #[test]

@@ -1,0 +1,498 @@
+//! The engine against the contract, one rule per test (CONTRACT.md §2–§4).
+
+use editfs::engine::{Ambiguity, OpOutcome, Options, Outcome, Report, apply, sha256_hex};
+
+struct Run {
+    content: Vec<u8>,
+    written: bool,
+    report: Report,
+}
+
+fn run_with(file: Option<&str>, payload: &str, opts: &Options) -> Run {
+    let original = file.map(str::as_bytes);
+    let edit = apply("f.txt", original, payload.as_bytes(), opts);
+    let written = edit.content.is_some();
+    let content = edit
+        .content
+        .unwrap_or_else(|| original.unwrap_or_default().to_vec());
+    Run {
+        content,
+        written,
+        report: edit.report,
+    }
+}
+
+fn run(file: &str, payload: &str) -> Run {
+    run_with(Some(file), payload, &Options::default())
+}
+
+fn text(r: &Run) -> &str {
+    std::str::from_utf8(&r.content).unwrap()
+}
+
+fn block(search: &str, replace: &str) -> String {
+    format!("<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
+}
+
+fn kind(r: &Run) -> &str {
+    r.report.error.as_ref().map_or("", |e| e.kind)
+}
+
+fn warnings(r: &Run) -> String {
+    r.report
+        .operations
+        .iter()
+        .flat_map(|o| o.warnings.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// §2 payloads
+
+#[test]
+fn fenced_blocks_with_prose_apply_and_note_the_prose() {
+    let payload = format!(
+        "I'll fix it:\n```rust\n{}```\nThat's all.\n",
+        block("a\n", "b\n")
+    );
+    let r = run("a\n", &payload);
+    assert_eq!(text(&r), "b\n");
+    assert_eq!(r.report.notes.len(), 1, "{:?}", r.report.notes);
+}
+
+#[test]
+fn start_line_hint_picks_the_nearest_occurrence() {
+    let file = "x\nsame\ny\nsame\nz\nq\nsame\n";
+    let payload = "<<<<<<< SEARCH\n:start_line:5\n-------\nsame\n=======\nnew\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(text(&r), "x\nsame\ny\nnew\nz\nq\nsame\n");
+    assert_eq!(r.report.operations[0].lines, Some([4, 4]));
+}
+
+#[test]
+fn json_object_array_and_aliases() {
+    assert_eq!(
+        text(&run("a b\n", r#"{"search": "a", "replace": "c"}"#)),
+        "c b\n"
+    );
+    let r = run(
+        "a b\n",
+        r#"[{"old_str": "a", "new_str": "c"}, {"old_string": "b", "new_string": "d"}]"#,
+    );
+    assert_eq!(text(&r), "c d\n");
+}
+
+#[test]
+fn a_malformed_payload_is_rejected_naming_its_line() {
+    let r = run("a\n", "<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n");
+    assert_eq!(r.report.outcome, Outcome::Rejected);
+    assert_eq!(kind(&r), "malformed");
+    assert!(
+        r.report
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .starts_with("payload line 3:")
+    );
+    assert!(!r.written);
+}
+
+#[test]
+fn no_block_json_without_search_and_too_large_are_rejected() {
+    for (payload, k) in [
+        ("just prose\n", "malformed"),
+        (r#"{"replace": "x"}"#, "malformed"),
+    ] {
+        let r = run("a\n", payload);
+        assert_eq!(
+            (r.report.outcome, kind(&r)),
+            (Outcome::Rejected, k),
+            "{payload}"
+        );
+    }
+    let opts = Options {
+        max_payload: 10,
+        ..Options::default()
+    };
+    let r = run_with(Some("a\n"), &block("a\n", "b\n"), &opts);
+    assert_eq!(
+        (r.report.outcome, kind(&r)),
+        (Outcome::Rejected, "too_large")
+    );
+}
+
+#[test]
+fn a_file_with_conflict_markers_is_edited_with_longer_markers_or_json() {
+    let file = "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n";
+    let payload = "<<<<<<<<< SEARCH\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n=========\nours\n>>>>>>>>> REPLACE\n";
+    assert_eq!(text(&run(file, payload)), "ours\n");
+    let json = r#"{"search": "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n", "replace": "theirs\n"}"#;
+    assert_eq!(text(&run(file, json)), "theirs\n");
+}
+
+// §3 semantics
+
+#[test]
+fn operations_run_in_order_on_the_running_result() {
+    let payload = format!("{}{}", block("a\n", "b\n"), block("b\n", "c\n"));
+    assert_eq!(text(&run("a\n", &payload)), "c\n");
+}
+
+#[test]
+fn all_or_nothing_when_a_later_operation_fails() {
+    let payload = format!("{}{}", block("a\n", "b\n"), block("missing\n", "x\n"));
+    let r = run("a\nz\n", &payload);
+    assert_eq!(r.report.outcome, Outcome::Failed);
+    assert!(!r.written);
+    assert_eq!(text(&r), "a\nz\n");
+    assert_eq!(r.report.operations[0].outcome, OpOutcome::Matched);
+    assert_eq!(r.report.error.as_ref().unwrap().operation, Some(2));
+    assert_eq!(r.report.applied, 0);
+}
+
+#[test]
+fn every_failing_operation_is_reported_at_once() {
+    let payload = format!(
+        "{}{}{}",
+        block("nope\n", "b\n"),
+        block("a\n", "b\n"),
+        block("never\n", "x\n")
+    );
+    let r = run("a\n", &payload);
+    let failed: Vec<usize> = r
+        .report
+        .operations
+        .iter()
+        .filter(|o| o.outcome == OpOutcome::Failed)
+        .map(|o| o.index)
+        .collect();
+    assert_eq!(failed, [1, 3]);
+}
+
+#[test]
+fn exact_match_wins_over_tolerant_candidates() {
+    let r = run("  foo\nbar\nfoo\n", &block("foo\n", "X\n"));
+    assert_eq!(text(&r), "  foo\nbar\nX\n");
+    assert_eq!(r.report.operations[0].strategy, Some("exact"));
+}
+
+#[test]
+fn each_tier_is_named_in_strategy_and_warnings() {
+    let cases = [
+        (
+            "a = 1   \nb\n",
+            "a = 1\n",
+            "a = 2\n",
+            "whitespace",
+            "a = 2\nb\n",
+        ),
+        (
+            "\tif x:\n\t\ty()\n",
+            "if x:\n    y()\n",
+            "if x:\n    z()\n",
+            "indentation",
+            "\tif x:\n\t\tz()\n",
+        ),
+        (
+            "s = 'it'\n",
+            "s = \u{2018}it\u{2019}\n",
+            "s = \u{2018}its\u{2019}\n",
+            "typography",
+            "s = 'its'\n",
+        ),
+        (
+            "a\nb\nc\n",
+            "2 | b\n3 | c\n",
+            "2 | B\n3 | C\n",
+            "line_numbers",
+            "a\nB\nC\n",
+        ),
+    ];
+    for (file, s, r, tier, want) in cases {
+        let run = run(file, &block(s, r));
+        assert_eq!(text(&run), want, "{tier}");
+        assert_eq!(run.report.operations[0].strategy, Some(tier));
+        assert!(warnings(&run).contains(tier), "{tier}: {}", warnings(&run));
+    }
+}
+
+#[test]
+fn a_tolerant_match_is_used_only_when_unique() {
+    let r = run("foo  \nx\nfoo \n", &block("foo\n", "bar\n"));
+    assert_eq!(r.report.outcome, Outcome::Failed);
+    assert_eq!(kind(&r), "ambiguous");
+    assert!(!r.written);
+}
+
+#[test]
+fn match_exact_turns_the_ladder_off() {
+    let opts = Options {
+        tolerant: false,
+        ..Options::default()
+    };
+    let r = run_with(Some("a = 1   \n"), &block("a = 1\n", "a = 2\n"), &opts);
+    assert_eq!(kind(&r), "not_found");
+    assert!(
+        r.report
+            .error
+            .unwrap()
+            .hint
+            .unwrap()
+            .contains("trailing whitespace")
+    );
+}
+
+#[test]
+fn bytes_outside_the_match_never_change() {
+    let file = "keep  \r\nold\r\n\tkeep\t\r\n";
+    let r = run(file, &block("old\n", "new\n"));
+    assert_eq!(text(&r), "keep  \r\nnew\r\n\tkeep\t\r\n");
+}
+
+#[test]
+fn a_replayed_edit_is_already_applied() {
+    let r = run("new\n", &block("old\n", "new\n"));
+    assert_eq!(r.report.outcome, Outcome::Ok);
+    assert_eq!(r.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert!(warnings(&r).contains("already applied"));
+    assert!(!r.written);
+}
+
+#[test]
+fn replay_needs_replace_found_exactly_once() {
+    let r = run("new\nnew\n", &block("old\n", "new\n"));
+    assert_eq!(kind(&r), "not_found");
+}
+
+#[test]
+fn several_matches_replace_the_first_and_list_every_line() {
+    let r = run("x\nx\ny\nx\n", &block("x\n", "z\n"));
+    assert_eq!(text(&r), "z\nx\ny\nx\n");
+    assert!(warnings(&r).contains("lines 1, 2, 4"), "{}", warnings(&r));
+}
+
+#[test]
+fn ambiguous_error_mode_fails_instead() {
+    let opts = Options {
+        ambiguous: Ambiguity::Error,
+        ..Options::default()
+    };
+    let r = run_with(Some("x\nx\n"), &block("x\n", "z\n"), &opts);
+    assert_eq!(kind(&r), "ambiguous");
+    assert!(
+        r.report
+            .error
+            .unwrap()
+            .message
+            .contains("2 times (lines 1, 2)")
+    );
+}
+
+#[test]
+fn crlf_file_takes_lf_blocks_and_stays_crlf() {
+    let r = run("a\r\nb\r\n", &block("a\n", "x\ny\n"));
+    assert_eq!(text(&r), "x\r\ny\r\nb\r\n");
+    let r = run("a\r\nb\r\n", r#"{"search": "a\nb", "replace": "c\nd"}"#);
+    assert_eq!(text(&r), "c\r\nd\r\n");
+}
+
+#[test]
+fn bom_and_final_newline_are_preserved() {
+    let r = run("\u{feff}a\nb", &block("b\n", "c\n"));
+    assert_eq!(text(&r), "\u{feff}a\nc");
+    let r = run("\u{feff}a\n", &block("a\n", "b\n"));
+    assert_eq!(text(&r), "\u{feff}b\n");
+}
+
+#[test]
+fn empty_search_creates_a_missing_or_empty_file_only() {
+    let r = run_with(None, &block("", "hello\n"), &Options::default());
+    assert_eq!((text(&r), r.written), ("hello\n", true));
+    assert_eq!(r.report.operations[0].strategy, Some("create"));
+    assert_eq!(text(&run("", &block("", "x\n"))), "x\n");
+    let r = run("content\n", &block("", "x\n"));
+    assert_eq!(
+        (r.report.outcome, kind(&r)),
+        (Outcome::Failed, "file_exists")
+    );
+}
+
+#[test]
+fn search_equal_to_replace_is_a_warning_not_a_failure() {
+    let r = run("a\n", &block("a\n", "a\n"));
+    assert_eq!(r.report.outcome, Outcome::Ok);
+    assert_eq!(r.report.operations[0].outcome, OpOutcome::Unchanged);
+    assert!(warnings(&r).contains("identical"));
+}
+
+#[test]
+fn regex_with_numbered_and_named_groups() {
+    let payload = r#"{"search": "fn (\\w+)\\((?P<arg>\\w+)\\)", "replace": "fn ${1}_v2(${arg}: u8)", "regex": true}"#;
+    let r = run("fn go(x)\n", payload);
+    assert_eq!(text(&r), "fn go_v2(x: u8)\n");
+    assert_eq!(r.report.operations[0].strategy, Some("regex"));
+}
+
+#[test]
+fn regex_runs_in_linear_time() {
+    let file = format!("{}b\n", "a".repeat(50_000));
+    let start = std::time::Instant::now();
+    let r = run(
+        &file,
+        r#"{"search": "(a+)+$", "replace": "x", "regex": true}"#,
+    );
+    assert_eq!(kind(&r), "not_found");
+    // A backtracking engine would not finish this in the age of the universe.
+    assert!(start.elapsed().as_secs() < 10);
+}
+
+#[test]
+fn ignore_case_literal() {
+    let r = run(
+        "Hello World\n",
+        r#"{"search": "hello world", "replace": "bye", "ignore_case": true}"#,
+    );
+    assert_eq!(text(&r), "bye\n");
+}
+
+#[test]
+fn if_match_is_a_compare_and_swap() {
+    let sha = sha256_hex(b"a\n");
+    let ok = run(
+        "a\n",
+        &format!(r#"{{"search": "a", "replace": "b", "if_match": "{sha}"}}"#),
+    );
+    assert_eq!(text(&ok), "b\n");
+    let stale = run(
+        "a\n",
+        &format!(
+            r#"{{"search": "a", "replace": "b", "if_match": "{}"}}"#,
+            "0".repeat(64)
+        ),
+    );
+    assert_eq!(
+        (stale.report.outcome, kind(&stale)),
+        (Outcome::Failed, "stale")
+    );
+    assert!(stale.report.error.unwrap().message.contains(&sha));
+}
+
+#[test]
+fn non_utf8_files_take_byte_exact_edits_only() {
+    let file: &[u8] = b"caf\xe9 = 1\nx = 2\n";
+    let edit = apply(
+        "f",
+        Some(file),
+        block("x = 2\n", "x = 3\n").as_bytes(),
+        &Options::default(),
+    );
+    assert_eq!(edit.content.unwrap(), b"caf\xe9 = 1\nx = 3\n");
+    let edit = apply(
+        "f",
+        Some(file),
+        block("x = 2   \n", "x = 3\n").as_bytes(),
+        &Options::default(),
+    );
+    assert_eq!(edit.report.error.unwrap().kind, "not_text");
+    let edit = apply(
+        "f",
+        Some(file),
+        br#"{"search": "x", "replace": "y", "regex": true}"#,
+        &Options::default(),
+    );
+    assert_eq!(edit.report.error.unwrap().kind, "not_text");
+}
+
+#[test]
+fn json_search_matches_inside_a_line() {
+    assert_eq!(
+        text(&run(
+            "let x = old_name(1);\n",
+            r#"{"search": "old_name", "replace": "new_name"}"#
+        )),
+        "let x = new_name(1);\n"
+    );
+}
+
+#[test]
+fn json_scope_all_and_expected_count() {
+    let file = "a\na\na\na\n";
+    let r = run(
+        file,
+        r#"{"search": "a", "replace": "b", "start_line": 2, "end_line": 3, "all": true}"#,
+    );
+    assert_eq!(text(&r), "a\nb\nb\na\n");
+    let r = run(
+        file,
+        r#"{"search": "a", "replace": "b", "expected_replacements": 4}"#,
+    );
+    assert_eq!(text(&r), "b\nb\nb\nb\n");
+    let r = run(
+        file,
+        r#"{"search": "a", "replace": "b", "expected_replacements": 2}"#,
+    );
+    assert_eq!(kind(&r), "count_mismatch");
+    assert!(!r.written);
+}
+
+// §4 reports
+
+#[test]
+fn the_json_report_has_every_field_the_contract_lists() {
+    let ok = run("a\nb\n", &block("a\n", "c\n"));
+    let v: serde_json::Value = serde_json::from_str(&ok.report.to_json()).unwrap();
+    for field in [
+        "tx",
+        "file",
+        "outcome",
+        "applied",
+        "total",
+        "operations",
+        "diff",
+        "sha256",
+    ] {
+        assert!(v.get(field).is_some(), "{field} missing from {v}");
+    }
+    let op = &v["operations"][0];
+    assert_eq!(op["index"], 1);
+    assert_eq!(op["outcome"], "applied");
+    assert_eq!(op["strategy"], "exact");
+    assert_eq!(op["lines"], serde_json::json!([1, 1]));
+    assert!(op["warnings"].is_array());
+    assert_eq!(v["sha256"], sha256_hex(b"c\nb\n"));
+    assert!(v["diff"].as_str().unwrap().contains("-a\n+c\n"));
+
+    let failed = run("alpha\nbeta\n", &block("alpha\nbeta2\n", "x\n"));
+    let v: serde_json::Value = serde_json::from_str(&failed.report.to_json()).unwrap();
+    assert_eq!(v["outcome"], "failed");
+    let e = &v["error"];
+    assert_eq!(e["kind"], "not_found");
+    assert_eq!(e["operation"], 1);
+    assert!(e["message"].is_string() && e["hint"].is_string());
+    assert_eq!(e["closest"]["start_line"], 1);
+    assert_eq!(e["closest"]["end_line"], 2);
+    assert!(e["closest"]["similarity"].as_f64().unwrap() > 0.8);
+    assert!(
+        e["closest"]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-beta2\n+beta\n")
+    );
+}
+
+#[test]
+fn the_text_report_says_what_happened_and_how_to_fix_a_miss() {
+    let r = run(
+        "def f():\n    return 1\n",
+        &block("def f():\n    return 2\n", "def f():\n    return 3\n"),
+    );
+    let text = r.report.to_string();
+    assert!(text.starts_with("FAILED f.txt"), "{text}");
+    assert!(text.contains("nothing was changed"), "{text}");
+    assert!(
+        text.contains("hint: file line 2 column 12 vs SEARCH line 2: one character differs"),
+        "{text}"
+    );
+    assert!(text.contains("closest match: lines 1-2"), "{text}");
+}
