@@ -68,10 +68,16 @@ fn applies_from_stdin_prints_the_report_and_keeps_a_snapshot() {
     let report = stdout(&out);
     assert!(report.starts_with("OK a.txt (tx 1, "), "{report}");
     assert!(report.contains("-old line\n+new line\n"), "{report}");
-    assert_eq!(p.read(".editfs/snapshots/a.txt/1"), "first\nold line\nlast\n");
+    assert_eq!(
+        p.read(".editfs/snapshots/a.txt/1"),
+        "first\nold line\nlast\n"
+    );
     let log = p.read(".editfs/log");
     let entry: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
-    assert_eq!((entry["tx"].as_u64(), entry["outcome"].as_str()), (Some(1), Some("ok")));
+    assert_eq!(
+        (entry["tx"].as_u64(), entry["outcome"].as_str()),
+        (Some(1), Some("ok"))
+    );
 }
 
 #[test]
@@ -92,7 +98,10 @@ fn payload_from_a_file_or_dash_and_options_after_positionals() {
 fn failure_exits_1_and_leaves_the_file_byte_identical() {
     let p = Project::new();
     let before = fs::read(p.path("a.txt")).unwrap();
-    let out = p.editfs(&["apply", "a.txt"], "<<<<<<< SEARCH\nold lime\n=======\nx\n>>>>>>> REPLACE\n");
+    let out = p.editfs(
+        &["apply", "a.txt"],
+        "<<<<<<< SEARCH\nold lime\n=======\nx\n>>>>>>> REPLACE\n",
+    );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(fs::read(p.path("a.txt")).unwrap(), before);
     let report = stdout(&out);
@@ -108,7 +117,12 @@ fn rejected_payload_and_bad_usage_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stdout(&out).starts_with("REJECTED a.txt"));
     assert_eq!(p.editfs(&["apply"], "").status.code(), Some(2));
-    assert_eq!(p.editfs(&["apply", "a.txt", "--match", "fuzzy"], BLOCK).status.code(), Some(2));
+    assert_eq!(
+        p.editfs(&["apply", "a.txt", "--match", "fuzzy"], BLOCK)
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(p.editfs(&["frobnicate"], "").status.code(), Some(2));
 }
 
@@ -116,7 +130,10 @@ fn rejected_payload_and_bad_usage_exit_2() {
 fn oversized_payload_is_refused_as_too_large() {
     let p = Project::new();
     let big = format!("{BLOCK}{}", "x".repeat(4096));
-    let out = p.editfs(&["apply", "a.txt", "--max-content-size", "1K", "--json"], &big);
+    let out = p.editfs(
+        &["apply", "a.txt", "--max-content-size", "1K", "--json"],
+        &big,
+    );
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "too_large");
@@ -127,11 +144,24 @@ fn match_exact_and_ambiguous_error_flags() {
     let p = Project::new();
     fs::write(p.path("b.txt"), "x  \ny\ny\n").unwrap();
     let trailing = "<<<<<<< SEARCH\nx\n=======\nz\n>>>>>>> REPLACE\n";
-    assert_eq!(p.editfs(&["apply", "b.txt", "--match", "exact"], trailing).status.code(), Some(1));
+    assert_eq!(
+        p.editfs(&["apply", "b.txt", "--match", "exact"], trailing)
+            .status
+            .code(),
+        Some(1)
+    );
     let twice = "<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n";
-    assert_eq!(p.editfs(&["apply", "b.txt", "--ambiguous", "error"], twice).status.code(), Some(1));
+    assert_eq!(
+        p.editfs(&["apply", "b.txt", "--ambiguous", "error"], twice)
+            .status
+            .code(),
+        Some(1)
+    );
     assert_eq!(p.read("b.txt"), "x  \ny\ny\n");
-    assert_eq!(p.editfs(&["apply", "b.txt"], trailing).status.code(), Some(0));
+    assert_eq!(
+        p.editfs(&["apply", "b.txt"], trailing).status.code(),
+        Some(0)
+    );
     assert_eq!(p.read("b.txt"), "z\ny\ny\n");
 }
 
@@ -140,11 +170,23 @@ fn state_dir_option_and_no_state_note() {
     let p = Project::bare();
     let out = p.editfs(&["apply", "a.txt"], BLOCK);
     assert_eq!(out.status.code(), Some(0));
-    assert!(stdout(&out).contains("no snapshot or log was kept"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("no snapshot or log was kept"),
+        "{}",
+        stdout(&out)
+    );
     assert!(!p.path(".editfs").exists());
     let state = tempfile::tempdir().unwrap();
     let back = "<<<<<<< SEARCH\nnew line\n=======\nold line\n>>>>>>> REPLACE\n";
-    let out = p.editfs(&["apply", "a.txt", "--state-dir", state.path().to_str().unwrap()], back);
+    let out = p.editfs(
+        &[
+            "apply",
+            "a.txt",
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ],
+        back,
+    );
     assert_eq!(out.status.code(), Some(0));
     assert!(state.path().join("log").exists());
     assert!(!p.path(".editfs").exists());
@@ -153,7 +195,10 @@ fn state_dir_option_and_no_state_note() {
 #[test]
 fn empty_search_creates_a_file() {
     let p = Project::new();
-    let out = p.editfs(&["apply", "new.py"], "<<<<<<< SEARCH\n=======\nprint('hi')\n>>>>>>> REPLACE\n");
+    let out = p.editfs(
+        &["apply", "new.py"],
+        "<<<<<<< SEARCH\n=======\nprint('hi')\n>>>>>>> REPLACE\n",
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(p.read("new.py"), "print('hi')\n");
 }
@@ -163,10 +208,21 @@ fn a_symlink_is_followed_and_stays_a_link_and_mode_is_kept() {
     let p = Project::new();
     fs::set_permissions(p.path("a.txt"), fs::Permissions::from_mode(0o640)).unwrap();
     symlink("a.txt", p.path("link.txt")).unwrap();
-    assert_eq!(p.editfs(&["apply", "link.txt"], BLOCK).status.code(), Some(0));
-    assert!(fs::symlink_metadata(p.path("link.txt")).unwrap().file_type().is_symlink());
+    assert_eq!(
+        p.editfs(&["apply", "link.txt"], BLOCK).status.code(),
+        Some(0)
+    );
+    assert!(
+        fs::symlink_metadata(p.path("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(p.read("a.txt"), "first\nnew line\nlast\n");
-    assert_eq!(fs::metadata(p.path("a.txt")).unwrap().permissions().mode() & 0o777, 0o640);
+    assert_eq!(
+        fs::metadata(p.path("a.txt")).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
 }
 
 #[test]
@@ -186,13 +242,19 @@ fn no_temp_files_are_left_in_the_project() {
     let p = Project::new();
     for _ in 0..3 {
         p.editfs(&["apply", "a.txt"], BLOCK);
-        p.editfs(&["apply", "a.txt"], "<<<<<<< SEARCH\nnew line\n=======\nold line\n>>>>>>> REPLACE\n");
+        p.editfs(
+            &["apply", "a.txt"],
+            "<<<<<<< SEARCH\nnew line\n=======\nold line\n>>>>>>> REPLACE\n",
+        );
     }
     let names: Vec<String> = fs::read_dir(p.dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|n| !n.starts_with(".editfs-tmp")), "{names:?}");
+    assert!(
+        names.iter().all(|n| !n.starts_with(".editfs-tmp")),
+        "{names:?}"
+    );
     assert_eq!(fs::read_dir(p.path(".editfs/tmp")).unwrap().count(), 0);
 }
 
@@ -202,7 +264,14 @@ fn help_explains_the_formats_and_exit_codes() {
     let out = p.editfs(&["apply", "--help"], "");
     assert_eq!(out.status.code(), Some(0));
     let help = stdout(&out);
-    for needle in ["<<<<<<< SEARCH", "\"search\"", "--state-dir", "--match", "--ambiguous", "--max-content-size"] {
+    for needle in [
+        "<<<<<<< SEARCH",
+        "\"search\"",
+        "--state-dir",
+        "--match",
+        "--ambiguous",
+        "--max-content-size",
+    ] {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
     }
     let top = stdout(&p.editfs(&["--help"], ""));
@@ -221,7 +290,11 @@ fn rust_log_turns_on_logging() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("links"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("links"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(p.read("twin.txt"), "first\nnew line\nlast\n");
 }
 

@@ -260,6 +260,24 @@ fn a_replayed_edit_is_already_applied() {
 }
 
 #[test]
+fn a_replayed_json_edit_inside_a_line_is_already_applied() {
+    let payload = r#"{"search": "bar", "replace": "qux"}"#;
+    let first = run("foo bar\n", payload);
+    let again = run(text(&first), payload);
+    assert_eq!(again.report.outcome, Outcome::Ok);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+}
+
+#[test]
+fn json_replace_gets_crlf_in_a_crlf_file() {
+    let r = run("a\r\nb\r\n", r#"{"search": "a", "replace": "x\ny"}"#);
+    assert_eq!(text(&r), "x\r\ny\r\nb\r\n");
+}
+
+#[test]
 fn replay_needs_replace_found_exactly_once() {
     let r = run("new\nnew\n", &block("old\n", "new\n"));
     assert_eq!(kind(&r), "not_found");

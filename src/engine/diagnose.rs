@@ -151,8 +151,8 @@ fn votes(doc: &Doc, search: &[&str], keys: &[u64], scope: &Range<usize>) -> Vec<
         }
     }
     let mut tally: FxHashMap<usize, usize> = FxHashMap::default();
-    for i in scope.clone() {
-        if let Some(js) = at.get(&key(&line(doc, i))) {
+    for (i, l) in scope.clone().zip(doc.lines_in(scope.clone())) {
+        if let Some(js) = at.get(&key(&String::from_utf8_lossy(l))) {
             for &j in js.iter().filter(|&&j| j <= i - scope.start) {
                 *tally.entry(i - j).or_default() += 1;
             }
@@ -193,9 +193,8 @@ fn by_bigrams(doc: &Doc, search: &[&str], scope: &Range<usize>) -> Vec<usize> {
         set[p / 64] |= 1 << (p % 64);
     }
     let mut scored = Vec::new();
-    for i in scope.clone() {
-        let l = line(doc, i);
-        let ps = pairs(&l);
+    for (i, l) in scope.clone().zip(doc.lines_in(scope.clone())) {
+        let ps = pairs(&String::from_utf8_lossy(l));
         let common = ps
             .iter()
             .filter(|p| set[*p / 64] & (1 << (*p % 64)) != 0)

@@ -1,11 +1,14 @@
 //! Unified diffs for reports.
 //!
-//! A transaction on a 50 MiB file must not diff 50 MiB: `file_diff` skips the
-//! common prefix and suffix in one pass and diffs only the lines in between.
+//! A transaction on a 50 MiB file must not diff 50 MiB: `doc_diff` diffs only the
+//! runs of lines the document knows it changed (plus context), and `file_diff`,
+//! for edits made on bytes, skips the common prefix and suffix first.
 
 use std::fmt::Write;
 
 use similar::{ChangeTag, TextDiff};
+
+use super::doc::Doc;
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
@@ -24,6 +27,54 @@ pub fn file_diff(old: &[u8], new: &[u8], name: &str) -> String {
     out
 }
 
+/// A unified diff of the changes recorded in `doc`, made from `old`; `None` if
+/// the record does not hold together (the caller then diffs the bytes).
+pub fn doc_diff(old: &[u8], doc: &Doc<'_>, name: &str) -> Option<String> {
+    let runs = doc.dirty();
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let mut shift = 0isize;
+    let mut k = 0;
+    while k < runs.len() {
+        let end = |r: &super::doc::Dirty| r.start + r.new_len;
+        let mut j = k;
+        while j + 1 < runs.len() && runs[j + 1].start <= end(&runs[j]) + 2 * CONTEXT {
+            j += 1;
+        }
+        let from = runs[k].start.saturating_sub(CONTEXT);
+        let to = (end(&runs[j]) + CONTEXT).min(doc.len());
+        // The lines just outside a group are original lines: they locate the old bytes.
+        let old_from = if from < runs[k].start {
+            doc.original_span(from)?.start
+        } else {
+            0
+        };
+        let old_to = if to < doc.len() {
+            doc.original_span(to)?.start
+        } else {
+            old.len()
+        };
+        let mut new = Vec::new();
+        doc.write_lines(from..to, &mut new);
+        let old_first = usize::try_from(from as isize - shift).ok()?;
+        out.push_str(&hunks(
+            &String::from_utf8_lossy(old.get(old_from..old_to)?),
+            &String::from_utf8_lossy(&new),
+            old_first,
+            from,
+        ));
+        shift += runs[k..=j]
+            .iter()
+            .map(|r| r.new_len as isize - r.old_len as isize)
+            .sum::<isize>();
+        k = j + 1;
+    }
+    Some(if out.contains("\n@@ ") {
+        out
+    } else {
+        String::new()
+    })
+}
+
 /// A unified diff between two small texts whose first lines are numbered `old_first` and `new_first`.
 pub fn text_diff(
     old: &str,
@@ -39,7 +90,7 @@ pub fn text_diff(
 
 /// Start of the line holding the first difference (less some context), and the lines before it.
 fn common_prefix_lines(old: &[u8], new: &[u8]) -> (usize, usize) {
-    let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let same = common_prefix(old, new);
     let mut start = memchr::memrchr(b'\n', &old[..same]).map_or(0, |i| i + 1);
     for _ in 0..CONTEXT {
         if start == 0 {
@@ -53,13 +104,7 @@ fn common_prefix_lines(old: &[u8], new: &[u8]) -> (usize, usize) {
 /// Where the common tail starts in `old` and `new`, at a line boundary in both, plus some context.
 fn common_suffix_start(old: &[u8], new: &[u8], start: usize) -> (usize, usize) {
     let max = (old.len() - start).min(new.len() - start);
-    let mut s = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(max)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let mut s = common_suffix(&old[start..], &new[start..]).min(max);
     let line_start = |buf: &[u8], s: usize| s == buf.len() || buf[buf.len() - s - 1] == b'\n';
     let boundary = |s: usize| s == 0 || (line_start(old, s) && line_start(new, s));
     while !boundary(s) {
@@ -73,6 +118,37 @@ fn common_suffix_start(old: &[u8], new: &[u8], start: usize) -> (usize, usize) {
         }
     }
     (old.len() - s, new.len() - s)
+}
+
+/// Bytes compared at once before the exact position is sought; slice equality is a memcmp.
+const STRIDE: usize = 256;
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + STRIDE <= n && a[i..i + STRIDE] == b[i..i + STRIDE] {
+        i += STRIDE;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut i = 0;
+    while i + STRIDE <= n && a[n - i - STRIDE..n - i] == b[n - i - STRIDE..n - i] {
+        i += STRIDE;
+    }
+    i + a[..n - i]
+        .iter()
+        .rev()
+        .zip(b[..n - i].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn hunks(old: &str, new: &str, old_skip: usize, new_skip: usize) -> String {

@@ -63,6 +63,18 @@ pub struct Doc<'a> {
     /// Index of each chunk's first line; rebuilt after every splice.
     starts: Vec<usize>,
     len: usize,
+    /// Where the lines differ from the original, so a report diffs only those.
+    dirty: Vec<Dirty>,
+}
+
+/// A run of changed lines: `new_len` lines from `start` (in the current text)
+/// stand where `old_len` lines of the original stood. Lines outside every run
+/// are the original's, byte for byte, and in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dirty {
+    pub start: usize,
+    pub new_len: usize,
+    pub old_len: usize,
 }
 
 /// Hash of a line's content, terminator excluded, so CRLF and LF lines agree.
@@ -110,6 +122,7 @@ impl<'a> Doc<'a> {
             chunks,
             starts: Vec::new(),
             len: 0,
+            dirty: Vec::new(),
         };
         doc.reindex();
         doc
@@ -228,6 +241,73 @@ impl<'a> Doc<'a> {
         head.hashes.splice(oa..end, hashes);
         self.rebalance(ca);
         self.reindex();
+        self.mark_dirty(range, new.len());
+    }
+
+    /// Folds a splice of `range` into `new` lines into the runs of changed lines.
+    fn mark_dirty(&mut self, range: Range<usize>, new: usize) {
+        let (a, b) = (range.start, range.end);
+        let (mut lo, mut hi, mut sum_new, mut sum_old) = (a, b, 0, 0);
+        let mut kept = Vec::with_capacity(self.dirty.len() + 1);
+        let mut after = Vec::new();
+        for d in self.dirty.drain(..) {
+            let end = d.start + d.new_len;
+            if end < a {
+                kept.push(d);
+            } else if d.start > b {
+                after.push(Dirty {
+                    start: d.start + new - range.len(),
+                    ..d
+                });
+            } else {
+                (lo, hi) = (lo.min(d.start), hi.max(end));
+                sum_new += d.new_len;
+                sum_old += d.old_len;
+            }
+        }
+        let span = hi - lo;
+        kept.push(Dirty {
+            start: lo,
+            new_len: span - range.len() + new,
+            old_len: span - sum_new + sum_old,
+        });
+        kept.extend(after);
+        self.dirty = kept;
+    }
+
+    /// The runs of changed lines, in order.
+    pub fn dirty(&self) -> &[Dirty] {
+        &self.dirty
+    }
+
+    /// Where line `i` lies in the original, if it is an original line.
+    pub fn original_span(&self, i: usize) -> Option<Range<usize>> {
+        let l = self.raw(i);
+        (l.start & ADDED == 0).then_some(l.start..l.end)
+    }
+
+    /// Lines `range` without terminators, in order, without a lookup per line.
+    pub fn lines_in(&self, range: Range<usize>) -> impl Iterator<Item = &[u8]> {
+        let (c, o) = self.locate(range.start.min(self.len));
+        self.chunks[c..]
+            .iter()
+            .flat_map(|chunk| chunk.lines.iter())
+            .skip(o)
+            .take(range.len())
+            .map(|&l| split_eol(self.bytes_of(l)).0)
+    }
+
+    /// Appends lines `range`, terminators included, to `out`.
+    pub fn write_lines(&self, range: Range<usize>, out: &mut Vec<u8>) {
+        let (c, o) = self.locate(range.start.min(self.len));
+        let lines = self.chunks[c..]
+            .iter()
+            .flat_map(|chunk| chunk.lines.iter())
+            .skip(o)
+            .take(range.len());
+        for &l in lines {
+            out.extend_from_slice(self.bytes_of(l));
+        }
     }
 
     /// Splits an oversized chunk and drops an empty one, keeping at least one chunk.
@@ -257,9 +337,7 @@ impl<'a> Doc<'a> {
     pub fn to_bytes(&self) -> Vec<u8> {
         let total: usize = self.iter_lines().map(<[u8]>::len).sum();
         let mut out = Vec::with_capacity(total);
-        for l in self.iter_lines() {
-            out.extend_from_slice(l);
-        }
+        self.write_lines(0..self.len, &mut out);
         out
     }
 
@@ -290,6 +368,29 @@ mod tests {
             (Eol::CrLf, Eol::Lf, Eol::None)
         );
         assert_eq!(d.to_bytes(), b"a\r\nb\nc");
+    }
+
+    #[test]
+    fn dirty_runs_track_what_changed() {
+        let text: String = (0..100).map(|i| format!("{i}\n")).collect();
+        let mut d = Doc::new(text.as_bytes());
+        let one = [NewLine {
+            content: b"x",
+            eol: Eol::Lf,
+        }];
+        d.splice(10..12, &one);
+        d.splice(50..50, &one);
+        d.splice(9..11, &[]);
+        let runs = |d: &Doc| {
+            d.dirty()
+                .iter()
+                .map(|r| (r.start, r.new_len, r.old_len))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(runs(&d), [(9, 0, 3), (48, 1, 0)]);
+        let twelve = text.find("\n12\n").unwrap() + 1;
+        assert_eq!(d.original_span(9), Some(twelve..twelve + 3));
+        assert_eq!(d.original_span(48), None);
     }
 
     #[test]
@@ -326,6 +427,9 @@ mod tests {
             assert_eq!(lines(&d), flat);
         }
         let xs = flat.iter().filter(|l| *l == "x").count();
+        let iterated: Vec<&[u8]> = d.lines_in(300..305).collect();
+        let want: Vec<&[u8]> = flat[300..305].iter().map(|l| l.as_bytes()).collect();
+        assert_eq!(iterated, want);
         assert_eq!(d.lines_with_hash(line_hash(b"x"), 0..d.len()).len(), xs);
     }
 }

@@ -100,16 +100,24 @@ fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
             })
             .collect();
     }
-    let candidates: Box<dyn Iterator<Item = usize>> = match p.number {
+    if let Some(n) = p.number {
         // The numbers say where the lines are; nowhere else can match.
-        Some(n) => Box::new(
-            n.checked_sub(1)
-                .filter(|i| (scope.start..=last).contains(i))
-                .into_iter(),
-        ),
-        None => Box::new(scope.start..=last),
-    };
-    candidates.filter(|&i| tolerant_match(doc, p, i)).collect()
+        let at = n
+            .checked_sub(1)
+            .filter(|i| (scope.start..=last).contains(i));
+        return at
+            .into_iter()
+            .filter(|&i| tolerant_match(doc, p, i))
+            .collect();
+    }
+    // One pass over the lines for the first SEARCH line; the rest only where it matched.
+    let first = p.lines[0];
+    doc.lines_in(scope.start..last + 1)
+        .enumerate()
+        .filter(|(_, l)| std::str::from_utf8(l).is_ok_and(|l| p.tier.equal(l, first)))
+        .map(|(k, _)| scope.start + k)
+        .filter(|&i| tolerant_match(doc, p, i))
+        .collect()
 }
 
 fn tolerant_match(doc: &Doc, p: &Pattern<'_>, i: usize) -> bool {

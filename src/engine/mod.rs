@@ -22,7 +22,7 @@ use std::ops::Range;
 use regex::bytes::Regex;
 use sha2::{Digest, Sha256};
 
-use doc::Doc;
+use doc::{Doc, Eol};
 use payload::{Find, Operation, text_lines};
 pub use report::{Closest, ErrorReport, OpOutcome, OpReport, Outcome, Report};
 use text::Hit;
@@ -81,23 +81,27 @@ pub fn apply(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options
 
 fn decide(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
     let before = original.unwrap_or_default();
-    let sha = sha256_hex(before);
+    // Hashing a large file costs more than editing it: hash only what a report needs.
     let parsed = match payload::parse(payload, opts.max_payload) {
         Ok(p) => p,
-        Err(e) => return rejected(e, sha),
+        Err(e) => return rejected(e, sha256_hex(before)),
     };
     let total = parsed.operations.len();
-    if let Some(stale) = stale(&parsed.operations, &sha) {
-        let mut report = failed(stale, sha, total);
-        report.notes = parsed.notes;
-        return Edit {
-            content: None,
-            report,
-        };
+    if parsed.operations.iter().any(|op| op.if_match.is_some()) {
+        let sha = sha256_hex(before);
+        if let Some(stale) = stale(&parsed.operations, &sha) {
+            let mut report = failed(stale, sha, total);
+            report.notes = parsed.notes;
+            return Edit {
+                content: None,
+                report,
+            };
+        }
     }
     let body = before.strip_prefix(BOM).unwrap_or(before);
     let mut tx = Transaction {
         doc: Doc::new(body),
+        tracked: true,
         utf8: std::str::from_utf8(body).is_ok(),
         opts,
     };
@@ -107,7 +111,7 @@ fn decide(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -
         .enumerate()
         .map(|(i, op)| tx.run(i + 1, op))
         .collect();
-    finish(name, original, &tx, ops, parsed.notes, sha)
+    finish(name, original, &tx, ops, parsed.notes)
 }
 
 fn rejected(e: payload::PayloadError, sha: String) -> Edit {
@@ -155,14 +159,14 @@ fn finish(
     tx: &Transaction<'_, '_>,
     mut ops: Vec<OpReport>,
     notes: Vec<String>,
-    sha: String,
 ) -> Edit {
     let total = ops.len();
+    let before = original.unwrap_or_default();
     if let Some(first) = ops.iter().find_map(|o| o.error.clone()) {
         for op in ops.iter_mut().filter(|o| o.outcome != OpOutcome::Failed) {
             op.outcome = OpOutcome::Matched;
         }
-        let mut report = failed(first, sha, total);
+        let mut report = failed(first, sha256_hex(before), total);
         report.operations = ops;
         report.notes = notes;
         return Edit {
@@ -170,12 +174,15 @@ fn finish(
             report,
         };
     }
-    let before = original.unwrap_or_default();
-    let mut new = Vec::with_capacity(before.len() + 64);
-    if before.starts_with(BOM) {
-        new.extend_from_slice(BOM);
-    }
-    new.extend_from_slice(&tx.doc.to_bytes());
+    let body = before.strip_prefix(BOM).unwrap_or(before);
+    let mut new = Vec::with_capacity(body.len() + 64);
+    new.extend_from_slice(&before[..before.len() - body.len()]);
+    tx.doc.write_lines(0..tx.doc.len(), &mut new);
+    let changed = original.is_none() || new != before;
+    let diff = match tx.tracked {
+        true => diff::doc_diff(body, &tx.doc, name),
+        false => None,
+    };
     let mut report = Report::new(Outcome::Ok, sha256_hex(&new));
     report.applied = ops
         .iter()
@@ -184,8 +191,7 @@ fn finish(
     report.total = total;
     report.operations = ops;
     report.notes = notes;
-    report.diff = Some(diff::file_diff(before, &new, name));
-    let changed = original.is_none() || new != before;
+    report.diff = Some(diff.unwrap_or_else(|| diff::file_diff(before, &new, name)));
     Edit {
         content: changed.then_some(new),
         report,
@@ -232,6 +238,8 @@ impl Done {
 
 struct Transaction<'a, 'o> {
     doc: Doc<'a>,
+    /// Whether `doc` still records its changes against the original (no byte-level rewrite yet).
+    tracked: bool,
     utf8: bool,
     opts: &'o Options,
 }
@@ -287,6 +295,7 @@ impl Transaction<'_, '_> {
             ));
         }
         self.doc = Doc::new(op.replace.clone().into_bytes());
+        self.tracked = false;
         Ok(Done::applied("create", None, Vec::new()))
     }
 
@@ -388,25 +397,36 @@ impl Transaction<'_, '_> {
     fn edit_text(&mut self, op: &Operation) -> Result<Done, Failure> {
         let bytes = self.doc.to_bytes();
         let scope = self.byte_scope(op);
-        let mut hits = text::literal(
-            &bytes,
-            op.search.as_bytes(),
-            op.replace.as_bytes(),
-            scope.clone(),
-        );
-        if hits.is_empty() {
-            // A CRLF file answers an LF search, and gets CRLF back.
-            if let (Some(s), Some(r)) = (
-                text::to_crlf(&op.search),
-                text::to_crlf(&op.replace).or(Some(op.replace.clone())),
-            ) {
-                hits = text::literal(&bytes, s.as_bytes(), r.as_bytes(), scope);
+        let crlf = self.doc.dominant_eol() == Eol::CrLf;
+        // In a CRLF file, new lines in an LF-only REPLACE get CRLF too; an agent
+        // that writes `\r` itself gets exactly what it wrote.
+        let verbatim = !crlf || op.search.contains('\r') || op.replace.contains('\r');
+        let replace = match verbatim {
+            true => op.replace.clone(),
+            false => text::to_crlf(&op.replace).unwrap_or_else(|| op.replace.clone()),
+        };
+        // An LF-only search in a CRLF file means CRLF: try that form first.
+        let search = match verbatim {
+            true => None,
+            false => text::to_crlf(&op.search),
+        };
+        let mut hits = Vec::new();
+        for s in search.iter().chain(std::iter::once(&op.search)) {
+            hits = text::literal(&bytes, s.as_bytes(), replace.as_bytes(), scope.clone());
+            if !hits.is_empty() {
+                break;
             }
         }
-        if hits.is_empty() {
-            return self.edit_lines(op, self.line_scope(op));
+        if !hits.is_empty() {
+            return self.replace_hits(op, &bytes, hits, "exact");
         }
-        self.replace_hits(op, &bytes, hits, "exact")
+        if !op.replace.is_empty() {
+            let again = text::literal(&bytes, replace.as_bytes(), b"", scope);
+            if let Some(done) = replay(&text::line_ranges(&bytes, &again), op) {
+                return Ok(done);
+            }
+        }
+        self.edit_lines(op, self.line_scope(op))
     }
 
     fn edit_pattern(
@@ -449,6 +469,7 @@ impl Transaction<'_, '_> {
         let new = text::splice(bytes, &picked);
         if new != bytes {
             self.doc = Doc::new(Cow::Owned(new));
+            self.tracked = false;
         }
         Ok(Done::applied(strategy, Some(lines), warnings))
     }
