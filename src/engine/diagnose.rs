@@ -5,11 +5,10 @@
 //! candidate windows of nearby lengths), and names the differences one by one.
 
 use std::borrow::Cow;
-use std::hash::Hasher;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 use similar::{Algorithm, DiffOp, TextDiff, capture_diff_slices};
 
 use super::diff::text_diff;
@@ -35,13 +34,8 @@ fn line<'d>(doc: &'d Doc<'_>, i: usize) -> Cow<'d, str> {
     String::from_utf8_lossy(doc.line(i))
 }
 
-/// Hash of a line with whitespace removed and typography folded.
 fn key(line: &str) -> u64 {
-    let mut h = FxHasher::default();
-    for c in line.chars().filter(|c| !c.is_whitespace()).map(fold) {
-        h.write_u32(c as u32);
-    }
-    h.finish()
+    tolerant::loose_key(line.as_bytes())
 }
 
 /// Explains why `search` matched nothing in `scope`.
@@ -100,8 +94,8 @@ fn closest_window(doc: &Doc, search: &[&str], scope: Range<usize>) -> Option<(us
     // length, so a region is neither cut short at a changed line nor padded.
     let mut best: Option<(f64, usize)> = None;
     for s in starts {
-        let file: Vec<u64> = window(s, m).map(|i| key(&line(doc, i))).collect();
-        let score = line_ratio(&keys, &file);
+        let file = &doc.keys(tolerant::loose_key)[window(s, m)];
+        let score = line_ratio(&keys, file);
         if best.is_none_or(|(b, _)| score > b) {
             best = Some((score, s));
         }
@@ -112,12 +106,12 @@ fn closest_window(doc: &Doc, search: &[&str], scope: Range<usize>) -> Option<(us
     let scored = lengths.map(|len| {
         let lines: Vec<Cow<'_, str>> = window(start, len).map(|i| line(doc, i)).collect();
         let text: String = lines.iter().flat_map(|l| [l.as_ref(), "\n"]).collect();
-        let file: Vec<u64> = lines.iter().map(|l| key(l)).collect();
+        let file = &doc.keys(tolerant::loose_key)[window(start, len)];
         let chars = TextDiff::configure()
             .deadline(Instant::now() + DIFF_BUDGET)
             .diff_chars(search_text.as_str(), text.as_str())
             .ratio();
-        let score = chars as f64 + line_ratio(&keys, &file) - 0.001 * len.abs_diff(m) as f64;
+        let score = chars as f64 + line_ratio(&keys, file) - 0.001 * len.abs_diff(m) as f64;
         (score, window(start, len).len())
     });
     let (ratio, len) = scored.fold((f64::MIN, 0), |b, c| if c.0 > b.0 { c } else { b });
@@ -151,8 +145,9 @@ fn votes(doc: &Doc, search: &[&str], keys: &[u64], scope: &Range<usize>) -> Vec<
         }
     }
     let mut tally: FxHashMap<usize, usize> = FxHashMap::default();
-    for (i, l) in scope.clone().zip(doc.lines_in(scope.clone())) {
-        if let Some(js) = at.get(&key(&String::from_utf8_lossy(l))) {
+    let file = &doc.keys(tolerant::loose_key)[scope.clone()];
+    for (i, k) in scope.clone().zip(file) {
+        if let Some(js) = at.get(k) {
             for &j in js.iter().filter(|&&j| j <= i - scope.start) {
                 *tally.entry(i - j).or_default() += 1;
             }

@@ -7,6 +7,7 @@
 //! a mixed file and a missing final newline all come back out as they went in.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::hash::Hasher;
 use std::ops::Range;
 
@@ -44,10 +45,46 @@ struct Line {
     end: usize,
 }
 
-#[derive(Default)]
 struct Chunk {
     lines: Vec<Line>,
     hashes: Vec<u64>,
+    /// A Bloom filter of `hashes` (two bits per line), so a search skips most chunks
+    /// without reading their hashes. Bits are only ever added: a line spliced out
+    /// leaves a false positive, never a false negative.
+    filter: Vec<u64>,
+}
+
+/// Bits in a chunk's filter: 8 per line at full size, about 5% false positives.
+const FILTER_BITS: u64 = 8192;
+
+fn filter_bits(hash: u64) -> [u64; 2] {
+    [hash >> 51, (hash >> 38) % FILTER_BITS]
+}
+
+impl Chunk {
+    fn new(lines: Vec<Line>, hashes: Vec<u64>) -> Chunk {
+        let mut chunk = Chunk {
+            lines,
+            hashes,
+            filter: vec![0; (FILTER_BITS / 64) as usize],
+        };
+        for h in chunk.hashes.clone() {
+            chunk.remember(h);
+        }
+        chunk
+    }
+
+    fn remember(&mut self, hash: u64) {
+        for bit in filter_bits(hash) {
+            self.filter[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+    }
+
+    fn may_hold(&self, hash: u64) -> bool {
+        filter_bits(hash)
+            .iter()
+            .all(|&bit| self.filter[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
 }
 
 /// A line to insert: its content without terminator, and the terminator to give it.
@@ -65,6 +102,8 @@ pub struct Doc<'a> {
     len: usize,
     /// Where the lines differ from the original, so a report diffs only those.
     dirty: Vec<Dirty>,
+    /// A second hash per line, made on demand and dropped on every change (see `keys`).
+    keys: OnceCell<Vec<u64>>,
 }
 
 /// A run of changed lines: `new_len` lines from `start` (in the current text)
@@ -97,24 +136,27 @@ impl<'a> Doc<'a> {
     pub fn new(original: impl Into<Cow<'a, [u8]>>) -> Doc<'a> {
         let original = original.into();
         let mut chunks = Vec::new();
-        let mut chunk = Chunk::default();
+        let (mut lines, mut hashes) = (
+            Vec::with_capacity(CHUNK_LINES),
+            Vec::with_capacity(CHUNK_LINES),
+        );
         let mut start = 0;
         let ends = memchr::memchr_iter(b'\n', &original).map(|i| i + 1);
         let last =
             (!original.is_empty() && original.last() != Some(&b'\n')).then_some(original.len());
         for end in ends.chain(last) {
-            let line = Line { start, end };
-            chunk
-                .hashes
-                .push(line_hash(split_eol(&original[start..end]).0));
-            chunk.lines.push(line);
+            hashes.push(line_hash(split_eol(&original[start..end]).0));
+            lines.push(Line { start, end });
             start = end;
-            if chunk.lines.len() == CHUNK_LINES {
-                chunks.push(std::mem::take(&mut chunk));
+            if lines.len() == CHUNK_LINES {
+                chunks.push(Chunk::new(
+                    std::mem::take(&mut lines),
+                    std::mem::take(&mut hashes),
+                ));
             }
         }
-        if !chunk.lines.is_empty() || chunks.is_empty() {
-            chunks.push(chunk);
+        if !lines.is_empty() || chunks.is_empty() {
+            chunks.push(Chunk::new(lines, hashes));
         }
         let mut doc = Doc {
             original,
@@ -123,6 +165,7 @@ impl<'a> Doc<'a> {
             starts: Vec::new(),
             len: 0,
             dirty: Vec::new(),
+            keys: OnceCell::new(),
         };
         doc.reindex();
         doc
@@ -186,7 +229,7 @@ impl<'a> Doc<'a> {
         for (c, chunk) in self.chunks.iter().enumerate() {
             let first = self.starts[c];
             let last = first + chunk.lines.len();
-            if last <= range.start || first >= range.end {
+            if last <= range.start || first >= range.end || !chunk.may_hold(hash) {
                 continue;
             }
             let lo = range.start.max(first) - first;
@@ -235,6 +278,12 @@ impl<'a> Doc<'a> {
         for t in tail {
             head.lines.extend(t.lines);
             head.hashes.extend(t.hashes);
+            for (mine, theirs) in head.filter.iter_mut().zip(&t.filter) {
+                *mine |= theirs;
+            }
+        }
+        for &h in &hashes {
+            head.remember(h);
         }
         let end = oa + range.len();
         head.lines.splice(oa..end, lines);
@@ -242,6 +291,14 @@ impl<'a> Doc<'a> {
         self.rebalance(ca);
         self.reindex();
         self.mark_dirty(range, new.len());
+        self.keys.take();
+    }
+
+    /// `key` of every line's content, computed once per version of the text: the
+    /// tolerant tiers and the diagnosis look lines up by a looser key than `line_hash`.
+    pub fn keys(&self, key: fn(&[u8]) -> u64) -> &[u64] {
+        self.keys
+            .get_or_init(|| self.lines_in(0..self.len).map(key).collect())
     }
 
     /// Folds a splice of `range` into `new` lines into the runs of changed lines.
@@ -313,15 +370,12 @@ impl<'a> Doc<'a> {
     /// Splits an oversized chunk and drops an empty one, keeping at least one chunk.
     fn rebalance(&mut self, c: usize) {
         if self.chunks[c].lines.len() > 2 * CHUNK_LINES {
-            let chunk = std::mem::take(&mut self.chunks[c]);
+            let chunk = std::mem::replace(&mut self.chunks[c], Chunk::new(Vec::new(), Vec::new()));
             let parts: Vec<Chunk> = chunk
                 .lines
                 .chunks(CHUNK_LINES)
                 .zip(chunk.hashes.chunks(CHUNK_LINES))
-                .map(|(l, h)| Chunk {
-                    lines: l.to_vec(),
-                    hashes: h.to_vec(),
-                })
+                .map(|(l, h)| Chunk::new(l.to_vec(), h.to_vec()))
                 .collect();
             self.chunks.splice(c..=c, parts);
         } else if self.chunks[c].lines.is_empty() && self.chunks.len() > 1 {

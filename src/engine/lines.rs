@@ -110,12 +110,11 @@ fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
             .filter(|&i| tolerant_match(doc, p, i))
             .collect();
     }
-    // One pass over the lines for the first SEARCH line; the rest only where it matched.
-    let first = p.lines[0];
-    doc.lines_in(scope.start..last + 1)
-        .enumerate()
-        .filter(|(_, l)| std::str::from_utf8(l).is_ok_and(|l| p.tier.equal(l, first)))
-        .map(|(k, _)| scope.start + k)
+    // Candidates share the first SEARCH line's loose key; only they are compared.
+    let want = tolerant::loose_key(p.lines[0].as_bytes());
+    let keys = doc.keys(tolerant::loose_key);
+    (scope.start..=last)
+        .filter(|&i| keys[i] == want)
         .filter(|&i| tolerant_match(doc, p, i))
         .collect()
 }

@@ -5,9 +5,11 @@
 //! tolerant match is used only when it is the single match of its tier: editing
 //! the wrong place is far worse than an honest failure.
 
+use std::hash::Hasher;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use rustc_hash::FxHasher;
 use serde::Serialize;
 
 /// How a match was found, as reported in `strategy`.
@@ -68,6 +70,23 @@ pub fn fold(c: char) -> char {
         '\u{00a0}' | '\u{2007}' | '\u{202f}' | '\u{2009}' | '\u{200a}' => ' ',
         _ => c,
     }
+}
+
+/// Hash of a line with every whitespace character removed and typography folded.
+/// Lines equal at any tolerant tier have equal keys, so the key picks candidates
+/// for every tier (and for the diagnosis) in one pass.
+pub fn loose_key(line: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    match std::str::from_utf8(line) {
+        Ok(text) => {
+            for c in text.chars().filter(|c| !c.is_whitespace()) {
+                h.write_u32(fold(c) as u32);
+            }
+        }
+        // Tolerance needs text; such a line only ever matches exactly.
+        Err(_) => h.write(line),
+    }
+    h.finish()
 }
 
 pub fn is_typographic(c: char) -> bool {
