@@ -4,8 +4,10 @@
 //! Order matters for safety: the snapshot is durable before the file is
 //! replaced, so a crash between the two loses nothing; the log line comes last.
 
-use std::fs;
-use std::io;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -14,9 +16,11 @@ use serde_json::json;
 use crate::engine::{self, ErrorReport, Options, Outcome, Report};
 use crate::store::{Lock, Store, StoreError, atomic, io_err};
 
-/// The file a transaction edits: where it is, and its name in reports and snapshots.
+/// The file a transaction edits: a name in an open directory (never a path walked
+/// again, never a symlink followed), and its name in reports and snapshots.
 pub struct Target<'a> {
-    pub path: &'a Path,
+    pub dir: BorrowedFd<'a>,
+    pub name: &'a OsStr,
     pub rel: &'a str,
 }
 
@@ -61,7 +65,7 @@ fn commit(
     payload: &[u8],
     opts: &Options,
 ) -> Report {
-    let original = match read(target.path) {
+    let (file, original) = match read(target) {
         Ok(o) => o,
         Err(e) => return io_failure(e, engine::sha256_hex(b"")),
     };
@@ -76,12 +80,14 @@ fn commit(
     let Some(new) = edit.content else {
         return report;
     };
-    let tmp = store.map(|(s, _)| s.tmp_dir());
     let kept = match (store, &original) {
         (Some((s, _)), Some(pre)) => s.snapshot(report.tx, target.rel, pre).map(Some),
         _ => Ok(None),
     };
-    let written = kept.and_then(|k| atomic::replace(target.path, &new, tmp.as_deref()).map(|()| k));
+    let tmp = store.map(|(s, _)| s.tmp_dir());
+    let written = kept.and_then(|k| {
+        atomic::replace(target.dir, target.name, &new, file.as_ref(), tmp).map(|()| k)
+    });
     match written {
         Ok(snapshot) => {
             report.snapshot = snapshot;
@@ -98,13 +104,22 @@ fn commit(
     }
 }
 
-/// The file's bytes, or `None` when it does not exist.
-fn read(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err("read", path)(e)),
+/// The file, open, and its bytes; neither when it does not exist.
+fn read(target: &Target<'_>) -> Result<(Option<File>, Option<Vec<u8>>), StoreError> {
+    let Some(mut file) = atomic::open_existing(target.dir, target.name)? else {
+        return Ok((None, None));
+    };
+    let meta = file
+        .metadata()
+        .map_err(io_err("stat", Path::new(target.rel)))?;
+    if !meta.is_file() {
+        let e = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(io_err("edit", Path::new(target.rel))(e));
     }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(io_err("read", Path::new(target.rel)))?;
+    Ok((Some(file), Some(bytes)))
 }
 
 fn io_failure(e: StoreError, sha: String) -> Report {

@@ -2,13 +2,14 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::ValueEnum;
 
 use editfs::engine::{Ambiguity, Options, Outcome, Report};
-use editfs::store::Store;
+use editfs::store::{Store, atomic};
 use editfs::transaction::{self, Target};
 
 const PAYLOAD_HELP: &str = "\
@@ -123,15 +124,16 @@ fn execute(args: &Args, opts: &Options) -> Result<Report, String> {
         .transpose()
         .map_err(|e| e.to_string())?;
     let rel = display_name(&path, &args.file, state.as_deref());
-    Ok(transaction::run(
-        store.as_ref(),
-        &Target {
-            path: &path,
-            rel: &rel,
-        },
-        &payload,
-        opts,
-    ))
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("{} names no file", args.file.display()));
+    };
+    let dir = atomic::open_dir(parent).map_err(|e| e.to_string())?;
+    let target = Target {
+        dir: dir.as_fd(),
+        name,
+        rel: &rel,
+    };
+    Ok(transaction::run(store.as_ref(), &target, &payload, opts))
 }
 
 /// The real file behind `file`: symlinks are followed, so the link stays a link.

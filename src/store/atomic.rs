@@ -1,5 +1,9 @@
 //! Durable, all-or-nothing replacement of a file's bytes.
 //!
+//! Files are named by a directory descriptor and a name in it, never by a path
+//! walked again, so a directory swapped for a symlink mid-way cannot redirect a
+//! write outside the project; the final name is never followed either.
+//!
 //! The new bytes go to a temporary file that takes the target's mode, owner and
 //! extended attributes, is synced, and is renamed over the target; then the
 //! directory is synced so the rename itself survives a crash. A reader sees the
@@ -8,13 +12,14 @@
 //! behind in the project; otherwise it sits next to the target under a name
 //! starting with `.editfs-tmp-`.
 
-use std::fs::{self, File, OpenOptions, Permissions};
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use xattr::FileExt;
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::{StoreError, io_err};
 
@@ -23,164 +28,253 @@ pub const TMP_PREFIX: &str = ".editfs-tmp-";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Syncs a directory so that entries created or renamed in it are durable.
-pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err("sync directory", dir))
+fn tmp_name() -> OsString {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{TMP_PREFIX}{}-{n}", std::process::id()).into()
 }
 
-fn parent(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+fn sys<'n>(
+    action: &'static str,
+    name: &'n OsStr,
+) -> impl FnOnce(rustix::io::Errno) -> StoreError + 'n {
+    move |e| io_err(action, Path::new(name))(e.into())
+}
+
+/// Opens a directory for `*at` calls.
+pub fn open_dir(path: &Path) -> Result<OwnedFd, StoreError> {
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err("open the directory", path)(e.into()))
+}
+
+/// Opens `name` in `dir` for reading, without following a symlink; `None` if it does not exist.
+pub fn open_existing(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<File>, StoreError> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(rustix::io::Errno::LOOP) => Err(StoreError::Symlink {
+            name: name.to_owned(),
+        }),
+        Err(e) => Err(sys("open", name)(e)),
     }
 }
 
-/// Where to put the temporary file for `target`: `tmp_dir` if a rename from it can reach `target`.
-fn tmp_path(target: &Path, tmp_dir: Option<&Path>) -> PathBuf {
-    let dir = parent(target);
-    let same_fs = |t: &Path| Some(fs::metadata(t).ok()?.dev() == fs::metadata(dir).ok()?.dev());
-    let base = match tmp_dir {
-        Some(t) if same_fs(t) == Some(true) => t,
-        _ => dir,
-    };
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    base.join(format!("{TMP_PREFIX}{}-{n}", std::process::id()))
-}
-
-/// Replaces `target`'s content with `bytes`, atomically and durably.
-pub fn replace(target: &Path, bytes: &[u8], tmp_dir: Option<&Path>) -> Result<(), StoreError> {
-    let old = match fs::metadata(target) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_err("read the metadata of", target)(e)),
-    };
-    if let Some(m) = old.as_ref().filter(|m| m.nlink() > 1) {
+/// Replaces `name` in `dir` with `bytes`, atomically and durably. `old` is the
+/// file being replaced, opened by `open_existing`, whose metadata is kept.
+pub fn replace(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    bytes: &[u8],
+    old: Option<&File>,
+    tmp_dir: Option<BorrowedFd<'_>>,
+) -> Result<(), StoreError> {
+    let meta = old
+        .map(rustix::fs::fstat)
+        .transpose()
+        .map_err(sys("stat", name))?;
+    if let Some(m) = meta.filter(|m| m.st_nlink > 1) {
         // Renaming would cut the other names off from the new content.
         log::info!(
             "{} has {} links: writing in place to keep them",
-            target.display(),
-            m.nlink()
+            name.to_string_lossy(),
+            m.st_nlink
         );
-        return write_in_place(target, bytes);
+        return write_in_place(dir, name, bytes);
     }
-    let tmp = tmp_path(target, tmp_dir);
-    let result = write_tmp(&tmp, target, bytes, old.as_ref()).and_then(|()| {
-        fs::rename(&tmp, target).map_err(io_err("rename a temporary file over", target))
+    let base = match tmp_dir {
+        Some(t) if same_fs(t, dir) => t,
+        _ => dir,
+    };
+    let tmp = tmp_name();
+    let result = write_tmp(base, &tmp, name, bytes, old, meta.as_ref()).and_then(|()| {
+        rustix::fs::renameat(base, &tmp, dir, name)
+            .map_err(sys("rename a temporary file over", name))
     });
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(base, &tmp, AtFlags::empty());
     }
     result?;
-    sync_dir(parent(target))
+    rustix::fs::fsync(dir).map_err(sys("sync the directory of", name))
+}
+
+fn same_fs(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    matches!((rustix::fs::fstat(a), rustix::fs::fstat(b)), (Ok(x), Ok(y)) if x.st_dev == y.st_dev)
 }
 
 fn write_tmp(
-    tmp: &Path,
-    target: &Path,
+    base: BorrowedFd<'_>,
+    tmp: &OsStr,
+    name: &OsStr,
     bytes: &[u8],
-    old: Option<&fs::Metadata>,
+    old: Option<&File>,
+    meta: Option<&rustix::fs::Stat>,
 ) -> Result<(), StoreError> {
-    let mode = old.map_or(0o666, |m| m.mode() & 0o7777);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(tmp)
-        .map_err(io_err("create a temporary file for", target))?;
-    file.write_all(bytes).map_err(io_err("write", tmp))?;
-    if let Some(m) = old {
-        keep_metadata(&file, target, m)?;
+    let mode = meta.map_or(0o644, |m| m.st_mode & 0o7777);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(base, tmp, flags, Mode::from_raw_mode(mode))
+        .map_err(sys("create a temporary file for", name))?;
+    let mut file = File::from(fd);
+    file.write_all(bytes)
+        .map_err(|e| io_err("write", Path::new(tmp))(e))?;
+    if let (Some(old), Some(meta)) = (old, meta) {
+        keep_metadata(&file, old, meta, name)?;
     }
-    file.sync_all().map_err(io_err("sync", tmp))
+    file.sync_all()
+        .map_err(|e| io_err("sync", Path::new(tmp))(e))
 }
 
 /// Gives the new file the old one's mode, owner and extended attributes.
-fn keep_metadata(file: &File, target: &Path, old: &fs::Metadata) -> Result<(), StoreError> {
-    file.set_permissions(Permissions::from_mode(old.mode() & 0o7777))
-        .map_err(io_err("set the mode of", target))?;
-    let mine = file
-        .metadata()
-        .map_err(io_err("read the metadata of", target))?;
-    if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
-        if let Err(e) = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())) {
-            log::warn!("cannot keep the owner of {}: {e}", target.display());
+fn keep_metadata(
+    new: &File,
+    old: &File,
+    meta: &rustix::fs::Stat,
+    name: &OsStr,
+) -> Result<(), StoreError> {
+    let mode = Mode::from_raw_mode(meta.st_mode & 0o7777);
+    let mine = rustix::fs::fstat(new).map_err(sys("stat", name))?;
+    if (mine.st_uid, mine.st_gid) != (meta.st_uid, meta.st_gid) {
+        let (uid, gid) = (
+            rustix::fs::Uid::from_raw(meta.st_uid),
+            rustix::fs::Gid::from_raw(meta.st_gid),
+        );
+        if let Err(e) = rustix::fs::fchown(new, Some(uid), Some(gid)) {
+            log::warn!("cannot keep the owner of {}: {e}", name.to_string_lossy());
         }
-        // chown clears set-id bits; put the mode back.
-        let _ = file.set_permissions(Permissions::from_mode(old.mode() & 0o7777));
     }
-    let names = match xattr::list(target) {
-        Ok(names) => names,
-        Err(e) => {
-            log::debug!("no extended attributes read from {}: {e}", target.display());
-            return Ok(());
-        }
-    };
-    for name in names {
-        match xattr::get(target, &name) {
-            Ok(Some(value)) => {
-                if let Err(e) = file.set_xattr(&name, &value) {
+    // After chown, which clears set-id bits.
+    rustix::fs::fchmod(new, mode).map_err(sys("set the mode of", name))?;
+    for attr in xattr_names(old.as_fd()) {
+        match xattr_value(old.as_fd(), &attr) {
+            Some(value) => {
+                if let Err(e) = rustix::fs::fsetxattr(
+                    new,
+                    attr.as_bytes(),
+                    &value,
+                    rustix::fs::XattrFlags::empty(),
+                ) {
                     log::warn!(
-                        "cannot keep attribute {name:?} of {}: {e}",
-                        target.display()
+                        "cannot keep attribute {attr:?} of {}: {e}",
+                        name.to_string_lossy()
                     );
                 }
             }
-            Ok(None) => {}
-            Err(e) => log::warn!(
-                "cannot read attribute {name:?} of {}: {e}",
-                target.display()
+            None => log::warn!(
+                "cannot read attribute {attr:?} of {}",
+                name.to_string_lossy()
             ),
         }
     }
     Ok(())
 }
 
-fn write_in_place(target: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(target)
-        .map_err(io_err("open", target))?;
-    file.write_all(bytes).map_err(io_err("write", target))?;
-    file.sync_all().map_err(io_err("sync", target))
+/// Names of the extended attributes of `fd` (none when the file system has none).
+pub fn xattr_names(fd: BorrowedFd<'_>) -> Vec<std::ffi::CString> {
+    let Ok(size) = rustix::fs::flistxattr_query(fd) else {
+        return Vec::new();
+    };
+    let mut buf = vec![0u8; size];
+    match rustix::fs::flistxattr(fd, &mut buf[..]) {
+        Ok(n) => buf[..n]
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| std::ffi::CString::new(s).ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The value of extended attribute `name` of `fd`.
+pub fn xattr_value(fd: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<Vec<u8>> {
+    let size = rustix::fs::fgetxattr_query(fd, name).ok()?;
+    let mut buf = vec![0u8; size];
+    let n = rustix::fs::fgetxattr(fd, name, &mut buf[..]).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+fn write_in_place(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> Result<(), StoreError> {
+    let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(sys("open", name))?;
+    let mut file = File::from(fd);
+    file.write_all(bytes)
+        .map_err(|e| io_err("write", Path::new(name))(e))?;
+    file.sync_all()
+        .map_err(|e| io_err("sync", Path::new(name))(e))
 }
 
 /// Writes a new file that nothing else names yet (a snapshot, a counter), durably.
 pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
-    let dir = parent(path);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!("{TMP_PREFIX}{}-{n}", std::process::id()));
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir_fd = open_dir(dir)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io_err("name", path)(io::ErrorKind::InvalidInput.into()))?;
+    let tmp = tmp_name();
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)
-            .map_err(io_err("create", &tmp))?;
-        file.write_all(bytes).map_err(io_err("write", &tmp))?;
-        file.sync_all().map_err(io_err("sync", &tmp))?;
-        fs::rename(&tmp, path).map_err(io_err("rename into place", path))
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&dir_fd, &tmp, flags, Mode::from_raw_mode(mode))
+            .map_err(sys("create", &tmp))?;
+        let mut file = File::from(fd);
+        file.write_all(bytes)
+            .map_err(|e| io_err("write", path)(e))?;
+        file.sync_all().map_err(|e| io_err("sync", path)(e))?;
+        rustix::fs::renameat(&dir_fd, &tmp, &dir_fd, name).map_err(sys("rename into place", name))
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(&dir_fd, &tmp, AtFlags::empty());
     }
     result?;
-    sync_dir(dir)
+    rustix::fs::fsync(&dir_fd).map_err(sys("sync the directory of", name))
+}
+
+/// Removes temporary files a crash left in `dir`; returns how many.
+pub fn sweep(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(TMP_PREFIX))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
     use super::*;
+
+    fn replace_path(path: &Path, bytes: &[u8], tmp: Option<&Path>) {
+        let dir = open_dir(path.parent().unwrap()).unwrap();
+        let name = path.file_name().unwrap();
+        let old = open_existing(dir.as_fd(), name).unwrap();
+        let tmp = tmp.map(|t| open_dir(t).unwrap());
+        replace(
+            dir.as_fd(),
+            name,
+            bytes,
+            old.as_ref(),
+            tmp.as_ref().map(|t| t.as_fd()),
+        )
+        .unwrap();
+    }
 
     #[test]
     fn keeps_mode_and_leaves_no_temp_file() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("a.sh");
         fs::write(&f, "old").unwrap();
-        fs::set_permissions(&f, Permissions::from_mode(0o751)).unwrap();
-        replace(&f, b"new", None).unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o751)).unwrap();
+        replace_path(&f, b"new", None);
         assert_eq!(fs::read(&f).unwrap(), b"new");
         assert_eq!(fs::metadata(&f).unwrap().mode() & 0o7777, 0o751);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -191,13 +285,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("a");
         fs::write(&f, "old").unwrap();
-        if xattr::set(&f, "user.editfs.test", b"v").is_err() {
+        let file = File::open(&f).unwrap();
+        if rustix::fs::fsetxattr(
+            &file,
+            "user.editfs.test",
+            b"v",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .is_err()
+        {
             eprintln!("this file system has no user xattrs; skipping");
             return;
         }
-        replace(&f, b"new", None).unwrap();
+        replace_path(&f, b"new", None);
+        let file = File::open(&f).unwrap();
         assert_eq!(
-            xattr::get(&f, "user.editfs.test").unwrap().as_deref(),
+            xattr_value(file.as_fd(), c"user.editfs.test").as_deref(),
             Some(&b"v"[..])
         );
     }
@@ -208,7 +311,7 @@ mod tests {
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         fs::write(&a, "old").unwrap();
         fs::hard_link(&a, &b).unwrap();
-        replace(&a, b"new", None).unwrap();
+        replace_path(&a, b"new", None);
         assert_eq!(fs::read(&b).unwrap(), b"new");
     }
 
@@ -218,9 +321,29 @@ mod tests {
         let state = dir.path().join("state");
         fs::create_dir(&state).unwrap();
         let f = dir.path().join("a");
-        assert!(tmp_path(&f, Some(&state)).starts_with(&state));
-        replace(&f, b"x", Some(&state)).unwrap();
+        replace_path(&f, b"x", Some(&state));
         assert_eq!(fs::read(&f).unwrap(), b"x");
         assert_eq!(fs::read_dir(&state).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_symlink_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("link")).unwrap();
+        let d = open_dir(dir.path()).unwrap();
+        assert!(matches!(
+            open_existing(d.as_fd(), OsStr::new("link")),
+            Err(StoreError::Symlink { .. })
+        ));
+    }
+
+    #[test]
+    fn sweep_removes_leftovers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(format!("{TMP_PREFIX}1-1")), "").unwrap();
+        fs::write(dir.path().join("keep"), "").unwrap();
+        assert_eq!(sweep(dir.path()), 1);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

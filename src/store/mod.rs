@@ -15,6 +15,7 @@ pub mod atomic;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 /// Name of the state directory inside a project.
@@ -31,6 +32,8 @@ pub enum StoreError {
     },
     #[error("the transaction counter in {} is damaged: {content:?}", path.display())]
     BadCounter { path: PathBuf, content: String },
+    #[error("{} is a symbolic link; edit the file it points to", name.to_string_lossy())]
+    Symlink { name: std::ffi::OsString },
 }
 
 /// Wraps an `io::Error` with what was being done and to which path.
@@ -46,9 +49,11 @@ pub(crate) fn io_err<'p>(
 }
 
 /// An open state directory.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
+    /// `tmp/`, held open so commits name their temporary files relative to it.
+    tmp: OwnedFd,
 }
 
 /// Held while a transaction runs; dropping it lets the next one in.
@@ -67,8 +72,14 @@ impl Store {
         if !ignore.exists() {
             fs::write(&ignore, "*\n").map_err(io_err("write", &ignore))?;
         }
+        let swept = atomic::sweep(&dir.join("tmp"));
+        if swept > 0 {
+            log::info!("removed {swept} temporary file(s) left by an interrupted commit");
+        }
+        let tmp = atomic::open_dir(&dir.join("tmp"))?;
         Ok(Store {
             dir: dir.to_owned(),
+            tmp,
         })
     }
 
@@ -84,8 +95,8 @@ impl Store {
         &self.dir
     }
 
-    pub fn tmp_dir(&self) -> PathBuf {
-        self.dir.join("tmp")
+    pub fn tmp_dir(&self) -> BorrowedFd<'_> {
+        self.tmp.as_fd()
     }
 
     /// Waits for and takes the transaction lock.
