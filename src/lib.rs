@@ -8,5 +8,6 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod mount;
 pub mod store;
 pub mod transaction;

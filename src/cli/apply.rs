@@ -6,11 +6,11 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::ValueEnum;
-
-use editfs::engine::{Ambiguity, Options, Outcome, Report};
+use editfs::engine::{Options, Outcome, Report};
 use editfs::store::{Store, atomic};
 use editfs::transaction::{self, Target};
+
+use super::options::EngineArgs;
 
 const PAYLOAD_HELP: &str = "\
 Payload formats (detected automatically):
@@ -48,60 +48,15 @@ pub struct Args {
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
-    /// `exact` turns the tolerance ladder off
-    #[arg(long = "match", value_enum, default_value_t = Match::Tolerant)]
-    matching: Match,
-    /// What to do when SEARCH occurs several times: replace the `first` (and warn), or `error`
-    #[arg(long, value_enum, default_value_t = Ambiguous::First)]
-    ambiguous: Ambiguous,
-    /// Largest payload accepted, in bytes (K and M suffixes allowed)
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "100K")]
-    max_content_size: usize,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Where to keep snapshots and the log (default: the nearest ancestor's .editfs/)
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Match {
-    Exact,
-    Tolerant,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Ambiguous {
-    First,
-    Error,
-}
-
-fn parse_size(s: &str) -> Result<usize, String> {
-    let s = s.trim();
-    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => s.split_at(i),
-        None => (s, ""),
-    };
-    let n: usize = digits
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size in bytes"))?;
-    let factor = match unit.to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1024,
-        "M" | "MB" | "MIB" => 1024 * 1024,
-        _ => return Err(format!("unknown unit in `{s}`: use K or M")),
-    };
-    n.checked_mul(factor)
-        .ok_or_else(|| format!("`{s}` is too large"))
-}
-
 pub fn run(args: Args) -> ExitCode {
-    let opts = Options {
-        tolerant: matches!(args.matching, Match::Tolerant),
-        ambiguous: match args.ambiguous {
-            Ambiguous::First => Ambiguity::First,
-            Ambiguous::Error => Ambiguity::Error,
-        },
-        max_payload: args.max_content_size,
-    };
+    let opts = args.engine.options();
     match execute(&args, &opts) {
         Ok(report) => print(&report, args.json),
         Err(message) => {
@@ -203,17 +158,4 @@ fn print(report: &Report, json: bool) -> ExitCode {
         Outcome::Failed => 1,
         Outcome::Rejected => 2,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_take_units() {
-        assert_eq!(parse_size("100K"), Ok(102_400));
-        assert_eq!(parse_size("2M"), Ok(2 << 20));
-        assert_eq!(parse_size("17"), Ok(17));
-        assert!(parse_size("1X").is_err());
-    }
 }

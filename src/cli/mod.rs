@@ -4,6 +4,8 @@
 //! (nothing was written), 2 the payload was rejected or the command line was wrong.
 
 mod apply;
+mod mount;
+mod options;
 
 use std::process::ExitCode;
 
@@ -28,6 +30,8 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Apply(apply::Args),
+    Mount(mount::MountArgs),
+    Unmount(mount::UnmountArgs),
 }
 
 /// Exit code for a usage error, as clap uses.
@@ -38,5 +42,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Apply(args) => apply::run(args),
+        Command::Mount(args) => mount::run(args),
+        Command::Unmount(args) => mount::unmount(args),
     }
 }

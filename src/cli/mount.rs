@@ -1,0 +1,245 @@
+//! `editfs mount` and `editfs unmount`.
+
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use clap::ArgAction;
+
+use editfs::mount::{self, MountConfig, Settings, Suffixes};
+
+use super::options::EngineArgs;
+
+const MOUNT_HELP: &str = "\
+Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
+  F.edit         write SEARCH/REPLACE blocks (or JSON) to it: one open handle is
+                 one all-or-nothing transaction, committed at close (or at the
+                 first read on the same handle, which then returns the report);
+                 close fails (EINVAL rejected, EIO failed, ESTALE stale, EFBIG too
+                 large) when the transaction did
+  F.status       the latest report on F, as text
+  F.status.json  the same report as one JSON object
+Control files work for a file that does not exist yet: an empty SEARCH creates it.
+MOUNT/.editfs/ (read-only) holds README, log and snapshots/PATH/TX (pre-images).
+
+Everything else passes through to SOURCE. Ctrl-C or SIGTERM unmounts and exits 0.";
+
+#[derive(clap::Args)]
+#[command(about = "Mirror SOURCE at MOUNT, with F.edit / F.status control files", after_help = MOUNT_HELP)]
+pub struct MountArgs {
+    /// The project directory to mirror
+    source: PathBuf,
+    /// An existing empty directory to mount on
+    mountpoint: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Where to keep snapshots and the log (default: SOURCE/.editfs)
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Refuse direct writes to existing files (EROFS): every change goes through F.edit
+    #[arg(long)]
+    edits_only: bool,
+    /// List control files in directory listings
+    #[arg(long)]
+    show_control_files: bool,
+    /// Suffix of the files that take transactions
+    #[arg(long, value_name = "SUFFIX", default_value = ".edit")]
+    edit_suffix: String,
+    /// Suffix of the report files (the JSON one adds .json)
+    #[arg(long, value_name = "SUFFIX", default_value = ".status")]
+    status_suffix: String,
+    /// FUSE mount options, comma separated: allow_other, allow_root, ro, noexec, fsname=NAME, ...
+    #[arg(short = 'o', value_name = "OPTIONS", action = ArgAction::Append)]
+    options: Vec<String>,
+    /// Return once the mount is ready (or failed, with the reason); serve in the background
+    #[arg(long)]
+    daemon: bool,
+    /// Threads serving requests
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    threads: usize,
+    /// Internal: report readiness on standard output (used by --daemon)
+    #[arg(long, hide = true)]
+    ready_on_stdout: bool,
+}
+
+#[derive(clap::Args)]
+#[command(about = "Unmount an editfs mount")]
+pub struct UnmountArgs {
+    /// The mount point
+    mountpoint: PathBuf,
+}
+
+impl MountArgs {
+    fn config(&self) -> MountConfig {
+        MountConfig {
+            source: self.source.clone(),
+            mountpoint: self.mountpoint.clone(),
+            state_dir: self.state_dir.clone(),
+            settings: Settings {
+                suffixes: Suffixes {
+                    edit: self.edit_suffix.clone(),
+                    status: self.status_suffix.clone(),
+                },
+                show_control_files: self.show_control_files,
+                edits_only: self.edits_only,
+                engine: self.engine.options(),
+            },
+            options: self
+                .options
+                .iter()
+                .flat_map(|o| o.split(','))
+                .map(str::to_owned)
+                .collect(),
+            threads: self.threads,
+        }
+    }
+
+    /// This command line for the background process.
+    fn daemon_args(&self, source: &Path, mountpoint: &Path) -> Vec<String> {
+        let mut a = vec![
+            "mount".into(),
+            source.display().to_string(),
+            mountpoint.display().to_string(),
+        ];
+        a.extend(self.engine.to_args());
+        if let Some(d) = &self.state_dir {
+            a.push(format!("--state-dir={}", absolute(d).display()));
+        }
+        for (on, flag) in [
+            (self.edits_only, "--edits-only"),
+            (self.show_control_files, "--show-control-files"),
+        ] {
+            if on {
+                a.push(flag.into());
+            }
+        }
+        a.push(format!("--edit-suffix={}", self.edit_suffix));
+        a.push(format!("--status-suffix={}", self.status_suffix));
+        a.extend(self.options.iter().map(|o| format!("-o{o}")));
+        a.push(format!("--threads={}", self.threads));
+        a.push("--ready-on-stdout".into());
+        a
+    }
+}
+
+fn absolute(p: &PathBuf) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.clone())
+}
+
+pub fn run(args: MountArgs) -> ExitCode {
+    if args.daemon {
+        return daemonize(&args);
+    }
+    let report_ready = args.ready_on_stdout;
+    if report_ready {
+        // Leave the caller's session, so its hang-up does not reach the daemon.
+        let _ = rustix::process::setsid();
+    }
+    let (source, mountpoint) = (args.source.clone(), args.mountpoint.clone());
+    let result = mount::serve(args.config(), || {
+        if report_ready {
+            println!("ready");
+            let _ = std::io::stdout().flush();
+            if let Ok(null) = fs::File::open("/dev/null") {
+                let _ = rustix::stdio::dup2_stdout(&null);
+            }
+        } else {
+            eprintln!(
+                "editfs: {} mounted on {}; Ctrl-C or `editfs unmount {}` to stop",
+                source.display(),
+                mountpoint.display(),
+                mountpoint.display()
+            );
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if report_ready {
+                println!("{e}");
+            }
+            eprintln!("editfs mount: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Starts the mount in a new process and waits until it is ready or has failed.
+fn daemonize(args: &MountArgs) -> ExitCode {
+    let (source, mountpoint) = match mount::check_paths(&args.source, &args.mountpoint) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("editfs mount: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = mount::state_dir(&source, args.state_dir.as_ref().map(absolute).as_deref());
+    let log = fs::create_dir_all(&state).and_then(|()| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(state.join("daemon.log"))
+    });
+    let log = match log {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "editfs mount: cannot write {}: {e}",
+                state.join("daemon.log").display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("editfs"));
+    let mut cmd = Command::new(exe);
+    cmd.args(args.daemon_args(&source, &mountpoint))
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    // SAFETY: close_range is async-signal-safe and touches only descriptors 3 and up,
+    // after the child's standard streams are in place; the daemon keeps none of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close_range(3, libc::c_uint::MAX, 0);
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("editfs mount: cannot start the daemon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut said = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut said);
+    }
+    if said.trim() == "ready" {
+        return ExitCode::SUCCESS;
+    }
+    let _ = child.wait();
+    let why = if said.trim().is_empty() {
+        format!(
+            "the daemon exited; see {}",
+            state.join("daemon.log").display()
+        )
+    } else {
+        said.trim().to_owned()
+    };
+    eprintln!("editfs mount: {why}");
+    ExitCode::FAILURE
+}
+
+pub fn unmount(args: UnmountArgs) -> ExitCode {
+    match mount::unmount(&args.mountpoint) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("editfs unmount: {}: {e}", args.mountpoint.display());
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Options shared by the commands that run the engine (`apply`, `mount`).
+
+use clap::{Args, ValueEnum};
+
+use editfs::engine::{Ambiguity, Options};
+
+#[derive(Args, Clone)]
+pub struct EngineArgs {
+    /// `exact` turns the tolerance ladder off
+    #[arg(long = "match", value_enum, default_value_t = Match::Tolerant)]
+    matching: Match,
+    /// What to do when SEARCH occurs several times: replace the `first` (and warn), or `error`
+    #[arg(long, value_enum, default_value_t = Ambiguous::First)]
+    ambiguous: Ambiguous,
+    /// Largest payload accepted, in bytes (K and M suffixes allowed)
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "100K")]
+    max_content_size: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Match {
+    Exact,
+    Tolerant,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Ambiguous {
+    First,
+    Error,
+}
+
+impl EngineArgs {
+    pub fn options(&self) -> Options {
+        Options {
+            tolerant: matches!(self.matching, Match::Tolerant),
+            ambiguous: match self.ambiguous {
+                Ambiguous::First => Ambiguity::First,
+                Ambiguous::Error => Ambiguity::Error,
+            },
+            max_payload: self.max_content_size,
+        }
+    }
+
+    /// The same options as command-line words, to hand to a daemon process.
+    pub fn to_args(&self) -> Vec<String> {
+        let matching = if matches!(self.matching, Match::Exact) {
+            "exact"
+        } else {
+            "tolerant"
+        };
+        let ambiguous = if matches!(self.ambiguous, Ambiguous::Error) {
+            "error"
+        } else {
+            "first"
+        };
+        vec![
+            format!("--match={matching}"),
+            format!("--ambiguous={ambiguous}"),
+            format!("--max-content-size={}", self.max_content_size),
+        ]
+    }
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => s.split_at(i),
+        None => (s, ""),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size in bytes"))?;
+    let factor = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1024,
+        "M" | "MB" | "MIB" => 1024 * 1024,
+        _ => return Err(format!("unknown unit in `{s}`: use K or M")),
+    };
+    n.checked_mul(factor)
+        .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_units() {
+        assert_eq!(parse_size("100K"), Ok(102_400));
+        assert_eq!(parse_size("2M"), Ok(2 << 20));
+        assert_eq!(parse_size("17"), Ok(17));
+        assert!(parse_size("1X").is_err());
+    }
+}

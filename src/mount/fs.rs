@@ -1,0 +1,236 @@
+//! The file system the kernel talks to: each FUSE request is mapped onto SOURCE
+//! (`ops.rs`), a control file (`control.rs`) or the state directory (`state.rs`).
+//!
+//! Requests run on several threads. Lock order: `nodes`, then `handles`, then a
+//! handle's own lock; `reports` and the per-file stripes are taken alone. A
+//! transaction holds its file's stripe and the store's lock, and no other.
+//!
+//! Cache policy: real entries and attributes live 1 s in the kernel, so changes
+//! made directly in SOURCE show within a second; virtual files live 0 s and are
+//! opened with direct I/O, so a status is never stale and never torn.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{Errno, FileAttr, FileType, INodeNo, Notifier};
+use parking_lot::{Mutex, RwLock};
+
+use super::control::EditBuffer;
+use super::names::Suffixes;
+use super::nodes::{Kind, Nodes, ROOT, real_id};
+use super::source::{Loc, Source};
+use crate::engine::{self, Report};
+use crate::store::Store;
+
+pub const REAL_TTL: Duration = Duration::from_secs(1);
+pub const VIRTUAL_TTL: Duration = Duration::ZERO;
+
+/// Striped locks that keep a direct write from landing in the middle of a transaction.
+const STRIPES: usize = 64;
+
+/// How the mount behaves; set on the command line.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub suffixes: Suffixes,
+    pub show_control_files: bool,
+    pub edits_only: bool,
+    pub engine: engine::Options,
+}
+
+/// What an open file handle is.
+pub enum Handle {
+    File {
+        file: File,
+        ino: u64,
+    },
+    Dir(Vec<Entry>),
+    Edit(Mutex<EditBuffer>),
+    /// A virtual file's content, fixed when it was opened.
+    Bytes(Vec<u8>),
+}
+
+/// One directory entry, as listed.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub ino: u64,
+    pub kind: FileType,
+    pub name: OsString,
+}
+
+pub struct EditFs {
+    pub(super) source: Source,
+    pub(super) store: Store,
+    pub(super) settings: Settings,
+    pub(super) nodes: RwLock<Nodes>,
+    handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    next_fh: AtomicU64,
+    /// The latest report of each file (by path relative to SOURCE).
+    pub(super) reports: Mutex<HashMap<PathBuf, Arc<Report>>>,
+    pub(super) notifier: Arc<OnceLock<Notifier>>,
+    stripes: Vec<RwLock<()>>,
+    /// Owner of virtual files: whoever runs the daemon.
+    pub(super) owner: (u32, u32),
+}
+
+/// `Errno` from a system error.
+pub fn errno(e: impl Into<std::io::Error>) -> Errno {
+    Errno::from(e.into())
+}
+
+pub type Res<T> = Result<T, Errno>;
+
+fn time(sec: i64, nsec: i64) -> SystemTime {
+    let base = if sec >= 0 {
+        UNIX_EPOCH + Duration::from_secs(sec as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(sec.unsigned_abs())
+    };
+    base + Duration::from_nanos(nsec.clamp(0, 999_999_999) as u64)
+}
+
+pub fn file_type(mode: u32) -> FileType {
+    match rustix::fs::FileType::from_raw_mode(mode) {
+        rustix::fs::FileType::Directory => FileType::Directory,
+        rustix::fs::FileType::Symlink => FileType::Symlink,
+        rustix::fs::FileType::Fifo => FileType::NamedPipe,
+        rustix::fs::FileType::CharacterDevice => FileType::CharDevice,
+        rustix::fs::FileType::BlockDevice => FileType::BlockDevice,
+        rustix::fs::FileType::Socket => FileType::Socket,
+        _ => FileType::RegularFile,
+    }
+}
+
+/// A real file's attributes; `ino` is its node id.
+pub fn attr(st: &rustix::fs::Stat, ino: u64) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(ino),
+        size: st.st_size as u64,
+        blocks: st.st_blocks as u64,
+        atime: time(st.st_atime, st.st_atime_nsec as i64),
+        mtime: time(st.st_mtime, st.st_mtime_nsec as i64),
+        ctime: time(st.st_ctime, st.st_ctime_nsec as i64),
+        crtime: UNIX_EPOCH,
+        kind: file_type(st.st_mode),
+        perm: (st.st_mode & 0o7777) as u16,
+        nlink: st.st_nlink as u32,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: st.st_rdev as u32,
+        blksize: st.st_blksize as u32,
+        flags: 0,
+    }
+}
+
+/// The node id a source file is known by; SOURCE itself is the root.
+pub fn id_of(st: &rustix::fs::Stat, is_root: bool) -> u64 {
+    if is_root { ROOT } else { real_id(st.st_ino) }
+}
+
+impl EditFs {
+    pub fn new(
+        source: Source,
+        store: Store,
+        settings: Settings,
+        notifier: Arc<OnceLock<Notifier>>,
+    ) -> EditFs {
+        EditFs {
+            source,
+            store,
+            settings,
+            nodes: RwLock::new(Nodes::new()),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            reports: Mutex::new(HashMap::new()),
+            notifier,
+            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            owner: (
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+            ),
+        }
+    }
+
+    pub(super) fn kind(&self, ino: u64) -> Res<Kind> {
+        self.nodes
+            .read()
+            .get(ino)
+            .map(|n| n.kind.clone())
+            .ok_or(Errno::ENOENT)
+    }
+
+    /// A real node's path relative to SOURCE.
+    pub(super) fn path(&self, ino: u64) -> Res<PathBuf> {
+        self.nodes.read().path(ino).ok_or(Errno::ENOENT)
+    }
+
+    /// Where a real node is: its directory, open, and its name.
+    pub(super) fn loc(&self, ino: u64) -> Res<Loc> {
+        let path = self.path(ino)?;
+        self.source.loc(&path).map_err(errno)
+    }
+
+    /// The directory a real node is, open.
+    pub(super) fn dir_of(&self, ino: u64) -> Res<std::os::fd::OwnedFd> {
+        match self.kind(ino)? {
+            Kind::Real => self.source.dir(&self.path(ino)?).map_err(errno),
+            Kind::State(_) => Err(Errno::EROFS),
+            Kind::Control { .. } => Err(Errno::ENOTDIR),
+        }
+    }
+
+    pub(super) fn add_handle(&self, h: Handle) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles.lock().insert(fh, Arc::new(h));
+        fh
+    }
+
+    pub(super) fn handle(&self, fh: u64) -> Res<Arc<Handle>> {
+        self.handles.lock().get(&fh).cloned().ok_or(Errno::EBADF)
+    }
+
+    pub(super) fn drop_handle(&self, fh: u64) -> Option<Arc<Handle>> {
+        self.handles.lock().remove(&fh)
+    }
+
+    /// The stripe lock of a file: direct writes share it, a transaction takes it alone.
+    pub(super) fn stripe(&self, ino: u64) -> &RwLock<()> {
+        &self.stripes[(ino % STRIPES as u64) as usize]
+    }
+
+    /// Tells the kernel to forget what it cached of `name` in `parent` (node `old`).
+    pub(super) fn invalidate(&self, parent: u64, name: &OsStr, old: Option<u64>) {
+        let Some(n) = self.notifier.get() else { return };
+        if let Some(ino) = old {
+            // Unknown to the kernel is fine: nothing was cached.
+            let _ = n.inval_inode(INodeNo(ino), 0, 0);
+        }
+        let _ = n.inval_entry(INodeNo(parent), name);
+    }
+
+    /// Attributes shared by virtual files: owned by the daemon's user, times of now.
+    pub(super) fn virtual_attr(&self, ino: u64, kind: FileType, perm: u16, size: u64) -> FileAttr {
+        let now = SystemTime::now();
+        FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: now,
+            mtime: now,
+            ctime: now,
+            crtime: now,
+            kind,
+            perm,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid: self.owner.0,
+            gid: self.owner.1,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `editfs mount`: SOURCE mirrored at MOUNT, with control files next to every file.
+//!
+//! Start-up follows libfuse's passthrough_hp: check SOURCE and MOUNT, open the
+//! state directory, raise the descriptor limit, mount, install the signal
+//! handlers, tell the caller the mount is ready, serve until unmounted.
+
+mod control;
+mod fs;
+mod names;
+mod nodes;
+mod ops;
+mod source;
+mod state;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use fuser::{Config, MountOption, SessionACL};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+pub use fs::Settings;
+pub use names::Suffixes;
+
+use crate::store::{STATE_DIR, Store, StoreError};
+
+/// Everything `editfs mount` was asked to do.
+pub struct MountConfig {
+    pub source: PathBuf,
+    pub mountpoint: PathBuf,
+    pub state_dir: Option<PathBuf>,
+    pub settings: Settings,
+    /// `-o` options, one per element (already split at commas).
+    pub options: Vec<String>,
+    pub threads: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    #[error("SOURCE {}: {reason}", path.display())]
+    Source { path: PathBuf, reason: String },
+    #[error("mount point {}: {reason}", path.display())]
+    MountPoint { path: PathBuf, reason: String },
+    #[error("state directory: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot mount {} on {}: {source}", from.display(), on.display())]
+    Mount {
+        from: PathBuf,
+        on: PathBuf,
+        source: io::Error,
+    },
+    #[error("cannot install signal handlers: {0}")]
+    Signals(io::Error),
+}
+
+/// A directory, canonical, or why it is not one.
+fn directory(path: &Path) -> Result<PathBuf, String> {
+    let real = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
+    if !real.is_dir() {
+        return Err("not a directory".into());
+    }
+    Ok(real)
+}
+
+/// Checks SOURCE and MOUNT; both come back canonical.
+pub fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf), MountError> {
+    let src = directory(source).map_err(|reason| MountError::Source {
+        path: source.to_owned(),
+        reason,
+    })?;
+    let mnt = directory(mountpoint).map_err(|reason| MountError::MountPoint {
+        path: mountpoint.to_owned(),
+        reason,
+    })?;
+    if mnt.starts_with(&src) {
+        let reason = "must not be SOURCE or inside it: the mirror would contain itself".to_owned();
+        return Err(MountError::MountPoint {
+            path: mountpoint.to_owned(),
+            reason,
+        });
+    }
+    Ok((src, mnt))
+}
+
+/// The state directory the mount uses.
+pub fn state_dir(source: &Path, explicit: Option<&Path>) -> PathBuf {
+    explicit.map_or_else(|| source.join(STATE_DIR), Path::to_owned)
+}
+
+/// Splits `-o` values into FUSE mount options and the session's access rule.
+fn fuse_options(source: &Path, options: &[String]) -> (Vec<MountOption>, SessionACL) {
+    let mut acl = SessionACL::Owner;
+    let mut out = vec![
+        MountOption::FSName(format!("editfs:{}", source.display())),
+        MountOption::Subtype("editfs".into()),
+        MountOption::DefaultPermissions,
+    ];
+    for o in options.iter().map(String::as_str).filter(|o| !o.is_empty()) {
+        match o {
+            "allow_other" => acl = SessionACL::All,
+            "allow_root" => acl = SessionACL::RootAndOwner,
+            "default_permissions" => {}
+            "auto_unmount" => out.push(MountOption::AutoUnmount),
+            "ro" => out.push(MountOption::RO),
+            "rw" => out.push(MountOption::RW),
+            "dev" => out.push(MountOption::Dev),
+            "nodev" => out.push(MountOption::NoDev),
+            "suid" => out.push(MountOption::Suid),
+            "nosuid" => out.push(MountOption::NoSuid),
+            "exec" => out.push(MountOption::Exec),
+            "noexec" => out.push(MountOption::NoExec),
+            "atime" => out.push(MountOption::Atime),
+            "noatime" => out.push(MountOption::NoAtime),
+            "dirsync" => out.push(MountOption::DirSync),
+            "sync" => out.push(MountOption::Sync),
+            "async" => out.push(MountOption::Async),
+            _ => match o.split_once('=') {
+                Some(("fsname", v)) => out[0] = MountOption::FSName(v.into()),
+                Some(("subtype", v)) => out[1] = MountOption::Subtype(v.into()),
+                _ => out.push(MountOption::CUSTOM(o.into())),
+            },
+        }
+    }
+    (out, acl)
+}
+
+/// Lets the daemon hold as many descriptors as the system allows: one per open file.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        lim.current = lim.maximum;
+        if let Err(e) = setrlimit(Resource::Nofile, lim) {
+            log::warn!("cannot raise the open file limit: {e}");
+        }
+    }
+}
+
+/// Mounts and serves until unmounted (by `editfs unmount`, SIGINT or SIGTERM).
+/// `ready` runs once the mount is in place.
+pub fn serve(cfg: MountConfig, ready: impl FnOnce()) -> Result<(), MountError> {
+    let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
+    let store = Store::open(&state_dir(&src, cfg.state_dir.as_deref()))?;
+    raise_fd_limit();
+    let source = source::Source::open(&src).map_err(|e| MountError::Source {
+        path: src.clone(),
+        reason: e.to_string(),
+    })?;
+    let notifier = Arc::new(OnceLock::new());
+    let fs = fs::EditFs::new(source, store, cfg.settings, notifier.clone());
+    let (mount_options, acl) = fuse_options(&src, &cfg.options);
+    let mut config = Config::default();
+    config.mount_options = mount_options;
+    config.acl = acl;
+    config.n_threads = Some(cfg.threads.max(1));
+    config.clone_fd = true;
+    let mut session =
+        fuser::Session::new(fs, &mnt, &config).map_err(|source| MountError::Mount {
+            from: src.clone(),
+            on: mnt.clone(),
+            source,
+        })?;
+    let _ = notifier.set(session.notifier());
+    let mut unmounter = session.unmount_callable();
+    let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(MountError::Signals)?;
+    std::thread::Builder::new()
+        .name("editfs-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                log::info!("signal {sig}: unmounting");
+                if let Err(e) = unmounter.unmount() {
+                    log::error!("unmount failed: {e}");
+                }
+            }
+        })
+        .map_err(MountError::Signals)?;
+    log::info!("{} mounted on {}", src.display(), mnt.display());
+    ready();
+    session.run().map_err(|source| MountError::Mount {
+        from: src,
+        on: mnt,
+        source,
+    })
+}
+
+/// Unmounts an editfs mount: directly when allowed, else through fusermount.
+pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+    if rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::empty()).is_ok() {
+        return Ok(());
+    }
+    let mut last = String::from("no fusermount3 or fusermount found");
+    for tool in ["fusermount3", "fusermount"] {
+        match std::process::Command::new(tool)
+            .arg("-u")
+            .arg(mountpoint)
+            .output()
+        {
+            Ok(out) if out.status.success() => return Ok(()),
+            Ok(out) => last = String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            Err(_) => {}
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_point_inside_source_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("m")).unwrap();
+        assert!(matches!(
+            check_paths(tmp.path(), &tmp.path().join("m")),
+            Err(MountError::MountPoint { .. })
+        ));
+        assert!(matches!(
+            check_paths(&tmp.path().join("nope"), tmp.path()),
+            Err(MountError::Source { .. })
+        ));
+    }
+
+    #[test]
+    fn dash_o_options_map_to_fuse() {
+        let (opts, acl) = fuse_options(
+            Path::new("/s"),
+            &["allow_other".into(), "ro".into(), "fsname=x".into()],
+        );
+        assert_eq!(acl, SessionACL::All);
+        assert!(opts.contains(&MountOption::RO));
+        assert!(opts.contains(&MountOption::FSName("x".into())));
+        assert!(opts.contains(&MountOption::DefaultPermissions));
+    }
+}

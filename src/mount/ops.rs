@@ -1,0 +1,971 @@
+//! The FUSE requests, one method each: real files pass through to SOURCE with
+//! the errno SOURCE gives; control files and `.editfs/` are answered here.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
+};
+use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
+
+use super::control::slice;
+use super::fs::{EditFs, Entry, Handle, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of};
+use super::names::Control;
+use super::nodes::{Kind, ROOT, real_id};
+use super::state;
+use crate::store::STATE_DIR;
+
+const GEN: Generation = Generation(0);
+
+fn reply_entry(reply: ReplyEntry, r: Res<(FileAttr, std::time::Duration)>) {
+    match r {
+        Ok((a, ttl)) => reply.entry(&ttl, &a, GEN),
+        Err(e) => reply.error(e),
+    }
+}
+
+fn reply_empty(reply: ReplyEmpty, r: Res<()>) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
+    }
+}
+
+fn reply_attr(reply: ReplyAttr, r: Res<(FileAttr, std::time::Duration)>) {
+    match r {
+        Ok((a, ttl)) => reply.attr(&ttl, &a),
+        Err(e) => reply.error(e),
+    }
+}
+
+fn reply_xattr(reply: ReplyXattr, size: u32, r: Res<Vec<u8>>) {
+    match r {
+        Ok(v) if size == 0 => reply.size(v.len() as u32),
+        Ok(v) if v.len() > size as usize => reply.error(Errno::ERANGE),
+        Ok(v) => reply.data(&v),
+        Err(e) => reply.error(e),
+    }
+}
+
+fn timespec(t: Option<TimeOrNow>) -> Timespec {
+    match t {
+        None => Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_OMIT,
+        },
+        Some(TimeOrNow::Now) => Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_NOW,
+        },
+        Some(TimeOrNow::SpecificTime(t)) => {
+            let (sec, nsec) = match t.duration_since(SystemTime::UNIX_EPOCH) {
+                Ok(d) => (d.as_secs() as i64, d.subsec_nanos() as i64),
+                Err(e) => (-(e.duration().as_secs() as i64), 0),
+            };
+            Timespec {
+                tv_sec: sec,
+                tv_nsec: nsec,
+            }
+        }
+    }
+}
+
+fn is_write(flags: OpenFlags) -> bool {
+    flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0
+}
+
+impl EditFs {
+    fn lookup_real(&self, parent: u64, name: &OsStr) -> Res<(FileAttr, std::time::Duration)> {
+        if parent == ROOT && name == state::NAME {
+            let ino = self.state_root(true);
+            return Ok((self.state_attr(ino, Path::new(""))?, VIRTUAL_TTL));
+        }
+        let dir = self.dir_of(parent)?;
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let id = real_id(st.st_ino);
+                self.nodes.write().remember(id, parent, name);
+                Ok((attr(&st, id), REAL_TTL))
+            }
+            Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, &dir, name),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// A missing name that names a control file of a regular (or not yet existing) file.
+    fn lookup_control(
+        &self,
+        parent: u64,
+        dir: &impl AsFd,
+        name: &OsStr,
+    ) -> Res<(FileAttr, std::time::Duration)> {
+        let (base, control) = self.settings.suffixes.parse(name).ok_or(Errno::ENOENT)?;
+        match rustix::fs::statat(dir, &base, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if file_type(st.st_mode) == FileType::RegularFile => {}
+            Err(rustix::io::Errno::NOENT) => {}
+            _ => return Err(Errno::ENOENT),
+        }
+        let kind = Kind::Control {
+            base: base.clone(),
+            control,
+        };
+        let ino = self.nodes.write().virtual_node(parent, name, kind, true);
+        Ok((self.control_attr(ino, parent, &base, control)?, VIRTUAL_TTL))
+    }
+
+    fn getattr_of(&self, ino: u64, fh: Option<u64>) -> Res<(FileAttr, std::time::Duration)> {
+        let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ENOENT)?;
+        match &node.kind {
+            Kind::Control { base, control } => Ok((
+                self.control_attr(ino, node.parent, base, *control)?,
+                VIRTUAL_TTL,
+            )),
+            Kind::State(rel) => Ok((self.state_attr(ino, rel)?, VIRTUAL_TTL)),
+            Kind::Real => {
+                let handle = fh.and_then(|f| self.handle(f).ok());
+                if let Some(Handle::File { file, .. }) = handle.as_deref() {
+                    return Ok((
+                        attr(&rustix::fs::fstat(file).map_err(errno)?, ino),
+                        REAL_TTL,
+                    ));
+                }
+                let st = self.stat_real(ino)?;
+                Ok((attr(&st, ino), REAL_TTL))
+            }
+        }
+    }
+
+    /// A real node's status, checked to still be the same file.
+    fn stat_real(&self, ino: u64) -> Res<rustix::fs::Stat> {
+        if ino == ROOT {
+            return rustix::fs::fstat(self.source.root()).map_err(errno);
+        }
+        let loc = self.loc(ino)?;
+        let st =
+            rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        // The name now holds another file (replaced by a rename): this node is gone.
+        if real_id(st.st_ino) != ino {
+            return Err(Errno::ENOENT);
+        }
+        Ok(st)
+    }
+
+    /// The parent of a new name must be a real directory, and the name not `.editfs` at the root.
+    fn new_name(&self, parent: u64, name: &OsStr) -> Res<std::os::fd::OwnedFd> {
+        if parent == ROOT && name == state::NAME {
+            return Err(Errno::EEXIST);
+        }
+        self.dir_of(parent)
+    }
+
+    /// Gives a new file to the user who made it when the daemon runs as root.
+    fn give_to(&self, req: &Request, dir: &impl AsFd, name: &OsStr) {
+        if self.owner.0 != 0 || req.uid() == 0 {
+            return;
+        }
+        let uid = rustix::fs::Uid::from_raw(req.uid());
+        let setgid = rustix::fs::fstat(dir).is_ok_and(|s| s.st_mode & libc::S_ISGID != 0);
+        let gid = (!setgid).then(|| rustix::fs::Gid::from_raw(req.gid()));
+        if let Err(e) = rustix::fs::chownat(dir, name, Some(uid), gid, AtFlags::SYMLINK_NOFOLLOW) {
+            log::warn!(
+                "cannot give {} to uid {}: {e}",
+                name.to_string_lossy(),
+                req.uid()
+            );
+        }
+    }
+
+    fn entry_at(
+        &self,
+        parent: u64,
+        dir: &impl AsFd,
+        name: &OsStr,
+    ) -> Res<(FileAttr, std::time::Duration)> {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        let id = real_id(st.st_ino);
+        self.nodes.write().remember(id, parent, name);
+        Ok((attr(&st, id), REAL_TTL))
+    }
+
+    /// A name the user may change: real, in a real directory, not a control file.
+    fn changeable(&self, parent: u64, name: &OsStr) -> Res<std::os::fd::OwnedFd> {
+        if parent == ROOT && name == OsStr::new(STATE_DIR) {
+            return Err(Errno::EBUSY);
+        }
+        let dir = self.dir_of(parent)?;
+        if matches!(
+            rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW),
+            Err(rustix::io::Errno::NOENT)
+        ) && self.settings.suffixes.parse(name).is_some()
+        {
+            // A control file is not a file that can be removed or renamed.
+            return Err(Errno::EPERM);
+        }
+        Ok(dir)
+    }
+
+    fn setattr_real(
+        &self,
+        ino: u64,
+        fh: Option<u64>,
+        mode: Option<u32>,
+        owner: (Option<u32>, Option<u32>),
+        size: Option<u64>,
+        times: (Option<TimeOrNow>, Option<TimeOrNow>),
+    ) -> Res<()> {
+        let handle = fh.and_then(|f| self.handle(f).ok());
+        let file = handle.as_deref().and_then(|h| match h {
+            Handle::File { file, .. } => Some(file),
+            _ => None,
+        });
+        let loc = if file.is_none() {
+            Some(self.loc(ino)?)
+        } else {
+            None
+        };
+        if let Some(mode) = mode {
+            let m = Mode::from_raw_mode(mode & 0o7777);
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::fchmod(f, m),
+                (None, Some(l)) => rustix::fs::chmodat(l.dir(), &l.name, m, AtFlags::empty()),
+                _ => Ok(()),
+            }
+            .map_err(errno)?;
+        }
+        if owner.0.is_some() || owner.1.is_some() {
+            let uid = owner.0.map(rustix::fs::Uid::from_raw);
+            let gid = owner.1.map(rustix::fs::Gid::from_raw);
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::fchown(f, uid, gid),
+                (None, Some(l)) => {
+                    rustix::fs::chownat(l.dir(), &l.name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)
+                }
+                _ => Ok(()),
+            }
+            .map_err(errno)?;
+        }
+        if let Some(size) = size {
+            if self.settings.edits_only {
+                return Err(Errno::EROFS);
+            }
+            let _shared = self.stripe(ino).read();
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::ftruncate(f, size).map_err(errno)?,
+                (None, Some(l)) => {
+                    let flags =
+                        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+                    let fd = rustix::fs::openat(l.dir(), &l.name, flags, Mode::empty())
+                        .map_err(errno)?;
+                    rustix::fs::ftruncate(&fd, size).map_err(errno)?;
+                }
+                _ => {}
+            }
+        }
+        if times.0.is_some() || times.1.is_some() {
+            let ts = Timestamps {
+                last_access: timespec(times.0),
+                last_modification: timespec(times.1),
+            };
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::futimens(f, &ts),
+                (None, Some(l)) => {
+                    rustix::fs::utimensat(l.dir(), &l.name, &ts, AtFlags::SYMLINK_NOFOLLOW)
+                }
+                _ => Ok(()),
+            }
+            .map_err(errno)?;
+        }
+        Ok(())
+    }
+
+    fn open_real(&self, ino: u64, flags: OpenFlags) -> Res<u64> {
+        if self.settings.edits_only && is_write(flags) {
+            return Err(Errno::EROFS);
+        }
+        let loc = self.loc(ino)?;
+        let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
+        let flags = OFlags::from_bits_retain((flags.0 & !strip) as u32)
+            | OFlags::NOFOLLOW
+            | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty()).map_err(errno)?;
+        Ok(self.add_handle(Handle::File {
+            file: File::from(fd),
+            ino,
+        }))
+    }
+
+    fn list(&self, ino: u64) -> Res<Vec<Entry>> {
+        if let Kind::State(rel) = self.kind(ino)? {
+            return self.state_entries(ino, &rel);
+        }
+        let dir = self.dir_of(ino)?;
+        let mut out = Vec::new();
+        let mut regular = Vec::new();
+        for e in rustix::fs::Dir::read_from(&dir).map_err(errno)? {
+            let e = e.map_err(errno)?;
+            let name = OsStr::from_bytes(e.file_name().to_bytes());
+            if name == "." || name == ".." || (ino == ROOT && name == state::NAME) {
+                continue;
+            }
+            let kind = match e.file_type() {
+                rustix::fs::FileType::Directory => FileType::Directory,
+                rustix::fs::FileType::Symlink => FileType::Symlink,
+                rustix::fs::FileType::RegularFile => FileType::RegularFile,
+                rustix::fs::FileType::Fifo => FileType::NamedPipe,
+                rustix::fs::FileType::Socket => FileType::Socket,
+                rustix::fs::FileType::CharacterDevice => FileType::CharDevice,
+                rustix::fs::FileType::BlockDevice => FileType::BlockDevice,
+                rustix::fs::FileType::Unknown => FileType::RegularFile,
+            };
+            if kind == FileType::RegularFile {
+                regular.push(name.to_owned());
+            }
+            out.push(Entry {
+                ino: real_id(e.ino()),
+                kind,
+                name: name.to_owned(),
+            });
+        }
+        if ino == ROOT {
+            out.push(Entry {
+                ino: self.state_root(false),
+                kind: FileType::Directory,
+                name: state::NAME.into(),
+            });
+        }
+        if self.settings.show_control_files {
+            self.add_control_entries(ino, &mut out, regular);
+        }
+        Ok(out)
+    }
+
+    fn add_control_entries(
+        &self,
+        ino: u64,
+        out: &mut Vec<Entry>,
+        regular: Vec<std::ffi::OsString>,
+    ) {
+        let taken: std::collections::HashSet<_> = out.iter().map(|e| e.name.clone()).collect();
+        for base in regular {
+            for c in Control::ALL {
+                let name = self.settings.suffixes.name(&base, c);
+                if !taken.contains(&name) {
+                    let kind = Kind::Control {
+                        base: base.clone(),
+                        control: c,
+                    };
+                    let id = self.nodes.write().virtual_node(ino, &name, kind, false);
+                    out.push(Entry {
+                        ino: id,
+                        kind: FileType::RegularFile,
+                        name,
+                    });
+                }
+            }
+        }
+    }
+
+    /// An open descriptor of a real node for extended attributes; `None` for a symlink.
+    fn xattr_fd(&self, ino: u64) -> Res<Option<std::os::fd::OwnedFd>> {
+        if ino == ROOT {
+            return rustix::io::dup(self.source.root()).map(Some).map_err(errno);
+        }
+        let loc = self.loc(ino)?;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+        match rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(fd)),
+            Err(rustix::io::Errno::LOOP) => Ok(None),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    fn real_only(&self, ino: u64) -> Res<()> {
+        match self.kind(ino)? {
+            Kind::Real => Ok(()),
+            Kind::State(_) => Err(Errno::EROFS),
+            Kind::Control { .. } => Err(Errno::EPERM),
+        }
+    }
+
+    fn after_rename(&self, old: (u64, &OsStr), new: (u64, &OsStr), exchange: bool) {
+        let from = self.path(old.0).map(|p| p.join(old.1)).ok();
+        let to = self.path(new.0).map(|p| p.join(new.1)).ok();
+        let mut nodes = self.nodes.write();
+        if exchange {
+            nodes.exchanged(old, new);
+        } else {
+            nodes.renamed(old.0, old.1, new.0, new.1);
+        }
+        drop(nodes);
+        if let (Some(from), false) = (from, exchange) {
+            self.move_report(from, to);
+        }
+    }
+}
+
+impl Filesystem for EditFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = match self.kind(parent.0) {
+            Ok(Kind::State(dir)) => self
+                .state_lookup(parent.0, &dir, name)
+                .map(|a| (a, VIRTUAL_TTL)),
+            Ok(Kind::Control { .. }) => Err(Errno::ENOTDIR),
+            Ok(Kind::Real) => self.lookup_real(parent.0, name),
+            Err(e) => Err(e),
+        };
+        reply_entry(reply, r);
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.nodes.write().forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply_attr(reply, self.getattr_of(ino.0, fh.map(|f| f.0)));
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let r = match self.kind(ino.0) {
+            // `cat > F.edit` truncates and `touch` sets times: both harmless.
+            Ok(Kind::Control { .. }) if mode.is_none() && uid.is_none() && gid.is_none() => Ok(()),
+            Ok(Kind::Control { .. }) => Err(Errno::EPERM),
+            Ok(Kind::State(_)) => Err(Errno::EROFS),
+            Ok(Kind::Real) => self.setattr_real(
+                ino.0,
+                fh.map(|f| f.0),
+                mode,
+                (uid, gid),
+                size,
+                (atime, mtime),
+            ),
+            Err(e) => Err(e),
+        };
+        reply_attr(
+            reply,
+            r.and_then(|()| self.getattr_of(ino.0, fh.map(|f| f.0))),
+        );
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let r = self
+            .loc(ino.0)
+            .and_then(|l| rustix::fs::readlinkat(l.dir(), &l.name, Vec::new()).map_err(errno));
+        match r {
+            Ok(target) => reply.data(target.as_bytes()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = self.new_name(parent.0, name).and_then(|dir| {
+            let kind = rustix::fs::FileType::from_raw_mode(mode);
+            let perm = Mode::from_raw_mode(mode & !umask & 0o7777);
+            rustix::fs::mknodat(&dir, name, kind, perm, u64::from(rdev)).map_err(errno)?;
+            self.give_to(req, &dir, name);
+            self.entry_at(parent.0, &dir, name)
+        });
+        reply_entry(reply, r);
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = self.new_name(parent.0, name).and_then(|dir| {
+            rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & !umask & 0o7777))
+                .map_err(errno)?;
+            self.give_to(req, &dir, name);
+            self.entry_at(parent.0, &dir, name)
+        });
+        reply_entry(reply, r);
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self.changeable(parent.0, name).and_then(|dir| {
+            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(errno)?;
+            let gone = self.path(parent.0).map(|p| p.join(name)).ok();
+            self.nodes.write().unlinked(parent.0, name);
+            if let Some(gone) = gone {
+                self.move_report(gone, None);
+            }
+            Ok(())
+        });
+        reply_empty(reply, r);
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self.changeable(parent.0, name).and_then(|dir| {
+            rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR).map_err(errno)?;
+            self.nodes.write().unlinked(parent.0, name);
+            Ok(())
+        });
+        reply_empty(reply, r);
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let r = self.new_name(parent.0, link_name).and_then(|dir| {
+            rustix::fs::symlinkat(target, &dir, link_name).map_err(errno)?;
+            self.give_to(req, &dir, link_name);
+            self.entry_at(parent.0, &dir, link_name)
+        });
+        reply_entry(reply, r);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            let from = self.changeable(parent.0, name)?;
+            let to = self.changeable(newparent.0, newname)?;
+            let how = rustix::fs::RenameFlags::from_bits_retain(flags.bits());
+            rustix::fs::renameat_with(&from, name, &to, newname, how).map_err(errno)?;
+            let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
+            self.after_rename((parent.0, name), (newparent.0, newname), exchange);
+            Ok(())
+        })();
+        reply_empty(reply, r);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let r = self.real_only(ino.0).and_then(|()| {
+            let loc = self.loc(ino.0)?;
+            let dir = self.new_name(newparent.0, newname)?;
+            rustix::fs::linkat(loc.dir(), &loc.name, &dir, newname, AtFlags::empty())
+                .map_err(errno)?;
+            self.entry_at(newparent.0, &dir, newname)
+        });
+        reply_entry(reply, r);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let node = self.nodes.read().get(ino.0).cloned();
+        let r = match node.map(|n| (n.parent, n.kind)) {
+            None => Err(Errno::ENOENT),
+            Some((parent, Kind::Control { base, control })) => self
+                .open_control(parent, &base, control, is_write(flags))
+                .map(|fh| (fh, FopenFlags::FOPEN_DIRECT_IO)),
+            Some((_, Kind::State(rel))) if !is_write(flags) => self.state_bytes(&rel).map(|b| {
+                (
+                    self.add_handle(Handle::Bytes(b)),
+                    FopenFlags::FOPEN_DIRECT_IO,
+                )
+            }),
+            Some((_, Kind::State(_))) => Err(Errno::EROFS),
+            Some((_, Kind::Real)) => self
+                .open_real(ino.0, flags)
+                .map(|fh| (fh, FopenFlags::empty())),
+        };
+        match r {
+            Ok((fh, f)) => reply.opened(FileHandle(fh), f),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let r = self.handle(fh.0).and_then(|h| match &*h {
+            Handle::File { file, .. } => {
+                let mut buf = vec![0u8; size as usize];
+                let mut got = 0;
+                while got < buf.len() {
+                    match file.read_at(&mut buf[got..], offset + got as u64) {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(errno(e)),
+                    }
+                }
+                buf.truncate(got);
+                Ok(buf)
+            }
+            Handle::Bytes(b) => Ok(slice(b, offset, size).to_vec()),
+            Handle::Edit(buf) => self.read_edit(ino.0, &mut buf.lock(), offset, size),
+            Handle::Dir(_) => Err(Errno::EISDIR),
+        });
+        match r {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let r = self.handle(fh.0).and_then(|h| match &*h {
+            Handle::File { file, ino } => {
+                let _shared = self.stripe(*ino).read();
+                file.write_at(data, offset).map(|n| n as u32).map_err(errno)
+            }
+            Handle::Edit(buf) => buf
+                .lock()
+                .write(offset, data, self.settings.engine.max_payload),
+            _ => Err(Errno::EBADF),
+        });
+        match r {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.flush_edit(ino.0, fh.0));
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let handle = self.drop_handle(fh.0);
+        if let Some(Handle::Edit(buf)) = handle.as_deref()
+            && buf.lock().pending()
+        {
+            log::warn!(
+                "an edit handle was released without a flush or read: its payload was dropped"
+            );
+        }
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.handle(fh.0).and_then(|h| match &*h {
+            Handle::File { file, .. } if datasync => file.sync_data().map_err(errno),
+            Handle::File { file, .. } => file.sync_all().map_err(errno),
+            _ => Ok(()),
+        });
+        reply_empty(reply, r);
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.list(ino.0) {
+            Ok(entries) => reply.opened(
+                FileHandle(self.add_handle(Handle::Dir(entries))),
+                FopenFlags::empty(),
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let h = match self.handle(fh.0) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        let Handle::Dir(entries) = &*h else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        let dots = [
+            (ino.0, FileType::Directory, OsStr::new(".")),
+            (ino.0, FileType::Directory, OsStr::new("..")),
+        ];
+        let all = dots
+            .into_iter()
+            .chain(entries.iter().map(|e| (e.ino, e.kind, e.name.as_os_str())));
+        for (i, (ino, kind, name)) in all.enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(ino), i as u64 + 1, kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.drop_handle(fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(
+            reply,
+            self.dir_of(ino.0)
+                .and_then(|d| rustix::fs::fsync(&d).map_err(errno)),
+        );
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match rustix::fs::fstatvfs(self.source.root()) {
+            Ok(s) => reply.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namemax as u32,
+                s.f_frsize as u32,
+            ),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let r = self
+            .real_only(ino.0)
+            .and_then(|()| match self.xattr_fd(ino.0)? {
+                Some(fd) => {
+                    let how = rustix::fs::XattrFlags::from_bits_retain(flags as u32);
+                    rustix::fs::fsetxattr(&fd, name, value, how).map_err(errno)
+                }
+                None => Err(Errno::EPERM),
+            });
+        reply_empty(reply, r);
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let r = match self.kind(ino.0) {
+            Ok(Kind::Real) => self.xattr_fd(ino.0).and_then(|fd| {
+                let fd = fd.ok_or(Errno::ENODATA)?;
+                let c = std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
+                match rustix::fs::fgetxattr_query(&fd, &c) {
+                    Ok(_) => {
+                        crate::store::atomic::xattr_value(fd.as_fd(), &c).ok_or(Errno::ENODATA)
+                    }
+                    Err(e) => Err(errno(e)),
+                }
+            }),
+            Ok(_) => Err(Errno::ENODATA),
+            Err(e) => Err(e),
+        };
+        reply_xattr(reply, size, r);
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let r = match self.kind(ino.0) {
+            Ok(Kind::Real) => self.xattr_fd(ino.0).map(|fd| match fd {
+                Some(fd) => crate::store::atomic::xattr_names(fd.as_fd())
+                    .into_iter()
+                    .flat_map(|n| n.into_bytes_with_nul())
+                    .collect(),
+                None => Vec::new(),
+            }),
+            Ok(_) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        };
+        reply_xattr(reply, size, r);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self
+            .real_only(ino.0)
+            .and_then(|()| match self.xattr_fd(ino.0)? {
+                Some(fd) => rustix::fs::fremovexattr(&fd, name).map_err(errno),
+                None => Err(Errno::EPERM),
+            });
+        reply_empty(reply, r);
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        let r = match self.kind(ino.0) {
+            Ok(Kind::Real) if ino.0 == ROOT => Ok(()),
+            Ok(Kind::Real) => self.loc(ino.0).and_then(|l| {
+                let how = rustix::fs::Access::from_bits_retain(mask.bits() as u32);
+                rustix::fs::accessat(l.dir(), &l.name, how, AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(errno)
+            }),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        reply_empty(reply, r);
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let r = self.new_name(parent.0, name).and_then(|dir| {
+            let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)
+                | OFlags::CREATE
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC;
+            let fd = rustix::fs::openat(
+                &dir,
+                name,
+                flags,
+                Mode::from_raw_mode(mode & !umask & 0o7777),
+            )
+            .map_err(errno)?;
+            self.give_to(req, &dir, name);
+            let st = rustix::fs::fstat(&fd).map_err(errno)?;
+            let id = id_of(&st, false);
+            self.nodes.write().remember(id, parent.0, name);
+            let fh = self.add_handle(Handle::File {
+                file: File::from(fd),
+                ino: id,
+            });
+            Ok((attr(&st, id), fh))
+        });
+        match r {
+            Ok((a, fh)) => reply.created(&REAL_TTL, &a, GEN, FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.handle(fh.0).and_then(|h| match &*h {
+            Handle::File { file, ino } => {
+                let _shared = self.stripe(*ino).read();
+                let how = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
+                rustix::fs::fallocate(file, how, offset, length).map_err(errno)
+            }
+            _ => Err(Errno::EOPNOTSUPP),
+        });
+        reply_empty(reply, r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_means_any_write_access_or_truncation() {
+        assert!(!is_write(OpenFlags(libc::O_RDONLY)));
+        assert!(is_write(OpenFlags(libc::O_WRONLY)));
+        assert!(is_write(OpenFlags(libc::O_RDWR)));
+        assert!(is_write(OpenFlags(libc::O_RDONLY | libc::O_TRUNC)));
+    }
+}

@@ -1,0 +1,97 @@
+//! SOURCE, reached only beneath its directory descriptor.
+//!
+//! Every path the mount touches is resolved by the kernel with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`: no `..` out of SOURCE, no symlink
+//! followed, whatever a user renamed or linked in the meantime. The last
+//! component is then used with `*at` calls that do not follow it either.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+
+pub struct Source {
+    root: OwnedFd,
+}
+
+/// A name in an open directory: where `*at` calls act.
+pub struct Loc {
+    pub dir: OwnedFd,
+    pub name: OsString,
+}
+
+impl Loc {
+    pub fn dir(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+}
+
+impl Source {
+    pub fn open(path: &Path) -> io::Result<Source> {
+        let root = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Source { root })
+    }
+
+    pub fn root(&self) -> BorrowedFd<'_> {
+        self.root.as_fd()
+    }
+
+    /// Opens directory `rel` (relative to SOURCE; empty for SOURCE itself).
+    pub fn dir(&self, rel: &Path) -> io::Result<OwnedFd> {
+        let rel: &Path = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        Ok(rustix::fs::openat2(
+            &self.root,
+            rel,
+            flags,
+            Mode::empty(),
+            resolve,
+        )?)
+    }
+
+    /// Where `rel` is: its directory, open, and its name. SOURCE itself is `.` in SOURCE.
+    pub fn loc(&self, rel: &Path) -> io::Result<Loc> {
+        match (rel.parent(), rel.file_name()) {
+            (Some(parent), Some(name)) => Ok(Loc {
+                dir: self.dir(parent)?,
+                name: name.to_owned(),
+            }),
+            _ => Ok(Loc {
+                dir: self.dir(Path::new(""))?,
+                name: OsStr::new(".").to_owned(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_and_dotdot_do_not_lead_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::os::unix::fs::symlink("/etc", tmp.path().join("link")).unwrap();
+        let s = Source::open(tmp.path()).unwrap();
+        assert!(s.dir(Path::new("d")).is_ok());
+        assert!(s.dir(Path::new("link")).is_err());
+        assert!(s.dir(Path::new("../..")).is_err());
+        assert!(s.dir(Path::new("d/../..")).is_err());
+        let l = s.loc(Path::new("d/x")).unwrap();
+        assert_eq!(l.name, OsStr::new("x"));
+        assert_eq!(s.loc(Path::new("")).unwrap().name, OsStr::new("."));
+    }
+}
