@@ -1,0 +1,261 @@
+//! `editfs mount` as an agent and its tools use it: real shell commands on a real mount.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use common::Mount;
+
+const APP: &str = "def greet(name):\n    print(\"Hello, \" + name)\n\n\ndef farewell(name):\n    print(\"Goodbye, \" + name)\n";
+
+fn project(src: &Path) {
+    fs::write(src.join("app.py"), APP).unwrap();
+    fs::create_dir(src.join("lib")).unwrap();
+    fs::write(src.join("lib/util.txt"), "one\ntwo\nthree\n").unwrap();
+}
+
+macro_rules! mount {
+    ($($arg:expr),*) => {
+        match Mount::start(&[$($arg),*], project) {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+#[test]
+fn an_edit_through_cat_heredoc_applies_and_reports() {
+    let m = mount!();
+    m.ok(r#"cat > app.py.edit <<'EOF'
+<<<<<<< SEARCH
+    print("Hello, " + name)
+=======
+    print(f"Hello, {name}!")
+>>>>>>> REPLACE
+EOF"#);
+    let status = m.ok("cat app.py.status");
+    assert!(status.starts_with("OK app.py (tx 1, "), "{status}");
+    assert!(
+        status.contains("+    print(f\"Hello, {name}!\")"),
+        "{status}"
+    );
+    assert!(m.ok("cat app.py").contains("f\"Hello, {name}!\""));
+    assert!(String::from_utf8_lossy(&m.src_file("app.py")).contains("{name}!"));
+    let json: serde_json::Value = serde_json::from_str(&m.ok("cat app.py.status.json")).unwrap();
+    assert_eq!(json["outcome"], "ok");
+    assert_eq!(json["file"], "app.py");
+    assert_eq!(json["operations"][0]["lines"], serde_json::json!([2, 2]));
+}
+
+#[test]
+fn a_failed_transaction_fails_close_and_leaves_the_file_byte_identical() {
+    let m = mount!();
+    let out = m.sh("printf '<<<<<<< SEARCH\\n    print(\"Hello, \" + nam)\\n=======\\nx\\n>>>>>>> REPLACE\\n' | cat > app.py.edit");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "cat must fail when the transaction does"
+    );
+    assert_eq!(m.src_file("app.py"), APP.as_bytes());
+    let status = m.ok("cat app.py.status");
+    assert!(status.starts_with("FAILED app.py"), "{status}");
+    assert!(status.contains("closest match: lines 2-2"), "{status}");
+    let py = m.sh("python3 -c \"
+f = open('app.py.edit', 'w'); f.write('not a payload')
+try:
+    f.close()
+except OSError as e:
+    print(e.errno)
+\"");
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        "22",
+        "EINVAL for a rejected payload"
+    );
+    assert_eq!(m.sh("echo junk | tee app.py.edit").status.code(), Some(1));
+    assert_eq!(m.src_file("app.py"), APP.as_bytes());
+}
+
+#[test]
+fn printf_tee_and_python_write_transactions() {
+    let m = mount!();
+    m.ok(r#"printf '{"search": "one", "replace": "uno"}' > lib/util.txt.edit"#);
+    m.ok(r#"printf '{"search": "two", "replace": "dos"}' | tee lib/util.txt.edit > /dev/null"#);
+    m.ok(r#"python3 -c "open('lib/util.txt.edit', 'w').write('{\"search\": \"three\", \"replace\": \"tres\"}')""#);
+    assert_eq!(m.ok("cat lib/util.txt"), "uno\ndos\ntres\n");
+}
+
+#[test]
+fn control_files_are_hidden_unless_asked_for() {
+    let m = mount!();
+    let ls = m.ok("ls -a; find . -name '*.edit' -o -name '*.status*'");
+    let control = |l: &&str| l.ends_with(".edit") || l.contains(".status");
+    assert!(!ls.lines().any(|l| control(&l)), "{ls}");
+    assert!(ls.lines().any(|l| l == ".editfs"), "{ls}");
+    drop(m);
+    let m = mount!("--show-control-files");
+    let ls = m.ok("ls");
+    assert!(
+        ls.contains("app.py.edit") && ls.contains("app.py.status.json"),
+        "{ls}"
+    );
+}
+
+#[test]
+fn a_real_file_wins_over_a_virtual_name_and_new_files_are_created() {
+    let m = mount!();
+    fs::write(m.src.join("notes.edit"), "just notes\n").unwrap();
+    assert_eq!(m.ok("cat notes.edit"), "just notes\n");
+    m.ok("echo more >> notes.edit");
+    assert_eq!(m.src_file("notes.edit"), b"just notes\nmore\n");
+    m.ok("printf '<<<<<<< SEARCH\\n=======\\nprint(1)\\n>>>>>>> REPLACE\\n' > new.py.edit");
+    assert_eq!(m.ok("cat new.py"), "print(1)\n");
+    assert!(m.ok("cat new.py.status").contains("(create)"));
+    assert!(m.sh("cat > nodir/x.py.edit < /dev/null").status.code() != Some(0));
+}
+
+#[test]
+fn each_agent_reads_its_own_report() {
+    let m = mount!();
+    let script = r#"
+agent() {
+  exec 3<>lib/util.txt.edit
+  printf '{"search": "%s", "replace": "%s"}' "$1" "$2" >&3
+  cat <&3 > "/tmp/$$-$1"
+  exec 3>&-
+}
+agent one 1 & agent three 3 & wait
+cat "/tmp/$$-one"; echo ====; cat "/tmp/$$-three"; rm -f /tmp/$$-*"#;
+    let out = m.ok(script);
+    let (a, b) = out.split_once("====").unwrap();
+    assert!(a.contains("-one") && !a.contains("-three"), "{a}");
+    assert!(b.contains("-three") && !b.contains("-one"), "{b}");
+    assert_eq!(m.ok("cat lib/util.txt"), "1\ntwo\n3\n");
+}
+
+#[test]
+fn a_cached_read_sees_the_new_bytes_right_after_an_edit() {
+    let m = mount!();
+    assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
+    m.ok(r#"printf '{"search": "two", "replace": "TWO"}' > lib/util.txt.edit"#);
+    assert_eq!(m.ok("cat lib/util.txt"), "one\nTWO\nthree\n");
+    assert_eq!(m.ok("stat -c %s lib/util.txt"), "14\n");
+}
+
+#[test]
+fn sigterm_unmounts_and_exits_zero() {
+    let m = mount!();
+    let mnt = m.mnt.clone();
+    let status = m.stop();
+    assert!(status.success(), "{status}");
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!table.contains(&*mnt.to_string_lossy()), "still mounted");
+}
+
+#[test]
+fn the_state_directory_is_read_only_and_explains_itself() {
+    let m = mount!();
+    m.ok(r#"printf '{"search": "one", "replace": "1"}' > lib/util.txt.edit"#);
+    assert!(m.ok("cat .editfs/README").contains("SEARCH"));
+    assert_eq!(
+        m.ok("cat .editfs/snapshots/lib/util.txt/1"),
+        "one\ntwo\nthree\n"
+    );
+    assert!(m.ok("cat .editfs/log").contains("\"tx\":1"));
+    assert!(!m.sh("touch .editfs/x").status.success());
+    assert!(!m.sh("echo x >> .editfs/log").status.success());
+    assert!(!m.sh("rm .editfs/README").status.success());
+    assert!(m.src.join(".editfs/.gitignore").exists());
+}
+
+#[test]
+fn state_dir_elsewhere_leaves_source_untouched() {
+    let state = tempfile::tempdir().unwrap();
+    let arg = format!("--state-dir={}", state.path().display());
+    let m = mount!(&arg);
+    m.ok(r#"printf '{"search": "one", "replace": "1"}' > lib/util.txt.edit"#);
+    assert!(!m.src.join(".editfs").exists());
+    assert!(state.path().join("snapshots/lib/util.txt/1").exists());
+}
+
+#[test]
+fn edits_only_refuses_direct_writes_but_not_transactions() {
+    let m = mount!("--edits-only");
+    let out = m.sh("echo more >> app.py");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Read-only file system"),
+        "{out:?}"
+    );
+    assert!(!m.sh("truncate -s 0 app.py").status.success());
+    m.ok(r#"printf '{"search": "Goodbye", "replace": "Bye"}' > app.py.edit"#);
+    assert!(m.ok("cat app.py").contains("Bye, "));
+    m.ok("echo fresh > fresh.txt");
+}
+
+#[test]
+fn source_changes_show_within_a_second() {
+    let m = mount!();
+    assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
+    fs::write(m.src.join("lib/util.txt"), "changed\n").unwrap();
+    fs::write(m.src.join("added.txt"), "new\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(m.ok("cat lib/util.txt"), "changed\n");
+    assert!(m.ok("ls").contains("added.txt"));
+}
+
+#[test]
+fn shell_tools_work_inside_the_mount() {
+    let m = mount!();
+    m.ok("mkdir -p a/b && echo x > a/b/f && mv a/b/f a/g && ln -s g a/link && cat a/link && rm a/g a/link && rmdir a/b a");
+    m.ok("ln lib/util.txt hard && [ $(stat -c %h hard) = 2 ] && rm hard");
+    m.ok("chmod 600 app.py && [ $(stat -c %a app.py) = 600 ] && touch -d 2001-01-01 app.py && [ $(stat -c %Y app.py) -lt 1000000000 ]");
+    let xattr = "import os; os.setxattr('app.py', 'user.k', b'v'); print(os.getxattr('app.py', 'user.k').decode(), 'user.k' in os.listxattr('app.py')); os.removexattr('app.py', 'user.k'); print(os.listxattr('app.py'))";
+    assert_eq!(m.ok(&format!("python3 -c \"{xattr}\"")), "v True\n[]\n");
+    m.ok("exec 4<lib/util.txt; mv lib/util.txt moved.txt; cat <&4 | grep -q two; rm moved.txt; exec 4<&-");
+    m.ok("echo data > open.txt; exec 5<open.txt; rm open.txt; cat <&5 | grep -q data; exec 5<&-");
+    m.ok("df . > /dev/null && sync");
+    let err = m.sh("mv app.py app.py.status.json.edit 2>&1; rm lib/util.txt.status 2>&1");
+    assert!(!err.status.success());
+}
+
+#[test]
+fn git_and_a_build_work_inside_the_mount() {
+    let m = mount!();
+    m.ok("git init -q . && git add -A && git -c user.name=t -c user.email=t@e commit -qm init");
+    assert_eq!(
+        m.ok("git status --porcelain"),
+        "",
+        "control files and .editfs must not show"
+    );
+    m.ok(r#"printf '{"search": "Goodbye", "replace": "Bye"}' > app.py.edit"#);
+    assert_eq!(m.ok("git status --porcelain"), " M app.py\n");
+    fs::write(
+        m.src.join("hello.c"),
+        "#include <stdio.h>\nint main(void){puts(\"hi\");return 0;}\n",
+    )
+    .unwrap();
+    fs::write(
+        m.src.join("Makefile"),
+        "hello: hello.c\n\tcc -o hello hello.c\n",
+    )
+    .unwrap();
+    assert_eq!(m.ok("make -s && ./hello"), "hi\n");
+}
+
+#[test]
+fn concurrent_transactions_on_one_file_are_all_applied() {
+    let m = mount!();
+    let script = r#"
+for i in $(seq 1 20); do
+  printf '{"search": "zz", "replace": "zz\\nline %s"}' "$i" > /dev/null
+done
+printf 'zz\n' > many.txt
+for i in $(seq 1 20); do
+  ( printf '{"search": "zz\\n", "replace": "zz\\nline %s\\n"}' "$i" > many.txt.edit ) &
+done
+wait
+grep -c '^line ' many.txt"#;
+    assert_eq!(m.ok(script).trim(), "20");
+}
