@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# Builds editfs, applies demo/fix-greeting.edit to a copy of the bundled example
-# project (demo/project) and prints the report and the edited file.
+# The main job on the bundled example project: build editfs, mount a copy of
+# demo/project, edit greet.py through its control file, show the status and the
+# file, unmount. Installs fuse3 (for fusermount3) when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if ! command -v fusermount3 >/dev/null 2>&1; then
+  echo "installing fuse3 (fusermount3)..." >&2
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fuse3 >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq fuse3 >/dev/null; fi
+fi
 cargo build --release --quiet
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cp -r demo/project "$work/project"
-mkdir "$work/project/.editfs"   # snapshots and the log go here
+editfs=$PWD/target/release/editfs
 
-echo "\$ editfs apply project/greet.py demo/fix-greeting.edit"
-status=0
-./target/release/editfs apply "$work/project/greet.py" demo/fix-greeting.edit || status=$?
-echo
-echo "\$ cat project/greet.py"
-cat "$work/project/greet.py"
-exit "$status"
+work=$(mktemp -d)
+cp -r demo/project "$work/project"
+mkdir "$work/mnt"
+cleanup() { "$editfs" unmount "$work/mnt" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+run() { printf '\n$ %s\n' "$*"; eval "$@"; }
+
+"$editfs" mount "$work/project" "$work/mnt" --daemon
+cd "$work/mnt"
+run ls
+run "cat '$OLDPWD/demo/fix-greeting.edit'"
+run "cat '$OLDPWD/demo/fix-greeting.edit' > greet.py.edit"
+run cat greet.py.status
+run cat greet.py
+run ls .editfs/snapshots/greet.py
+cd /
+run "'$editfs' unmount '$work/mnt'"
