@@ -1,0 +1,173 @@
+//! `editfs mount --daemon`, `editfs unmount`, start-up errors, and a tree larger than
+//! the open-file limit.
+
+mod common;
+
+use std::fs;
+use std::process::Command;
+
+use common::Mount;
+
+fn editfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_editfs"))
+}
+
+fn mounted(mnt: &std::path::Path) -> bool {
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    table
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(&*mnt.to_string_lossy()))
+}
+
+/// Pids of processes whose command line holds `needle`.
+fn pids_with(needle: &str) -> Vec<String> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn daemon_returns_when_ready_keeps_no_caller_descriptors_and_unmounts() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, mnt) = (root.path().join("src"), root.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    fs::write(src.join("f.txt"), "a\n").unwrap();
+    let marker = root.path().join("caller-descriptor");
+    let script = format!(
+        "exec 7>'{}'; '{}' mount '{}' '{}' --daemon",
+        marker.display(),
+        env!("CARGO_BIN_EXE_editfs"),
+        src.display(),
+        mnt.display()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    if !out.status.success() && std::env::var_os("CI").is_none() {
+        eprintln!(
+            "\n*** SKIPPING: FUSE cannot mount here: {} ***\n",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        mounted(&mnt),
+        "--daemon returned before the mount was ready"
+    );
+    assert_eq!(fs::read_to_string(mnt.join("f.txt")).unwrap(), "a\n");
+    let pids = pids_with(&format!("mount {}", src.display()));
+    assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
+    let fds: Vec<String> = fs::read_dir(format!("/proc/{}/fd", pids[0]))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read_link(e.path()).ok())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        !fds.iter().any(|f| f.contains("caller-descriptor")),
+        "{fds:?}"
+    );
+    let status = editfs().arg("unmount").arg(&mnt).status().unwrap();
+    assert!(status.success());
+    assert!(!mounted(&mnt));
+    for _ in 0..100 {
+        if pids_with(&format!("mount {}", src.display())).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the daemon did not exit after unmount");
+}
+
+#[test]
+fn start_up_errors_are_clear() {
+    let root = tempfile::tempdir().unwrap();
+    let out = editfs()
+        .arg("mount")
+        .arg(root.path().join("nope"))
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SOURCE"),
+        "{out:?}"
+    );
+    let out = editfs()
+        .arg("mount")
+        .arg(root.path())
+        .arg("/nonexistent/mnt")
+        .arg("--daemon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("mount point"),
+        "{out:?}"
+    );
+    let inside = root.path().join("in");
+    fs::create_dir(&inside).unwrap();
+    let out = editfs()
+        .arg("mount")
+        .arg(root.path())
+        .arg(&inside)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("inside"),
+        "{out:?}"
+    );
+    assert_eq!(
+        editfs().arg("mount").output().unwrap().status.code(),
+        Some(2)
+    );
+    let out = editfs().arg("unmount").arg(root.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_tree_larger_than_the_descriptor_limit_is_served_with_few_descriptors() {
+    const FILES: usize = 50_000;
+    let fill = |src: &std::path::Path| {
+        for d in 0..100 {
+            let dir = src.join(format!("d{d}"));
+            fs::create_dir(&dir).unwrap();
+            for f in 0..FILES / 100 {
+                fs::write(dir.join(format!("f{f}.txt")), "x\n").unwrap();
+            }
+        }
+    };
+    let Some(m) = Mount::start(&[], fill) else {
+        return;
+    };
+    let count = m.ok("find . -type f -not -path './.editfs/*' | wc -l");
+    assert_eq!(count.trim(), FILES.to_string());
+    m.ok("grep -rl x d7 | wc -l > /dev/null && cat d99/f499.txt > /dev/null");
+    let pids = pids_with(&format!("mount {}", m.src.display()));
+    let fds = fs::read_dir(format!("/proc/{}/fd", pids[0]))
+        .unwrap()
+        .count();
+    assert!(fds < 100, "the daemon holds {fds} descriptors");
+}
