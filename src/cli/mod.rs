@@ -15,11 +15,14 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "editfs",
     version,
-    about = "Apply SEARCH/REPLACE edits to files as all-or-nothing transactions",
+    about = "Edit files with SEARCH/REPLACE transactions: through a FUSE mount, or directly",
     long_about = "editfs applies the SEARCH/REPLACE blocks that coding agents write to files, as \
 one all-or-nothing transaction per payload, with a report that says exactly what matched, what \
-changed, and, when a block does not match, where the closest text is and what differs.",
-    after_help = "Exit codes: 0 applied, 1 failed (nothing written), 2 payload rejected or bad usage.\n\
+changed, and, when a block does not match, where the closest text is and what differs.\n\n\
+`editfs mount SOURCE MOUNT` mirrors a project so that writing blocks to MOUNT/F.edit edits F \
+and `cat MOUNT/F.status` shows the report; `editfs apply FILE` does the same without FUSE.",
+    after_help = "Exit codes of apply: 0 applied, 1 failed (nothing written), 2 payload rejected or bad \
+usage. Of mount: 0 unmounted cleanly, 1 could not mount, 2 bad usage.\n\
 Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
 )]
 pub struct Cli {
