@@ -275,7 +275,10 @@ fn help_explains_the_formats_and_exit_codes() {
         assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
     }
     let top = stdout(&p.editfs(&["--help"], ""));
-    assert!(top.contains("Exit codes of apply: 0 applied, 1 failed"), "{top}");
+    assert!(
+        top.contains("Exit codes of apply: 0 applied, 1 failed"),
+        "{top}"
+    );
 }
 
 #[test]

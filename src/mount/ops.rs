@@ -3,7 +3,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -77,6 +77,22 @@ fn timespec(t: Option<TimeOrNow>) -> Timespec {
             }
         }
     }
+}
+
+/// chmod of `name` in `dir` without following it: the kernel has no such call, so
+/// the file is pinned with `O_PATH` and changed through its `/proc/self/fd` link,
+/// as the C library does.
+fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> rustix::io::Result<()> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    if file_type(rustix::fs::fstat(&fd)?.st_mode) == FileType::Symlink {
+        return Err(rustix::io::Errno::OPNOTSUPP);
+    }
+    rustix::fs::chmod(format!("/proc/self/fd/{}", fd.as_raw_fd()), mode)
 }
 
 fn is_write(flags: OpenFlags) -> bool {
@@ -236,7 +252,7 @@ impl EditFs {
             let m = Mode::from_raw_mode(mode & 0o7777);
             match (file, &loc) {
                 (Some(f), _) => rustix::fs::fchmod(f, m),
-                (None, Some(l)) => rustix::fs::chmodat(l.dir(), &l.name, m, AtFlags::empty()),
+                (None, Some(l)) => chmod_nofollow(l.dir(), &l.name, m),
                 _ => Ok(()),
             }
             .map_err(errno)?;

@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# Benchmarks the same workloads on a native directory, an editfs mount of it and a
+# bindfs mount of it (both mirror the SAME source directory), and prints, per workload,
+# the median time per filesystem, the ratios editfs/native and bindfs/native, and how
+# editfs compares with bindfs.
+#
+#   scripts/bench-mount.sh            # REPS=5 (fast workloads), HEAVY_REPS=3, RT_REPS=50
+#
+# Environment: REPS, HEAVY_REPS, RT_REPS (repetitions), BIG_MIB (size of the sequential
+# read file, default 1024), KEEP=1 (keep the temp dir and print its path).
+# Installs fuse3 (fusermount3) and bindfs with apt-get when they are missing (as root).
+# Everything lives in a temp dir under /tmp, removed at exit; every mount is unmounted
+# at exit, also on failure or Ctrl-C. A workload that fails on a view is shown as FAIL
+# and its command and error are printed after the table; the script then exits 1.
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+repo_dir=$PWD
+
+REPS=${REPS:-5}
+HEAVY_REPS=${HEAVY_REPS:-3}
+RT_REPS=${RT_REPS:-50}
+BIG_MIB=${BIG_MIB:-1024}
+CMD_TIMEOUT=${CMD_TIMEOUT:-300}
+
+say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { printf 'bench-mount: %s\n' "$*" >&2; exit 2; }
+
+# ---------------------------------------------------------------- prerequisites
+if [ "${BASH_VERSINFO[0]}" -lt 5 ]; then die "needs bash >= 5 (EPOCHREALTIME)"; fi
+need_pkgs=()
+command -v fusermount3 >/dev/null 2>&1 || need_pkgs+=(fuse3)
+command -v bindfs >/dev/null 2>&1 || need_pkgs+=(bindfs)
+for tool in git python3 tar find grep; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is required"
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  say "installing ${need_pkgs[*]} with apt-get"
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need_pkgs[@]}" >/dev/null 2>&1 ||
+    die "apt-get install ${need_pkgs[*]} failed"
+fi
+[ -c /dev/fuse ] || die "/dev/fuse does not exist: FUSE is not available here (load the fuse module or run the container with --device /dev/fuse)"
+
+say "cargo build --release"
+cargo build --release --quiet
+editfs=$repo_dir/target/release/editfs
+[ -x "$editfs" ] || die "no $editfs after the build"
+
+# ---------------------------------------------------------------- temp dir, mounts, cleanup
+work=$(mktemp -d /tmp/editfs-bench.XXXXXX)
+src=$work/source        # the directory every view mirrors
+mnt_e=$work/mnt-editfs
+mnt_b=$work/mnt-bindfs
+mkdir -p "$src" "$mnt_e" "$mnt_b" "$work/editfs-state" "$work/err"
+
+is_mounted() { mountpoint -q "$1" 2>/dev/null; }
+unmount_all() {
+  if is_mounted "$mnt_e"; then
+    "$editfs" unmount "$mnt_e" 2>/dev/null || fusermount3 -u "$mnt_e" 2>/dev/null || umount -l "$mnt_e" 2>/dev/null || true
+  fi
+  if is_mounted "$mnt_b"; then
+    fusermount3 -u "$mnt_b" 2>/dev/null || umount -l "$mnt_b" 2>/dev/null || true
+  fi
+}
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  cd /
+  unmount_all
+  if is_mounted "$mnt_e" || is_mounted "$mnt_b"; then
+    echo "bench-mount: a mount is still active; leaving $work in place" >&2
+  elif [ "${KEEP:-0}" = 1 ]; then
+    echo "bench-mount: kept $work" >&2
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# git must not refuse the repository when a view reports another owner, and must not
+# read the user's configuration.
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+
+# ---------------------------------------------------------------- data (written directly in SOURCE)
+say "generating data in $src"
+dd if=/dev/zero of="$src/big.bin" bs=1M count="$BIG_MIB" status=none
+
+python3 - "$src" "$work/small-gen" <<'PY'
+import os, sys, random
+src, small = sys.argv[1], sys.argv[2]
+random.seed(1)
+words = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega".split()
+
+def body(i):
+    lines = [f"file {i}: " + " ".join(random.choice(words) for _ in range(12)) for _ in range(4)]
+    if i % 97 == 0:
+        lines.append("the needle_xyzzy is here")
+    return "\n".join(lines) + "\n"
+
+# 50 dirs x 20 subdirs x 50 files = 50,000 files
+n = 0
+for a in range(50):
+    for b in range(20):
+        d = os.path.join(src, "tree", f"d{a:02}", f"s{b:02}")
+        os.makedirs(d)
+        for c in range(50):
+            with open(os.path.join(d, f"f{c:02}.txt"), "w") as f:
+                f.write(body(n))
+            n += 1
+
+# 10 x 10 x 50 = 5,000 files for the untar / rm -rf workload
+for a in range(10):
+    for b in range(10):
+        d = os.path.join(small, "x", f"d{a}", f"s{b}")
+        os.makedirs(d)
+        for c in range(50):
+            with open(os.path.join(d, f"f{c:02}.txt"), "w") as f:
+                f.write(body(c))
+
+# git repository: a copy of a real source tree is added by the shell; ~2,000 generated files
+for a in range(4):
+    d = os.path.join(src, "repo", "gen", f"mod{a}")
+    os.makedirs(d)
+    for c in range(500):
+        with open(os.path.join(d, f"unit{c:03}.rs"), "w") as f:
+            f.write(f"// unit {a}/{c}\n")
+            for k in range(20):
+                f.write(f"pub fn f{k}_{c}(x: u64) -> u64 {{ x.wrapping_mul({k + 3}) ^ {c} }}\n")
+
+# the 100 KiB file edited by the round trips
+lines, size, i = [], 0, 0
+while size < 100 * 1024 - 200:
+    l = f"line {i:05}: " + " ".join(random.choice(words) for _ in range(8)) + "\n"
+    lines.append(l); size += len(l); i += 1
+lines.insert(len(lines) // 2, "marker = alpha\n")
+os.makedirs(os.path.join(src, "edit"))
+with open(os.path.join(src, "edit", "big.txt"), "w") as f:
+    f.write("".join(lines))
+PY
+tar cf "$work/small.tar" -C "$work/small-gen" x
+rm -rf "$work/small-gen"
+head -c 102400 "$src/edit/big.txt" >"$work/ref100k.bin"
+cp "$src/edit/big.txt" "$work/big.txt.orig"
+
+cp -r "$repo_dir/src" "$src/repo/src"
+cp "$repo_dir/Cargo.toml" "$src/repo/"
+(
+  cd "$src/repo"
+  git init -q
+  git add -A
+  git -c user.name=bench -c user.email=bench@example.invalid commit -q -m "bench repository"
+  git status --porcelain >/dev/null
+)
+repo_files=$(cd "$src/repo" && git ls-files | wc -l)
+
+printf '<<<<<<< SEARCH\nmarker = alpha\n=======\nmarker = beta\n>>>>>>> REPLACE\n' >"$work/payload-a"
+printf '<<<<<<< SEARCH\nmarker = beta\n=======\nmarker = alpha\n>>>>>>> REPLACE\n' >"$work/payload-b"
+
+# ---------------------------------------------------------------- mounts
+say "mounting editfs and bindfs on $src"
+if ! "$editfs" mount "$src" "$mnt_e" --daemon --state-dir "$work/editfs-state" 2>"$work/err/mount-editfs"; then
+  cat "$work/err/mount-editfs" >&2
+  [ -f "$work/editfs-state/daemon.log" ] && tail -20 "$work/editfs-state/daemon.log" >&2
+  die "editfs could not mount $src on $mnt_e (see above)"
+fi
+is_mounted "$mnt_e" || die "editfs mount returned but $mnt_e is not a mount point"
+[ -f "$mnt_e/big.bin" ] || die "editfs is mounted but $mnt_e/big.bin is missing"
+if ! bindfs "$src" "$mnt_b" 2>"$work/err/mount-bindfs"; then
+  cat "$work/err/mount-bindfs" >&2
+  die "bindfs could not mount $src on $mnt_b"
+fi
+is_mounted "$mnt_b" || die "bindfs returned but $mnt_b is not a mount point"
+
+views=(native editfs bindfs)
+declare -A root=([native]=$src [editfs]=$mnt_e [bindfs]=$mnt_b)
+
+# ---------------------------------------------------------------- timing helpers
+declare -A RES     # RES[workload|view] = median in ms, or FAIL
+declare -A NOTE    # NOTE[workload|view] = a correctness remark
+failures=()
+now_us() { local t=${EPOCHREALTIME/./}; echo "$((10#$t))"; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) exit 1; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+fail() { # workload view description errfile
+  RES["$1|$2"]=FAIL
+  failures+=("$1 on $2: \$ $3"$'\n'"   -> $(head -c 600 "$4" | tr '\n' ' ')")
+}
+
+# time_cmd WORKLOAD VIEW REPS WARMUPS CMD...   (CMD runs in the view's root)
+time_cmd() {
+  local w=$1 v=$2 reps=$3 warm=$4; shift 4
+  local err=$work/err/$RANDOM t0 t1 i samples=()
+  for ((i = 0; i < warm + reps; i++)); do
+    t0=$(now_us)
+    if ! (cd "${root[$v]}" && timeout "$CMD_TIMEOUT" "$@") >/dev/null 2>"$err"; then
+      fail "$w" "$v" "cd ${root[$v]} && $*" "$err"
+      return 0
+    fi
+    t1=$(now_us)
+    ((i < warm)) || samples+=("$(((t1 - t0)))")
+  done
+  RES["$w|$v"]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+}
+
+# ---------------------------------------------------------------- workloads
+W_ORDER=()
+declare -A W_LABEL
+
+add_w() { W_ORDER+=("$1"); W_LABEL[$1]=$2; }
+add_w seq "1 GiB sequential read (cat), warm"
+add_w find "find -printf %s, 50k files, warm"
+add_w grep "grep -r, 50k files, warm"
+add_w untar "tar xf 5k files"
+add_w rmrf "rm -rf 5k files"
+add_w git "git status, $repo_files files, warm"
+add_w rt "edit round trip, 100 KiB file"
+add_w cp "ref: cp 100 KiB file"
+[ "$BIG_MIB" = 1024 ] || W_LABEL[seq]="$BIG_MIB MiB sequential read (cat), warm"
+
+# correctness: each view must list/grep/git-status like the native directory
+check_same() { # workload view file-native file-view what
+  if ! cmp -s "$3" "$4"; then
+    NOTE["$1|$2"]="$5 differs from native"
+    failures+=("$1 on $2: $5 differs from native: $(diff "$3" "$4" | head -5 | tr '\n' ' ')")
+  fi
+}
+
+for v in "${views[@]}"; do
+  r=${root[$v]}
+  say "$v: sequential read"
+  time_cmd seq "$v" "$HEAVY_REPS" 1 cat big.bin
+
+  say "$v: find"
+  (cd "$r" && find tree -printf '%p %s\n' | sort) >"$work/find-$v.out" 2>"$work/err/find-$v" ||
+    fail find "$v" "cd $r && find tree -printf '%p %s\n'" "$work/err/find-$v"
+  [ "${RES[find|$v]:-}" = FAIL ] || {
+    check_same find "$v" "$work/find-native.out" "$work/find-$v.out" "find output"
+    time_cmd find "$v" "$REPS" 0 find tree -printf '%s\n'
+  }
+
+  say "$v: grep -r"
+  (cd "$r" && grep -r needle_xyzzy tree | sort) >"$work/grep-$v.out" 2>"$work/err/grep-$v" ||
+    fail grep "$v" "cd $r && grep -r needle_xyzzy tree" "$work/err/grep-$v"
+  [ "${RES[grep|$v]:-}" = FAIL ] || {
+    check_same grep "$v" "$work/grep-native.out" "$work/grep-$v.out" "grep output"
+    time_cmd grep "$v" "$HEAVY_REPS" 0 grep -r needle_xyzzy tree
+  }
+
+  say "$v: tar xf / rm -rf"
+  ut=() rm_=()
+  for ((i = 0; i < REPS; i++)); do
+    rm -rf "$src/untar"            # leftovers, directly in SOURCE, untimed
+    if ! mkdir "$r/untar" 2>"$work/err/untar-$v"; then
+      fail untar "$v" "mkdir $r/untar" "$work/err/untar-$v"; break
+    fi
+    t0=$(now_us)
+    if ! timeout "$CMD_TIMEOUT" tar xf "$work/small.tar" -C "$r/untar" 2>"$work/err/untar-$v"; then
+      fail untar "$v" "tar xf $work/small.tar -C $r/untar" "$work/err/untar-$v"; break
+    fi
+    t1=$(now_us); ut+=("$((t1 - t0))")
+    n=$(find "$src/untar" -type f | wc -l)
+    if [ "$n" != 5000 ]; then
+      failures+=("untar on $v: $n files extracted instead of 5000"); RES[untar|$v]=FAIL; break
+    fi
+    t0=$(now_us)
+    if ! timeout "$CMD_TIMEOUT" rm -rf "$r/untar/x" 2>"$work/err/rmrf-$v"; then
+      fail rmrf "$v" "rm -rf $r/untar/x" "$work/err/rmrf-$v"; break
+    fi
+    t1=$(now_us); rm_+=("$((t1 - t0))")
+    if [ -e "$src/untar/x" ]; then
+      failures+=("rmrf on $v: $src/untar/x still exists after rm -rf"); RES[rmrf|$v]=FAIL; break
+    fi
+  done
+  rm -rf "$src/untar"
+  [ "${RES[untar|$v]:-}" = FAIL ] || RES[untar|$v]=$(printf '%s\n' "${ut[@]}" | median | awk '{printf "%.3f", $1/1000}')
+  [ "${RES[rmrf|$v]:-}" = FAIL ] || [ "${#rm_[@]}" = 0 ] ||
+    RES[rmrf|$v]=$(printf '%s\n' "${rm_[@]}" | median | awk '{printf "%.3f", $1/1000}')
+
+  say "$v: git status"
+  # warm-up: refreshes the index for this view's stat data (written through the view)
+  if (cd "$r/repo" && git status --porcelain && git status --porcelain) >"$work/git-$v.out" 2>"$work/err/git-$v"; then
+    check_same git "$v" "$work/git-native.out" "$work/git-$v.out" "git status output"
+    time_cmd git "$v" "$REPS" 0 git -C repo status --porcelain
+  else
+    fail git "$v" "cd $r/repo && git status --porcelain" "$work/err/git-$v"
+  fi
+
+  say "$v: cp 100 KiB (reference)"
+  time_cmd cp "$v" "$RT_REPS" 2 cp "$work/ref100k.bin" edit/copy.bin
+  rm -f "$src/edit/copy.bin"
+
+  if [ "$v" = editfs ]; then
+    say "editfs: $RT_REPS edit round trips"
+    f=$mnt_e/edit/big.txt
+    samples=()
+    for ((i = 0; i < RT_REPS + 2; i++)); do
+      if ((i % 2)); then p=$work/payload-b; else p=$work/payload-a; fi
+      t0=$(now_us)
+      if ! cat "$p" >"$f.edit" 2>"$work/err/rt"; then
+        { echo "(cat $p > $f.edit failed)"; cat "$f.status" 2>&1 | head -15; } >>"$work/err/rt"
+        fail rt editfs "cat $p > $f.edit; cat $f.status" "$work/err/rt"; break
+      fi
+      cat "$f.status" >/dev/null
+      t1=$(now_us)
+      ((i < 2)) || samples+=("$((t1 - t0))")
+    done
+    if [ "${RES[rt|editfs]:-}" != FAIL ]; then
+      head -1 "$f.status" | grep -q '^OK ' ||
+        failures+=("rt on editfs: last status is not OK: $(head -3 "$f.status" | tr '\n' ' ')")
+      cmp -s "$src/edit/big.txt" "$work/big.txt.orig" ||
+        failures+=("rt on editfs: after an even number of round trips $src/edit/big.txt differs from the original")
+      RES[rt|editfs]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    fi
+  fi
+done
+
+# ---------------------------------------------------------------- table
+ratio() { # a b -> a/b
+  case "$1$2" in *FAIL* | *-*) echo "-"; return ;; esac
+  awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a/b; else print "-"}'
+}
+verdict() { # editfs bindfs
+  case "$1$2" in *FAIL* | *-*) echo "-"; return ;; esac
+  awk -v e="$1" -v b="$2" 'BEGIN {
+    if (e <= b) printf "faster by %.0f%%", (b - e) / b * 100
+    else printf "slower by %.0f%%", (e - b) / b * 100 }'
+}
+fmt() { case "$1" in FAIL | -) printf '%s' "$1" ;; *) awk -v x="$1" 'BEGIN {printf (x >= 100 ? "%.0f" : x >= 10 ? "%.1f" : "%.2f"), x}' ;; esac; }
+
+echo
+echo "editfs mount benchmark: $(nproc) CPUs, $(uname -r); medians in ms"
+echo "reps: $HEAVY_REPS (seq read, grep), $REPS (find, tar, rm, git), $RT_REPS (round trip, cp)"
+printf '%-38s %9s %9s %9s %9s %9s  %s\n' workload native editfs bindfs e/native b/native "editfs vs bindfs"
+printf '%s\n' "$(printf '%.0s-' {1..112})"
+for w in "${W_ORDER[@]}"; do
+  n=${RES[$w|native]:--} e=${RES[$w|editfs]:--} b=${RES[$w|bindfs]:--}
+  printf '%-38s %9s %9s %9s %9s %9s  %s\n' "${W_LABEL[$w]}" "$(fmt "$n")" "$(fmt "$e")" "$(fmt "$b")" \
+    "$(ratio "$e" "$n")" "$(ratio "$b" "$n")" "$(verdict "$e" "$b")"
+done
+echo "edit round trip = cat PAYLOAD > F.edit; cat F.status (editfs only; native and bindfs"
+echo "have no control files). The cp row is a reference: a plain 100 KiB write on each view."
+for k in "${!NOTE[@]}"; do echo "note: $k: ${NOTE[$k]}"; done
+
+if [ ${#failures[@]} -gt 0 ]; then
+  echo
+  echo "FAILURES:"
+  printf ' - %s\n' "${failures[@]}"
+  exit 1
+fi
