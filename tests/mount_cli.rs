@@ -169,5 +169,6 @@ fn a_tree_larger_than_the_descriptor_limit_is_served_with_few_descriptors() {
     let fds = fs::read_dir(format!("/proc/{}/fd", pids[0]))
         .unwrap()
         .count();
-    assert!(fds < 100, "the daemon holds {fds} descriptors");
+    // A bounded cache of open directories (256) and a few of its own, never one per file.
+    assert!(fds < 300, "the daemon holds {fds} descriptors");
 }

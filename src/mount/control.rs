@@ -15,7 +15,7 @@ use std::sync::Arc;
 use fuser::{Errno, FileAttr, FileType};
 use rustix::fs::AtFlags;
 
-use super::fs::{EditFs, Handle, Res, errno};
+use super::fs::{Core, Handle, Job, Res, errno};
 use super::names::Control;
 use super::nodes::Kind;
 use crate::engine::{Outcome, Report};
@@ -82,7 +82,7 @@ impl EditBuffer {
     }
 }
 
-impl EditFs {
+impl Core {
     /// Attributes of a control file: its file's owner and permissions, exact size.
     pub(super) fn control_attr(
         &self,
@@ -240,6 +240,37 @@ impl EditFs {
         };
         let base = *buf.read_base.get_or_insert(offset);
         Ok(slice(&text, offset.saturating_sub(base), size).to_vec())
+    }
+
+    /// Answers a committing request; runs on the commit thread.
+    pub(super) fn run(&self, job: Job) {
+        match job {
+            Job::Flush { ino, fh, reply } => match self.flush_edit(ino, fh) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            },
+            Job::Read {
+                ino,
+                fh,
+                offset,
+                size,
+                reply,
+            } => {
+                let r = self.handle(fh).and_then(|h| match &*h {
+                    Handle::Edit(buf) => self.read_edit(ino, &mut buf.lock(), offset, size),
+                    _ => Err(Errno::EBADF),
+                });
+                match r {
+                    Ok(data) => reply.data(&data),
+                    Err(e) => reply.error(e),
+                }
+            }
+        }
+    }
+
+    /// Whether a request on handle `fh` would commit a transaction.
+    pub(super) fn commits(&self, fh: u64) -> bool {
+        matches!(self.handle(fh).as_deref(), Ok(Handle::Edit(buf)) if buf.lock().pending())
     }
 
     /// After a rename or unlink of a file, its report follows it (or goes).

@@ -5,16 +5,20 @@
 //! handle's own lock; `reports` and the per-file stripes are taken alone. A
 //! transaction holds its file's stripe and the store's lock, and no other.
 //!
-//! Cache policy: real entries and attributes live 1 s in the kernel, so changes
-//! made directly in SOURCE show within a second; virtual files live 0 s and are
-//! opened with direct I/O, so a status is never stale and never torn.
+//! Cache policy: real entries and attributes live 1 s in the kernel, and file
+//! pages stay cached across opens but are dropped when a refresh of attributes
+//! shows a new size or mtime (FUSE_AUTO_INVAL_DATA), so changes made directly in
+//! SOURCE show within a second while warm reads never reach the daemon. A commit
+//! drops the file's pages at once. Virtual files live 0 s and are opened with
+//! direct I/O, so a status is never stale and never torn.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{Errno, FileAttr, FileType, INodeNo, Notifier};
@@ -23,7 +27,7 @@ use parking_lot::{Mutex, RwLock};
 use super::control::EditBuffer;
 use super::names::Suffixes;
 use super::nodes::{Kind, Nodes, ROOT, real_id};
-use super::source::{Loc, Source};
+use super::source::Source;
 use crate::engine::{self, Report};
 use crate::store::Store;
 
@@ -33,6 +37,41 @@ pub const VIRTUAL_TTL: Duration = Duration::ZERO;
 /// Striped locks that keep a direct write from landing in the middle of a transaction.
 const STRIPES: usize = 64;
 
+/// Directories kept open for `*at` calls: far below any descriptor limit, and each
+/// saves an `openat2` walk on every lookup and getattr in a busy directory.
+const DIR_CACHE: usize = 256;
+
+/// Open directories by node id. A node id is the directory's inode, so the
+/// descriptor stays right across renames; it goes when the kernel forgets the node.
+#[derive(Default)]
+struct DirCache {
+    fds: HashMap<u64, (Arc<OwnedFd>, u64)>,
+    tick: u64,
+}
+
+impl DirCache {
+    fn get(&mut self, ino: u64) -> Option<Arc<OwnedFd>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.fds.get_mut(&ino).map(|(fd, used)| {
+            *used = tick;
+            fd.clone()
+        })
+    }
+
+    fn put(&mut self, ino: u64, fd: Arc<OwnedFd>) {
+        let oldest = self
+            .fds
+            .iter()
+            .min_by_key(|(_, (_, used))| *used)
+            .map(|(k, _)| *k);
+        if let (true, Some(k)) = (self.fds.len() >= DIR_CACHE, oldest) {
+            self.fds.remove(&k);
+        }
+        self.fds.insert(ino, (fd, self.tick));
+    }
+}
+
 /// How the mount behaves; set on the command line.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -40,6 +79,18 @@ pub struct Settings {
     pub show_control_files: bool,
     pub edits_only: bool,
     pub engine: engine::Options,
+}
+
+/// A name in an open directory: where `*at` calls act.
+pub struct Loc {
+    pub dir: Arc<OwnedFd>,
+    pub name: OsString,
+}
+
+impl Loc {
+    pub fn dir(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&*self.dir)
+    }
 }
 
 /// What an open file handle is.
@@ -62,7 +113,78 @@ pub struct Entry {
     pub name: OsString,
 }
 
+/// The file system as the kernel sees it: the shared state, and the thread that
+/// commits transactions.
+///
+/// Transactions run on their own thread, never on a FUSE worker: a commit waits
+/// for the store's lock and then for the kernel to drop cached entries and pages,
+/// and the kernel may need a worker to answer a request (a lookup holding the
+/// directory lock, a read holding a page) before it can. Were the workers the
+/// ones waiting, they could all end up waiting on each other.
 pub struct EditFs {
+    core: Arc<Core>,
+    jobs: mpsc::Sender<Job>,
+}
+
+/// A request that commits a transaction: answered by the commit thread.
+pub enum Job {
+    Flush {
+        ino: u64,
+        fh: u64,
+        reply: fuser::ReplyEmpty,
+    },
+    Read {
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        reply: fuser::ReplyData,
+    },
+}
+
+impl std::ops::Deref for EditFs {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl EditFs {
+    pub fn new(
+        source: Source,
+        store: Store,
+        settings: Settings,
+        notifier: Arc<OnceLock<Notifier>>,
+    ) -> EditFs {
+        let core = Arc::new(Core::new(source, store, settings, notifier));
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let worker = core.clone();
+        let spawned = std::thread::Builder::new()
+            .name("editfs-commit".into())
+            .spawn(move || {
+                for job in queue {
+                    worker.run(job);
+                }
+            });
+        if let Err(e) = spawned {
+            log::error!("cannot start the commit thread: {e}");
+        }
+        EditFs { core, jobs }
+    }
+
+    /// Hands a committing request to the commit thread.
+    pub(super) fn queue(&self, job: Job) {
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+            match job {
+                Job::Flush { reply, .. } => reply.error(Errno::EIO),
+                Job::Read { reply, .. } => reply.error(Errno::EIO),
+            }
+        }
+    }
+}
+
+pub struct Core {
     pub(super) source: Source,
     pub(super) store: Store,
     pub(super) settings: Settings,
@@ -73,6 +195,7 @@ pub struct EditFs {
     pub(super) reports: Mutex<HashMap<PathBuf, Arc<Report>>>,
     pub(super) notifier: Arc<OnceLock<Notifier>>,
     stripes: Vec<RwLock<()>>,
+    dirs: Mutex<DirCache>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
 }
@@ -131,14 +254,14 @@ pub fn id_of(st: &rustix::fs::Stat, is_root: bool) -> u64 {
     if is_root { ROOT } else { real_id(st.st_ino) }
 }
 
-impl EditFs {
-    pub fn new(
+impl Core {
+    fn new(
         source: Source,
         store: Store,
         settings: Settings,
         notifier: Arc<OnceLock<Notifier>>,
-    ) -> EditFs {
-        EditFs {
+    ) -> Core {
+        Core {
             source,
             store,
             settings,
@@ -148,6 +271,7 @@ impl EditFs {
             reports: Mutex::new(HashMap::new()),
             notifier,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            dirs: Mutex::new(DirCache::default()),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -168,19 +292,45 @@ impl EditFs {
         self.nodes.read().path(ino).ok_or(Errno::ENOENT)
     }
 
-    /// Where a real node is: its directory, open, and its name.
+    /// Where a real node is: its directory, open, and its name. SOURCE is `.` in SOURCE.
     pub(super) fn loc(&self, ino: u64) -> Res<Loc> {
-        let path = self.path(ino)?;
-        self.source.loc(&path).map_err(errno)
+        if ino == ROOT {
+            return Ok(Loc {
+                dir: self.dir_of(ROOT)?,
+                name: ".".into(),
+            });
+        }
+        // The path is only checked: a node whose chain was unlinked has no place.
+        self.path(ino)?;
+        let (parent, name) = {
+            let nodes = self.nodes.read();
+            let n = nodes.get(ino).ok_or(Errno::ENOENT)?;
+            (n.parent, n.name.clone())
+        };
+        Ok(Loc {
+            dir: self.dir_of(parent)?,
+            name,
+        })
     }
 
     /// The directory a real node is, open.
-    pub(super) fn dir_of(&self, ino: u64) -> Res<std::os::fd::OwnedFd> {
+    pub(super) fn dir_of(&self, ino: u64) -> Res<Arc<OwnedFd>> {
         match self.kind(ino)? {
-            Kind::Real => self.source.dir(&self.path(ino)?).map_err(errno),
-            Kind::State(_) => Err(Errno::EROFS),
-            Kind::Control { .. } => Err(Errno::ENOTDIR),
+            Kind::Real => {}
+            Kind::State(_) => return Err(Errno::EROFS),
+            Kind::Control { .. } => return Err(Errno::ENOTDIR),
         }
+        if let Some(fd) = self.dirs.lock().get(ino) {
+            return Ok(fd);
+        }
+        let fd = Arc::new(self.source.dir(&self.path(ino)?).map_err(errno)?);
+        self.dirs.lock().put(ino, fd.clone());
+        Ok(fd)
+    }
+
+    /// The kernel forgot a node: its directory descriptor, if any, is closed.
+    pub(super) fn forgot(&self, ino: u64) {
+        self.dirs.lock().fds.remove(&ino);
     }
 
     pub(super) fn add_handle(&self, h: Handle) -> u64 {

@@ -151,10 +151,10 @@ impl Nodes {
         id
     }
 
-    /// The kernel dropped `n` references to `id`.
-    pub fn forget(&mut self, id: u64, n: u64) {
+    /// The kernel dropped `n` references to `id`; true when the node is gone.
+    pub fn forget(&mut self, id: u64, n: u64) -> bool {
         let Some(node) = self.nodes.get_mut(&id) else {
-            return;
+            return false;
         };
         node.lookups = node.lookups.saturating_sub(n);
         if node.lookups == 0 && id != ROOT {
@@ -163,7 +163,9 @@ impl Nodes {
                 self.by_name.remove(&key);
             }
             self.nodes.remove(&id);
+            return true;
         }
+        false
     }
 
     /// The name `name` in `parent` is gone; the node it named is detached.

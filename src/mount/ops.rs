@@ -3,10 +3,11 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use fuser::{
@@ -18,7 +19,9 @@ use fuser::{
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
 use super::control::slice;
-use super::fs::{EditFs, Entry, Handle, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of};
+use super::fs::{
+    Core, EditFs, Entry, Handle, Job, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of,
+};
 use super::names::Control;
 use super::nodes::{Kind, ROOT, real_id};
 use super::state;
@@ -95,11 +98,26 @@ fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> rustix::io::
     rustix::fs::chmod(format!("/proc/self/fd/{}", fd.as_raw_fd()), mode)
 }
 
+/// Up to `size` bytes at `offset`, read into memory that is not zeroed first.
+fn read_at(file: &File, offset: u64, size: usize) -> Res<Vec<u8>> {
+    let mut buf = Vec::with_capacity(size.max(1));
+    while buf.len() < size {
+        let at = offset + buf.len() as u64;
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
+            Ok(0) => break,
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(errno(e)),
+        }
+    }
+    buf.truncate(size);
+    Ok(buf)
+}
+
 fn is_write(flags: OpenFlags) -> bool {
     flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0
 }
 
-impl EditFs {
+impl Core {
     fn lookup_real(&self, parent: u64, name: &OsStr) -> Res<(FileAttr, std::time::Duration)> {
         if parent == ROOT && name == state::NAME {
             let ino = self.state_root(true);
@@ -176,7 +194,7 @@ impl EditFs {
     }
 
     /// The parent of a new name must be a real directory, and the name not `.editfs` at the root.
-    fn new_name(&self, parent: u64, name: &OsStr) -> Res<std::os::fd::OwnedFd> {
+    fn new_name(&self, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
         if parent == ROOT && name == state::NAME {
             return Err(Errno::EEXIST);
         }
@@ -213,7 +231,7 @@ impl EditFs {
     }
 
     /// A name the user may change: real, in a real directory, not a control file.
-    fn changeable(&self, parent: u64, name: &OsStr) -> Res<std::os::fd::OwnedFd> {
+    fn changeable(&self, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
         if parent == ROOT && name == OsStr::new(STATE_DIR) {
             return Err(Errno::EBUSY);
         }
@@ -442,8 +460,24 @@ impl Filesystem for EditFs {
         reply_entry(reply, r);
     }
 
+    fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
+        use fuser::InitFlags;
+        // Pages dropped when attributes show a change; one open with O_TRUNC, not two calls;
+        // lookups in one directory may run in parallel.
+        let want = InitFlags::FUSE_AUTO_INVAL_DATA
+            | InitFlags::FUSE_ATOMIC_O_TRUNC
+            | InitFlags::FUSE_PARALLEL_DIROPS;
+        if let Err(missing) = config.add_capabilities(want) {
+            log::info!("the kernel lacks {missing:?}");
+            let _ = config.add_capabilities(want - missing);
+        }
+        Ok(())
+    }
+
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.nodes.write().forget(ino.0, nlookup);
+        if self.nodes.write().forget(ino.0, nlookup) {
+            self.forgot(ino.0);
+        }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -650,21 +684,17 @@ impl Filesystem for EditFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if self.commits(fh.0) {
+            return self.queue(Job::Read {
+                ino: ino.0,
+                fh: fh.0,
+                offset,
+                size,
+                reply,
+            });
+        }
         let r = self.handle(fh.0).and_then(|h| match &*h {
-            Handle::File { file, .. } => {
-                let mut buf = vec![0u8; size as usize];
-                let mut got = 0;
-                while got < buf.len() {
-                    match file.read_at(&mut buf[got..], offset + got as u64) {
-                        Ok(0) => break,
-                        Ok(n) => got += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(errno(e)),
-                    }
-                }
-                buf.truncate(got);
-                Ok(buf)
-            }
+            Handle::File { file, .. } => read_at(file, offset, size as usize),
             Handle::Bytes(b) => Ok(slice(b, offset, size).to_vec()),
             Handle::Edit(buf) => self.read_edit(ino.0, &mut buf.lock(), offset, size),
             Handle::Dir(_) => Err(Errno::EISDIR),
@@ -711,6 +741,13 @@ impl Filesystem for EditFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        if self.commits(fh.0) {
+            return self.queue(Job::Flush {
+                ino: ino.0,
+                fh: fh.0,
+                reply,
+            });
+        }
         reply_empty(reply, self.flush_edit(ino.0, fh.0));
     }
 

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use fuser::{Errno, FileAttr, FileType};
 
-use super::fs::{EditFs, Entry, Res, errno};
+use super::fs::{Core, Entry, Res, errno};
 use super::nodes::{Kind, ROOT};
 
 /// The name of the state directory in the mount.
@@ -27,7 +27,7 @@ fn backing(state: &Path, rel: &Path) -> Option<PathBuf> {
     (safe && (rel == Path::new("log") || rel.starts_with("snapshots"))).then(|| state.join(rel))
 }
 
-impl EditFs {
+impl Core {
     /// The node of `.editfs` itself, for a lookup in the root.
     pub(super) fn state_root(&self, count: bool) -> u64 {
         self.nodes
