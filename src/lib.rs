@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod history;
 pub mod mount;
 pub mod store;
 pub mod transaction;

@@ -6,9 +6,9 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use editfs::engine::{Options, Outcome, Report};
+use editfs::engine::{Options, Outcome};
 use editfs::store::{Store, atomic};
-use editfs::transaction::{self, Target};
+use editfs::transaction::{self, Root, Target, Who, multi};
 
 use super::options::EngineArgs;
 
@@ -39,12 +39,20 @@ ancestor's .editfs/ directory (as git finds .git), else none are kept.";
 
 /// Arguments of `editfs apply`.
 #[derive(clap::Args)]
-#[command(about = "Apply a payload of edits to FILE, print the report", after_help = PAYLOAD_HELP)]
+#[command(
+    about = "Apply a payload of edits to FILE (or, with --multi, to files under ROOT); print the report",
+    after_help = PAYLOAD_HELP
+)]
 pub struct Args {
-    /// The file to edit (an empty SEARCH creates it)
-    file: PathBuf,
+    /// The file to edit (an empty SEARCH creates it); with --multi, the payload
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
     /// File holding the payload; `-` or nothing reads standard input
     payload: Option<PathBuf>,
+    /// Edit several files under ROOT in one transaction: each file's path, relative to
+    /// ROOT, stands alone on a line before its blocks (or in JSON `path`)
+    #[arg(long, value_name = "ROOT")]
+    multi: Option<PathBuf>,
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
@@ -55,10 +63,20 @@ pub struct Args {
     state_dir: Option<PathBuf>,
 }
 
+/// What `apply` printed, and the outcome that picks the exit code.
+struct Printed {
+    text: String,
+    outcome: Outcome,
+}
+
 pub fn run(args: Args) -> ExitCode {
     let opts = args.engine.options();
-    match execute(&args, &opts) {
-        Ok(report) => print(&report, args.json),
+    let result = match &args.multi {
+        Some(root) => execute_multi(&args, root, &opts),
+        None => execute(&args, &opts),
+    };
+    match result {
+        Ok(p) => print(p),
         Err(message) => {
             eprintln!("editfs apply: {message}");
             ExitCode::from(super::USAGE)
@@ -66,29 +84,112 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-fn execute(args: &Args, opts: &Options) -> Result<Report, String> {
-    let path = resolve(&args.file)?;
+fn who() -> Who {
+    Who {
+        pid: std::process::id(),
+        command: "editfs apply".into(),
+    }
+}
+
+/// Opens the state directory, saying what it recovered from a crash.
+fn open_store(state: Option<&Path>) -> Result<Option<Store>, String> {
+    let store = state
+        .map(Store::open)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    if let Some(s) = store.as_ref().filter(|s| !s.recovered().is_empty()) {
+        eprintln!("editfs: {}", s.recovered());
+    }
+    Ok(store)
+}
+
+fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
+    let given = args
+        .file
+        .as_deref()
+        .ok_or("FILE is missing (see editfs apply --help)")?;
+    let path = resolve(given)?;
     let payload = read_payload(args.payload.as_deref(), opts.max_payload)?;
     let state = match &args.state_dir {
         Some(d) => Some(d.clone()),
         None => Store::find_for(&path),
     };
-    let store = state
+    let store = open_store(state.as_deref())?;
+    let label = display_name(&path, given, state.as_deref());
+    // Inside the project that holds the state directory, paths are the project's.
+    let project = state
         .as_deref()
-        .map(Store::open)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    let rel = display_name(&path, &args.file, state.as_deref());
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(format!("{} names no file", args.file.display()));
+        .and_then(|s| fs::canonicalize(s).ok())
+        .and_then(|s| s.parent().map(Path::to_owned));
+    let (root, rel) = match project
+        .as_deref()
+        .and_then(|r| Some((r, path.strip_prefix(r).ok()?)))
+    {
+        Some((r, rel)) => (r.to_owned(), rel.to_string_lossy().into_owned()),
+        None => {
+            let parent = path
+                .parent()
+                .ok_or_else(|| format!("{} names no file", given.display()))?;
+            let name = path
+                .file_name()
+                .ok_or_else(|| format!("{} names no file", given.display()))?;
+            (parent.to_owned(), name.to_string_lossy().into_owned())
+        }
     };
-    let dir = atomic::open_dir(parent).map_err(|e| e.to_string())?;
+    let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
+    let who = who();
     let target = Target {
-        dir: dir.as_fd(),
-        name,
+        root: Root {
+            fd: dir.as_fd(),
+            path: &root,
+        },
         rel: &rel,
+        label: &label,
+        who: &who,
     };
-    Ok(transaction::run(store.as_ref(), &target, &payload, opts))
+    let report = transaction::run(store.as_ref(), &target, &payload, opts);
+    let text = if args.json {
+        report.to_json() + "\n"
+    } else {
+        report.to_string()
+    };
+    Ok(Printed {
+        text,
+        outcome: report.outcome,
+    })
+}
+
+fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, String> {
+    if args.payload.is_some() {
+        return Err("with --multi, give only the payload (the files are named inside it)".into());
+    }
+    let root = fs::canonicalize(root).map_err(|e| format!("ROOT {}: {e}", root.display()))?;
+    let payload = read_payload(args.file.as_deref(), opts.max_payload)?;
+    let state = match &args.state_dir {
+        Some(d) => Some(d.clone()),
+        None => Store::find_for(&root.join("x")),
+    };
+    let store = open_store(state.as_deref())?;
+    let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
+    let report = multi::run(
+        store.as_ref(),
+        Root {
+            fd: dir.as_fd(),
+            path: &root,
+        },
+        &payload,
+        opts,
+        &who(),
+    );
+    let text = if args.json {
+        report.to_json() + "\n"
+    } else {
+        report.to_string()
+    };
+    Ok(Printed {
+        text,
+        outcome: report.outcome,
+    })
 }
 
 /// The real file behind `file`: symlinks are followed, so the link stays a link.
@@ -146,14 +247,9 @@ fn read_payload(source: Option<&Path>, limit: usize) -> Result<Vec<u8>, String> 
     Ok(buf)
 }
 
-fn print(report: &Report, json: bool) -> ExitCode {
-    let text = if json {
-        report.to_json() + "\n"
-    } else {
-        report.to_string()
-    };
-    let _ = io::stdout().lock().write_all(text.as_bytes());
-    ExitCode::from(match report.outcome {
+fn print(p: Printed) -> ExitCode {
+    let _ = io::stdout().lock().write_all(p.text.as_bytes());
+    ExitCode::from(match p.outcome {
         Outcome::Ok => 0,
         Outcome::Failed => 1,
         Outcome::Rejected => 2,

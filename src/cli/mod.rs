@@ -4,6 +4,7 @@
 //! (nothing was written), 2 the payload was rejected or the command line was wrong.
 
 mod apply;
+mod history;
 mod mount;
 mod options;
 
@@ -35,6 +36,9 @@ enum Command {
     Apply(apply::Args),
     Mount(mount::MountArgs),
     Unmount(mount::UnmountArgs),
+    History(history::HistoryArgs),
+    Show(history::ShowArgs),
+    Undo(history::UndoArgs),
 }
 
 /// Exit code for a usage error, as clap uses.
@@ -47,5 +51,8 @@ pub fn main() -> ExitCode {
         Command::Apply(args) => apply::run(args),
         Command::Mount(args) => mount::run(args),
         Command::Unmount(args) => mount::unmount(args),
+        Command::History(args) => history::history(args),
+        Command::Show(args) => history::show(args),
+        Command::Undo(args) => history::undo(args),
     }
 }

@@ -8,7 +8,7 @@
 //! operations are still tried so that one report names every problem at once.
 
 mod diagnose;
-mod diff;
+pub mod diff;
 mod doc;
 mod lines;
 pub mod payload;
@@ -80,12 +80,32 @@ pub fn apply(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options
 }
 
 fn decide(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
+    match payload::parse_single(payload, opts.max_payload) {
+        Ok(parsed) => apply_parsed(name, original, parsed, opts),
+        Err(e) => rejected(e, sha256_hex(original.unwrap_or_default())),
+    }
+}
+
+/// Applies operations already read from a payload (one file's share of a multi-file one).
+pub fn apply_parsed(
+    name: &str,
+    original: Option<&[u8]>,
+    parsed: payload::Payload,
+    opts: &Options,
+) -> Edit {
+    let mut edit = run_parsed(name, original, parsed, opts);
+    edit.report.file = name.to_owned();
+    edit
+}
+
+fn run_parsed(
+    name: &str,
+    original: Option<&[u8]>,
+    parsed: payload::Payload,
+    opts: &Options,
+) -> Edit {
     let before = original.unwrap_or_default();
     // Hashing a large file costs more than editing it: hash only what a report needs.
-    let parsed = match payload::parse(payload, opts.max_payload) {
-        Ok(p) => p,
-        Err(e) => return rejected(e, sha256_hex(before)),
-    };
     let total = parsed.operations.len();
     if parsed.operations.iter().any(|op| op.if_match.is_some()) {
         let sha = sha256_hex(before);
@@ -114,7 +134,7 @@ fn decide(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -
     finish(name, original, &tx, ops, parsed.notes)
 }
 
-fn rejected(e: payload::PayloadError, sha: String) -> Edit {
+pub fn rejected(e: payload::PayloadError, sha: String) -> Edit {
     let mut report = Report::new(Outcome::Rejected, sha);
     report.error = Some(ErrorReport {
         kind: e.kind(),

@@ -8,7 +8,6 @@
 //! flush repeats its outcome, so `close(2)` fails when the transaction did.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,7 +18,17 @@ use super::fs::{Core, Handle, Job, Res, errno};
 use super::names::Control;
 use super::nodes::Kind;
 use crate::engine::{Outcome, Report};
-use crate::transaction::{self, Target};
+use crate::transaction::{self, Root, Target, Who, multi, undo};
+
+/// What a committing handle acts on.
+enum CommitTarget {
+    /// `F.edit`: the file `base` in directory node `parent`.
+    File { parent: u64, base: OsString },
+    /// `.editfs/edit`: several files.
+    Multi,
+    /// `.editfs/undo`.
+    Undo,
+}
 
 /// The payload of one `F.edit` handle, and its result once committed.
 #[derive(Default)]
@@ -154,34 +163,53 @@ impl Core {
         }
     }
 
-    fn control_target(&self, ino: u64) -> Res<(u64, OsString)> {
+    /// What a committing handle of node `ino` acts on.
+    fn commit_target(&self, ino: u64) -> Res<CommitTarget> {
         let nodes = self.nodes.read();
         let node = nodes.get(ino).ok_or(Errno::ENOENT)?;
         match &node.kind {
-            Kind::Control { base, .. } => Ok((node.parent, base.clone())),
+            Kind::Control { base, .. } => Ok(CommitTarget::File {
+                parent: node.parent,
+                base: base.clone(),
+            }),
+            Kind::State(p) if p.as_os_str() == "edit" => Ok(CommitTarget::Multi),
+            Kind::State(p) if p.as_os_str() == "undo" => Ok(CommitTarget::Undo),
             _ => Err(Errno::EINVAL),
         }
     }
 
     /// Commits the handle's transaction if it holds an uncommitted payload.
-    fn settle(&self, ino: u64, buf: &mut EditBuffer) -> Res<Option<Committed>> {
+    fn settle(&self, ino: u64, buf: &mut EditBuffer, pid: u32) -> Res<Option<Committed>> {
         if !buf.written {
             return Ok(None);
         }
         if buf.committed.is_none() {
-            let (parent, base) = self.control_target(ino)?;
             let mut payload = std::mem::take(&mut buf.data);
             if buf.overflow {
                 // Keep it over the limit so the engine refuses it as too large.
                 payload.resize(self.settings.engine.max_payload.saturating_add(1), 0);
             }
-            buf.committed = Some(self.commit(parent, &base, &payload)?);
+            let who = Who::process(pid);
+            buf.committed = Some(match self.commit_target(ino)? {
+                CommitTarget::File { parent, base } => {
+                    self.commit(parent, &base, &payload, &who)?
+                }
+                CommitTarget::Multi => self.commit_multi(&payload, &who),
+                CommitTarget::Undo => self.commit_undo(&payload, &who),
+            });
         }
         Ok(buf.committed.clone())
     }
 
+    fn root(&self) -> Root<'_> {
+        Root {
+            fd: self.source.root(),
+            path: self.source.path(),
+        }
+    }
+
     /// Runs one transaction on `base` in `parent` and publishes its report.
-    fn commit(&self, parent: u64, base: &OsStr, payload: &[u8]) -> Res<Committed> {
+    fn commit(&self, parent: u64, base: &OsStr, payload: &[u8], who: &Who) -> Res<Committed> {
         let dir_path = self.path(parent)?;
         let dir = self.source.dir(&dir_path).map_err(errno)?;
         let rel = dir_path.join(base);
@@ -192,9 +220,10 @@ impl Core {
             let _excl = old.map(|id| self.stripe(id).write());
             let name = rel.to_string_lossy();
             let target = Target {
-                dir: dir.as_fd(),
-                name: base,
+                root: self.root(),
                 rel: &name,
+                label: &name,
+                who,
             };
             transaction::run(Some(&self.store), &target, payload, &self.settings.engine)
         };
@@ -213,11 +242,85 @@ impl Core {
         Ok(committed)
     }
 
-    pub(super) fn flush_edit(&self, ino: u64, fh: u64) -> Res<()> {
+    /// `.editfs/edit`: a multi-file transaction.
+    fn commit_multi(&self, payload: &[u8], who: &Who) -> Committed {
+        let report = multi::run(
+            Some(&self.store),
+            self.root(),
+            payload,
+            &self.settings.engine,
+            who,
+        );
+        for r in report
+            .files
+            .iter()
+            .filter(|r| report.outcome == Outcome::Ok && r.outcome == Outcome::Ok)
+        {
+            self.reports
+                .lock()
+                .insert(PathBuf::from(&r.file), Arc::new(r.clone()));
+            self.invalidate_path(Path::new(&r.file));
+        }
+        let head = Report {
+            outcome: report.outcome,
+            error: report.error.clone(),
+            ..Report::new(report.outcome, String::new())
+        };
+        let committed = Committed {
+            text: report.to_string().into_bytes(),
+            errno: errno_for(&head),
+        };
+        *self.state_report.lock() = Some((report.to_string(), report.to_json() + "\n"));
+        committed
+    }
+
+    /// `.editfs/undo`: `PATH [TXID] [--force]` restores a kept version.
+    fn commit_undo(&self, payload: &[u8], who: &Who) -> Committed {
+        let text = String::from_utf8_lossy(payload);
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let force = words.contains(&"--force");
+        let args: Vec<&str> = words.iter().copied().filter(|w| *w != "--force").collect();
+        let report = match (args.first(), args.get(1).map(|t| t.parse::<u64>())) {
+            (Some(rel), None | Some(Ok(_))) if args.len() <= 2 => {
+                let to = args.get(1).and_then(|t| t.parse().ok());
+                let r = undo::run(
+                    &self.store,
+                    self.root(),
+                    &undo::Request { rel, to, force },
+                    who,
+                );
+                if r.outcome == Outcome::Ok {
+                    self.reports
+                        .lock()
+                        .insert(PathBuf::from(rel), Arc::new(r.clone()));
+                    self.invalidate_path(Path::new(rel));
+                }
+                r
+            }
+            _ => {
+                let mut r = Report::new(Outcome::Rejected, String::new());
+                r.error = Some(crate::engine::ErrorReport {
+                    kind: "malformed",
+                    operation: None,
+                    message: format!("expected `PATH [TXID] [--force]`, got {:?}", text.trim()),
+                    hint: Some("for example: echo 'src/app.py 12' > .editfs/undo".into()),
+                    closest: None,
+                });
+                r
+            }
+        };
+        *self.state_report.lock() = Some((report.to_string(), report.to_json() + "\n"));
+        Committed {
+            text: report.to_string().into_bytes(),
+            errno: errno_for(&report),
+        }
+    }
+
+    pub(super) fn flush_edit(&self, ino: u64, fh: u64, pid: u32) -> Res<()> {
         let Handle::Edit(buf) = &*self.handle(fh)? else {
             return Ok(());
         };
-        let settled = self.settle(ino, &mut buf.lock())?;
+        let settled = self.settle(ino, &mut buf.lock(), pid)?;
         match settled.and_then(|c| c.errno) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -228,36 +331,55 @@ impl Core {
         &self,
         ino: u64,
         buf: &mut EditBuffer,
+        pid: u32,
         offset: u64,
         size: u32,
     ) -> Res<Vec<u8>> {
-        let text = match self.settle(ino, buf)? {
+        let text = match self.settle(ino, buf, pid)? {
             Some(c) => c.text,
-            None => {
-                let (parent, base) = self.control_target(ino)?;
-                self.status_bytes(&self.path(parent)?.join(base), Control::Status)
-            }
+            None => match self.commit_target(ino)? {
+                CommitTarget::File { parent, base } => {
+                    self.status_bytes(&self.path(parent)?.join(base), Control::Status)
+                }
+                _ => self.state_status(false),
+            },
         };
         let base = *buf.read_base.get_or_insert(offset);
         Ok(slice(&text, offset.saturating_sub(base), size).to_vec())
     }
 
+    /// `.editfs/status` (or `status.json`): the latest multi-file or undo report.
+    pub(super) fn state_status(&self, json: bool) -> Vec<u8> {
+        match (&*self.state_report.lock(), json) {
+            (Some((_, j)), true) => j.clone().into_bytes(),
+            (Some((t, _)), false) => t.clone().into_bytes(),
+            (None, true) => b"{\"outcome\": null, \"message\": \"no transaction through .editfs/edit or .editfs/undo yet\"}\n".to_vec(),
+            (None, false) => b"NO TRANSACTION YET through .editfs/edit or .editfs/undo\n".to_vec(),
+        }
+    }
+
     /// Answers a committing request; runs on the commit thread.
     pub(super) fn run(&self, job: Job) {
         match job {
-            Job::Flush { ino, fh, reply } => match self.flush_edit(ino, fh) {
+            Job::Flush {
+                ino,
+                fh,
+                pid,
+                reply,
+            } => match self.flush_edit(ino, fh, pid) {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
             },
             Job::Read {
                 ino,
                 fh,
+                pid,
                 offset,
                 size,
                 reply,
             } => {
                 let r = self.handle(fh).and_then(|h| match &*h {
-                    Handle::Edit(buf) => self.read_edit(ino, &mut buf.lock(), offset, size),
+                    Handle::Edit(buf) => self.read_edit(ino, &mut buf.lock(), pid, offset, size),
                     _ => Err(Errno::EBADF),
                 });
                 match r {

@@ -131,11 +131,14 @@ pub enum Job {
     Flush {
         ino: u64,
         fh: u64,
+        /// The process that closed, for the log.
+        pid: u32,
         reply: fuser::ReplyEmpty,
     },
     Read {
         ino: u64,
         fh: u64,
+        pid: u32,
         offset: u64,
         size: u32,
         reply: fuser::ReplyData,
@@ -193,6 +196,8 @@ pub struct Core {
     next_fh: AtomicU64,
     /// The latest report of each file (by path relative to SOURCE).
     pub(super) reports: Mutex<HashMap<PathBuf, Arc<Report>>>,
+    /// The latest report of `.editfs/edit` or `.editfs/undo`: text and JSON.
+    pub(super) state_report: Mutex<Option<(String, String)>>,
     pub(super) notifier: Arc<OnceLock<Notifier>>,
     stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
@@ -269,6 +274,7 @@ impl Core {
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             reports: Mutex::new(HashMap::new()),
+            state_report: Mutex::new(None),
             notifier,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             dirs: Mutex::new(DirCache::default()),
@@ -360,6 +366,25 @@ impl Core {
             let _ = n.inval_inode(INodeNo(ino), 0, 0);
         }
         let _ = n.inval_entry(INodeNo(parent), name);
+    }
+
+    /// Tells the kernel to forget what it cached of the file at `rel` (after a
+    /// transaction that did not come through that file's own control file).
+    pub(super) fn invalidate_path(&self, rel: &std::path::Path) {
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return;
+        };
+        let found = {
+            let nodes = self.nodes.read();
+            let mut at = Some(ROOT);
+            for c in parent.components() {
+                at = at.and_then(|p| nodes.child(p, c.as_os_str()));
+            }
+            at.map(|p| (p, nodes.child(p, name)))
+        };
+        if let Some((parent, file)) = found {
+            self.invalidate(parent, name, file);
+        }
     }
 
     /// Attributes shared by virtual files: owned by the daemon's user, times of now.

@@ -107,6 +107,11 @@ impl Nodes {
         self.detach(old);
     }
 
+    /// The node `name` in `parent` was last looked up as.
+    pub fn child(&self, parent: u64, name: &OsStr) -> Option<u64> {
+        self.by_name.get(&(parent, name.to_owned())).copied()
+    }
+
     /// Records a lookup of `name` in `parent` as real node `id`.
     pub fn remember(&mut self, id: u64, parent: u64, name: &OsStr) {
         let node = self.nodes.entry(id).or_insert_with(|| Node {

@@ -506,6 +506,9 @@ impl Filesystem for EditFs {
             // `cat > F.edit` truncates and `touch` sets times: both harmless.
             Ok(Kind::Control { .. }) if mode.is_none() && uid.is_none() && gid.is_none() => Ok(()),
             Ok(Kind::Control { .. }) => Err(Errno::EPERM),
+            Ok(Kind::State(rel)) if state::is_control(&rel) && mode.is_none() && uid.is_none() => {
+                Ok(())
+            }
             Ok(Kind::State(_)) => Err(Errno::EROFS),
             Ok(Kind::Real) => self.setattr_real(
                 ino.0,
@@ -675,7 +678,7 @@ impl Filesystem for EditFs {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -688,6 +691,7 @@ impl Filesystem for EditFs {
             return self.queue(Job::Read {
                 ino: ino.0,
                 fh: fh.0,
+                pid: req.pid(),
                 offset,
                 size,
                 reply,
@@ -696,7 +700,7 @@ impl Filesystem for EditFs {
         let r = self.handle(fh.0).and_then(|h| match &*h {
             Handle::File { file, .. } => read_at(file, offset, size as usize),
             Handle::Bytes(b) => Ok(slice(b, offset, size).to_vec()),
-            Handle::Edit(buf) => self.read_edit(ino.0, &mut buf.lock(), offset, size),
+            Handle::Edit(buf) => self.read_edit(ino.0, &mut buf.lock(), req.pid(), offset, size),
             Handle::Dir(_) => Err(Errno::EISDIR),
         });
         match r {
@@ -735,7 +739,7 @@ impl Filesystem for EditFs {
 
     fn flush(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         _lock_owner: LockOwner,
@@ -745,10 +749,11 @@ impl Filesystem for EditFs {
             return self.queue(Job::Flush {
                 ino: ino.0,
                 fh: fh.0,
+                pid: req.pid(),
                 reply,
             });
         }
-        reply_empty(reply, self.flush_edit(ino.0, fh.0));
+        reply_empty(reply, self.flush_edit(ino.0, fh.0, req.pid()));
     }
 
     fn release(

@@ -13,6 +13,7 @@ use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 pub struct Source {
     root: OwnedFd,
+    path: std::path::PathBuf,
 }
 
 impl Source {
@@ -22,7 +23,15 @@ impl Source {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        Ok(Source { root })
+        Ok(Source {
+            root,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Where SOURCE is, for the journal's recovery after a crash.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     pub fn root(&self) -> BorrowedFd<'_> {

@@ -1,8 +1,10 @@
 //! `MOUNT/.editfs/`: a read-only view of the state directory for the mount's users.
 //!
 //! It shows `README` (how to use the mount, written for an agent), `log`,
-//! `snapshots/<path>/<tx>` and a `.gitignore` of `*`; the lock, counter and
-//! temporary files of the state directory stay out of sight.
+//! `history`, `snapshots/<path>/<tx>` and a `.gitignore` of `*`, and the control
+//! files `edit` (multi-file transactions), `undo` (`PATH [TXID] [--force]`) and
+//! `status` / `status.json` (their latest report). Everything else is read-only;
+//! the lock, counter, journal and temporary files stay out of sight.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -19,7 +21,22 @@ pub const NAME: &str = ".editfs";
 
 const README: &str = include_str!("agent-readme.md");
 const GITIGNORE: &str = "*\n";
-const FILES: [&str; 4] = ["README", "log", ".gitignore", "snapshots"];
+const FILES: [&str; 9] = [
+    "README",
+    "log",
+    "history",
+    ".gitignore",
+    "snapshots",
+    "edit",
+    "undo",
+    "status",
+    "status.json",
+];
+
+/// The names in `.editfs/` that take transactions.
+pub fn is_control(rel: &Path) -> bool {
+    rel == Path::new("edit") || rel == Path::new("undo")
+}
 
 /// Where a path of the view lives in the state directory, if it is a real one.
 fn backing(state: &Path, rel: &Path) -> Option<PathBuf> {
@@ -52,6 +69,13 @@ impl Core {
             |text: &str| self.virtual_attr(ino, FileType::RegularFile, 0o444, text.len() as u64);
         match rel.to_str() {
             Some("") => return Ok(self.virtual_attr(ino, FileType::Directory, 0o555, 0)),
+            Some("edit" | "undo") => {
+                return Ok(self.virtual_attr(ino, FileType::RegularFile, 0o644, 0));
+            }
+            Some("status" | "status.json" | "history") => {
+                let size = self.state_bytes(rel)?.len() as u64;
+                return Ok(self.virtual_attr(ino, FileType::RegularFile, 0o444, size));
+            }
             Some("README") => return Ok(fixed(README)),
             Some(".gitignore") => return Ok(fixed(GITIGNORE)),
             Some("log") if !self.store.dir().join("log").exists() => return Ok(fixed("")),
@@ -73,6 +97,10 @@ impl Core {
     /// The content of a file of the view, read now.
     pub(super) fn state_bytes(&self, rel: &Path) -> Res<Vec<u8>> {
         match rel.to_str() {
+            Some("status") => Ok(self.state_status(false)),
+            Some("status.json") => Ok(self.state_status(true)),
+            Some("history") => Ok(crate::history::table(&self.store.entries(), None).into_bytes()),
+            Some("edit" | "undo") => Ok(self.state_status(false)),
             Some("README") => Ok(README.as_bytes().to_vec()),
             Some(".gitignore") => Ok(GITIGNORE.as_bytes().to_vec()),
             Some("log") if !self.store.dir().join("log").exists() => Ok(Vec::new()),

@@ -28,7 +28,8 @@ pub const TMP_PREFIX: &str = ".editfs-tmp-";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn tmp_name() -> OsString {
+/// A fresh name for a temporary file.
+pub fn tmp_name() -> OsString {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{TMP_PREFIX}{}-{n}", std::process::id()).into()
 }
@@ -90,7 +91,7 @@ pub fn replace(
         _ => dir,
     };
     let tmp = tmp_name();
-    let result = write_tmp(base, &tmp, name, bytes, old, meta.as_ref()).and_then(|()| {
+    let result = write_tmp(base, &tmp, name, bytes, old).and_then(|()| {
         rustix::fs::renameat(base, &tmp, dir, name)
             .map_err(sys("rename a temporary file over", name))
     });
@@ -101,30 +102,42 @@ pub fn replace(
     rustix::fs::fsync(dir).map_err(sys("sync the directory of", name))
 }
 
-fn same_fs(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+/// Whether two open directories are on one file system (a rename can go between them).
+pub fn same_fs(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
     matches!((rustix::fs::fstat(a), rustix::fs::fstat(b)), (Ok(x), Ok(y)) if x.st_dev == y.st_dev)
 }
 
-fn write_tmp(
+/// Writes `bytes` to a new temporary file `tmp` in `base`, with the mode, owner and
+/// extended attributes of `old` (the file it will replace), and syncs it.
+pub fn write_tmp(
     base: BorrowedFd<'_>,
     tmp: &OsStr,
     name: &OsStr,
     bytes: &[u8],
     old: Option<&File>,
-    meta: Option<&rustix::fs::Stat>,
 ) -> Result<(), StoreError> {
-    let mode = meta.map_or(0o644, |m| m.st_mode & 0o7777);
+    let meta = old
+        .map(rustix::fs::fstat)
+        .transpose()
+        .map_err(sys("stat", name))?;
+    let mode = meta.as_ref().map_or(0o644, |m| m.st_mode & 0o7777);
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(base, tmp, flags, Mode::from_raw_mode(mode))
         .map_err(sys("create a temporary file for", name))?;
     let mut file = File::from(fd);
     file.write_all(bytes)
         .map_err(|e| io_err("write", Path::new(tmp))(e))?;
-    if let (Some(old), Some(meta)) = (old, meta) {
+    if let (Some(old), Some(meta)) = (old, meta.as_ref()) {
         keep_metadata(&file, old, meta, name)?;
     }
     file.sync_all()
         .map_err(|e| io_err("sync", Path::new(tmp))(e))
+}
+
+/// Syncs a directory, so names created or renamed in it survive a crash.
+pub fn sync_dir(path: &Path) -> Result<(), StoreError> {
+    let fd = open_dir(path)?;
+    rustix::fs::fsync(&fd).map_err(|e| io_err("sync", path)(e.into()))
 }
 
 /// Gives the new file the old one's mode, owner and extended attributes.

@@ -1,4 +1,4 @@
-//! Durability: the state directory, transaction ids, pre-image snapshots and the log.
+//! Durability: the state directory, transaction ids, the journal, kept versions and the log.
 //!
 //! Layout of a state directory (`SOURCE/.editfs/` by default):
 //!
@@ -7,16 +7,22 @@
 //! lock                    locked for the whole of each transaction (serializes writers)
 //! txid                    the last transaction id handed out
 //! log                     one JSON line per transaction, whatever its outcome
-//! snapshots/<path>/<tx>   the file at <path> as it was before transaction <tx>
+//! journal/<tx>.json       a commit in progress (see journal.rs)
+//! objects/<sha256>        file contents, each stored once
+//! snapshots/<path>/<tx>   <path> before transaction <tx> (a link to its object)
+//! versions/<path>/<tx>    <path> after transaction <tx>
 //! tmp/                    temporary files of commits in progress
+//! daemon.log              what `editfs mount --daemon` logs
 //! ```
 
 pub mod atomic;
+pub mod journal;
+pub mod objects;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// Name of the state directory inside a project.
 pub const STATE_DIR: &str = ".editfs";
@@ -48,12 +54,44 @@ pub(crate) fn io_err<'p>(
     }
 }
 
+/// How many versions to keep.
+#[derive(Clone, Copy, Debug)]
+pub struct Retention {
+    /// Versions kept per file (each side: before and after).
+    pub keep: usize,
+    /// Bytes all kept versions may take; the oldest go first.
+    pub cap: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            keep: 100,
+            cap: 1 << 30,
+        }
+    }
+}
+
+/// One file of a commit.
+pub struct Change<'a> {
+    /// Path relative to the project root.
+    pub rel: &'a str,
+    /// The file as it was opened to be read (for its mode, owner and attributes).
+    pub old: Option<&'a File>,
+    /// Its bytes before, if it existed.
+    pub pre: Option<&'a [u8]>,
+    pub new: &'a [u8],
+}
+
 /// An open state directory.
-#[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
     /// `tmp/`, held open so commits name their temporary files relative to it.
     tmp: OwnedFd,
+    objects: objects::Objects,
+    journal: journal::Journal,
+    retention: Retention,
+    recovered: journal::Recovered,
 }
 
 /// Held while a transaction runs; dropping it lets the next one in.
@@ -62,9 +100,14 @@ pub struct Lock {
 }
 
 impl Store {
-    /// Opens `dir`, creating its layout if needed.
+    /// Opens `dir`, creating its layout if needed, and recovers from any crash
+    /// before anything else runs (see `recovered`).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        for sub in ["", "snapshots", "tmp"] {
+        Store::open_with(dir, Retention::default())
+    }
+
+    pub fn open_with(dir: &Path, retention: Retention) -> Result<Store, StoreError> {
+        for sub in ["", "snapshots", "versions", "objects", "journal", "tmp"] {
             let d = dir.join(sub);
             fs::create_dir_all(&d).map_err(io_err("create the state directory", &d))?;
         }
@@ -72,15 +115,37 @@ impl Store {
         if !ignore.exists() {
             fs::write(&ignore, "*\n").map_err(io_err("write", &ignore))?;
         }
+        let tmp = atomic::open_dir(&dir.join("tmp"))?;
+        let mut store = Store {
+            dir: dir.to_owned(),
+            tmp,
+            objects: objects::Objects::new(dir),
+            journal: journal::Journal::new(dir),
+            retention,
+            recovered: journal::Recovered::default(),
+        };
+        let lock = store.lock()?;
+        store.recovered = store
+            .journal
+            .recover(store.tmp.as_fd(), |line| store.log_once(line))?;
         let swept = atomic::sweep(&dir.join("tmp"));
+        drop(lock);
         if swept > 0 {
             log::info!("removed {swept} temporary file(s) left by an interrupted commit");
         }
-        let tmp = atomic::open_dir(&dir.join("tmp"))?;
-        Ok(Store {
-            dir: dir.to_owned(),
-            tmp,
-        })
+        if !store.recovered.is_empty() {
+            log::warn!("{}", store.recovered);
+        }
+        Ok(store)
+    }
+
+    /// What opening the store recovered from an interrupted commit.
+    pub fn recovered(&self) -> &journal::Recovered {
+        &self.recovered
+    }
+
+    pub fn objects(&self) -> &objects::Objects {
+        &self.objects
     }
 
     /// The state directory of the nearest ancestor of `file` that has one, as git finds `.git`.
@@ -131,16 +196,121 @@ impl Store {
         Ok(next)
     }
 
-    /// Keeps `bytes` as the pre-image of `rel` before transaction `tx`; returns
-    /// its path relative to the state directory.
-    pub fn snapshot(&self, tx: u64, rel: &str, bytes: &[u8]) -> Result<String, StoreError> {
-        let name = format!("snapshots/{}/{tx}", safe_rel(rel));
-        let path = self.dir.join(&name);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    /// Commits `changes` as transaction `tx` under `root` (open, and its path for
+    /// recovery): every file is replaced, or none, even across a crash. Returns the
+    /// name of each file's pre-image, if it had one.
+    pub fn commit(
+        &self,
+        _lock: &Lock,
+        tx: u64,
+        root: (BorrowedFd<'_>, &Path),
+        changes: &[Change<'_>],
+        log: serde_json::Value,
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        let mut kept = Vec::with_capacity(changes.len());
+        for c in changes {
+            kept.push(
+                c.pre
+                    .map(|pre| self.objects.keep(objects::Side::Pre, c.rel, tx, pre))
+                    .transpose()?,
+            );
+            self.objects.keep(objects::Side::Post, c.rel, tx, c.new)?;
         }
-        atomic::write_new(&path, bytes, 0o444)?;
+        let mut record = journal::Record {
+            tx,
+            root: root.1.to_owned(),
+            committed: false,
+            files: Vec::new(),
+            log,
+        };
+        for c in changes {
+            let dir = journal::parent_beneath(root.0, c.rel)
+                .map_err(|e| io_err("open the directory of", Path::new(c.rel))(e.into()))?;
+            let links = c
+                .old
+                .and_then(|f| f.metadata().ok())
+                .map_or(1, |m| std::os::unix::fs::MetadataExt::nlink(&m));
+            // Renaming would cut the other names off from the new content.
+            let in_place = links > 1;
+            if in_place {
+                log::info!(
+                    "{} has {links} links: its content is rewritten in place to keep them",
+                    c.rel
+                );
+            }
+            record.files.push(journal::Entry {
+                rel: c.rel.to_owned(),
+                tmp: atomic::tmp_name().to_string_lossy().into_owned(),
+                beside: !atomic::same_fs(self.tmp.as_fd(), dir.as_fd()),
+                in_place,
+            });
+        }
+        self.journal.write(&record)?;
+        if let Err(e) = self.write_temps(root.0, &record, changes) {
+            for e in &record.files {
+                journal::discard(root.0, self.tmp.as_fd(), e);
+            }
+            self.journal.remove(tx)?;
+            return Err(e);
+        }
+        record.committed = true;
+        self.journal.write(&record)?;
+        for e in &record.files {
+            journal::install(root.0, self.tmp.as_fd(), e)?;
+        }
+        self.log(&record.log)?;
+        self.journal.remove(tx)?;
+        for c in changes {
+            self.objects.prune(c.rel, self.retention.keep);
+        }
+        self.objects.cap(self.retention.cap);
+        Ok(kept)
+    }
+
+    fn write_temps(
+        &self,
+        root: BorrowedFd<'_>,
+        record: &journal::Record,
+        changes: &[Change<'_>],
+    ) -> Result<(), StoreError> {
+        for (e, c) in record.files.iter().zip(changes) {
+            let base = journal::tmp_dir_of(root, self.tmp.as_fd(), e)?;
+            atomic::write_tmp(
+                base.as_fd(),
+                std::ffi::OsStr::new(&e.tmp),
+                std::ffi::OsStr::new(c.rel),
+                c.new,
+                c.old,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the bytes of `rel` before a write that bypasses the control files.
+    pub fn keep_pre_image(&self, tx: u64, rel: &str, bytes: &[u8]) -> Result<String, StoreError> {
+        let name = self.objects.keep(objects::Side::Pre, rel, tx, bytes)?;
+        self.objects.prune(rel, self.retention.keep);
+        self.objects.cap(self.retention.cap);
         Ok(name)
+    }
+
+    /// Appends a log line unless the log already has one for its transaction
+    /// (a recovery after a crash between the log and the journal).
+    fn log_once(&self, line: &serde_json::Value) -> Result<(), StoreError> {
+        let tx = line.get("tx").and_then(serde_json::Value::as_u64);
+        let logged = self
+            .entries()
+            .iter()
+            .any(|e| e.get("tx").and_then(serde_json::Value::as_u64) == tx);
+        if logged { Ok(()) } else { self.log(line) }
+    }
+
+    /// Every log line, oldest first.
+    pub fn entries(&self) -> Vec<serde_json::Value> {
+        let text = fs::read_to_string(self.dir.join("log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// Appends one JSON line to the log and syncs it.
@@ -159,22 +329,6 @@ impl Store {
     }
 }
 
-/// `rel` as a relative path with no `..`, `.` or root, so a snapshot stays inside `snapshots/`.
-fn safe_rel(rel: &str) -> String {
-    let parts: Vec<String> = Path::new(rel)
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect();
-    if parts.is_empty() {
-        "_".into()
-    } else {
-        parts.join("/")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,7 +340,7 @@ mod tests {
         let lock = store.lock().unwrap();
         assert_eq!(store.next_tx(&lock).unwrap(), 1);
         assert_eq!(store.next_tx(&lock).unwrap(), 2);
-        let name = store.snapshot(2, "src/a.rs", b"pre").unwrap();
+        let name = store.keep_pre_image(2, "src/a.rs", b"pre").unwrap();
         assert_eq!(name, "snapshots/src/a.rs/2");
         assert_eq!(fs::read(store.dir().join(&name)).unwrap(), b"pre");
         store.log(&serde_json::json!({"tx": 2})).unwrap();
@@ -200,10 +354,95 @@ mod tests {
     }
 
     #[test]
-    fn snapshot_names_cannot_escape() {
-        assert_eq!(safe_rel("../../etc/passwd"), "etc/passwd");
-        assert_eq!(safe_rel("/abs/x"), "abs/x");
-        assert_eq!(safe_rel(".."), "_");
+    fn a_commit_replaces_every_file_and_keeps_both_versions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("p");
+        fs::create_dir_all(root.join("d")).unwrap();
+        fs::write(root.join("a"), "old a").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let lock = store.lock().unwrap();
+        let rootfd = atomic::open_dir(&root).unwrap();
+        let changes = [
+            Change {
+                rel: "a",
+                old: None,
+                pre: Some(b"old a"),
+                new: b"new a",
+            },
+            Change {
+                rel: "d/b",
+                old: None,
+                pre: None,
+                new: b"new b",
+            },
+        ];
+        let kept = store
+            .commit(
+                &lock,
+                7,
+                (rootfd.as_fd(), &root),
+                &changes,
+                serde_json::json!({"tx": 7}),
+            )
+            .unwrap();
+        assert_eq!(kept, [Some("snapshots/a/7".to_owned()), None]);
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"new a");
+        assert_eq!(fs::read(root.join("d/b")).unwrap(), b"new b");
+        assert_eq!(
+            store.objects().read(objects::Side::Post, "d/b", 7).unwrap(),
+            b"new b"
+        );
+        assert_eq!(
+            fs::read_dir(root.join(".editfs/journal")).unwrap().count(),
+            0
+        );
+        assert_eq!(store.entries().len(), 1);
+    }
+
+    #[test]
+    fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        fs::write(state.join("tmp/t1"), "new").unwrap();
+        fs::write(state.join("tmp/t2"), "never").unwrap();
+        let entry = |tmp: &str, rel: &str| journal::Entry {
+            rel: rel.into(),
+            tmp: tmp.into(),
+            beside: false,
+            in_place: false,
+        };
+        let j = journal::Journal::new(&state);
+        let log = serde_json::json!({"tx": 1});
+        j.write(&journal::Record {
+            tx: 1,
+            root: root.clone(),
+            committed: true,
+            files: vec![entry("t1", "a")],
+            log: log.clone(),
+        })
+        .unwrap();
+        j.write(&journal::Record {
+            tx: 2,
+            root: root.clone(),
+            committed: false,
+            files: vec![entry("t2", "b")],
+            log,
+        })
+        .unwrap();
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [1]);
+        assert_eq!(store.recovered().rolled_back, [2]);
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"new");
+        assert!(!root.join("b").exists());
+        assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
+        assert_eq!(
+            store.entries().len(),
+            1,
+            "the log line of the completed transaction"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ const SEARCH: &[&str] = &["search", "old_str", "old_string"];
 const REPLACE: &[&str] = &["replace", "new_str", "new_string"];
 const ALL: &[&str] = &["all", "replace_all"];
 /// Fields a tool call carries that mean nothing for a single-file edit.
-const IGNORED: &[&str] = &["path", "file_path", "command"];
+const PATH: &[&str] = &["path", "file_path"];
 const KNOWN: &[&str] = &[
     "regex",
     "ignore_case",
@@ -145,6 +145,7 @@ fn operation(
     op.expected = count(index, map, "expected_replacements", 1)?;
     op.scope = scope(index, map)?;
     op.if_match = string(index, map, &["if_match"])?.map(|s| s.trim().to_ascii_lowercase());
+    op.label = string(index, map, PATH)?;
     note_unknown(index, map, notes);
     Ok(op)
 }
@@ -172,18 +173,12 @@ fn scope(
 
 fn note_unknown(index: usize, map: &Map<String, Value>, notes: &mut Vec<String>) {
     let known = |k: &str| {
-        [SEARCH, REPLACE, ALL, KNOWN]
+        [SEARCH, REPLACE, ALL, KNOWN, PATH]
             .iter()
             .any(|set| set.contains(&k))
     };
     for key in map.keys().filter(|k| !known(k)) {
-        if IGNORED.contains(&key.as_str()) {
-            notes.push(format!(
-                "operation {index}: `{key}` ignored: this control file edits one file"
-            ));
-        } else {
-            notes.push(format!("operation {index}: unknown field `{key}` ignored"));
-        }
+        notes.push(format!("operation {index}: unknown field `{key}` ignored"));
     }
 }
 
@@ -266,6 +261,7 @@ mod tests {
     #[test]
     fn unknown_fields_are_noted() {
         let p = parse(r#"{"search": "a", "file_path": "x", "colour": 1}"#).unwrap();
-        assert_eq!(p.notes.len(), 2);
+        assert_eq!(p.notes, ["operation 1: unknown field `colour` ignored"]);
+        assert_eq!(p.operations[0].label.as_deref(), Some("x"));
     }
 }

@@ -130,12 +130,20 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
 fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
     let mut payload = Payload::default();
     let mut ignored: Vec<usize> = Vec::new();
+    // The last line of text before a block: in a multi-file payload, its file's path.
+    let mut label: Option<String> = None;
     let mut state = State::Outside;
     for (i, raw) in text.split('\n').enumerate() {
         let at = i + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         state = match state {
-            State::Outside => outside(line, at, same_length, &mut ignored)?,
+            State::Outside => {
+                let next = outside(line, at, same_length, &mut ignored)?;
+                if ignored.last() == Some(&at) {
+                    label = Some(line.trim().to_owned());
+                }
+                next
+            }
             State::Search {
                 open,
                 len,
@@ -196,6 +204,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                 if closer(line, len) {
                     let mut op = Operation::new(Find::Lines, joined(search), joined(lines), open);
                     op.near = near;
+                    op.label = label.take();
                     payload.operations.push(op);
                     State::Outside
                 } else if divider(line, len) {
@@ -493,6 +502,13 @@ mod tests {
             ops("<<<<<<< SEARCH>\na\n=======\nb\n>>>>>>> REPLACE"),
             [pair("a\n", "b\n")]
         );
+    }
+
+    #[test]
+    fn the_text_line_before_a_block_is_its_label() {
+        let p = parse("src/a.py\n```\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE\n").unwrap();
+        let labels: Vec<_> = p.operations.iter().map(|o| o.label.clone()).collect();
+        assert_eq!(labels, [Some("src/a.py".to_owned()), None]);
     }
 
     #[test]

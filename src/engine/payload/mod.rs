@@ -43,6 +43,9 @@ pub struct Operation {
     pub expected: Option<usize>,
     /// Hex SHA-256 the file must have before the transaction.
     pub if_match: Option<String>,
+    /// The file this operation is for, in a multi-file payload: the line of text
+    /// before a block, or a JSON `path`.
+    pub label: Option<String>,
 }
 
 impl Operation {
@@ -57,6 +60,7 @@ impl Operation {
             all: false,
             expected: None,
             if_match: None,
+            label: None,
         }
     }
 }
@@ -147,6 +151,78 @@ pub fn parse(bytes: &[u8], limit: usize) -> Result<Payload, PayloadError> {
     Ok(payload)
 }
 
+/// Reads a single-file payload: a JSON `path` means nothing here, and says so.
+pub fn parse_single(bytes: &[u8], limit: usize) -> Result<Payload, PayloadError> {
+    let mut payload = parse(bytes, limit)?;
+    let json_paths = looks_like_json(&String::from_utf8_lossy(bytes))
+        && payload.operations.iter().any(|o| o.label.is_some());
+    if json_paths {
+        payload.notes.push(
+            "`path` ignored: this control file edits one file (use .editfs/edit for several)"
+                .into(),
+        );
+    }
+    Ok(payload)
+}
+
+/// Each file's path and its operations.
+pub type Files = Vec<(String, Payload)>;
+
+/// The operations of each file of a multi-file payload, in the order the files
+/// first appear, and the notes. A block's file is the path on the line of text
+/// before it (or its JSON `path`), else the previous block's.
+pub fn parse_multi(bytes: &[u8], limit: usize) -> Result<(Files, Vec<String>), PayloadError> {
+    let payload = parse(bytes, limit)?;
+    let mut files: Vec<(String, Payload)> = Vec::new();
+    let mut current: Option<String> = None;
+    for op in payload.operations {
+        if let Some(p) = op.label.as_deref().and_then(path_in) {
+            current = Some(p);
+        }
+        let Some(path) = current.clone() else {
+            return Err(PayloadError::Structure {
+                line: op.payload_line,
+                found: "a block with no file path before it".into(),
+                expected: "the file's path, relative to the root, alone on a line before its blocks (or \"path\" in JSON)".into(),
+            });
+        };
+        match files.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, p)) => p.operations.push(op),
+            None => files.push((
+                path,
+                Payload {
+                    operations: vec![op],
+                    notes: Vec::new(),
+                },
+            )),
+        }
+    }
+    let notes = payload
+        .notes
+        .into_iter()
+        .filter(|n| !n.starts_with("ignored "))
+        .collect();
+    Ok((files, notes))
+}
+
+/// The path a label names, as agents write it: `src/a.py`, `` `src/a.py` ``,
+/// `**src/a.py**`, `src/a.py:`, `File: src/a.py`. Prose is no path.
+fn path_in(label: &str) -> Option<String> {
+    let t = label.trim();
+    let t = ["File:", "Path:", "file:", "path:"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+        .unwrap_or(t);
+    let decoration = |c| c == '`' || c == '*' || c == '"' || c == '\'';
+    let t = t
+        .trim()
+        .trim_end_matches(':')
+        .trim_matches(decoration)
+        .trim_end_matches(':')
+        .trim();
+    (!t.is_empty() && !t.contains(char::is_whitespace) && !t.starts_with('#')).then(|| t.to_owned())
+}
+
 fn looks_like_json(text: &str) -> bool {
     matches!(text.trim_start().chars().next(), Some('{' | '['))
 }
@@ -192,6 +268,41 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.operations.len(), 1);
+    }
+
+    #[test]
+    fn multi_file_payloads_group_blocks_by_path() {
+        let text = "src/a.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE\n**lib/b.rs**:\n```rust\n<<<<<<< SEARCH\ne\n=======\nf\n>>>>>>> REPLACE\n```\n";
+        let (files, _) = parse_multi(text.as_bytes(), 10_000).unwrap();
+        let shape: Vec<_> = files
+            .iter()
+            .map(|(p, pl)| (p.as_str(), pl.operations.len()))
+            .collect();
+        assert_eq!(shape, [("src/a.py", 2), ("lib/b.rs", 1)]);
+        let json = r#"[{"path": "a", "search": "x", "replace": "y"}, {"search": "z", "replace": "w"}, {"file_path": "b", "search": "1"}]"#;
+        let (files, _) = parse_multi(json.as_bytes(), 10_000).unwrap();
+        let shape: Vec<_> = files
+            .iter()
+            .map(|(p, pl)| (p.as_str(), pl.operations.len()))
+            .collect();
+        assert_eq!(shape, [("a", 2), ("b", 1)]);
+    }
+
+    #[test]
+    fn a_block_without_a_path_is_rejected_in_a_multi_file_payload() {
+        let err =
+            parse_multi(b"<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n", 1000).unwrap_err();
+        assert!(
+            matches!(err, PayloadError::Structure { line: 1, .. }),
+            "{err:?}"
+        );
+        assert!(
+            parse_multi(
+                b"Here is the change:\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n",
+                1000
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -1,0 +1,244 @@
+//! The write-ahead journal: what makes a transaction all-or-nothing across files
+//! and across crashes.
+//!
+//! A commit goes: record the temporary names (`prepared`), write and sync every
+//! new content to its temporary file, mark the record `committed` (an atomic
+//! rename: the commit point), put each file in place, append the log line, drop
+//! the record. Recovery, before anything else is served, rolls a committed record
+//! forward (finishing whatever was not yet in place) and a prepared one back
+//! (removing its temporary files), so every file of a transaction ends wholly old
+//! or wholly new, all together, and no temporary file is left in the project.
+
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+use serde::{Deserialize, Serialize};
+
+use super::{StoreError, atomic, io_err};
+
+/// One file of a transaction.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    /// Path relative to the project root.
+    pub rel: String,
+    /// Name of the temporary file holding the new content.
+    pub tmp: String,
+    /// The temporary file sits next to the target (the state directory is on another
+    /// file system) rather than in the state directory's `tmp/`.
+    pub beside: bool,
+    /// The target has other hard links: its content is copied in place, not renamed.
+    pub in_place: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub tx: u64,
+    /// The project root the paths are relative to.
+    pub root: PathBuf,
+    pub committed: bool,
+    pub files: Vec<Entry>,
+    /// The log line to append once the files are in place.
+    pub log: serde_json::Value,
+}
+
+pub struct Journal {
+    dir: PathBuf,
+}
+
+/// What recovery did, for the user.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    pub rolled_forward: Vec<u64>,
+    pub rolled_back: Vec<u64>,
+}
+
+impl Recovered {
+    pub fn is_empty(&self) -> bool {
+        self.rolled_forward.is_empty() && self.rolled_back.is_empty()
+    }
+}
+
+impl std::fmt::Display for Recovered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+        let mut parts = Vec::new();
+        if !self.rolled_forward.is_empty() {
+            parts.push(format!(
+                "completed interrupted transaction(s) {}",
+                list(&self.rolled_forward)
+            ));
+        }
+        if !self.rolled_back.is_empty() {
+            parts.push(format!(
+                "discarded unfinished transaction(s) {} (nothing had changed)",
+                list(&self.rolled_back)
+            ));
+        }
+        write!(f, "recovery: {}", parts.join("; "))
+    }
+}
+
+/// Opens the directory of `rel` beneath `root`: no `..` or symlink leads out.
+pub fn parent_beneath(root: BorrowedFd<'_>, rel: &str) -> rustix::io::Result<OwnedFd> {
+    let parent = Path::new(rel)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rustix::fs::openat2(
+        root,
+        parent,
+        flags,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )
+}
+
+fn file_name(rel: &str) -> &OsStr {
+    Path::new(rel).file_name().unwrap_or(OsStr::new("."))
+}
+
+impl Journal {
+    pub fn new(state: &Path) -> Journal {
+        Journal {
+            dir: state.join("journal"),
+        }
+    }
+
+    fn path(&self, tx: u64) -> PathBuf {
+        self.dir.join(format!("{tx}.json"))
+    }
+
+    /// Writes (or replaces) a record durably.
+    pub fn write(&self, record: &Record) -> Result<(), StoreError> {
+        fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
+        let bytes =
+            serde_json::to_vec(record).map_err(|e| io_err("encode", &self.dir)(e.into()))?;
+        atomic::write_new(&self.path(record.tx), &bytes, 0o600)
+    }
+
+    pub fn remove(&self, tx: u64) -> Result<(), StoreError> {
+        let path = self.path(tx);
+        fs::remove_file(&path).map_err(io_err("remove", &path))?;
+        atomic::sync_dir(&self.dir)
+    }
+
+    fn records(&self) -> Vec<Record> {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Record> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|e| {
+                let bytes = fs::read(e.path()).ok()?;
+                match serde_json::from_slice(&bytes) {
+                    Ok(r) => Some(r),
+                    Err(err) => {
+                        log::error!("unreadable journal record {}: {err}", e.path().display());
+                        None
+                    }
+                }
+            })
+            .collect();
+        out.sort_by_key(|r| r.tx);
+        out
+    }
+
+    /// Finishes or undoes every transaction a crash interrupted. `tmp` is the state
+    /// directory's `tmp/`; `log` appends a log line unless the log already has it.
+    pub fn recover(
+        &self,
+        tmp: BorrowedFd<'_>,
+        log: impl Fn(&serde_json::Value) -> Result<(), StoreError>,
+    ) -> Result<Recovered, StoreError> {
+        let mut done = Recovered::default();
+        for record in self.records() {
+            let root = atomic::open_dir(&record.root)?;
+            if record.committed {
+                for e in &record.files {
+                    install(root.as_fd(), tmp, e)?;
+                }
+                log(&record.log)?;
+                done.rolled_forward.push(record.tx);
+            } else {
+                for e in &record.files {
+                    discard(root.as_fd(), tmp, e);
+                }
+                done.rolled_back.push(record.tx);
+            }
+            self.remove(record.tx)?;
+        }
+        Ok(done)
+    }
+}
+
+/// The directory the temporary file of `e` lives in.
+pub fn tmp_dir_of(
+    root: BorrowedFd<'_>,
+    tmp: BorrowedFd<'_>,
+    e: &Entry,
+) -> Result<OwnedFd, StoreError> {
+    match e.beside {
+        true => parent_beneath(root, &e.rel)
+            .map_err(|err| io_err("open the directory of", Path::new(&e.rel))(err.into())),
+        false => rustix::io::dup(tmp).map_err(|err| io_err("open", Path::new("tmp"))(err.into())),
+    }
+}
+
+/// Puts the new content of `e` in place; does nothing if it already is (no temp file left).
+pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
+    let base = tmp_dir_of(root, tmp, e)?;
+    let dir = parent_beneath(root, &e.rel)
+        .map_err(|err| io_err("open the directory of", Path::new(&e.rel))(err.into()))?;
+    let name = file_name(&e.rel);
+    match rustix::fs::statat(&base, e.tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(err) => return Err(io_err("stat", Path::new(&e.tmp))(err.into())),
+        Ok(_) => {}
+    }
+    if e.in_place {
+        copy_in_place(base.as_fd(), &e.tmp, dir.as_fd(), name)?;
+        rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty())
+            .map_err(|err| io_err("remove", Path::new(&e.tmp))(err.into()))?;
+    } else {
+        rustix::fs::renameat(&base, e.tmp.as_str(), &dir, name)
+            .map_err(|err| io_err("rename into place", Path::new(&e.rel))(err.into()))?;
+    }
+    rustix::fs::fsync(&dir)
+        .map_err(|err| io_err("sync the directory of", Path::new(&e.rel))(err.into()))
+}
+
+fn copy_in_place(
+    base: BorrowedFd<'_>,
+    tmp: &str,
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+) -> Result<(), StoreError> {
+    let err = |action| move |e: rustix::io::Errno| io_err(action, Path::new(tmp))(e.into());
+    let src = rustix::fs::openat(base, tmp, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(err("open"))?;
+    let mut bytes = Vec::new();
+    File::from(src)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_err("read", Path::new(tmp))(e))?;
+    let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dst =
+        rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(err("open the target of"))?;
+    let mut dst = File::from(dst);
+    dst.write_all(&bytes)
+        .map_err(|e| io_err("write", Path::new(name))(e))?;
+    dst.sync_all()
+        .map_err(|e| io_err("sync", Path::new(name))(e))
+}
+
+/// Removes the temporary file of `e`, if any.
+pub fn discard(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
+    if let Ok(base) = tmp_dir_of(root, tmp, e) {
+        let _ = rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty());
+    }
+}

@@ -1,0 +1,275 @@
+//! File versions, stored once by content: `objects/<sha256>`.
+//!
+//! A snapshot is a hard link to an object, so a pre-image that many transactions
+//! share costs its bytes once, and dropping a snapshot frees its object when no
+//! other name links to it. `snapshots/<path>/<tx>` holds the file as it was before
+//! transaction `tx` (shown in the mount), `versions/<path>/<tx>` as it was after
+//! (for `editfs show` and `editfs undo`).
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use super::{StoreError, atomic, io_err};
+use crate::engine::sha256_hex;
+
+/// Which side of a transaction a kept version is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Before the transaction: `snapshots/`.
+    Pre,
+    /// After it: `versions/`.
+    Post,
+}
+
+impl Side {
+    fn dir(self) -> &'static str {
+        match self {
+            Side::Pre => "snapshots",
+            Side::Post => "versions",
+        }
+    }
+}
+
+/// `rel` as a relative path with no `..`, `.` or root, so a name stays inside its tree.
+pub fn safe_rel(rel: &str) -> String {
+    let parts: Vec<String> = Path::new(rel)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        "_".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+pub struct Objects {
+    state: PathBuf,
+}
+
+impl Objects {
+    pub fn new(state: &Path) -> Objects {
+        Objects {
+            state: state.to_owned(),
+        }
+    }
+
+    fn object(&self, sha: &str) -> PathBuf {
+        self.state.join("objects").join(sha)
+    }
+
+    /// Stores `bytes` (once) and returns their SHA-256.
+    pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let sha = sha256_hex(bytes);
+        let path = self.object(&sha);
+        if !path.exists() {
+            let dir = self.state.join("objects");
+            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+            atomic::write_new(&path, bytes, 0o444)?;
+        }
+        Ok(sha)
+    }
+
+    /// The name of version `side` of `rel` at transaction `tx`, relative to the state directory.
+    pub fn name(side: Side, rel: &str, tx: u64) -> String {
+        format!("{}/{}/{tx}", side.dir(), safe_rel(rel))
+    }
+
+    /// Keeps `bytes` as version `side` of `rel` at `tx`; returns the name.
+    pub fn keep(&self, side: Side, rel: &str, tx: u64, bytes: &[u8]) -> Result<String, StoreError> {
+        let sha = self.put(bytes)?;
+        let name = Objects::name(side, rel, tx);
+        let link = self.state.join(&name);
+        if let Some(dir) = link.parent() {
+            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+        }
+        match fs::hard_link(self.object(&sha), &link) {
+            Ok(()) => Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(name),
+            Err(e) => Err(io_err("link", &link)(e)),
+        }
+    }
+
+    /// The bytes of version `side` of `rel` at `tx`, if kept.
+    pub fn read(&self, side: Side, rel: &str, tx: u64) -> Option<Vec<u8>> {
+        fs::read(self.state.join(Objects::name(side, rel, tx))).ok()
+    }
+
+    /// Transactions that kept a version `side` of `rel`, oldest first.
+    pub fn txs(&self, side: Side, rel: &str) -> Vec<u64> {
+        let dir = self.state.join(side.dir()).join(safe_rel(rel));
+        let mut txs: Vec<u64> = fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        txs.sort_unstable();
+        txs
+    }
+
+    /// Drops the oldest versions of `rel` beyond `keep`; returns the bytes freed.
+    pub fn prune(&self, rel: &str, keep: usize) -> u64 {
+        let mut freed = 0;
+        for side in [Side::Pre, Side::Post] {
+            let txs = self.txs(side, rel);
+            for tx in &txs[..txs.len().saturating_sub(keep)] {
+                freed += self.drop_version(side, rel, *tx);
+            }
+        }
+        freed
+    }
+
+    /// Removes one version; frees its object when nothing else links to it.
+    fn drop_version(&self, side: Side, rel: &str, tx: u64) -> u64 {
+        let link = self.state.join(Objects::name(side, rel, tx));
+        let Ok(meta) = fs::metadata(&link) else {
+            return 0;
+        };
+        if fs::remove_file(&link).is_err() {
+            return 0;
+        }
+        // The object's own name is the last link: nothing needs it any more.
+        if meta.nlink() == 2 {
+            let sha = self.objects_with_inode(meta.ino());
+            if let Some(object) = sha
+                && fs::remove_file(&object).is_ok()
+            {
+                return meta.len();
+            }
+        }
+        0
+    }
+
+    fn objects_with_inode(&self, ino: u64) -> Option<PathBuf> {
+        fs::read_dir(self.state.join("objects"))
+            .ok()?
+            .flatten()
+            .find(|e| e.metadata().is_ok_and(|m| m.ino() == ino))
+            .map(|e| e.path())
+    }
+
+    /// Bytes the objects take.
+    pub fn total(&self) -> u64 {
+        fs::read_dir(self.state.join("objects"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Drops the oldest versions of every file until the objects take at most `cap` bytes.
+    pub fn cap(&self, cap: u64) {
+        let mut total = self.total();
+        if total <= cap {
+            return;
+        }
+        let mut all: Vec<(u64, Side, String)> = Vec::new();
+        for side in [Side::Pre, Side::Post] {
+            for rel in self.files(side) {
+                all.extend(
+                    self.txs(side, &rel)
+                        .into_iter()
+                        .map(|tx| (tx, side, rel.clone())),
+                );
+            }
+        }
+        all.sort_by_key(|(tx, ..)| *tx);
+        for (tx, side, rel) in all {
+            if total <= cap {
+                break;
+            }
+            total = total.saturating_sub(self.drop_version(side, &rel, tx));
+        }
+    }
+
+    /// Every file that has versions on `side`, as paths relative to the project.
+    fn files(&self, side: Side) -> Vec<String> {
+        let root = self.state.join(side.dir());
+        let mut out = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                if e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+                    && path.is_file()
+                {
+                    if let Ok(rel) = dir.strip_prefix(&root) {
+                        out.push(rel.to_string_lossy().into_owned());
+                    }
+                    break;
+                }
+                if path.is_dir() {
+                    stack.push(path);
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_versions_are_stored_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        o.keep(Side::Pre, "a.txt", 1, b"same").unwrap();
+        o.keep(Side::Pre, "b/c.txt", 2, b"same").unwrap();
+        assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 1);
+        assert_eq!(o.read(Side::Pre, "b/c.txt", 2).unwrap(), b"same");
+        assert_eq!(o.txs(Side::Pre, "a.txt"), [1]);
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_and_frees_unlinked_objects() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        for tx in 1..=5 {
+            o.keep(Side::Pre, "a", tx, format!("v{tx}").as_bytes())
+                .unwrap();
+        }
+        o.prune("a", 2);
+        assert_eq!(o.txs(Side::Pre, "a"), [4, 5]);
+        assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn the_size_cap_drops_the_oldest_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        for tx in 1..=4 {
+            o.keep(Side::Pre, &format!("f{tx}"), tx, &[tx as u8; 100])
+                .unwrap();
+        }
+        o.cap(250);
+        assert!(o.txs(Side::Pre, "f1").is_empty() && o.txs(Side::Pre, "f2").is_empty());
+        assert_eq!(o.txs(Side::Pre, "f4"), [4]);
+    }
+
+    #[test]
+    fn names_cannot_escape() {
+        assert_eq!(safe_rel("../../etc/passwd"), "etc/passwd");
+        assert_eq!(safe_rel("/abs/x"), "abs/x");
+        assert_eq!(safe_rel(".."), "_");
+    }
+}

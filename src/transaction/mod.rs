@@ -1,0 +1,255 @@
+//! Transactions end to end: lock, read, let the engine decide, commit through the
+//! journal, log. Shared by `editfs apply` and the mount.
+//!
+//! `run` edits one file, `multi::run` several at once, `undo::run` restores a kept
+//! version. Each is one transaction id, logged whatever its outcome.
+
+pub mod multi;
+pub mod undo;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::engine::{self, ErrorReport, Options, Outcome, Report};
+use crate::store::journal::parent_beneath;
+use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
+
+/// Where a transaction acts: paths are resolved beneath `root` (no `..` or
+/// symlink leads out of it) and never follow their last component.
+#[derive(Clone, Copy)]
+pub struct Root<'a> {
+    pub fd: BorrowedFd<'a>,
+    /// Its path, for recovery after a crash.
+    pub path: &'a Path,
+}
+
+/// The process a transaction is made for, as the log and `editfs history` show it.
+#[derive(Clone, Debug, Default)]
+pub struct Who {
+    pub pid: u32,
+    pub command: String,
+}
+
+impl Who {
+    /// The process `pid`, named from /proc when it can be.
+    pub fn process(pid: u32) -> Who {
+        let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .replace('\0', " ")
+                    .trim()
+                    .to_owned()
+            })
+            .unwrap_or_default();
+        Who { pid, command }
+    }
+}
+
+/// The file one transaction edits.
+pub struct Target<'a> {
+    pub root: Root<'a>,
+    /// Its path beneath the root; also its name in snapshots and the log.
+    pub rel: &'a str,
+    /// Its name in the report.
+    pub label: &'a str,
+    pub who: &'a Who,
+}
+
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// Runs `payload` against `target`. Failures of the file system come back as a
+/// failed report (kind `io`), with the file untouched.
+pub fn run(store: Option<&Store>, target: &Target<'_>, payload: &[u8], opts: &Options) -> Report {
+    let Some(store) = store else {
+        let mut report = stamp(unstored(target, payload, opts), target.label);
+        report.notes.push(
+            "no state directory (.editfs/) here: no snapshot or log was kept; pass --state-dir DIR to keep them".into(),
+        );
+        return report;
+    };
+    let lock = match store.lock() {
+        Ok(lock) => lock,
+        Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+    };
+    stored(store, &lock, target, payload, opts)
+}
+
+fn stored(
+    store: &Store,
+    lock: &Lock,
+    target: &Target<'_>,
+    payload: &[u8],
+    opts: &Options,
+) -> Report {
+    let (file, original) = match read(target.root, target.rel) {
+        Ok(o) => o,
+        Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+    };
+    let edit = engine::apply(target.label, original.as_deref(), payload, opts);
+    let mut report = stamp(edit.report, target.label);
+    match store.next_tx(lock) {
+        Ok(tx) => report.tx = tx,
+        Err(e) => return stamp(io_failure(e, report.sha256), target.label),
+    }
+    let entry = log_entry("edit", &report, &[(target.rel, &report)], target.who);
+    let Some(new) = edit.content else {
+        if let Err(e) = store.log(&entry) {
+            report
+                .notes
+                .push(format!("the log could not be written: {e}"));
+        }
+        return report;
+    };
+    let change = Change {
+        rel: target.rel,
+        old: file.as_ref(),
+        pre: original.as_deref(),
+        new: &new,
+    };
+    match store.commit(
+        lock,
+        report.tx,
+        (target.root.fd, target.root.path),
+        &[change],
+        entry,
+    ) {
+        Ok(kept) => {
+            report.snapshot = kept.into_iter().next().flatten();
+            report
+        }
+        Err(e) => failed_commit(e, report, original.as_deref()),
+    }
+}
+
+/// Without a state directory: no journal, no snapshot, one atomic rename.
+fn unstored(target: &Target<'_>, payload: &[u8], opts: &Options) -> Report {
+    let (file, original) = match read(target.root, target.rel) {
+        Ok(o) => o,
+        Err(e) => return io_failure(e, engine::sha256_hex(b"")),
+    };
+    let edit = engine::apply(target.label, original.as_deref(), payload, opts);
+    let Some(new) = edit.content else {
+        return edit.report;
+    };
+    let name = Path::new(target.rel).file_name().unwrap_or_default();
+    let written = parent_beneath(target.root.fd, target.rel)
+        .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into()))
+        .and_then(|dir| {
+            atomic::replace(
+                std::os::fd::AsFd::as_fd(&dir),
+                name,
+                &new,
+                file.as_ref(),
+                None,
+            )
+        });
+    match written {
+        Ok(()) => edit.report,
+        Err(e) => failed_commit(e, edit.report, original.as_deref()),
+    }
+}
+
+/// A report that was going to succeed, turned into an I/O failure.
+pub fn failed_commit(e: StoreError, report: Report, original: Option<&[u8]>) -> Report {
+    let mut failed = io_failure(e, engine::sha256_hex(original.unwrap_or_default()));
+    failed.tx = report.tx;
+    failed.file = report.file;
+    failed.time = report.time;
+    failed.total = report.total;
+    failed.operations = report.operations;
+    failed
+}
+
+pub fn stamp(mut report: Report, label: &str) -> Report {
+    report.file = label.to_owned();
+    report.time = now();
+    report
+}
+
+/// The file `rel` beneath `root`, open, and its bytes; neither when it does not exist.
+pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>), StoreError> {
+    let dir = parent_beneath(root.fd, rel).map_err(|e| {
+        let why = match e {
+            rustix::io::Errno::XDEV => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the path leaves the project",
+            ),
+            other => other.into(),
+        };
+        io_err("open the directory of", Path::new(rel))(why)
+    })?;
+    let name = Path::new(rel).file_name().unwrap_or_default();
+    let Some(mut file) = atomic::open_existing(std::os::fd::AsFd::as_fd(&dir), name)? else {
+        return Ok((None, None));
+    };
+    let meta = file.metadata().map_err(io_err("stat", Path::new(rel)))?;
+    if !meta.is_file() {
+        let e = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(io_err("edit", Path::new(rel))(e));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(io_err("read", Path::new(rel)))?;
+    Ok((Some(file), Some(bytes)))
+}
+
+pub fn io_failure(e: StoreError, sha: String) -> Report {
+    let mut report = Report::new(Outcome::Failed, sha);
+    report.error = Some(ErrorReport {
+        kind: "io",
+        operation: None,
+        message: e.to_string(),
+        hint: Some(
+            "the edit itself was not the problem; fix the file system error and send it again"
+                .into(),
+        ),
+        closest: None,
+    });
+    report
+}
+
+/// One log line: the transaction, and each file it touched (or would have).
+pub fn log_entry(
+    kind: &str,
+    head: &Report,
+    files: &[(&str, &Report)],
+    who: &Who,
+) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = files
+        .iter()
+        .map(|(rel, r)| {
+            let (added, removed) = r.diff.as_deref().map_or((0, 0), count_changes);
+            json!({ "file": rel, "sha256": r.sha256, "lines_added": added, "lines_removed": removed })
+        })
+        .collect();
+    json!({
+        "tx": head.tx,
+        "time": head.time,
+        "kind": kind,
+        "outcome": head.outcome,
+        "applied": head.applied,
+        "total": head.total,
+        "files": files,
+        "error": head.error.as_ref().map(|e| e.kind),
+        "pid": who.pid,
+        "command": who.command,
+    })
+}
+
+fn count_changes(diff: &str) -> (usize, usize) {
+    let body = diff
+        .lines()
+        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"));
+    body.fold((0, 0), |(a, r), l| match l.as_bytes().first() {
+        Some(b'+') => (a + 1, r),
+        Some(b'-') => (a, r + 1),
+        _ => (a, r),
+    })
+}

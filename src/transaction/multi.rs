@@ -1,0 +1,310 @@
+//! Several files in one transaction: all change or none does.
+//!
+//! Every file's operations run first; only if all of them apply is anything
+//! written, and then through one journal record, so a crash leaves every file
+//! wholly old or wholly new, all together.
+
+use std::fmt;
+use std::fs::File;
+use std::path::{Component, Path};
+
+use serde::Serialize;
+
+use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
+use crate::engine::payload::{self, Payload};
+use crate::engine::{self, ErrorReport, Options, Outcome, Report};
+use crate::store::{Change, STATE_DIR, Store};
+
+/// The report of a multi-file transaction: one section per file.
+#[derive(Clone, Debug, Serialize)]
+pub struct MultiReport {
+    pub tx: u64,
+    pub time: String,
+    pub outcome: Outcome,
+    pub files: Vec<Report>,
+    /// The first failure, naming its file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+    pub notes: Vec<String>,
+}
+
+impl MultiReport {
+    fn new(outcome: Outcome) -> MultiReport {
+        MultiReport {
+            tx: 0,
+            time: now(),
+            outcome,
+            files: Vec::new(),
+            error: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    fn fail(&mut self, outcome: Outcome, file: &str, e: &ErrorReport) {
+        if self.error.is_none() {
+            let mut e = e.clone();
+            e.message = format!("{file}: {}", e.message);
+            self.error = Some(e);
+        }
+        self.outcome = outcome;
+    }
+}
+
+impl fmt::Display for MultiReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self.outcome {
+            Outcome::Ok => "OK",
+            Outcome::Failed => "FAILED",
+            Outcome::Rejected => "REJECTED",
+        };
+        writeln!(
+            f,
+            "{word} {} file(s) (tx {}, {})",
+            self.files.len(),
+            self.tx,
+            self.time
+        )?;
+        if self.outcome != Outcome::Ok {
+            writeln!(f, "nothing was changed: every file is exactly as it was")?;
+        }
+        if let Some(e) = &self.error {
+            writeln!(f, "error ({}): {}", e.kind, e.message)?;
+            if let Some(h) = &e.hint {
+                writeln!(f, "hint: {h}")?;
+            }
+        }
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
+        for r in &self.files {
+            writeln!(f, "\n==== {}", r.file)?;
+            write!(f, "{r}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a path in a payload cannot be edited, if it cannot.
+fn bad_path(rel: &str) -> Option<&'static str> {
+    let p = Path::new(rel);
+    if p.is_absolute() {
+        return Some("absolute paths are refused: give the path relative to the root");
+    }
+    if p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Some("`..` is refused: the path must stay inside the root");
+    }
+    if p.components()
+        .next()
+        .is_some_and(|c| c.as_os_str() == STATE_DIR)
+    {
+        return Some("the state directory cannot be edited");
+    }
+    if p.file_name().is_none() {
+        return Some("the path names no file");
+    }
+    None
+}
+
+fn error(kind: &'static str, message: String, hint: &str) -> ErrorReport {
+    ErrorReport {
+        kind,
+        operation: None,
+        message,
+        hint: Some(hint.into()),
+        closest: None,
+    }
+}
+
+/// One file's decision, before anything is written.
+struct Decided {
+    rel: String,
+    file: Option<File>,
+    original: Option<Vec<u8>>,
+    edit: engine::Edit,
+}
+
+/// Runs a multi-file `payload` against the files beneath `root`.
+pub fn run(
+    store: Option<&Store>,
+    root: Root<'_>,
+    payload: &[u8],
+    opts: &Options,
+    who: &Who,
+) -> MultiReport {
+    let (files, notes) = match payload::parse_multi(payload, opts.max_payload) {
+        Ok(f) => f,
+        Err(e) => {
+            let mut r = MultiReport::new(Outcome::Rejected);
+            r.error = Some(error(e.kind(), e.to_string(), &e.hint()));
+            return r;
+        }
+    };
+    let lock = match store.map(Store::lock).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            let mut r = MultiReport::new(Outcome::Failed);
+            r.error = io_failure(e, String::new()).error;
+            return r;
+        }
+    };
+    let mut report = MultiReport::new(Outcome::Ok);
+    report.notes = notes;
+    let decided = decide(root, files, opts, &mut report);
+    if let (Some(s), Some(l)) = (store, &lock) {
+        match s.next_tx(l) {
+            Ok(tx) => report.tx = tx,
+            Err(e) => {
+                report.error = io_failure(e, String::new()).error;
+                report.outcome = Outcome::Failed;
+                return report;
+            }
+        }
+    }
+    for r in &mut report.files {
+        r.tx = report.tx;
+    }
+    let rels: Vec<(&str, &Report)> = decided
+        .iter()
+        .map(|d| (d.rel.as_str(), &d.edit.report))
+        .collect();
+    let head = Report {
+        tx: report.tx,
+        time: report.time.clone(),
+        outcome: report.outcome,
+        ..Report::new(report.outcome, String::new())
+    };
+    let entry = log_entry("edit", &head, &rels, who);
+    if report.outcome != Outcome::Ok {
+        if let Some(s) = store {
+            let _ = s.log(&entry);
+        }
+        return report;
+    }
+    commit(store, lock.as_ref(), root, decided, entry, &mut report);
+    if store.is_none() {
+        report.notes.push("no state directory: no snapshot or log was kept, and a crash mid-commit could leave some files changed".into());
+    }
+    report
+}
+
+/// Runs every file's operations; records each file's report and the first failure.
+fn decide(
+    root: Root<'_>,
+    files: Vec<(String, Payload)>,
+    opts: &Options,
+    report: &mut MultiReport,
+) -> Vec<Decided> {
+    let mut decided = Vec::new();
+    for (rel, ops) in files {
+        if let Some(why) = bad_path(&rel) {
+            let e = error(
+                "bad_path",
+                format!("{rel}: {why}"),
+                "use a path relative to the root, inside it",
+            );
+            let mut r = stamp(Report::new(Outcome::Rejected, String::new()), &rel);
+            r.error = Some(e.clone());
+            report.fail(Outcome::Rejected, &rel, &e);
+            report.files.push(r);
+            continue;
+        }
+        match read(root, &rel) {
+            Ok((file, original)) => {
+                let edit = engine::apply_parsed(&rel, original.as_deref(), ops, opts);
+                let r = stamp(edit.report.clone(), &rel);
+                if let Some(e) = &r.error {
+                    report.fail(r.outcome, &rel, e);
+                }
+                report.files.push(r);
+                decided.push(Decided {
+                    rel,
+                    file,
+                    original,
+                    edit,
+                });
+            }
+            Err(e) => {
+                let r = stamp(io_failure(e, String::new()), &rel);
+                if let Some(e) = &r.error {
+                    report.fail(Outcome::Failed, &rel, e);
+                }
+                report.files.push(r);
+            }
+        }
+    }
+    decided
+}
+
+fn commit(
+    store: Option<&Store>,
+    lock: Option<&crate::store::Lock>,
+    root: Root<'_>,
+    decided: Vec<Decided>,
+    entry: serde_json::Value,
+    report: &mut MultiReport,
+) {
+    let changing: Vec<&Decided> = decided
+        .iter()
+        .filter(|d| d.edit.content.is_some())
+        .collect();
+    let changes: Vec<Change<'_>> = changing
+        .iter()
+        .map(|d| Change {
+            rel: &d.rel,
+            old: d.file.as_ref(),
+            pre: d.original.as_deref(),
+            new: d.edit.content.as_deref().unwrap_or_default(),
+        })
+        .collect();
+    let result = match (store, lock) {
+        (Some(s), Some(l)) => s.commit(l, report.tx, (root.fd, root.path), &changes, entry),
+        _ => install_unjournaled(root, &changes).map(|()| vec![None; changes.len()]),
+    };
+    match result {
+        Ok(kept) => {
+            for (d, k) in changing.iter().zip(kept) {
+                if let Some(r) = report.files.iter_mut().find(|r| r.file == d.rel) {
+                    r.snapshot = k;
+                }
+            }
+        }
+        Err(e) => {
+            let failed = failed_commit(e, Report::new(Outcome::Failed, String::new()), None);
+            report.error = failed.error;
+            report.outcome = Outcome::Failed;
+        }
+    }
+}
+
+/// Without a state directory there is no journal: each file is replaced atomically, in turn.
+fn install_unjournaled(
+    root: Root<'_>,
+    changes: &[Change<'_>],
+) -> Result<(), crate::store::StoreError> {
+    for c in changes {
+        let dir = crate::store::journal::parent_beneath(root.fd, c.rel).map_err(|e| {
+            crate::store::io_err("open the directory of", Path::new(c.rel))(e.into())
+        })?;
+        let name = Path::new(c.rel).file_name().unwrap_or_default();
+        crate::store::atomic::replace(std::os::fd::AsFd::as_fd(&dir), name, c.new, c.old, None)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_must_stay_inside_the_root() {
+        assert!(bad_path("/etc/passwd").is_some());
+        assert!(bad_path("../x").is_some());
+        assert!(bad_path("a/../../x").is_some());
+        assert!(bad_path(".editfs/log").is_some());
+        assert!(bad_path("src/a.rs").is_none());
+    }
+}
