@@ -128,7 +128,12 @@ impl Store {
         store.recovered = store
             .journal
             .recover(store.tmp.as_fd(), |line| store.log_once(line))?;
-        let swept = atomic::sweep(&dir.join("tmp"));
+        // Temporary files of writes a crash cut short: the commit's, and those of
+        // the journal, objects and counter (written whole or not at all).
+        let swept: usize = ["tmp", "journal", "objects", ""]
+            .iter()
+            .map(|d| atomic::sweep(&dir.join(d)))
+            .sum();
         drop(lock);
         if swept > 0 {
             log::info!("removed {swept} temporary file(s) left by an interrupted commit");
