@@ -262,3 +262,73 @@ grep -c '^line ' many.txt; ls new-*.txt | wc -l"#;
         ["40", "40"]
     );
 }
+
+#[test]
+fn a_multi_file_transaction_through_the_state_directory() {
+    let m = mount!();
+    m.ok(r#"cat > .editfs/edit <<'EOF'
+app.py
+<<<<<<< SEARCH
+    print("Goodbye, " + name)
+=======
+    print("Bye, " + name)
+>>>>>>> REPLACE
+
+lib/util.txt
+<<<<<<< SEARCH
+two
+=======
+2
+>>>>>>> REPLACE
+EOF"#);
+    let status = m.ok("cat .editfs/status");
+    assert!(status.starts_with("OK 2 file(s) (tx 1"), "{status}");
+    assert!(m.ok("cat app.py").contains("Bye, "));
+    assert_eq!(m.ok("cat lib/util.txt"), "one\n2\nthree\n");
+    assert!(
+        m.ok("cat lib/util.txt.status")
+            .starts_with("OK lib/util.txt (tx 1")
+    );
+    let failed = m.sh("printf 'app.py\\n<<<<<<< SEARCH\\nnot there\\n=======\\nx\\n>>>>>>> REPLACE\\nlib/util.txt\\n<<<<<<< SEARCH\\none\\n=======\\n1\\n>>>>>>> REPLACE\\n' | cat > .editfs/edit");
+    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(
+        m.ok("cat lib/util.txt"),
+        "one\n2\nthree\n",
+        "all or nothing"
+    );
+    assert!(
+        m.ok("cat .editfs/status.json")
+            .contains("\"outcome\": \"failed\"")
+    );
+}
+
+#[test]
+fn a_shell_edit_gets_a_pre_image_and_can_be_undone_from_inside() {
+    let m = mount!("--no-snapshot", "*.o");
+    m.ok("sed -i s/two/TWO/ lib/util.txt");
+    assert_eq!(m.ok("cat lib/util.txt"), "one\nTWO\nthree\n");
+    assert_eq!(
+        m.ok("cat .editfs/snapshots/lib/util.txt/*"),
+        "one\ntwo\nthree\n"
+    );
+    let history = m.ok("cat .editfs/history");
+    assert!(
+        history.contains("direct") && history.contains("lib/util.txt"),
+        "{history}"
+    );
+    m.ok("echo lib/util.txt > .editfs/undo");
+    assert!(m.ok("cat .editfs/status").starts_with("OK lib/util.txt"));
+    assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
+    // The undo is a transaction too: undone again, the shell edit is back.
+    m.ok("echo lib/util.txt > .editfs/undo");
+    assert_eq!(m.ok("cat lib/util.txt"), "one\nTWO\nthree\n");
+    m.ok("echo obj > x.o && echo more >> x.o");
+    assert!(!m.ok("ls .editfs/snapshots").contains("x.o"));
+    let bad = m.sh("echo 'a b c d' | cat > .editfs/undo");
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "a malformed undo fails its close"
+    );
+    assert!(m.ok("cat .editfs/status").starts_with("REJECTED"));
+}

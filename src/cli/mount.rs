@@ -8,7 +8,8 @@ use std::process::{Command, ExitCode, Stdio};
 
 use clap::ArgAction;
 
-use editfs::mount::{self, MountConfig, Settings, Suffixes};
+use editfs::mount::{self, MountConfig, Policy, Settings, Suffixes};
+use editfs::store::Retention;
 
 use super::options::EngineArgs;
 
@@ -59,6 +60,19 @@ pub struct MountArgs {
     /// Threads serving requests
     #[arg(long, value_name = "N", default_value_t = 4)]
     threads: usize,
+    /// Versions kept per file, before and after (the oldest go first)
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    keep: usize,
+    /// Bytes all kept versions may take (K, M, G suffixes); the oldest go first
+    #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "1G")]
+    keep_bytes: usize,
+    /// Take no pre-image of direct writes to these paths: a name (`*.o`) matches anywhere,
+    /// a path (`target/**`) from SOURCE; repeatable
+    #[arg(long, value_name = "GLOB", action = ArgAction::Append)]
+    no_snapshot: Vec<String>,
+    /// Take no pre-image of direct writes to files larger than this
+    #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "16M")]
+    snapshot_max_size: usize,
     /// Internal: report readiness on standard output (used by --daemon)
     #[arg(long, hide = true)]
     ready_on_stdout: bool,
@@ -72,8 +86,10 @@ pub struct UnmountArgs {
 }
 
 impl MountArgs {
-    fn config(&self) -> MountConfig {
-        MountConfig {
+    fn config(&self) -> Result<MountConfig, String> {
+        let preimages = Policy::new(&self.no_snapshot, self.snapshot_max_size as u64)
+            .map_err(|e| format!("--no-snapshot: {e}"))?;
+        Ok(MountConfig {
             source: self.source.clone(),
             mountpoint: self.mountpoint.clone(),
             state_dir: self.state_dir.clone(),
@@ -85,6 +101,7 @@ impl MountArgs {
                 show_control_files: self.show_control_files,
                 edits_only: self.edits_only,
                 engine: self.engine.options(),
+                preimages,
             },
             options: self
                 .options
@@ -93,7 +110,11 @@ impl MountArgs {
                 .map(str::to_owned)
                 .collect(),
             threads: self.threads,
-        }
+            retention: Retention {
+                keep: self.keep,
+                cap: self.keep_bytes as u64,
+            },
+        })
     }
 
     /// This command line for the background process.
@@ -119,6 +140,14 @@ impl MountArgs {
         a.push(format!("--status-suffix={}", self.status_suffix));
         a.extend(self.options.iter().map(|o| format!("-o{o}")));
         a.push(format!("--threads={}", self.threads));
+        a.push(format!("--keep={}", self.keep));
+        a.push(format!("--keep-bytes={}", self.keep_bytes));
+        a.push(format!("--snapshot-max-size={}", self.snapshot_max_size));
+        a.extend(
+            self.no_snapshot
+                .iter()
+                .map(|g| format!("--no-snapshot={g}")),
+        );
         a.push("--ready-on-stdout".into());
         a
     }
@@ -138,7 +167,14 @@ pub fn run(args: MountArgs) -> ExitCode {
         let _ = rustix::process::setsid();
     }
     let (source, mountpoint) = (args.source.clone(), args.mountpoint.clone());
-    let result = mount::serve(args.config(), || {
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("editfs mount: {e}");
+            return ExitCode::from(super::USAGE);
+        }
+    };
+    let result = mount::serve(config, || {
         if report_ready {
             println!("ready");
             let _ = std::io::stdout().flush();

@@ -61,7 +61,8 @@ impl EngineArgs {
     }
 }
 
-fn parse_size(s: &str) -> Result<usize, String> {
+/// A size in bytes, with an optional K, M or G suffix.
+pub fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
     let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => s.split_at(i),
@@ -74,7 +75,8 @@ fn parse_size(s: &str) -> Result<usize, String> {
         "" | "B" => 1,
         "K" | "KB" | "KIB" => 1024,
         "M" | "MB" | "MIB" => 1024 * 1024,
-        _ => return Err(format!("unknown unit in `{s}`: use K or M")),
+        "G" | "GB" | "GIB" => 1024 * 1024 * 1024,
+        _ => return Err(format!("unknown unit in `{s}`: use K, M or G")),
     };
     n.checked_mul(factor)
         .ok_or_else(|| format!("`{s}` is too large"))

@@ -79,6 +79,8 @@ pub struct Settings {
     pub show_control_files: bool,
     pub edits_only: bool,
     pub engine: engine::Options,
+    /// Which direct writes get a pre-image.
+    pub preimages: super::preimage::Policy,
 }
 
 /// A name in an open directory: where `*at` calls act.

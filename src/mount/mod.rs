@@ -9,6 +9,7 @@ mod fs;
 mod names;
 mod nodes;
 mod ops;
+mod preimage;
 mod source;
 mod state;
 
@@ -22,8 +23,9 @@ use signal_hook::iterator::Signals;
 
 pub use fs::Settings;
 pub use names::Suffixes;
+pub use preimage::Policy;
 
-use crate::store::{STATE_DIR, Store, StoreError};
+use crate::store::{Retention, STATE_DIR, Store, StoreError};
 
 /// Everything `editfs mount` was asked to do.
 pub struct MountConfig {
@@ -34,6 +36,7 @@ pub struct MountConfig {
     /// `-o` options, one per element (already split at commas).
     pub options: Vec<String>,
     pub threads: usize,
+    pub retention: Retention,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,7 +144,10 @@ fn raise_fd_limit() {
 /// `ready` runs once the mount is in place.
 pub fn serve(cfg: MountConfig, ready: impl FnOnce()) -> Result<(), MountError> {
     let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
-    let store = Store::open(&state_dir(&src, cfg.state_dir.as_deref()))?;
+    let store = Store::open_with(&state_dir(&src, cfg.state_dir.as_deref()), cfg.retention)?;
+    if !store.recovered().is_empty() {
+        eprintln!("editfs: {}", store.recovered());
+    }
     raise_fd_limit();
     let source = source::Source::open(&src).map_err(|e| MountError::Source {
         path: src.clone(),

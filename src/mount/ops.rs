@@ -20,7 +20,8 @@ use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
 use super::control::slice;
 use super::fs::{
-    Core, EditFs, Entry, Handle, Job, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of,
+    Core, EditFs, Entry, Handle, Job, Loc, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type,
+    id_of,
 };
 use super::names::Control;
 use super::nodes::{Kind, ROOT, real_id};
@@ -111,6 +112,14 @@ fn read_at(file: &File, offset: u64, size: usize) -> Res<Vec<u8>> {
     }
     buf.truncate(size);
     Ok(buf)
+}
+
+/// The attribute changes of one setattr request.
+struct Set {
+    mode: Option<u32>,
+    owner: (Option<u32>, Option<u32>),
+    size: Option<u64>,
+    times: (Option<TimeOrNow>, Option<TimeOrNow>),
 }
 
 fn is_write(flags: OpenFlags) -> bool {
@@ -247,15 +256,13 @@ impl Core {
         Ok(dir)
     }
 
-    fn setattr_real(
-        &self,
-        ino: u64,
-        fh: Option<u64>,
-        mode: Option<u32>,
-        owner: (Option<u32>, Option<u32>),
-        size: Option<u64>,
-        times: (Option<TimeOrNow>, Option<TimeOrNow>),
-    ) -> Res<()> {
+    fn setattr_real(&self, ino: u64, pid: u32, fh: Option<u64>, set: Set) -> Res<()> {
+        let Set {
+            mode,
+            owner,
+            size,
+            times,
+        } = set;
         let handle = fh.and_then(|f| self.handle(f).ok());
         let file = handle.as_deref().and_then(|h| match h {
             Handle::File { file, .. } => Some(file),
@@ -291,6 +298,10 @@ impl Core {
             if self.settings.edits_only {
                 return Err(Errno::EROFS);
             }
+            // A truncate by name (`truncate -s`) is a write no open announced.
+            if let Some(l) = &loc {
+                self.keep_before_write(&self.path(ino)?, l, pid);
+            }
             let _shared = self.stripe(ino).read();
             match (file, &loc) {
                 (Some(f), _) => rustix::fs::ftruncate(f, size).map_err(errno)?,
@@ -321,11 +332,14 @@ impl Core {
         Ok(())
     }
 
-    fn open_real(&self, ino: u64, flags: OpenFlags) -> Res<u64> {
+    fn open_real(&self, ino: u64, flags: OpenFlags, pid: u32) -> Res<u64> {
         if self.settings.edits_only && is_write(flags) {
             return Err(Errno::EROFS);
         }
         let loc = self.loc(ino)?;
+        if is_write(flags) {
+            self.keep_before_write(&self.path(ino)?, &loc, pid);
+        }
         let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
         let flags = OFlags::from_bits_retain((flags.0 & !strip) as u32)
             | OFlags::NOFOLLOW
@@ -486,7 +500,7 @@ impl Filesystem for EditFs {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -510,14 +524,15 @@ impl Filesystem for EditFs {
                 Ok(())
             }
             Ok(Kind::State(_)) => Err(Errno::EROFS),
-            Ok(Kind::Real) => self.setattr_real(
-                ino.0,
-                fh.map(|f| f.0),
-                mode,
-                (uid, gid),
-                size,
-                (atime, mtime),
-            ),
+            Ok(Kind::Real) => {
+                let set = Set {
+                    mode,
+                    owner: (uid, gid),
+                    size,
+                    times: (atime, mtime),
+                };
+                self.setattr_real(ino.0, req.pid(), fh.map(|f| f.0), set)
+            }
             Err(e) => Err(e),
         };
         reply_attr(
@@ -614,7 +629,7 @@ impl Filesystem for EditFs {
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -626,6 +641,12 @@ impl Filesystem for EditFs {
             let from = self.changeable(parent.0, name)?;
             let to = self.changeable(newparent.0, newname)?;
             let how = rustix::fs::RenameFlags::from_bits_retain(flags.bits());
+            // `sed -i` and many editors save by renaming a new file over the old one.
+            let over = Loc {
+                dir: to.clone(),
+                name: newname.to_owned(),
+            };
+            self.keep_before_write(&self.path(newparent.0)?.join(newname), &over, req.pid());
             rustix::fs::renameat_with(&from, name, &to, newname, how).map_err(errno)?;
             let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
             self.after_rename((parent.0, name), (newparent.0, newname), exchange);
@@ -652,13 +673,17 @@ impl Filesystem for EditFs {
         reply_entry(reply, r);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let node = self.nodes.read().get(ino.0).cloned();
         let r = match node.map(|n| (n.parent, n.kind)) {
             None => Err(Errno::ENOENT),
             Some((parent, Kind::Control { base, control })) => self
                 .open_control(parent, &base, control, is_write(flags))
                 .map(|fh| (fh, FopenFlags::FOPEN_DIRECT_IO)),
+            Some((_, Kind::State(rel))) if state::is_control(&rel) => Ok((
+                self.add_handle(Handle::Edit(Default::default())),
+                FopenFlags::FOPEN_DIRECT_IO,
+            )),
             Some((_, Kind::State(rel))) if !is_write(flags) => self.state_bytes(&rel).map(|b| {
                 (
                     self.add_handle(Handle::Bytes(b)),
@@ -667,8 +692,8 @@ impl Filesystem for EditFs {
             }),
             Some((_, Kind::State(_))) => Err(Errno::EROFS),
             Some((_, Kind::Real)) => self
-                .open_real(ino.0, flags)
-                .map(|fh| (fh, FopenFlags::empty())),
+                .open_real(ino.0, flags, req.pid())
+                .map(|fh| (fh, FopenFlags::FOPEN_KEEP_CACHE)),
         };
         match r {
             Ok((fh, f)) => reply.opened(FileHandle(fh), f),

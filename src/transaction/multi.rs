@@ -174,7 +174,9 @@ pub fn run(
     let head = Report {
         tx: report.tx,
         time: report.time.clone(),
-        outcome: report.outcome,
+        applied: report.files.iter().map(|r| r.applied).sum(),
+        total: report.files.iter().map(|r| r.total).sum(),
+        error: report.error.clone(),
         ..Report::new(report.outcome, String::new())
     };
     let entry = log_entry("edit", &head, &rels, who);

@@ -18,8 +18,9 @@ pub struct Request<'a> {
     pub force: bool,
 }
 
-/// Transactions in the log that changed `rel`, oldest first, with the file's SHA-256 after each.
-pub fn changes_of(store: &Store, rel: &str) -> Vec<(u64, String)> {
+/// Transactions in the log that changed `rel`, oldest first, with the file's SHA-256
+/// after each when it is known (a direct write's is not).
+pub fn changes_of(store: &Store, rel: &str) -> Vec<(u64, Option<String>)> {
     store
         .entries()
         .iter()
@@ -27,7 +28,7 @@ pub fn changes_of(store: &Store, rel: &str) -> Vec<(u64, String)> {
         .filter_map(|e| {
             let tx = e["tx"].as_u64()?;
             let file = e["files"].as_array()?.iter().find(|f| f["file"] == rel)?;
-            Some((tx, file["sha256"].as_str().unwrap_or_default().to_owned()))
+            Some((tx, file["sha256"].as_str().map(str::to_owned)))
         })
         .collect()
 }
@@ -125,7 +126,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Repor
 
 /// Changes after transaction `to` that an undo would overwrite.
 fn later_changes(
-    history: &[(u64, String)],
+    history: &[(u64, Option<String>)],
     to: u64,
     now_sha: &str,
     rel: &str,
@@ -150,7 +151,7 @@ fn later_changes(
         .iter()
         .rev()
         .find(|(tx, _)| *tx <= to)
-        .map(|(_, s)| s.as_str());
+        .and_then(|(_, s)| s.as_deref());
     match last_sha {
         Some(sha) if sha != now_sha => {
             let msg = format!(
@@ -172,11 +173,20 @@ mod tests {
 
     #[test]
     fn later_transactions_and_outside_changes_are_named() {
-        let h = vec![(3, "aa".to_owned()), (5, "bb".to_owned())];
+        let h = vec![
+            (3, Some("aa".to_owned())),
+            (5, Some("bb".to_owned())),
+            (6, None),
+        ];
         let e = later_changes(&h, 3, "bb", "f").unwrap();
-        assert!(e.message.contains("transaction(s) 5"), "{}", e.message);
-        let e = later_changes(&h, 5, "cc", "f").unwrap();
+        assert!(e.message.contains("transaction(s) 5, 6"), "{}", e.message);
+        assert!(
+            later_changes(&h, 6, "anything", "f").is_none(),
+            "a direct write's result is unknown"
+        );
+        let h = &h[..2];
+        let e = later_changes(h, 5, "cc", "f").unwrap();
         assert!(e.message.contains("outside editfs"), "{}", e.message);
-        assert!(later_changes(&h, 5, "bb", "f").is_none());
+        assert!(later_changes(h, 5, "bb", "f").is_none());
     }
 }
