@@ -13,8 +13,8 @@ use std::time::SystemTime;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
@@ -445,6 +445,37 @@ impl Core {
         }
     }
 
+    /// The attributes of a listed entry, read now; `None` if it has gone.
+    fn entry_attr(
+        &self,
+        dir: Option<&OwnedFd>,
+        e: &Entry,
+    ) -> Option<(FileAttr, std::time::Duration)> {
+        let real = self
+            .nodes
+            .read()
+            .get(e.ino)
+            .is_none_or(|n| n.kind == Kind::Real);
+        match (real, dir) {
+            (true, Some(dir)) => {
+                let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+                Some((attr(&st, real_id(st.st_ino)), REAL_TTL))
+            }
+            _ => self.getattr_of(e.ino, None).ok(),
+        }
+    }
+
+    /// Records the lookup the kernel now holds for an entry of a listing.
+    fn counted(&self, parent: u64, e: &Entry, id: u64) {
+        let mut nodes = self.nodes.write();
+        match nodes.get(id).map(|n| n.kind.clone()) {
+            Some(kind @ (Kind::Control { .. } | Kind::State(_))) => {
+                nodes.virtual_node(parent, &e.name, kind, true);
+            }
+            _ => nodes.remember(id, parent, &e.name),
+        }
+    }
+
     fn after_rename(&self, old: (u64, &OsStr), new: (u64, &OsStr), exchange: bool) {
         let from = self.path(old.0).map(|p| p.join(old.1)).ok();
         let to = self.path(new.0).map(|p| p.join(new.1)).ok();
@@ -478,7 +509,9 @@ impl Filesystem for EditFs {
         use fuser::InitFlags;
         // Pages dropped when attributes show a change; one open with O_TRUNC, not two calls;
         // lookups in one directory may run in parallel.
-        let want = InitFlags::FUSE_AUTO_INVAL_DATA
+        let want = InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO
+            | InitFlags::FUSE_AUTO_INVAL_DATA
             | InitFlags::FUSE_ATOMIC_O_TRUNC
             | InitFlags::FUSE_PARALLEL_DIROPS;
         if let Err(missing) = config.add_capabilities(want) {
@@ -854,6 +887,51 @@ impl Filesystem for EditFs {
             if reply.add(INodeNo(ino), i as u64 + 1, kind, name) {
                 break;
             }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let h = match self.handle(fh.0) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        let Handle::Dir(entries) = &*h else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        let dir = match self.kind(ino.0) {
+            Ok(Kind::Real) => self.dir_of(ino.0).ok(),
+            _ => None,
+        };
+        // `.` and `..` come first; the kernel looks neither up.
+        let Ok((here, _)) = self.getattr_of(ino.0, None) else {
+            return reply.error(Errno::ENOENT);
+        };
+        for (i, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(0), i as u64 + 1, name, &VIRTUAL_TTL, &here, GEN) {
+                return reply.ok();
+            }
+        }
+        for (i, e) in entries
+            .iter()
+            .enumerate()
+            .skip((offset as usize).saturating_sub(2))
+        {
+            let Some((a, ttl)) = self.entry_attr(dir.as_deref(), e) else {
+                continue;
+            };
+            if reply.add(INodeNo(a.ino.0), i as u64 + 3, &e.name, &ttl, &a, GEN) {
+                break;
+            }
+            // Each entry handed over counts as a lookup.
+            self.counted(ino.0, e, a.ino.0);
         }
         reply.ok();
     }
