@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use editfs::engine::{Options, Outcome};
-use editfs::store::{Store, atomic};
+use editfs::store::{Retention, Store, atomic};
 use editfs::transaction::{self, Root, Target, Who, multi};
 
 use super::options::EngineArgs;
@@ -61,12 +61,31 @@ pub struct Args {
     /// Where to keep snapshots and the log (default: the nearest ancestor's .editfs/)
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// Versions kept per file, before and after (the oldest go first)
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    keep: usize,
 }
 
-/// What `apply` printed, and the outcome that picks the exit code.
+/// What `apply` prints, and the outcome that picks the exit code.
 struct Printed {
     text: String,
     outcome: Outcome,
+}
+
+impl Printed {
+    fn of(
+        json: bool,
+        report: &impl std::fmt::Display,
+        as_json: String,
+        outcome: Outcome,
+    ) -> Printed {
+        let text = if json {
+            as_json + "\n"
+        } else {
+            report.to_string()
+        };
+        Printed { text, outcome }
+    }
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -92,9 +111,13 @@ fn who() -> Who {
 }
 
 /// Opens the state directory, saying what it recovered from a crash.
-fn open_store(state: Option<&Path>) -> Result<Option<Store>, String> {
+fn open_store(state: Option<&Path>, keep: usize) -> Result<Option<Store>, String> {
+    let retention = Retention {
+        keep,
+        ..Retention::default()
+    };
     let store = state
-        .map(Store::open)
+        .map(|d| Store::open_with(d, retention))
         .transpose()
         .map_err(|e| e.to_string())?;
     if let Some(s) = store.as_ref().filter(|s| !s.recovered().is_empty()) {
@@ -114,7 +137,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         Some(d) => Some(d.clone()),
         None => Store::find_for(&path),
     };
-    let store = open_store(state.as_deref())?;
+    let store = open_store(state.as_deref(), args.keep)?;
     let label = display_name(&path, given, state.as_deref());
     // Inside the project that holds the state directory, paths are the project's.
     let project = state
@@ -148,15 +171,12 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         who: &who,
     };
     let report = transaction::run(store.as_ref(), &target, &payload, opts);
-    let text = if args.json {
-        report.to_json() + "\n"
-    } else {
-        report.to_string()
-    };
-    Ok(Printed {
-        text,
-        outcome: report.outcome,
-    })
+    Ok(Printed::of(
+        args.json,
+        &report,
+        report.to_json(),
+        report.outcome,
+    ))
 }
 
 fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, String> {
@@ -169,7 +189,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         Some(d) => Some(d.clone()),
         None => Store::find_for(&root.join("x")),
     };
-    let store = open_store(state.as_deref())?;
+    let store = open_store(state.as_deref(), args.keep)?;
     let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
     let report = multi::run(
         store.as_ref(),
@@ -181,15 +201,12 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         opts,
         &who(),
     );
-    let text = if args.json {
-        report.to_json() + "\n"
-    } else {
-        report.to_string()
-    };
-    Ok(Printed {
-        text,
-        outcome: report.outcome,
-    })
+    Ok(Printed::of(
+        args.json,
+        &report,
+        report.to_json(),
+        report.outcome,
+    ))
 }
 
 /// The real file behind `file`: symlinks are followed, so the link stays a link.

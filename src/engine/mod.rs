@@ -136,13 +136,7 @@ fn run_parsed(
 
 pub fn rejected(e: payload::PayloadError, sha: String) -> Edit {
     let mut report = Report::new(Outcome::Rejected, sha);
-    report.error = Some(ErrorReport {
-        kind: e.kind(),
-        operation: None,
-        message: e.to_string(),
-        hint: Some(e.hint()),
-        closest: None,
-    });
+    report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
     Edit {
         content: None,
         report,

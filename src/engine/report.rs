@@ -62,6 +62,23 @@ pub struct ErrorReport {
     pub closest: Option<Closest>,
 }
 
+impl ErrorReport {
+    /// An error of the whole transaction (no operation, no closest region).
+    pub fn plain(
+        kind: &'static str,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> ErrorReport {
+        ErrorReport {
+            kind,
+            operation: None,
+            message: message.into(),
+            hint: Some(hint.into()),
+            closest: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub tx: u64,

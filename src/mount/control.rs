@@ -299,13 +299,11 @@ impl Core {
             }
             _ => {
                 let mut r = Report::new(Outcome::Rejected, String::new());
-                r.error = Some(crate::engine::ErrorReport {
-                    kind: "malformed",
-                    operation: None,
-                    message: format!("expected `PATH [TXID] [--force]`, got {:?}", text.trim()),
-                    hint: Some("for example: echo 'src/app.py 12' > .editfs/undo".into()),
-                    closest: None,
-                });
+                r.error = Some(crate::engine::ErrorReport::plain(
+                    "malformed",
+                    format!("expected `PATH [TXID] [--force]`, got {:?}", text.trim()),
+                    "for example: echo 'src/app.py 12' > .editfs/undo",
+                ));
                 r
             }
         };

@@ -202,16 +202,8 @@ pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>)
 
 pub fn io_failure(e: StoreError, sha: String) -> Report {
     let mut report = Report::new(Outcome::Failed, sha);
-    report.error = Some(ErrorReport {
-        kind: "io",
-        operation: None,
-        message: e.to_string(),
-        hint: Some(
-            "the edit itself was not the problem; fix the file system error and send it again"
-                .into(),
-        ),
-        closest: None,
-    });
+    let hint = "the edit itself was not the problem; fix the file system error and send it again";
+    report.error = Some(ErrorReport::plain("io", e.to_string(), hint));
     report
 }
 

@@ -109,16 +109,6 @@ fn bad_path(rel: &str) -> Option<&'static str> {
     None
 }
 
-fn error(kind: &'static str, message: String, hint: &str) -> ErrorReport {
-    ErrorReport {
-        kind,
-        operation: None,
-        message,
-        hint: Some(hint.into()),
-        closest: None,
-    }
-}
-
 /// One file's decision, before anything is written.
 struct Decided {
     rel: String,
@@ -139,7 +129,7 @@ pub fn run(
         Ok(f) => f,
         Err(e) => {
             let mut r = MultiReport::new(Outcome::Rejected);
-            r.error = Some(error(e.kind(), e.to_string(), &e.hint()));
+            r.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
             return r;
         }
     };
@@ -203,7 +193,7 @@ fn decide(
     let mut decided = Vec::new();
     for (rel, ops) in files {
         if let Some(why) = bad_path(&rel) {
-            let e = error(
+            let e = ErrorReport::plain(
                 "bad_path",
                 format!("{rel}: {why}"),
                 "use a path relative to the root, inside it",

@@ -33,16 +33,6 @@ pub fn changes_of(store: &Store, rel: &str) -> Vec<(u64, Option<String>)> {
         .collect()
 }
 
-fn refuse(kind: &'static str, message: String, hint: &str) -> ErrorReport {
-    ErrorReport {
-        kind,
-        operation: None,
-        message,
-        hint: Some(hint.into()),
-        closest: None,
-    }
-}
-
 /// Restores `req.rel` to what it was before transaction `req.to`.
 pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Report {
     let lock = match store.lock() {
@@ -58,7 +48,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Repor
     let history = changes_of(store, req.rel);
     let pre_images = store.objects().txs(Side::Pre, req.rel);
     let Some(to) = req.to.or_else(|| pre_images.last().copied()) else {
-        report.error = Some(refuse(
+        report.error = Some(ErrorReport::plain(
             "not_found",
             format!("no kept version of {}", req.rel),
             "editfs history shows what was kept",
@@ -70,7 +60,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Repor
             "no pre-image of {} from transaction {to} (it created the file, or the version was pruned)",
             req.rel
         );
-        report.error = Some(refuse(
+        report.error = Some(ErrorReport::plain(
             "not_found",
             msg,
             "editfs history lists the transactions that kept one",
@@ -141,7 +131,7 @@ fn later_changes(
             "{rel} changed after transaction {to}, in transaction(s) {}",
             later.join(", ")
         );
-        return Some(refuse(
+        return Some(ErrorReport::plain(
             "later_changes",
             msg,
             "undo those first (newest first), or pass --force to overwrite them",
@@ -157,7 +147,7 @@ fn later_changes(
             let msg = format!(
                 "{rel} changed outside editfs since transaction {to} (its SHA-256 is now {now_sha})"
             );
-            Some(refuse(
+            Some(ErrorReport::plain(
                 "later_changes",
                 msg,
                 "pass --force to overwrite those changes",
