@@ -332,3 +332,26 @@ fn a_shell_edit_gets_a_pre_image_and_can_be_undone_from_inside() {
     );
     assert!(m.ok("cat .editfs/status").starts_with("REJECTED"));
 }
+
+#[test]
+fn listings_stay_complete_when_entries_are_cached() {
+    let m = mount!();
+    let native: Vec<String> = {
+        let mut v: Vec<String> = fs::read_dir(m.src.join("lib"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    // The second and third listings find every entry already known to the kernel.
+    let out =
+        m.ok("ls lib; stat lib/util.txt > /dev/null; ls lib; ls -la lib | tail -n +2 | wc -l");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[..native.len()], native[..]);
+    assert_eq!(lines[native.len()..2 * native.len()], native[..]);
+    assert_eq!(
+        lines.last().copied(),
+        Some(&*(native.len() + 2).to_string())
+    );
+}

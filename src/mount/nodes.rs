@@ -114,6 +114,15 @@ impl Nodes {
 
     /// Records a lookup of `name` in `parent` as real node `id`.
     pub fn remember(&mut self, id: u64, parent: u64, name: &OsStr) {
+        // The common case, a name looked up again: count it, allocate nothing.
+        if let Some(n) = self.nodes.get_mut(&id)
+            && n.parent == parent
+            && n.name == name
+            && n.kind == Kind::Real
+        {
+            n.lookups += 1;
+            return;
+        }
         let node = self.nodes.entry(id).or_insert_with(|| Node {
             parent: DETACHED,
             name: OsString::new(),
