@@ -355,3 +355,10 @@ fn listings_stay_complete_when_entries_are_cached() {
         Some(&*(native.len() + 2).to_string())
     );
 }
+
+#[test]
+fn listings_show_sizes_changed_through_the_mount_at_once() {
+    let m = mount!();
+    let out = m.ok("ls -l lib > /dev/null; echo more >> lib/util.txt; ls -l lib | awk '{print $5}'; : > lib/util.txt; ls -l lib | awk '{print $5}'");
+    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["19", "0"]);
+}

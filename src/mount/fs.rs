@@ -19,7 +19,7 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fuser::{Errno, FileAttr, FileType, INodeNo, Notifier};
 use parking_lot::{Mutex, RwLock};
@@ -203,6 +203,11 @@ pub struct Core {
     pub(super) notifier: Arc<OnceLock<Notifier>>,
     stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
+    /// The attributes each real node was last given to the kernel, and when. A
+    /// listing hands them out again for the rest of their TTL instead of reading
+    /// every entry anew; their expiry stays the same, so a change made directly in
+    /// SOURCE still shows within a TTL. Anything written through the mount drops them.
+    sent: Mutex<HashMap<u64, (FileAttr, Instant)>>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
 }
@@ -280,6 +285,7 @@ impl Core {
             notifier,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             dirs: Mutex::new(DirCache::default()),
+            sent: Mutex::new(HashMap::new()),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -339,6 +345,25 @@ impl Core {
     /// The kernel forgot a node: its directory descriptor, if any, is closed.
     pub(super) fn forgot(&self, ino: u64) {
         self.dirs.lock().fds.remove(&ino);
+        self.sent.lock().remove(&ino);
+    }
+
+    /// Records the attributes of a real node as just given to the kernel.
+    pub(super) fn sent(&self, a: &FileAttr) -> FileAttr {
+        self.sent.lock().insert(a.ino.0, (*a, Instant::now()));
+        *a
+    }
+
+    /// Attributes the kernel was given less than a TTL ago, with what is left of it.
+    pub(super) fn still_sent(&self, ino: u64) -> Option<(FileAttr, Duration)> {
+        let (a, at) = *self.sent.lock().get(&ino)?;
+        let left = (at + REAL_TTL).checked_duration_since(Instant::now())?;
+        (left > Duration::from_millis(50)).then_some((a, left))
+    }
+
+    /// The node changed through the mount: what the kernel was given is stale.
+    pub(super) fn touched(&self, ino: u64) {
+        self.sent.lock().remove(&ino);
     }
 
     pub(super) fn add_handle(&self, h: Handle) -> u64 {

@@ -137,7 +137,7 @@ impl Core {
             Ok(st) => {
                 let id = real_id(st.st_ino);
                 self.nodes.write().remember(id, parent, name);
-                Ok((attr(&st, id), REAL_TTL))
+                Ok((self.sent(&attr(&st, id)), REAL_TTL))
             }
             Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, &dir, name),
             Err(e) => Err(errno(e)),
@@ -176,13 +176,11 @@ impl Core {
             Kind::Real => {
                 let handle = fh.and_then(|f| self.handle(f).ok());
                 if let Some(Handle::File { file, .. }) = handle.as_deref() {
-                    return Ok((
-                        attr(&rustix::fs::fstat(file).map_err(errno)?, ino),
-                        REAL_TTL,
-                    ));
+                    let st = rustix::fs::fstat(file).map_err(errno)?;
+                    return Ok((self.sent(&attr(&st, ino)), REAL_TTL));
                 }
                 let st = self.stat_real(ino)?;
-                Ok((attr(&st, ino), REAL_TTL))
+                Ok((self.sent(&attr(&st, ino)), REAL_TTL))
             }
         }
     }
@@ -257,6 +255,7 @@ impl Core {
     }
 
     fn setattr_real(&self, ino: u64, pid: u32, fh: Option<u64>, set: Set) -> Res<()> {
+        self.touched(ino);
         let Set {
             mode,
             owner,
@@ -339,6 +338,8 @@ impl Core {
         let loc = self.loc(ino)?;
         if is_write(flags) {
             self.keep_before_write(&self.path(ino)?, &loc, pid);
+            // O_TRUNC changes the size without a write.
+            self.touched(ino);
         }
         let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
         let flags = OFlags::from_bits_retain((flags.0 & !strip) as u32)
@@ -457,9 +458,10 @@ impl Core {
             .get(e.ino)
             .is_none_or(|n| n.kind == Kind::Real);
         match (real, dir) {
+            (true, Some(_)) if let Some(still) = self.still_sent(e.ino) => Some(still),
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-                Some((attr(&st, real_id(st.st_ino)), REAL_TTL))
+                Some((self.sent(&attr(&st, real_id(st.st_ino))), REAL_TTL))
             }
             _ => self.getattr_of(e.ino, None).ok(),
         }
@@ -782,6 +784,7 @@ impl Filesystem for EditFs {
         let r = self.handle(fh.0).and_then(|h| match &*h {
             Handle::File { file, ino } => {
                 let _shared = self.stripe(*ino).read();
+                self.touched(*ino);
                 file.write_at(data, offset).map(|n| n as u32).map_err(errno)
             }
             Handle::Edit(buf) => buf
@@ -1109,6 +1112,7 @@ impl Filesystem for EditFs {
         let r = self.handle(fh.0).and_then(|h| match &*h {
             Handle::File { file, ino } => {
                 let _shared = self.stripe(*ino).read();
+                self.touched(*ino);
                 let how = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
                 rustix::fs::fallocate(file, how, offset, length).map_err(errno)
             }
