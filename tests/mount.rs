@@ -198,10 +198,13 @@ fn edits_only_refuses_direct_writes_but_not_transactions() {
 fn source_changes_show_within_a_second() {
     let m = mount!();
     assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
+    // A missing name is remembered as missing for at most a TTL.
+    assert!(!m.sh("cat added.txt").status.success());
     fs::write(m.src.join("lib/util.txt"), "changed\n").unwrap();
     fs::write(m.src.join("added.txt"), "new\n").unwrap();
     std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(m.ok("cat lib/util.txt"), "changed\n");
+    assert_eq!(m.ok("cat added.txt"), "new\n");
     assert!(m.ok("ls").contains("added.txt"));
 }
 

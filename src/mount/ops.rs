@@ -501,7 +501,14 @@ impl Filesystem for EditFs {
                 .state_lookup(parent.0, &dir, name)
                 .map(|a| (a, VIRTUAL_TTL)),
             Ok(Kind::Control { .. }) => Err(Errno::ENOTDIR),
-            Ok(Kind::Real) => self.lookup_real(parent.0, name),
+            // A name that is not there is remembered for a TTL too (a negative entry,
+            // node id 0): git and compilers ask for the same missing names again and again.
+            Ok(Kind::Real) => match self.lookup_real(parent.0, name) {
+                Err(Errno::ENOENT) => {
+                    Ok((self.virtual_attr(0, FileType::RegularFile, 0, 0), REAL_TTL))
+                }
+                other => other,
+            },
             Err(e) => Err(e),
         };
         reply_entry(reply, r);
