@@ -219,6 +219,12 @@ fn shell_tools_work_inside_the_mount() {
     m.ok("exec 4<lib/util.txt; mv lib/util.txt moved.txt; cat <&4 | grep -q two; rm moved.txt; exec 4<&-");
     m.ok("echo data > open.txt; exec 5<open.txt; rm open.txt; cat <&5 | grep -q data; exec 5<&-");
     m.ok("df . > /dev/null && sync");
+    m.ok("fallocate -l 8192 big && [ $(stat -c %s big) = 8192 ] && rm big");
+    m.ok("touch owned && chown 1:1 owned && [ \"$(stat -c %u:%g owned)\" = 1:1 ] && rm owned");
+    let fsync = "import os; f = os.open('synced', os.O_WRONLY | os.O_CREAT, 0o644); os.write(f, b'x'); os.fsync(f); os.fdatasync(f); os.close(f)";
+    m.ok(&format!(
+        "python3 -c \"{fsync}\" && cat synced && rm synced"
+    ));
     let err = m.sh("mv app.py app.py.status.json.edit 2>&1; rm lib/util.txt.status 2>&1");
     assert!(!err.status.success());
 }
