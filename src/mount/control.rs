@@ -244,6 +244,9 @@ impl Core {
 
     /// `.editfs/edit`: a multi-file transaction.
     fn commit_multi(&self, payload: &[u8], who: &Who) -> Committed {
+        // Direct writes to these files wait while they commit, as for one file.
+        let inos = self.inodes_named_in(payload);
+        let _excl = self.stripes_for(&inos);
         let report = multi::run(
             Some(&self.store),
             self.root(),
@@ -274,6 +277,27 @@ impl Core {
         committed
     }
 
+    /// The node ids of the existing files a multi-file payload names.
+    fn inodes_named_in(&self, payload: &[u8]) -> Vec<u64> {
+        let limit = self.settings.engine.max_payload;
+        let Ok((files, _)) = crate::engine::payload::parse_multi(payload, limit) else {
+            return Vec::new();
+        };
+        let rels: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();
+        self.inodes_of(&rels)
+    }
+
+    /// The node ids of the existing files at `rels`, beneath SOURCE.
+    fn inodes_of(&self, rels: &[&str]) -> Vec<u64> {
+        let id = |rel: &&str| {
+            let dir = crate::store::journal::parent_beneath(self.source.root(), rel).ok()?;
+            let name = Path::new(rel).file_name()?;
+            let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            Some(super::nodes::real_id(st.st_ino))
+        };
+        rels.iter().filter_map(id).collect()
+    }
+
     /// `.editfs/undo`: `PATH [TXID] [--force]` restores a kept version.
     fn commit_undo(&self, payload: &[u8], who: &Who) -> Committed {
         let text = String::from_utf8_lossy(payload);
@@ -283,6 +307,8 @@ impl Core {
         let report = match (args.first(), args.get(1).map(|t| t.parse::<u64>())) {
             (Some(rel), None | Some(Ok(_))) if args.len() <= 2 => {
                 let to = args.get(1).and_then(|t| t.parse().ok());
+                let inos = self.inodes_of(&[rel]);
+                let _excl = self.stripes_for(&inos);
                 let r = undo::run(
                     &self.store,
                     self.root(),

@@ -385,6 +385,15 @@ impl Core {
         &self.stripes[(ino % STRIPES as u64) as usize]
     }
 
+    /// The stripes of several files, taken alone, in ascending order (so two
+    /// multi-file commits never wait on each other crosswise).
+    pub(super) fn stripes_for(&self, inos: &[u64]) -> Vec<parking_lot::RwLockWriteGuard<'_, ()>> {
+        let mut idx: Vec<usize> = inos.iter().map(|i| (i % STRIPES as u64) as usize).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        idx.into_iter().map(|i| self.stripes[i].write()).collect()
+    }
+
     /// Tells the kernel to forget what it cached of `name` in `parent` (node `old`).
     pub(super) fn invalidate(&self, parent: u64, name: &OsStr, old: Option<u64>) {
         let Some(n) = self.notifier.get() else { return };
