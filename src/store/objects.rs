@@ -10,6 +10,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use parking_lot::Mutex;
+
 use super::{StoreError, atomic, io_err};
 use crate::engine::sha256_hex;
 
@@ -49,12 +51,16 @@ pub fn safe_rel(rel: &str) -> String {
 
 pub struct Objects {
     state: PathBuf,
+    /// Bytes the objects take: summed once, then kept up to date, so the size cap
+    /// does not walk the whole store on every commit.
+    total: Mutex<Option<u64>>,
 }
 
 impl Objects {
     pub fn new(state: &Path) -> Objects {
         Objects {
             state: state.to_owned(),
+            total: Mutex::new(None),
         }
     }
 
@@ -70,6 +76,7 @@ impl Objects {
             let dir = self.state.join("objects");
             fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
             atomic::write_new(&path, bytes, 0o444)?;
+            self.adjust(bytes.len() as i64);
         }
         Ok(sha)
     }
@@ -132,40 +139,43 @@ impl Objects {
         let Ok(meta) = fs::metadata(&link) else {
             return 0;
         };
+        // Only the object's own name would remain: nothing needs it any more. Its
+        // name is its content's hash, read from the version before it goes.
+        let orphan = (meta.nlink() == 2)
+            .then(|| fs::read(&link).ok())
+            .flatten()
+            .map(|b| self.object(&sha256_hex(&b)));
         if fs::remove_file(&link).is_err() {
             return 0;
         }
-        // The object's own name is the last link: nothing needs it any more.
-        if meta.nlink() == 2 {
-            let sha = self.objects_with_inode(meta.ino());
-            if let Some(object) = sha
-                && fs::remove_file(&object).is_ok()
-            {
-                return meta.len();
+        match orphan {
+            Some(object) if fs::remove_file(&object).is_ok() => {
+                self.adjust(-(meta.len() as i64));
+                meta.len()
             }
+            _ => 0,
         }
-        0
     }
 
-    fn objects_with_inode(&self, ino: u64) -> Option<PathBuf> {
-        fs::read_dir(self.state.join("objects"))
-            .ok()?
-            .flatten()
-            .find(|e| e.metadata().is_ok_and(|m| m.ino() == ino))
-            .map(|e| e.path())
+    fn adjust(&self, by: i64) {
+        if let Some(t) = self.total.lock().as_mut() {
+            *t = t.saturating_add_signed(by);
+        }
     }
 
     /// Bytes the objects take.
     pub fn total(&self) -> u64 {
-        fs::read_dir(self.state.join("objects"))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| e.metadata().ok())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0)
+        *self.total.lock().get_or_insert_with(|| {
+            fs::read_dir(self.state.join("objects"))
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .filter_map(|e| e.metadata().ok())
+                        .map(|m| m.len())
+                        .sum()
+                })
+                .unwrap_or(0)
+        })
     }
 
     /// Drops the oldest versions of every file until the objects take at most `cap` bytes.
