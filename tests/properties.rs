@@ -292,6 +292,19 @@ struct Block<'a> {
     hint: Option<usize>,
 }
 
+/// Blocks from (SEARCH lines, REPLACE lines, hint) triples.
+fn blocks_of(style: &Style, ops: &[(Vec<String>, Vec<String>, Option<usize>)]) -> Vec<u8> {
+    let bs: Vec<Block<'_>> = ops
+        .iter()
+        .map(|(s, r, h)| Block {
+            search: s,
+            replace: r,
+            hint: *h,
+        })
+        .collect();
+    blocks(style, &bs)
+}
+
 fn blocks(style: &Style, blocks: &[Block<'_>]) -> Vec<u8> {
     let (open, close) = if style.dashes { ('-', '+') } else { ('<', '>') };
     let n = style.len;
@@ -533,17 +546,7 @@ fn block_payload() -> impl Strategy<Value = Vec<u8>> {
             1..4,
         ),
     )
-        .prop_map(|(style, bs)| {
-            let bs: Vec<Block<'_>> = bs
-                .iter()
-                .map(|(s, r, h)| Block {
-                    search: s,
-                    replace: r,
-                    hint: *h,
-                })
-                .collect();
-            blocks(&style, &bs)
-        })
+        .prop_map(|(style, bs)| blocks_of(&style, &bs))
 }
 
 fn any_payload() -> impl Strategy<Value = Vec<u8>> {
@@ -664,15 +667,7 @@ fn file_and_derived_payload() -> impl Strategy<Value = (Option<Vec<u8>>, Vec<u8>
                     .collect();
                 serde_json::to_vec(&ops).unwrap()
             } else {
-                let bs: Vec<Block<'_>> = ops
-                    .iter()
-                    .map(|(s, r, h)| Block {
-                        search: s,
-                        replace: r,
-                        hint: *h,
-                    })
-                    .collect();
-                blocks(&style, &bs)
+                blocks_of(&style, &ops)
             };
             (Some(file.into_bytes()), payload)
         })

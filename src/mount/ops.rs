@@ -208,6 +208,20 @@ impl Core {
         self.dir_of(parent)
     }
 
+    /// Makes `name` in `parent` with `how`, gives it to its maker, and answers its entry.
+    fn make(
+        &self,
+        req: &Request,
+        parent: u64,
+        name: &OsStr,
+        how: impl FnOnce(&OwnedFd) -> rustix::io::Result<()>,
+    ) -> Res<(FileAttr, std::time::Duration)> {
+        let dir = self.new_name(parent, name)?;
+        how(&dir).map_err(errno)?;
+        self.give_to(req, &*dir, name);
+        self.entry_at(parent, &*dir, name)
+    }
+
     /// Gives a new file to the user who made it when the daemon runs as root.
     fn give_to(&self, req: &Request, dir: &impl AsFd, name: &OsStr) {
         if self.owner.0 != 0 || req.uid() == 0 {
@@ -603,12 +617,10 @@ impl Filesystem for EditFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.new_name(parent.0, name).and_then(|dir| {
-            let kind = rustix::fs::FileType::from_raw_mode(mode);
-            let perm = Mode::from_raw_mode(mode & !umask & 0o7777);
-            rustix::fs::mknodat(&dir, name, kind, perm, u64::from(rdev)).map_err(errno)?;
-            self.give_to(req, &dir, name);
-            self.entry_at(parent.0, &dir, name)
+        let kind = rustix::fs::FileType::from_raw_mode(mode);
+        let perm = Mode::from_raw_mode(mode & !umask & 0o7777);
+        let r = self.make(req, parent.0, name, |dir| {
+            rustix::fs::mknodat(dir, name, kind, perm, u64::from(rdev))
         });
         reply_entry(reply, r);
     }
@@ -622,11 +634,9 @@ impl Filesystem for EditFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.new_name(parent.0, name).and_then(|dir| {
-            rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & !umask & 0o7777))
-                .map_err(errno)?;
-            self.give_to(req, &dir, name);
-            self.entry_at(parent.0, &dir, name)
+        let perm = Mode::from_raw_mode(mode & !umask & 0o7777);
+        let r = self.make(req, parent.0, name, |dir| {
+            rustix::fs::mkdirat(dir, name, perm)
         });
         reply_entry(reply, r);
     }
@@ -661,10 +671,8 @@ impl Filesystem for EditFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let r = self.new_name(parent.0, link_name).and_then(|dir| {
-            rustix::fs::symlinkat(target, &dir, link_name).map_err(errno)?;
-            self.give_to(req, &dir, link_name);
-            self.entry_at(parent.0, &dir, link_name)
+        let r = self.make(req, parent.0, link_name, |dir| {
+            rustix::fs::symlinkat(target, dir, link_name)
         });
         reply_entry(reply, r);
     }
