@@ -371,3 +371,41 @@ fn listings_show_sizes_changed_through_the_mount_at_once() {
     let out = m.ok("ls -l lib > /dev/null; echo more >> lib/util.txt; ls -l lib | awk '{print $5}'; : > lib/util.txt; ls -l lib | awk '{print $5}'");
     assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["19", "0"]);
 }
+
+#[test]
+fn suffixes_and_matching_options_reach_the_mount() {
+    let m = mount!(
+        "--edit-suffix",
+        ".change",
+        "--status-suffix",
+        ".result",
+        "--ambiguous",
+        "error",
+        "--match",
+        "exact"
+    );
+    m.ok(r#"printf '{"search": "one", "replace": "1"}' | cat > lib/util.txt.change"#);
+    assert!(
+        m.ok("cat lib/util.txt.result")
+            .starts_with("OK lib/util.txt")
+    );
+    assert!(
+        m.ok("cat lib/util.txt.result.json")
+            .contains("\"outcome\": \"ok\"")
+    );
+    assert!(
+        m.sh("cat lib/util.txt.edit").status.code() != Some(0),
+        "the default suffix is gone"
+    );
+    fs::write(m.src.join("twice.txt"), "x\nx\ntrailing   \n").unwrap();
+    let ambiguous = m.sh(r#"printf '{"search": "x", "replace": "y"}' | cat > twice.txt.change"#);
+    assert_eq!(ambiguous.status.code(), Some(1));
+    assert!(m.ok("cat twice.txt.result").contains("ambiguous"));
+    let exact = m.sh("printf '<<<<<<< SEARCH\\ntrailing\\n=======\\nt\\n>>>>>>> REPLACE\\n' | cat > twice.txt.change");
+    assert_eq!(
+        exact.status.code(),
+        Some(1),
+        "--match exact refuses the trailing-space match"
+    );
+    assert_eq!(m.src_file("twice.txt"), b"x\nx\ntrailing   \n");
+}

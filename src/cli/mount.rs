@@ -23,7 +23,11 @@ Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
   F.status       the latest report on F, as text
   F.status.json  the same report as one JSON object
 Control files work for a file that does not exist yet: an empty SEARCH creates it.
-MOUNT/.editfs/ (read-only) holds README, log and snapshots/PATH/TX (pre-images).
+MOUNT/.editfs/ holds README (how to use the mount), history, log and
+snapshots/PATH/TX (pre-images), all read-only; edit takes a multi-file payload
+(each file's path alone on a line before its blocks), undo takes
+`PATH [TXID] [--force]`, and status / status.json show their latest report.
+Writes that bypass the control files (sed -i, an editor's save) keep a pre-image too.
 
 Everything else passes through to SOURCE. Ctrl-C or SIGTERM unmounts and exits 0.";
 
