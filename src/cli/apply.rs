@@ -138,17 +138,20 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         None => Store::find_for(&path),
     };
     let store = open_store(state.as_deref(), args.keep)?;
-    let label = display_name(&path, given, state.as_deref());
-    // Inside the project that holds the state directory, paths are the project's.
+    // Inside the project that holds the state directory, paths (in reports too) are
+    // the project's; elsewhere the report names the file as it was given.
     let project = state
         .as_deref()
         .and_then(|s| fs::canonicalize(s).ok())
         .and_then(|s| s.parent().map(Path::to_owned));
-    let (root, rel) = match project
+    let (root, rel, label) = match project
         .as_deref()
         .and_then(|r| Some((r, path.strip_prefix(r).ok()?)))
     {
-        Some((r, rel)) => (r.to_owned(), rel.to_string_lossy().into_owned()),
+        Some((r, rel)) => {
+            let rel = rel.to_string_lossy().into_owned();
+            (r.to_owned(), rel.clone(), rel)
+        }
         None => {
             let parent = path
                 .parent()
@@ -156,7 +159,12 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
             let name = path
                 .file_name()
                 .ok_or_else(|| format!("{} names no file", given.display()))?;
-            (parent.to_owned(), name.to_string_lossy().into_owned())
+            let label = given.to_string_lossy().into_owned();
+            (
+                parent.to_owned(),
+                name.to_string_lossy().into_owned(),
+                label,
+            )
         }
     };
     let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
@@ -232,17 +240,6 @@ fn resolve(file: &Path) -> Result<PathBuf, String> {
         )
     })?;
     Ok(dir.join(name))
-}
-
-/// The file's name in reports and snapshots: relative to the project that holds the state directory.
-fn display_name(path: &Path, given: &Path, state: Option<&Path>) -> String {
-    let root = state
-        .and_then(|s| fs::canonicalize(s).ok())
-        .and_then(|s| s.parent().map(Path::to_owned));
-    match root.as_deref().and_then(|r| path.strip_prefix(r).ok()) {
-        Some(rel) => rel.to_string_lossy().into_owned(),
-        None => given.to_string_lossy().into_owned(),
-    }
 }
 
 /// Reads at most one byte more than the limit, so an oversized payload is refused without being held.
