@@ -2,8 +2,10 @@
 //! (`ops.rs`), a control file (`control.rs`) or the state directory (`state.rs`).
 //!
 //! Requests run on several threads. Lock order: `nodes`, then `handles`, then a
-//! handle's own lock; `reports` and the per-file stripes are taken alone. A
-//! transaction holds its file's stripe and the store's lock, and no other.
+//! handle's own lock; `reports`, `state_report`, `dirs` and `sent` are taken alone
+//! and briefly. A transaction runs on the commit thread and holds the stripes of
+//! its files (taken in ascending order), then the store's lock, and no other; it
+//! asks the kernel to drop cached entries only after releasing them.
 //!
 //! Cache policy: real entries and attributes live 1 s in the kernel, and file
 //! pages stay cached across opens but are dropped when a refresh of attributes

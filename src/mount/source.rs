@@ -1,9 +1,11 @@
 //! SOURCE, reached only beneath its directory descriptor.
 //!
-//! Every path the mount touches is resolved by the kernel with
+//! The path of every request is resolved by the kernel with
 //! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`: no `..` out of SOURCE, no symlink
 //! followed, whatever a user renamed or linked in the meantime. The last
 //! component is then used with `*at` calls that do not follow it either.
+//! (Transactions resolve their files with `RESOLVE_BENEATH` alone: see
+//! `store::journal::parent_beneath`.)
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
