@@ -145,13 +145,18 @@ fn a_cached_read_sees_the_new_bytes_right_after_an_edit() {
 }
 
 #[test]
-fn sigterm_unmounts_and_exits_zero() {
-    let m = mount!();
-    let mnt = m.mnt.clone();
-    let status = m.stop();
-    assert!(status.success(), "{status}");
-    let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
-    assert!(!table.contains(&*mnt.to_string_lossy()), "still mounted");
+fn sigterm_and_sigint_unmount_and_exit_zero() {
+    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
+        let m = mount!();
+        let mnt = m.mnt.clone();
+        let status = m.stop(signal);
+        assert!(status.success(), "{signal:?}: {status}");
+        let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            !table.contains(&*mnt.to_string_lossy()),
+            "{signal:?}: still mounted"
+        );
+    }
 }
 
 #[test]

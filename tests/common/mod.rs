@@ -98,15 +98,15 @@ impl Mount {
         fs::read(self.src.join(rel)).unwrap()
     }
 
-    /// Sends SIGTERM and waits: the daemon must unmount and exit.
-    pub fn stop(mut self) -> ExitStatus {
-        self.terminate().unwrap()
+    /// Sends `signal` and waits: the daemon must unmount and exit.
+    pub fn stop(mut self, signal: rustix::process::Signal) -> ExitStatus {
+        self.terminate(signal).unwrap()
     }
 
-    fn terminate(&mut self) -> Option<ExitStatus> {
+    fn terminate(&mut self, signal: rustix::process::Signal) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         let pid = rustix::process::Pid::from_child(&child);
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let _ = rustix::process::kill_process(pid, signal);
         let began = Instant::now();
         loop {
             if let Ok(Some(status)) = child.try_wait() {
@@ -127,7 +127,7 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        self.terminate();
+        self.terminate(rustix::process::Signal::TERM);
     }
 }
 
