@@ -10,7 +10,8 @@ if ! command -v fusermount3 >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fuse3 >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq fuse3 >/dev/null; fi
 fi
-cargo build --release --quiet
+echo "building editfs (the first build takes a few minutes; cargo shows its progress)..." >&2
+cargo build --release
 editfs=$PWD/target/release/editfs
 
 work=$(mktemp -d)

@@ -1,8 +1,9 @@
-//! Replays the test cases of other edit tools (`../shared/peer-cases/*.jsonl`, see
-//! its README) through our engine with default options.
+//! Replays the test cases of other edit tools (`tests/peer-cases/*.jsonl`; its
+//! README says where each comes from, under which license) through our engine
+//! with default options.
 //!
 //! Every case either agrees with the peer or is listed in `DEVIATIONS` with what we
-//! do instead and why (the rule of `shared/CONTRACT.md` that makes us differ).
+//! do instead and why (the rule of the user-facing contract that makes us differ).
 //! The table is checked both ways: a listed case must still disagree with the peer
 //! and must still behave exactly as listed, and every listed id must exist.
 //!
@@ -36,7 +37,7 @@ struct Deviation {
 }
 
 /// Cases where we deliberately differ from the peer. `why` cites the section of
-/// `shared/CONTRACT.md` (§N) whose rule makes us differ.
+/// the user-facing contract (§N) whose rule makes us differ.
 const DEVIATIONS: &[Deviation] = &[
     Deviation {
         id: "aider-strip-quoted-wrapping-1",
@@ -389,7 +390,7 @@ struct Case {
 }
 
 fn peer_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-cases")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer-cases")
 }
 
 fn load_cases() -> Vec<Case> {
