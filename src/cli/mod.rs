@@ -4,6 +4,7 @@
 //! (nothing was written), 2 the payload was rejected or the command line was wrong.
 
 mod apply;
+mod generate;
 mod history;
 mod mount;
 mod options;
@@ -39,6 +40,8 @@ enum Command {
     History(history::HistoryArgs),
     Show(history::ShowArgs),
     Undo(history::UndoArgs),
+    Completions(generate::CompletionsArgs),
+    Man(generate::ManArgs),
 }
 
 /// Exit code for a usage error, as clap uses.
@@ -54,5 +57,7 @@ pub fn main() -> ExitCode {
         Command::History(args) => history::history(args),
         Command::Show(args) => history::show(args),
         Command::Undo(args) => history::undo(args),
+        Command::Completions(args) => generate::completions(args),
+        Command::Man(args) => generate::man(args),
     }
 }

@@ -1,0 +1,64 @@
+//! Completions and manual pages come from the same definitions as `--help`.
+
+use std::process::Command;
+
+fn editfs(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(args)
+        .output()
+        .expect("running editfs")
+}
+
+#[test]
+fn completions_cover_every_subcommand_in_each_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = editfs(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        for sub in ["apply", "mount", "unmount", "history", "show", "undo"] {
+            assert!(script.contains(sub), "{shell} completion lacks `{sub}`");
+        }
+    }
+    let bash = String::from_utf8(editfs(&["completions", "bash"]).stdout).unwrap();
+    assert!(
+        bash.contains("--edits-only"),
+        "bash completion lacks mount's options"
+    );
+}
+
+#[test]
+fn man_prints_the_top_page_and_each_subcommand_page() {
+    let top = String::from_utf8(editfs(&["man"]).stdout).unwrap();
+    assert!(top.contains(".TH editfs 1"), "{top}");
+    assert!(top.contains("SUBCOMMANDS"), "top page lists subcommands");
+    let mount = editfs(&["man", "mount"]);
+    assert!(mount.status.success());
+    let mount = String::from_utf8(mount.stdout).unwrap();
+    assert!(mount.contains(".TH editfs-mount 1"), "{mount}");
+    assert!(
+        mount.contains("edits\\-only"),
+        "mount page lists its options"
+    );
+    let bad = editfs(&["man", "nosuch"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no subcommand `nosuch`"));
+}
+
+#[test]
+fn man_out_dir_writes_one_page_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = editfs(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    for page in [
+        "editfs.1",
+        "editfs-mount.1",
+        "editfs-apply.1",
+        "editfs-undo.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page)).unwrap();
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH"),
+            "{page}: {text}"
+        );
+    }
+}
