@@ -1,83 +1,86 @@
 //! What the log says, for people: `editfs history`, `editfs show`, and
 //! `.editfs/history` in the mount.
+//!
+//! Everything here only reads, so it works on a read-only state directory and
+//! through the mount's read-only `.editfs/` view.
 
 use std::fmt::Write;
-
-use serde_json::Value;
+use std::path::{Component, Path, PathBuf};
 
 use crate::engine::diff::file_diff;
-use crate::store::Store;
-use crate::store::objects::Side;
-
-fn files_of(e: &Value) -> Vec<&Value> {
-    e["files"]
-        .as_array()
-        .map(|a| a.iter().collect())
-        .unwrap_or_default()
-}
+use crate::store::logline::{Kind, LogEntry};
+use crate::store::objects::{Objects, Side};
 
 /// One line per transaction (on `path` only, if given), oldest first.
-pub fn table(entries: &[Value], path: Option<&str>) -> String {
+pub fn table(entries: &[LogEntry], path: Option<&str>) -> String {
     let mut out =
         String::from("TX     TIME                  OUTCOME   KIND    LINES       FILES  (WHO)\n");
     for e in entries {
-        let files = files_of(e);
-        if path.is_some_and(|p| !files.iter().any(|f| f["file"] == p)) {
+        if path.is_some_and(|p| e.file(p).is_none()) {
             continue;
         }
-        let sum = |k: &str| files.iter().filter_map(|f| f[k].as_u64()).sum::<u64>();
-        let names: Vec<&str> = files.iter().filter_map(|f| f["file"].as_str()).collect();
-        let who = match (e["pid"].as_u64(), e["command"].as_str()) {
-            (Some(pid), Some(cmd)) if !cmd.is_empty() => format!("  (pid {pid}: {cmd})"),
-            (Some(pid), _) if pid > 0 => format!("  (pid {pid})"),
+        let added: usize = e.files.iter().map(|f| f.lines_added).sum();
+        let removed: usize = e.files.iter().map(|f| f.lines_removed).sum();
+        let names: Vec<&str> = e.files.iter().map(|f| f.file.as_str()).collect();
+        let who = match (e.pid, e.command.as_str()) {
+            (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {cmd})"),
+            (pid, _) if pid > 0 => format!("  (pid {pid})"),
             _ => String::new(),
         };
         let _ = writeln!(
             out,
             "{:<6} {:<21} {:<9} {:<7} {:<11} {}{who}",
-            e["tx"].as_u64().unwrap_or(0),
-            e["time"].as_str().unwrap_or(""),
-            e["outcome"].as_str().unwrap_or("?"),
-            e["kind"].as_str().unwrap_or("edit"),
-            format!("+{} -{}", sum("lines_added"), sum("lines_removed")),
+            e.tx,
+            e.time,
+            e.outcome.as_str(),
+            e.kind.as_str(),
+            format!("+{added} -{removed}"),
             names.join(" "),
         );
     }
     out
 }
 
-/// Transaction `tx` as a diff of each file it changed.
-pub fn show(store: &Store, tx: u64) -> Result<String, String> {
-    let entries = store.entries();
+/// Transaction `tx` as a diff of each file it changed, from the log and kept
+/// versions of state directory `state`.
+pub fn show(entries: &[LogEntry], state: &Path, tx: u64) -> Result<String, String> {
     let e = entries
         .iter()
-        .find(|e| e["tx"].as_u64() == Some(tx))
+        .find(|e| e.tx == tx)
         .ok_or(format!("no transaction {tx} in the log"))?;
     let mut out = table(std::slice::from_ref(e), None);
-    if e["outcome"] != "ok" {
+    if !e.changed() {
         out.push_str("it changed nothing");
-        if let Some(kind) = e["error"].as_str() {
+        if let Some(kind) = &e.error {
             let _ = write!(out, " (error: {kind})");
         }
         out.push('\n');
         return Ok(out);
     }
-    for f in files_of(e) {
-        let rel = f["file"].as_str().unwrap_or_default();
-        let before = store.objects().read(Side::Pre, rel, tx);
-        let after = store.objects().read(Side::Post, rel, tx);
+    let objects = Objects::new(state);
+    for f in &e.files {
+        let rel = f.file.as_str();
+        let before = objects.read(Side::Pre, rel, tx);
+        let after = objects.read(Side::Post, rel, tx);
         match (before, after) {
-            (_, None) if e["kind"] == "direct" => {
+            (Some(b), None) if f.removed => {
                 let _ = writeln!(
                     out,
-                    "\n{rel}: a write outside the control files; its pre-image is kept as snapshots/{rel}/{tx}"
+                    "\n{rel}: removed; its pre-image is kept as snapshots/{rel}/{tx}"
                 );
+                out.push_str(&file_diff(&b, b"", rel));
             }
             (b, Some(a)) => {
                 out.push('\n');
                 out.push_str(&file_diff(b.as_deref().unwrap_or_default(), &a, rel));
             }
-            (_, None) => {
+            (Some(_), None) if e.kind == Kind::Direct => {
+                let _ = writeln!(
+                    out,
+                    "\n{rel}: a write outside the control files, still open or cut short; its pre-image is kept as snapshots/{rel}/{tx}"
+                );
+            }
+            _ => {
                 let _ = writeln!(
                     out,
                     "\n{rel}: the versions of this transaction are no longer kept"
@@ -86,4 +89,72 @@ pub fn show(store: &Store, tx: u64) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// `path` as the log names it: relative to `source`, without `.` or a leading
+/// `./`. An absolute path must lie inside `source` (as given or with its symbolic
+/// links resolved).
+pub fn project_path(source: &Path, path: &str) -> Result<String, String> {
+    let given = Path::new(path);
+    let inside = if given.is_absolute() {
+        let canonical = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_owned());
+        let dir_resolved = given
+            .parent()
+            .and_then(|d| std::fs::canonicalize(d).ok())
+            .zip(given.file_name())
+            .map(|(d, n)| d.join(n));
+        [given.to_owned()]
+            .into_iter()
+            .chain(dir_resolved)
+            .find_map(|p| {
+                p.strip_prefix(source)
+                    .or_else(|_| p.strip_prefix(&canonical))
+                    .ok()
+                    .map(Path::to_owned)
+            })
+            .ok_or(format!("{path} is not inside {}", source.display()))?
+    } else {
+        given.to_owned()
+    };
+    let mut rel = PathBuf::new();
+    for c in inside.components() {
+        match c {
+            Component::Normal(p) => rel.push(p),
+            Component::CurDir => {}
+            _ => {
+                return Err(format!(
+                    "{path}: give a path inside the project, without `..`"
+                ));
+            }
+        }
+    }
+    match rel.to_str() {
+        Some("") => Err(format!("{path} names no file")),
+        Some(s) => Ok(s.to_owned()),
+        None => Err(format!("{path} is not valid UTF-8")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_taken_relative_to_the_project() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path();
+        std::fs::create_dir(src.join("src")).unwrap();
+        let abs = src.join("src/x.rs");
+        for given in [
+            "src/x.rs",
+            "./src/x.rs",
+            "src/./x.rs",
+            abs.to_str().unwrap(),
+        ] {
+            assert_eq!(project_path(src, given).unwrap(), "src/x.rs", "{given}");
+        }
+        assert!(project_path(src, "/etc/passwd").is_err());
+        assert!(project_path(src, "../x").is_err());
+        assert!(project_path(src, ".").is_err());
+    }
 }

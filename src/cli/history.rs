@@ -8,15 +8,19 @@ use std::process::ExitCode;
 
 use editfs::engine::Outcome;
 use editfs::history;
-use editfs::store::{STATE_DIR, Store, atomic};
+use editfs::store::{STATE_DIR, Store, atomic, entries_in};
 use editfs::transaction::{Root, Who, undo};
 
 #[derive(clap::Args)]
-#[command(about = "List the transactions on SOURCE (on PATH only, if given)")]
+#[command(
+    about = "List the transactions on SOURCE (on PATH only, if given)",
+    after_help = "Only reads: it works on a read-only state directory, and on a mount point \
+(MOUNT/.editfs is the state seen through the mount)."
+)]
 pub struct HistoryArgs {
-    /// The project directory (the one that was mounted)
+    /// The project directory (the one that was mounted), or its mount point
     source: PathBuf,
-    /// A file, relative to SOURCE
+    /// A file: relative to SOURCE (`src/x.rs`, `./src/x.rs`) or an absolute path inside it
     path: Option<String>,
     /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
@@ -24,40 +28,54 @@ pub struct HistoryArgs {
 }
 
 #[derive(clap::Args)]
-#[command(about = "Show transaction TXID as a diff of the files it changed")]
+#[command(
+    about = "Show transaction TXID as a diff of the files it changed",
+    after_help = "Only reads, as history does."
+)]
 pub struct ShowArgs {
+    /// The project directory (the one that was mounted), or its mount point
     source: PathBuf,
+    /// The transaction id, as `history` lists it
     txid: u64,
+    /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
 #[command(
-    about = "Restore PATH as it was before its latest transaction (or before --to TXID), as a new transaction",
-    after_help = "The undo is itself a transaction, so it can be undone. It refuses to overwrite \
-changes made after that transaction (later transactions, or changes made outside editfs) and \
-names them, unless --force. Inside a mount, write `PATH [TXID] [--force]` to .editfs/undo and \
-read .editfs/status."
+    about = "Restore PATH as it was before its latest transaction (or before --to TXID), or every file of --tx TXID, as a new transaction",
+    after_help = "The undo is itself a transaction, so it can be undone. Later transactions that \
+editfs recorded stay in history and are simply overwritten; only changes made outside editfs \
+since its latest recorded transaction on a file are refused (and named) unless --force. Inside a \
+mount, write `PATH [TXID] [--force]` or `--tx TXID [--force]` to .editfs/undo and read \
+.editfs/status."
 )]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["path", "tx"])))]
 pub struct UndoArgs {
+    /// The project directory (the one that was mounted)
     source: PathBuf,
-    /// The file, relative to SOURCE
-    path: String,
-    /// The transaction whose pre-image to restore
-    #[arg(long = "to", value_name = "TXID")]
+    /// The file: relative to SOURCE or an absolute path inside it
+    path: Option<String>,
+    /// Restore PATH as it was before this transaction (default: its latest)
+    #[arg(long = "to", value_name = "TXID", requires = "path")]
     to: Option<u64>,
-    /// Overwrite changes made after that transaction
+    /// Restore every file of this transaction as it was before it, as one transaction
+    #[arg(long, value_name = "TXID", conflicts_with_all = ["path", "to"])]
+    tx: Option<u64>,
+    /// Overwrite changes made outside editfs since its latest recorded transaction
     #[arg(long)]
     force: bool,
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
+    /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
 }
 
-fn open(source: &Path, state: Option<&Path>) -> Result<Store, String> {
+/// The state directory of `source`, which must exist.
+fn state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
     let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
     if !dir.is_dir() {
         return Err(format!(
@@ -66,7 +84,11 @@ fn open(source: &Path, state: Option<&Path>) -> Result<Store, String> {
             dir.display()
         ));
     }
-    let store = Store::open(&dir).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
+fn open(source: &Path, state: Option<&Path>) -> Result<Store, String> {
+    let store = Store::open(&state_dir(source, state)?).map_err(|e| e.to_string())?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
     }
@@ -78,10 +100,31 @@ fn fail(cmd: &str, message: String) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// Says so when a commit was cut short: history only reads, so it leaves the
+/// recovery to the next command that writes.
+fn note_interrupted(dir: &Path) {
+    let pending = fs::read_dir(dir.join("journal")).map_or(0, |d| d.count());
+    if pending > 0 {
+        eprintln!(
+            "editfs: {pending} interrupted commit(s) in the journal: the next mount, apply or undo completes or discards them"
+        );
+    }
+}
+
 pub fn history(args: HistoryArgs) -> ExitCode {
-    match open(&args.source, args.state_dir.as_deref()) {
-        Ok(store) => {
-            print!("{}", history::table(&store.entries(), args.path.as_deref()));
+    let run = || -> Result<String, String> {
+        let dir = state_dir(&args.source, args.state_dir.as_deref())?;
+        let path = args
+            .path
+            .as_deref()
+            .map(|p| history::project_path(&args.source, p))
+            .transpose()?;
+        note_interrupted(&dir);
+        Ok(history::table(&entries_in(&dir), path.as_deref()))
+    };
+    match run() {
+        Ok(text) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => fail("history", e),
@@ -89,7 +132,12 @@ pub fn history(args: HistoryArgs) -> ExitCode {
 }
 
 pub fn show(args: ShowArgs) -> ExitCode {
-    match open(&args.source, args.state_dir.as_deref()).and_then(|s| history::show(&s, args.txid)) {
+    let run = || -> Result<String, String> {
+        let dir = state_dir(&args.source, args.state_dir.as_deref())?;
+        note_interrupted(&dir);
+        history::show(&entries_in(&dir), &dir, args.txid)
+    };
+    match run() {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -107,26 +155,31 @@ pub fn undo(args: UndoArgs) -> ExitCode {
             pid: std::process::id(),
             command: "editfs undo".into(),
         };
+        let rel = args
+            .path
+            .as_deref()
+            .map(|p| history::project_path(&args.source, p))
+            .transpose()?;
+        let what = match (&rel, args.tx) {
+            (_, Some(tx)) => undo::What::Tx(tx),
+            (Some(rel), None) => undo::What::File { rel, to: args.to },
+            (None, None) => return Err("give PATH or --tx TXID".into()),
+        };
         let req = undo::Request {
-            rel: &args.path,
-            to: args.to,
+            what,
             force: args.force,
         };
-        let report = undo::run(
-            &store,
-            Root {
-                fd: dir.as_fd(),
-                path: &root,
-            },
-            &req,
-            &who,
-        );
-        let text = if args.json {
-            report.to_json() + "\n"
-        } else {
-            report.to_string()
+        let root = Root {
+            fd: dir.as_fd(),
+            path: &root,
         };
-        Ok((text, report.outcome))
+        let undone = undo::run(&store, root, &req, &who);
+        let text = if args.json {
+            undone.to_json() + "\n"
+        } else {
+            undone.to_string()
+        };
+        Ok((text, undone.head().outcome))
     };
     match run() {
         Ok((text, outcome)) => {

@@ -70,11 +70,15 @@ pub struct MountArgs {
     /// Bytes all kept versions may take (K, M, G suffixes); the oldest go first
     #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "1G")]
     keep_bytes: usize,
-    /// Take no pre-image of direct writes to these paths: a name (`*.o`) matches anywhere,
+    /// Take no pre-image of direct writes and removals of these paths: a name (`*.o`) matches anywhere,
     /// a path (`target/**`) from SOURCE; repeatable
     #[arg(long, value_name = "GLOB", action = ArgAction::Append)]
     no_snapshot: Vec<String>,
-    /// Take no pre-image of direct writes to files larger than this
+    /// Also keep pre-images of paths the project's .gitignore files ignore (skipped by
+    /// default, so a build does not fill the store; .git/ is never snapshotted)
+    #[arg(long)]
+    snapshot_ignored: bool,
+    /// Take no pre-image of direct writes and removals of files larger than this
     #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "16M")]
     snapshot_max_size: usize,
     /// Internal: report readiness on standard output (used by --daemon)
@@ -91,8 +95,12 @@ pub struct UnmountArgs {
 
 impl MountArgs {
     fn config(&self) -> Result<MountConfig, String> {
-        let preimages = Policy::new(&self.no_snapshot, self.snapshot_max_size as u64)
-            .map_err(|e| format!("--no-snapshot: {e}"))?;
+        let preimages = Policy::new(
+            &self.no_snapshot,
+            self.snapshot_max_size as u64,
+            self.snapshot_ignored,
+        )
+        .map_err(|e| format!("--no-snapshot: {e}"))?;
         Ok(MountConfig {
             source: self.source.clone(),
             mountpoint: self.mountpoint.clone(),
@@ -135,6 +143,7 @@ impl MountArgs {
         for (on, flag) in [
             (self.edits_only, "--edits-only"),
             (self.show_control_files, "--show-control-files"),
+            (self.snapshot_ignored, "--snapshot-ignored"),
         ] {
             if on {
                 a.push(flag.into());

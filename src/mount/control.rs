@@ -298,45 +298,40 @@ impl Core {
         rels.iter().filter_map(id).collect()
     }
 
-    /// `.editfs/undo`: `PATH [TXID] [--force]` restores a kept version.
+    /// `.editfs/undo`: `PATH [TXID] [--force]` restores a kept version of one
+    /// file, `--tx TXID [--force]` every file of one transaction.
     fn commit_undo(&self, payload: &[u8], who: &Who) -> Committed {
         let text = String::from_utf8_lossy(payload);
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let force = words.contains(&"--force");
-        let args: Vec<&str> = words.iter().copied().filter(|w| *w != "--force").collect();
-        let report = match (args.first(), args.get(1).map(|t| t.parse::<u64>())) {
-            (Some(rel), None | Some(Ok(_))) if args.len() <= 2 => {
-                let to = args.get(1).and_then(|t| t.parse().ok());
-                let inos = self.inodes_of(&[rel]);
-                let _excl = self.stripes_for(&inos);
-                let r = undo::run(
-                    &self.store,
-                    self.root(),
-                    &undo::Request { rel, to, force },
-                    who,
-                );
-                if r.outcome == Outcome::Ok {
-                    self.reports
-                        .lock()
-                        .insert(PathBuf::from(rel), Arc::new(r.clone()));
-                    self.invalidate_path(Path::new(rel));
+        let (text, json, head) = match undo::Request::parse(&text) {
+            Ok(req) => {
+                let rels = undo::files(&self.store, &req);
+                let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
+                let inos = self.inodes_of(&rels);
+                let undone = {
+                    let _excl = self.stripes_for(&inos);
+                    undo::run(&self.store, self.root(), &req, who)
+                };
+                let head = undone.head();
+                if head.outcome == Outcome::Ok {
+                    for r in undone.files() {
+                        self.reports
+                            .lock()
+                            .insert(PathBuf::from(&r.file), Arc::new(r.clone()));
+                        self.invalidate_path(Path::new(&r.file));
+                    }
                 }
-                r
+                (undone.to_string(), undone.to_json(), head)
             }
-            _ => {
-                let mut r = Report::new(Outcome::Rejected, String::new());
-                r.error = Some(crate::engine::ErrorReport::plain(
-                    "malformed",
-                    format!("expected `PATH [TXID] [--force]`, got {:?}", text.trim()),
-                    "for example: echo 'src/app.py 12' > .editfs/undo",
-                ));
-                r
+            Err(why) => {
+                let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
+                let r = undo::rejected(&self.store, why, hint, who);
+                (r.to_string(), r.to_json(), r)
             }
         };
-        *self.state_report.lock() = Some((report.to_string(), report.to_json() + "\n"));
+        *self.state_report.lock() = Some((text.clone(), json + "\n"));
         Committed {
-            text: report.to_string().into_bytes(),
-            errno: errno_for(&report),
+            text: text.into_bytes(),
+            errno: errno_for(&head),
         }
     }
 

@@ -212,6 +212,9 @@ pub struct Core {
     sent: Mutex<HashMap<u64, (FileAttr, Instant)>>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
+    /// Direct writes whose pre-image is kept, by the handle that writes: recorded
+    /// when it is released.
+    pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
 }
 
 /// `Errno` from a system error.
@@ -292,6 +295,7 @@ impl Core {
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
             ),
+            writes: Mutex::new(HashMap::new()),
         }
     }
 

@@ -6,6 +6,7 @@
 
 mod control;
 mod fs;
+mod ignored;
 mod names;
 mod nodes;
 mod ops;

@@ -312,9 +312,10 @@ impl Core {
                 return Err(Errno::EROFS);
             }
             // A truncate by name (`truncate -s`) is a write no open announced.
-            if let Some(l) = &loc {
-                self.keep_before_write(&self.path(ino)?, l, pid);
-            }
+            let pending = match &loc {
+                Some(l) => self.keep_before_write(&self.path(ino)?, l, pid),
+                None => None,
+            };
             let _shared = self.stripe(ino).read();
             match (file, &loc) {
                 (Some(f), _) => rustix::fs::ftruncate(f, size).map_err(errno)?,
@@ -326,6 +327,9 @@ impl Core {
                     rustix::fs::ftruncate(&fd, size).map_err(errno)?;
                 }
                 _ => {}
+            }
+            if let Some(p) = pending {
+                self.finish_write(&p, loc.as_ref());
             }
         }
         if times.0.is_some() || times.1.is_some() {
@@ -350,8 +354,9 @@ impl Core {
             return Err(Errno::EROFS);
         }
         let loc = self.loc(ino)?;
+        let mut pending = None;
         if is_write(flags) {
-            self.keep_before_write(&self.path(ino)?, &loc, pid);
+            pending = self.keep_before_write(&self.path(ino)?, &loc, pid);
             // O_TRUNC changes the size without a write.
             self.touched(ino);
         }
@@ -359,11 +364,24 @@ impl Core {
         let flags = OFlags::from_bits_retain((flags.0 & !strip) as u32)
             | OFlags::NOFOLLOW
             | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty()).map_err(errno)?;
-        Ok(self.add_handle(Handle::File {
+        let opened = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty());
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(e) => {
+                if let Some(p) = pending {
+                    self.finish_write(&p, Some(&loc));
+                }
+                return Err(errno(e));
+            }
+        };
+        let fh = self.add_handle(Handle::File {
             file: File::from(fd),
             ino,
-        }))
+        });
+        if let Some(p) = pending {
+            self.writes.lock().insert(fh, p);
+        }
+        Ok(fh)
     }
 
     fn list(&self, ino: u64) -> Res<Vec<Entry>> {
@@ -641,10 +659,18 @@ impl Filesystem for EditFs {
         reply_entry(reply, r);
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.changeable(parent.0, name).and_then(|dir| {
-            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(errno)?;
             let gone = self.path(parent.0).map(|p| p.join(name)).ok();
+            let loc = Loc {
+                dir,
+                name: name.to_owned(),
+            };
+            match &gone {
+                Some(rel) => self.remove_file(rel, &loc, req.pid()),
+                None => rustix::fs::unlinkat(loc.dir(), name, AtFlags::empty()),
+            }
+            .map_err(errno)?;
             self.nodes.write().unlinked(parent.0, name);
             if let Some(gone) = gone {
                 self.move_report(gone, None);
@@ -696,8 +722,13 @@ impl Filesystem for EditFs {
                 dir: to.clone(),
                 name: newname.to_owned(),
             };
-            self.keep_before_write(&self.path(newparent.0)?.join(newname), &over, req.pid());
-            rustix::fs::renameat_with(&from, name, &to, newname, how).map_err(errno)?;
+            let pending =
+                self.keep_before_write(&self.path(newparent.0)?.join(newname), &over, req.pid());
+            let renamed = rustix::fs::renameat_with(&from, name, &to, newname, how);
+            if let Some(p) = pending {
+                self.finish_write(&p, Some(&over));
+            }
+            renamed.map_err(errno)?;
             let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
             self.after_rename((parent.0, name), (newparent.0, newname), exchange);
             Ok(())
@@ -835,7 +866,7 @@ impl Filesystem for EditFs {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
@@ -843,6 +874,10 @@ impl Filesystem for EditFs {
         reply: ReplyEmpty,
     ) {
         let handle = self.drop_handle(fh.0);
+        let pending = self.writes.lock().remove(&fh.0);
+        if let Some(p) = pending {
+            self.finish_write(&p, self.loc(ino.0).ok().as_ref());
+        }
         if let Some(Handle::Edit(buf)) = handle.as_deref()
             && buf.lock().pending()
         {

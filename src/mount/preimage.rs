@@ -1,26 +1,31 @@
-//! Pre-images of writes that bypass the control files (`sed -i`, an editor's save,
-//! `cp` over a file): taken once per open-for-write of an existing file, so a shell
-//! edit can be undone like a transaction.
+//! Pre-images of changes that bypass the control files: writes (`sed -i`, an
+//! editor's save, `cp` over a file), taken once per open-for-write of an existing
+//! file, and removals (`rm`, `rm -r`), so they can be undone like transactions.
+//! What is recorded is decided here; how, in `transaction::direct`.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use rustix::fs::{Mode, OFlags};
-use serde_json::json;
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::fs::{Core, Loc};
-use crate::engine::sha256_hex;
-use crate::transaction::{Who, now};
+use super::ignored::GitIgnores;
+use crate::store::logline::Kind;
+use crate::transaction::Who;
+use crate::transaction::direct::{self, Pending};
 
-/// Which direct writes get a pre-image.
+/// Which direct writes and removals get a pre-image.
 #[derive(Clone, Debug)]
 pub struct Policy {
     /// Paths never snapshotted (build output, ...).
     skip: GlobSet,
     /// Files larger than this are skipped (and the skip logged).
     pub max_size: u64,
+    /// The project's ignore rules, when ignored paths are skipped (the default).
+    gitignored: Option<Arc<GitIgnores>>,
 }
 
 impl Default for Policy {
@@ -28,14 +33,20 @@ impl Default for Policy {
         Policy {
             skip: GlobSet::empty(),
             max_size: 16 << 20,
+            gitignored: Some(Arc::default()),
         }
     }
 }
 
 impl Policy {
     /// `patterns` without a `/` match a file name anywhere (`*.o`); with one, the
-    /// path from SOURCE (`target/**`).
-    pub fn new(patterns: &[String], max_size: u64) -> Result<Policy, globset::Error> {
+    /// path from SOURCE (`target/**`). Paths the project's git ignores are skipped
+    /// too, unless `include_ignored`.
+    pub fn new(
+        patterns: &[String],
+        max_size: u64,
+        include_ignored: bool,
+    ) -> Result<Policy, globset::Error> {
         let mut b = GlobSetBuilder::new();
         for p in patterns {
             let p = if p.contains('/') {
@@ -48,64 +59,90 @@ impl Policy {
         Ok(Policy {
             skip: b.build()?,
             max_size,
+            gitignored: (!include_ignored).then(Arc::default),
         })
     }
 
-    pub fn skips(&self, rel: &Path) -> bool {
-        self.skip.is_match(rel)
+    /// Whether changes to `rel` (beneath `root`, SOURCE) keep no pre-image: git's
+    /// own files never do, nor paths excluded by pattern or ignored by git.
+    pub fn skips(&self, root: std::os::fd::BorrowedFd<'_>, rel: &Path) -> bool {
+        rel.starts_with(".git")
+            || self.skip.is_match(rel)
+            || self
+                .gitignored
+                .as_ref()
+                .is_some_and(|g| g.ignores(root, rel))
     }
 }
 
+/// The existing regular file `name` in `dir`, open for reading, and its size.
+fn open_regular(loc: &Loc) -> Option<(File, u64)> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    // Nothing there yet (a new file, a rename onto a free name): nothing to keep.
+    let fd = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty()).ok()?;
+    let file = File::from(fd);
+    let meta = file.metadata().ok()?;
+    meta.is_file().then_some((file, meta.len()))
+}
+
 impl Core {
-    /// Keeps the current bytes of a file about to be opened for writing.
-    pub(super) fn keep_before_write(&self, rel: &Path, loc: &Loc, pid: u32) {
-        if self.settings.preimages.skips(rel) {
-            return;
+    fn keeps(&self, rel: &Path) -> bool {
+        !self.settings.preimages.skips(self.source.root(), rel)
+    }
+
+    /// Keeps the current bytes of a file about to be written without a control
+    /// file; the write is recorded once `finish_write` sees its result.
+    pub(super) fn keep_before_write(&self, rel: &Path, loc: &Loc, pid: u32) -> Option<Pending> {
+        if !self.keeps(rel) {
+            return None;
         }
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        // Nothing there yet (a new file, a rename onto a free name): nothing to keep.
-        let Ok(fd) = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty()) else {
-            return;
-        };
-        let mut file = File::from(fd);
-        let Ok(meta) = file.metadata() else { return };
-        if !meta.is_file() {
-            return;
-        }
+        let (mut file, size) = open_regular(loc)?;
         let name = rel.to_string_lossy();
         let who = Who::process(pid);
-        let Ok(lock) = self.store.lock() else { return };
-        let Ok(tx) = self.store.next_tx(&lock) else {
-            return;
-        };
-        let mut entry = json!({
-            "tx": tx, "time": now(), "kind": "direct", "pid": who.pid, "command": who.command,
-            "applied": 0, "total": 0, "error": null,
+        if size > self.settings.preimages.max_size {
+            if let Err(e) = direct::skipped(&self.store, Kind::Direct, &name, size, &who) {
+                log::error!("{e}");
+            }
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut bytes).ok()?;
+        direct::begin(&self.store, &name, &bytes, &who)
+            .map_err(|e| log::error!("cannot keep the pre-image of {name}: {e}"))
+            .ok()
+    }
+
+    /// Records what the write `pending` began left at `loc`.
+    pub(super) fn finish_write(&self, pending: &Pending, loc: Option<&Loc>) {
+        let after = loc.and_then(open_regular).and_then(|(mut f, size)| {
+            let mut bytes = Vec::with_capacity(size as usize);
+            f.read_to_end(&mut bytes).ok().map(|_| bytes)
         });
-        if meta.len() > self.settings.preimages.max_size {
-            log::info!(
-                "{name}: {} bytes, over the pre-image limit: not kept",
-                meta.len()
-            );
-            entry["outcome"] = json!("skipped");
-            entry["files"] = json!([{ "file": name, "reason": "over the size limit" }]);
-        } else {
-            let mut bytes = Vec::with_capacity(meta.len() as usize);
-            if file.read_to_end(&mut bytes).is_err() {
-                return;
-            }
-            if let Err(e) = self.store.keep_pre_image(tx, &name, &bytes) {
-                log::error!("cannot keep the pre-image of {name}: {e}");
-                return;
-            }
-            entry["outcome"] = json!("ok");
-            // What the write makes of the file is not known here: no `sha256` after.
-            let before = sha256_hex(&bytes);
-            entry["files"] = json!([{ "file": name, "before": before, "sha256": null, "lines_added": 0, "lines_removed": 0 }]);
+        if let Err(e) = direct::finish(&self.store, pending, after.as_deref()) {
+            log::error!("cannot record the write to {}: {e}", pending.rel);
         }
-        if let Err(e) = self.store.log(&entry) {
-            log::error!("{e}");
+    }
+
+    /// Removes `loc` (the file `rel`), keeping its pre-image first when the
+    /// policy wants one.
+    pub(super) fn remove_file(&self, rel: &Path, loc: &Loc, pid: u32) -> rustix::io::Result<()> {
+        let unlink = || rustix::fs::unlinkat(loc.dir(), &loc.name, AtFlags::empty());
+        if !self.keeps(rel) {
+            return unlink();
         }
+        let Some((_, size)) = open_regular(loc) else {
+            return unlink();
+        };
+        let name = rel.to_string_lossy();
+        let who = Who::process(pid);
+        if size > self.settings.preimages.max_size {
+            unlink()?;
+            if let Err(e) = direct::skipped(&self.store, Kind::Delete, &name, size, &who) {
+                log::error!("{e}");
+            }
+            return Ok(());
+        }
+        direct::remove(&self.store, loc.dir(), &loc.name, &name, &who, unlink)
     }
 }
 
@@ -115,10 +152,19 @@ mod tests {
 
     #[test]
     fn patterns_match_names_anywhere_or_paths_from_the_root() {
-        let p = Policy::new(&["*.o".into(), "target/**".into()], 10).unwrap();
-        assert!(p.skips(Path::new("a/b/x.o")));
-        assert!(p.skips(Path::new("target/debug/foo")));
-        assert!(!p.skips(Path::new("src/target.rs")));
-        assert!(!Policy::default().skips(Path::new("x.o")));
+        let tmp = tempfile::tempdir().unwrap();
+        let root = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let root = std::os::fd::AsFd::as_fd(&root);
+        let p = Policy::new(&["*.o".into(), "target/**".into()], 10, false).unwrap();
+        assert!(p.skips(root, Path::new("a/b/x.o")));
+        assert!(p.skips(root, Path::new("target/debug/foo")));
+        assert!(!p.skips(root, Path::new("src/target.rs")));
+        assert!(!Policy::default().skips(root, Path::new("x.o")));
+        assert!(Policy::default().skips(root, Path::new(".git/config")));
+        let all = Policy::new(&[], 10, true).unwrap();
+        assert!(
+            all.skips(root, Path::new(".git/index")),
+            "never git's own files"
+        );
     }
 }

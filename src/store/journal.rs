@@ -42,7 +42,7 @@ pub struct Record {
     pub committed: bool,
     pub files: Vec<Entry>,
     /// The log line to append once the files are in place.
-    pub log: serde_json::Value,
+    pub log: super::LogEntry,
 }
 
 pub struct Journal {
@@ -150,11 +150,13 @@ impl Journal {
     }
 
     /// Finishes or undoes every transaction a crash interrupted. `tmp` is the state
-    /// directory's `tmp/`; `log` appends a log line unless the log already has it.
+    /// directory's `tmp/`; `log` appends a log line unless the log already has it;
+    /// `forget` drops the kept versions of a transaction rolled back.
     pub fn recover(
         &self,
         tmp: BorrowedFd<'_>,
-        log: impl Fn(&serde_json::Value) -> Result<(), StoreError>,
+        log: impl Fn(&super::LogEntry) -> Result<(), StoreError>,
+        forget: impl Fn(&Record),
     ) -> Result<Recovered, StoreError> {
         let mut done = Recovered::default();
         for record in self.records() {
@@ -169,6 +171,7 @@ impl Journal {
                 for e in &record.files {
                     discard(root.as_fd(), tmp, e);
                 }
+                forget(&record);
                 done.rolled_back.push(record.tx);
             }
             self.remove(record.tx)?;

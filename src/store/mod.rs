@@ -17,12 +17,15 @@
 
 pub mod atomic;
 pub mod journal;
+pub mod logline;
 pub mod objects;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+pub use logline::LogEntry;
 
 /// Name of the state directory inside a project.
 pub const STATE_DIR: &str = ".editfs";
@@ -125,9 +128,15 @@ impl Store {
             recovered: journal::Recovered::default(),
         };
         let lock = store.lock()?;
-        store.recovered = store
-            .journal
-            .recover(store.tmp.as_fd(), |line| store.log_once(line))?;
+        store.recovered = store.journal.recover(
+            store.tmp.as_fd(),
+            |line| store.log_once(line),
+            |record| {
+                for f in &record.files {
+                    store.objects.forget(&f.rel, record.tx);
+                }
+            },
+        )?;
         // Temporary files of writes a crash cut short: the commit's, and those of
         // the journal, objects and counter (written whole or not at all).
         let swept: usize = ["tmp", "journal", "objects", ""]
@@ -204,14 +213,52 @@ impl Store {
     /// Commits `changes` as transaction `tx` under `root` (open, and its path for
     /// recovery): every file is replaced, or none, even across a crash. Returns the
     /// name of each file's pre-image, if it had one.
+    ///
+    /// A commit that fails before its commit point leaves no version of `tx` behind,
+    /// so history and undo never take a failed transaction for a real one.
     pub fn commit(
         &self,
         _lock: &Lock,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
         changes: &[Change<'_>],
-        log: serde_json::Value,
+        log: LogEntry,
     ) -> Result<Vec<Option<String>>, StoreError> {
+        let prepared = self.prepare(tx, root, changes, log);
+        let (record, kept) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                for c in changes {
+                    self.objects.forget(c.rel, tx);
+                }
+                return Err(e);
+            }
+        };
+        // Past the commit point: recovery finishes whatever is left undone here.
+        for e in &record.files {
+            journal::install(root.0, self.tmp.as_fd(), e)?;
+        }
+        match self.log(&record.log) {
+            Ok(()) => self.journal.remove(tx)?,
+            // The record stays, so the next open of the store logs the line.
+            Err(e) => log::error!("transaction {tx} committed, but {e}"),
+        }
+        for c in changes {
+            self.objects.prune(c.rel, self.retention.keep);
+        }
+        self.objects.cap(self.retention.cap);
+        Ok(kept)
+    }
+
+    /// Keeps both versions of every file, writes the new contents to temporary
+    /// files and marks the journal record committed (the commit point).
+    fn prepare(
+        &self,
+        tx: u64,
+        root: (BorrowedFd<'_>, &Path),
+        changes: &[Change<'_>],
+        log: LogEntry,
+    ) -> Result<(journal::Record, Vec<Option<String>>), StoreError> {
         let mut kept = Vec::with_capacity(changes.len());
         for c in changes {
             kept.push(
@@ -251,25 +298,18 @@ impl Store {
             });
         }
         self.journal.write(&record)?;
-        if let Err(e) = self.write_temps(root.0, &record, changes) {
+        let written = self.write_temps(root.0, &record, changes).and_then(|()| {
+            record.committed = true;
+            self.journal.write(&record)
+        });
+        if let Err(e) = written {
             for e in &record.files {
                 journal::discard(root.0, self.tmp.as_fd(), e);
             }
-            self.journal.remove(tx)?;
+            let _ = self.journal.remove(tx);
             return Err(e);
         }
-        record.committed = true;
-        self.journal.write(&record)?;
-        for e in &record.files {
-            journal::install(root.0, self.tmp.as_fd(), e)?;
-        }
-        self.log(&record.log)?;
-        self.journal.remove(tx)?;
-        for c in changes {
-            self.objects.prune(c.rel, self.retention.keep);
-        }
-        self.objects.cap(self.retention.cap);
-        Ok(kept)
+        Ok((record, kept))
     }
 
     fn write_temps(
@@ -299,34 +339,45 @@ impl Store {
         Ok(name)
     }
 
+    /// Keeps the file `name` in `dir`, about to be removed, as the pre-image of
+    /// `rel` at `tx` (see `Objects::keep_file`); returns its bytes.
+    pub fn keep_removed(
+        &self,
+        tx: u64,
+        rel: &str,
+        dir: BorrowedFd<'_>,
+        name: &std::ffi::OsStr,
+    ) -> Result<Vec<u8>, StoreError> {
+        let bytes = self
+            .objects
+            .keep_file(objects::Side::Pre, rel, tx, dir, name)?;
+        self.objects.prune(rel, self.retention.keep);
+        self.objects.cap(self.retention.cap);
+        Ok(bytes)
+    }
+
     /// Appends a log line unless the log already has one for its transaction
     /// (a recovery after a crash between the log and the journal).
-    fn log_once(&self, line: &serde_json::Value) -> Result<(), StoreError> {
-        let tx = line.get("tx").and_then(serde_json::Value::as_u64);
-        let logged = self
-            .entries()
-            .iter()
-            .any(|e| e.get("tx").and_then(serde_json::Value::as_u64) == tx);
+    fn log_once(&self, line: &LogEntry) -> Result<(), StoreError> {
+        let logged = self.entries().iter().any(|e| e.tx == line.tx);
         if logged { Ok(()) } else { self.log(line) }
     }
 
     /// Every log line, oldest first.
-    pub fn entries(&self) -> Vec<serde_json::Value> {
-        let text = fs::read_to_string(self.dir.join("log")).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+    pub fn entries(&self) -> Vec<LogEntry> {
+        entries_in(&self.dir)
     }
 
     /// Appends one JSON line to the log and syncs it.
-    pub fn log(&self, entry: &serde_json::Value) -> Result<(), StoreError> {
+    pub fn log(&self, entry: &LogEntry) -> Result<(), StoreError> {
         let path = self.dir.join("log");
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(io_err("open", &path))?;
-        let mut line = entry.to_string();
+        let mut line = serde_json::to_string(entry)
+            .map_err(|e| io_err("encode a line of", &path)(e.into()))?;
         line.push('\n');
         file.write_all(line.as_bytes())
             .map_err(io_err("append to", &path))?;
@@ -334,9 +385,25 @@ impl Store {
     }
 }
 
+/// Every line of the log in state directory `dir`, oldest first; reads only, so
+/// it works on a read-only state directory or the mount's `.editfs/` view.
+pub fn entries_in(dir: &Path) -> Vec<LogEntry> {
+    let text = fs::read_to_string(dir.join("log")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(tx: u64) -> LogEntry {
+        LogEntry {
+            tx,
+            ..LogEntry::default()
+        }
+    }
 
     #[test]
     fn layout_ids_snapshots_and_log() {
@@ -348,10 +415,10 @@ mod tests {
         let name = store.keep_pre_image(2, "src/a.rs", b"pre").unwrap();
         assert_eq!(name, "snapshots/src/a.rs/2");
         assert_eq!(fs::read(store.dir().join(&name)).unwrap(), b"pre");
-        store.log(&serde_json::json!({"tx": 2})).unwrap();
-        store.log(&serde_json::json!({"tx": 3})).unwrap();
-        let log = fs::read_to_string(store.dir().join("log")).unwrap();
-        assert_eq!(log, "{\"tx\":2}\n{\"tx\":3}\n");
+        store.log(&line(2)).unwrap();
+        store.log(&line(3)).unwrap();
+        let txs: Vec<u64> = store.entries().iter().map(|e| e.tx).collect();
+        assert_eq!(txs, [2, 3]);
         assert_eq!(
             fs::read_to_string(store.dir().join(".gitignore")).unwrap(),
             "*\n"
@@ -382,13 +449,7 @@ mod tests {
             },
         ];
         let kept = store
-            .commit(
-                &lock,
-                7,
-                (rootfd.as_fd(), &root),
-                &changes,
-                serde_json::json!({"tx": 7}),
-            )
+            .commit(&lock, 7, (rootfd.as_fd(), &root), &changes, line(7))
             .unwrap();
         assert_eq!(kept, [Some("snapshots/a/7".to_owned()), None]);
         assert_eq!(fs::read(root.join("a")).unwrap(), b"new a");
@@ -420,7 +481,7 @@ mod tests {
             in_place: false,
         };
         let j = journal::Journal::new(&state);
-        let log = serde_json::json!({"tx": 1});
+        let log = line(1);
         j.write(&journal::Record {
             tx: 1,
             root: root.clone(),

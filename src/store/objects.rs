@@ -6,9 +6,14 @@
 //! transaction `tx` (shown in the mount), `versions/<path>/<tx>` as it was after
 //! (for `editfs show` and `editfs undo`).
 
-use std::fs;
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 use parking_lot::Mutex;
 
@@ -101,6 +106,44 @@ impl Objects {
         }
     }
 
+    /// Keeps the regular file `name` in `dir` as version `side` of `rel` at `tx`
+    /// and returns its bytes. When the content is new to the store, the file has no
+    /// other name and the store is on its file system, its inode itself becomes the
+    /// object (a hard link: nothing is copied), so keeping a file about to be
+    /// removed is cheap; otherwise its bytes are copied.
+    pub fn keep_file(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        dir: BorrowedFd<'_>,
+        name: &OsStr,
+    ) -> Result<Vec<u8>, StoreError> {
+        let at = Path::new(rel);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = rustix::fs::openat(dir, name, flags, Mode::empty())
+            .map_err(|e| io_err("open", at)(e.into()))?;
+        let mut file = File::from(fd);
+        let meta = file.metadata().map_err(io_err("stat", at))?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes).map_err(io_err("read", at))?;
+        let object = self.object(&sha256_hex(&bytes));
+        if meta.is_file() && meta.nlink() == 1 && !object.exists() {
+            let objects = self.state.join("objects");
+            fs::create_dir_all(&objects).map_err(io_err("create", &objects))?;
+            match rustix::fs::linkat(dir, name, rustix::fs::CWD, &object, AtFlags::empty()) {
+                Ok(()) => {
+                    // Objects are read-only; the file had no other name to notice.
+                    let _ = rustix::fs::fchmod(&file, Mode::from(0o444));
+                    self.adjust(bytes.len() as i64);
+                }
+                Err(e) => log::debug!("{rel}: not linked into the store ({e}): copied"),
+            }
+        }
+        self.keep(side, rel, tx, &bytes)?;
+        Ok(bytes)
+    }
+
     /// The bytes of version `side` of `rel` at `tx`, if kept.
     pub fn read(&self, side: Side, rel: &str, tx: u64) -> Option<Vec<u8>> {
         fs::read(self.state.join(Objects::name(side, rel, tx))).ok()
@@ -131,6 +174,13 @@ impl Objects {
             }
         }
         freed
+    }
+
+    /// Drops both versions of `rel` at `tx`: the transaction did not happen.
+    pub fn forget(&self, rel: &str, tx: u64) {
+        for side in [Side::Pre, Side::Post] {
+            self.drop_version(side, rel, tx);
+        }
     }
 
     /// Removes one version; frees its object when nothing else links to it.

@@ -1,9 +1,16 @@
 //! Transactions end to end: lock, read, let the engine decide, commit through the
 //! journal, log. Shared by `editfs apply` and the mount.
 //!
-//! `run` edits one file, `multi::run` several at once, `undo::run` restores a kept
-//! version. Each is one transaction id, logged whatever its outcome.
+//! `run` edits one file, `multi::run` several at once, `undo::run` restores kept
+//! versions.
+//!
+//! Transaction ids follow one rule for all of them: once a request holds the
+//! store's lock it takes the next id, before anything can fail, and leaves one log
+//! line under it, whatever its outcome (ok, failed or rejected). An id is never
+//! reused. A report with id 0 had none: there is no state directory, or the
+//! counter itself could not be advanced.
 
+pub mod direct;
 pub mod multi;
 pub mod undo;
 
@@ -13,10 +20,9 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::time::SystemTime;
 
-use serde_json::json;
-
 use crate::engine::{self, ErrorReport, Options, Outcome, Report};
 use crate::store::journal::parent_beneath;
+use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
 use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
 
 /// Where a transaction acts: paths are resolved beneath `root` (no `..` or
@@ -88,25 +94,26 @@ fn stored(
     payload: &[u8],
     opts: &Options,
 ) -> Report {
+    // The id comes first, so every outcome, even a file that cannot be read, has
+    // one and a log line (see `numbered`).
+    let tx = match store.next_tx(lock) {
+        Ok(tx) => tx,
+        Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+    };
     let (file, original) = match read(target.root, target.rel) {
         Ok(o) => o,
-        Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+        Err(e) => {
+            let report = stamp(io_failure(e, engine::sha256_hex(b"")), target.label);
+            return unchanged(store, tx, Kind::Edit, report, target.rel, target.who);
+        }
     };
     let edit = engine::apply(target.label, original.as_deref(), payload, opts);
     let mut report = stamp(edit.report, target.label);
-    match store.next_tx(lock) {
-        Ok(tx) => report.tx = tx,
-        Err(e) => return stamp(io_failure(e, report.sha256), target.label),
-    }
-    let entry = log_entry("edit", &report, &[(target.rel, &report)], target.who);
+    report.tx = tx;
     let Some(new) = edit.content else {
-        if let Err(e) = store.log(&entry) {
-            report
-                .notes
-                .push(format!("the log could not be written: {e}"));
-        }
-        return report;
+        return logged(store, report, Kind::Edit, target.rel, target.who);
     };
+    let entry = log_entry(Kind::Edit, &report, &[(target.rel, &report)], target.who);
     let change = Change {
         rel: target.rel,
         old: file.as_ref(),
@@ -124,8 +131,35 @@ fn stored(
             report.snapshot = kept.into_iter().next().flatten();
             report
         }
-        Err(e) => failed_commit(e, report, original.as_deref()),
+        Err(e) => {
+            let failed = failed_commit(e, report, original.as_deref());
+            logged(store, failed, Kind::Edit, target.rel, target.who)
+        }
     }
+}
+
+/// A transaction that changed nothing: numbered `tx` and logged as it ended.
+pub fn unchanged(
+    store: &Store,
+    tx: u64,
+    kind: Kind,
+    mut report: Report,
+    rel: &str,
+    who: &Who,
+) -> Report {
+    report.tx = tx;
+    logged(store, report, kind, rel, who)
+}
+
+/// Appends the log line of `report` on `rel`; a log that cannot be written is
+/// noted in the report.
+fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -> Report {
+    if let Err(e) = store.log(&log_entry(kind, &report, &[(rel, &report)], who)) {
+        report
+            .notes
+            .push(format!("the log could not be written: {e}"));
+    }
+    report
 }
 
 /// Without a state directory: no journal, no snapshot, one atomic rename.
@@ -208,40 +242,30 @@ pub fn io_failure(e: StoreError, sha: String) -> Report {
 }
 
 /// One log line: the transaction, and each file it touched (or would have).
-pub fn log_entry(
-    kind: &str,
-    head: &Report,
-    files: &[(&str, &Report)],
-    who: &Who,
-) -> serde_json::Value {
-    let files: Vec<serde_json::Value> = files
+pub fn log_entry(kind: Kind, head: &Report, files: &[(&str, &Report)], who: &Who) -> LogEntry {
+    let files = files
         .iter()
         .map(|(rel, r)| {
-            let (added, removed) = r.diff.as_deref().map_or((0, 0), count_changes);
-            json!({ "file": rel, "sha256": r.sha256, "lines_added": added, "lines_removed": removed })
+            let (lines_added, lines_removed) = r.diff.as_deref().map_or((0, 0), count_changes);
+            FileEntry {
+                file: (*rel).to_owned(),
+                sha256: Some(r.sha256.clone()).filter(|s| !s.is_empty()),
+                lines_added,
+                lines_removed,
+                ..FileEntry::default()
+            }
         })
         .collect();
-    json!({
-        "tx": head.tx,
-        "time": head.time,
-        "kind": kind,
-        "outcome": head.outcome,
-        "applied": head.applied,
-        "total": head.total,
-        "files": files,
-        "error": head.error.as_ref().map(|e| e.kind),
-        "pid": who.pid,
-        "command": who.command,
-    })
-}
-
-fn count_changes(diff: &str) -> (usize, usize) {
-    let body = diff
-        .lines()
-        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"));
-    body.fold((0, 0), |(a, r), l| match l.as_bytes().first() {
-        Some(b'+') => (a + 1, r),
-        Some(b'-') => (a, r + 1),
-        _ => (a, r),
-    })
+    LogEntry {
+        tx: head.tx,
+        time: head.time.clone(),
+        kind,
+        outcome: head.outcome.into(),
+        applied: head.applied,
+        total: head.total,
+        files,
+        error: head.error.as_ref().map(|e| e.kind.to_owned()),
+        pid: who.pid,
+        command: who.command.clone(),
+    }
 }

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
 use crate::engine::payload::{self, Payload};
 use crate::engine::{self, ErrorReport, Options, Outcome, Report};
+use crate::store::logline::Kind;
 use crate::store::{Change, STATE_DIR, Store};
 
 /// The report of a multi-file transaction: one section per file.
@@ -29,7 +30,7 @@ pub struct MultiReport {
 }
 
 impl MultiReport {
-    fn new(outcome: Outcome) -> MultiReport {
+    pub(crate) fn new(outcome: Outcome) -> MultiReport {
         MultiReport {
             tx: 0,
             time: now(),
@@ -42,6 +43,19 @@ impl MultiReport {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The transaction as a whole, in the shape of a one-file report (for the log
+    /// and the errno).
+    pub fn head(&self) -> Report {
+        Report {
+            tx: self.tx,
+            time: self.time.clone(),
+            applied: self.files.iter().map(|r| r.applied).sum(),
+            total: self.files.iter().map(|r| r.total).sum(),
+            error: self.error.clone(),
+            ..Report::new(self.outcome, String::new())
+        }
     }
 
     fn fail(&mut self, outcome: Outcome, file: &str, e: &ErrorReport) {
@@ -125,14 +139,6 @@ pub fn run(
     opts: &Options,
     who: &Who,
 ) -> MultiReport {
-    let (files, notes) = match payload::parse_multi(payload, opts.max_payload) {
-        Ok(f) => f,
-        Err(e) => {
-            let mut r = MultiReport::new(Outcome::Rejected);
-            r.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
-            return r;
-        }
-    };
     let lock = match store.map(Store::lock).transpose() {
         Ok(l) => l,
         Err(e) => {
@@ -142,8 +148,8 @@ pub fn run(
         }
     };
     let mut report = MultiReport::new(Outcome::Ok);
-    report.notes = notes;
-    let decided = decide(root, files, opts, &mut report);
+    // The id comes before parsing, so a rejected payload is numbered and logged
+    // like a single-file one.
     if let (Some(s), Some(l)) = (store, &lock) {
         match s.next_tx(l) {
             Ok(tx) => report.tx = tx,
@@ -154,29 +160,38 @@ pub fn run(
             }
         }
     }
+    let decided = match payload::parse_multi(payload, opts.max_payload) {
+        Ok((files, notes)) => {
+            report.notes = notes;
+            decide(root, files, opts, &mut report)
+        }
+        Err(e) => {
+            report.outcome = Outcome::Rejected;
+            report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
+            Vec::new()
+        }
+    };
     for r in &mut report.files {
         r.tx = report.tx;
     }
-    let rels: Vec<(&str, &Report)> = decided
-        .iter()
-        .map(|d| (d.rel.as_str(), &d.edit.report))
-        .collect();
-    let head = Report {
-        tx: report.tx,
-        time: report.time.clone(),
-        applied: report.files.iter().map(|r| r.applied).sum(),
-        total: report.files.iter().map(|r| r.total).sum(),
-        error: report.error.clone(),
-        ..Report::new(report.outcome, String::new())
+    let entry = |report: &MultiReport| {
+        let rels: Vec<(&str, &Report)> =
+            report.files.iter().map(|r| (r.file.as_str(), r)).collect();
+        log_entry(Kind::Edit, &report.head(), &rels, who)
     };
-    let entry = log_entry("edit", &head, &rels, who);
     if report.outcome != Outcome::Ok {
         if let Some(s) = store {
-            let _ = s.log(&entry);
+            let _ = s.log(&entry(&report));
         }
         return report;
     }
-    commit(store, lock.as_ref(), root, decided, entry, &mut report);
+    let line = entry(&report);
+    commit(store, lock.as_ref(), root, decided, line, &mut report);
+    if report.outcome != Outcome::Ok
+        && let Some(s) = store
+    {
+        let _ = s.log(&entry(&report));
+    }
     if store.is_none() {
         report.notes.push("no state directory: no snapshot or log was kept, and a crash mid-commit could leave some files changed".into());
     }
@@ -236,7 +251,7 @@ fn commit(
     lock: Option<&crate::store::Lock>,
     root: Root<'_>,
     decided: Vec<Decided>,
-    entry: serde_json::Value,
+    entry: crate::store::LogEntry,
     report: &mut MultiReport,
 ) {
     let changing: Vec<&Decided> = decided

@@ -1,182 +1,483 @@
-//! Undo: a kept pre-image restored as a new transaction, so an undo can be undone.
+//! Undo: kept pre-images restored as a new transaction, so an undo can be undone.
 //!
-//! It refuses to overwrite what changed after the transaction it undoes (later
-//! transactions on the file, or changes made outside editfs) unless forced, and
-//! names those changes.
+//! `PATH --to N` restores PATH as it was before transaction N, over any later
+//! transactions editfs recorded on it: they stay in history, and the undo is one
+//! more. What it refuses without `force` is only what editfs did not record: PATH
+//! differs from the version its latest recorded transaction left, so an outside
+//! change would be lost. `--tx N` restores every file of transaction N at once, as
+//! one transaction.
 
-use super::{Root, Who, failed_commit, io_failure, log_entry, read, stamp};
+use std::fmt;
+use std::fs::File;
+use std::path::Path;
+
+use super::multi::MultiReport;
+use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
+use crate::store::journal::parent_beneath;
+use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::Side;
-use crate::store::{Change, Store};
+use crate::store::{Change, Lock, Store, StoreError, io_err};
 
-/// What to undo.
+/// What to restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What<'a> {
+    /// One file, as it was before transaction `to` (its latest if `None`).
+    File { rel: &'a str, to: Option<u64> },
+    /// Every file of one transaction, as it was before it.
+    Tx(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request<'a> {
-    pub rel: &'a str,
-    /// The transaction whose pre-image to restore; the latest on the file if `None`.
-    pub to: Option<u64>,
+    pub what: What<'a>,
+    /// Overwrite changes made outside editfs.
     pub force: bool,
 }
 
-/// Transactions in the log that changed `rel`, oldest first, with the file's SHA-256
-/// after each when it is known (a direct write's is not).
-pub fn changes_of(store: &Store, rel: &str) -> Vec<(u64, Option<String>)> {
-    store
-        .entries()
+/// The syntax `.editfs/undo` takes, for its error messages.
+pub const SYNTAX: &str = "`PATH [TXID] [--force]` or `--tx TXID [--force]`";
+
+impl<'a> Request<'a> {
+    /// Reads what `.editfs/undo` was sent: `PATH [TXID] [--force]` or `--tx TXID [--force]`.
+    pub fn parse(text: &'a str) -> Result<Request<'a>, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let force = words.contains(&"--force");
+        let args: Vec<&str> = words.into_iter().filter(|w| *w != "--force").collect();
+        let txid = |t: &str| {
+            t.parse::<u64>()
+                .map_err(|_| format!("{t:?} is not a transaction id"))
+        };
+        let what = match args.as_slice() {
+            ["--tx", tx] => What::Tx(txid(tx)?),
+            [rel] if !rel.starts_with('-') => What::File { rel, to: None },
+            [rel, tx] if !rel.starts_with('-') => What::File {
+                rel,
+                to: Some(txid(tx)?),
+            },
+            _ => return Err(format!("expected {SYNTAX}, got {:?}", text.trim())),
+        };
+        Ok(Request { what, force })
+    }
+}
+
+/// The result: one file's report, or one per file of a transaction.
+pub enum Undone {
+    File(Report),
+    Tx(MultiReport),
+}
+
+impl Undone {
+    /// The reports of the files it restored (or would have).
+    pub fn files(&self) -> Vec<&Report> {
+        match self {
+            Undone::File(r) => vec![r],
+            Undone::Tx(m) => m.files.iter().collect(),
+        }
+    }
+
+    /// The outcome and error as one report, for exit codes and errnos.
+    pub fn head(&self) -> Report {
+        match self {
+            Undone::File(r) => r.clone(),
+            Undone::Tx(m) => m.head(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        match self {
+            Undone::File(r) => r.to_json(),
+            Undone::Tx(m) => m.to_json(),
+        }
+    }
+}
+
+impl fmt::Display for Undone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Undone::File(r) => r.fmt(f),
+            Undone::Tx(m) => m.fmt(f),
+        }
+    }
+}
+
+/// The files `req` names, as the log knows them (for locking them first).
+pub fn files(store: &Store, req: &Request<'_>) -> Vec<String> {
+    match req.what {
+        What::File { rel, .. } => vec![rel.to_owned()],
+        What::Tx(tx) => store
+            .entries()
+            .into_iter()
+            .find(|e| e.tx == tx)
+            .map(|e| e.files.into_iter().map(|f| f.file).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Why an undo cannot be done; boxed, as it travels far and rarely.
+type Refusal = Box<ErrorReport>;
+
+fn refuse(kind: &'static str, message: String, hint: &str) -> Refusal {
+    Box::new(ErrorReport::plain(kind, message, hint))
+}
+
+/// One file to restore, decided before anything is written.
+struct Plan {
+    rel: String,
+    to: u64,
+    file: Option<File>,
+    current: Option<Vec<u8>>,
+    restored: Vec<u8>,
+}
+
+/// Runs `req` as one transaction, numbered and logged whatever its outcome.
+pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Undone {
+    let label = match req.what {
+        What::File { rel, .. } => rel.to_owned(),
+        What::Tx(tx) => format!("transaction {tx}"),
+    };
+    let fail = |e: StoreError| wrap(req, vec![stamp(io_failure(e, String::new()), &label)]);
+    let lock = match store.lock() {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let tx = match store.next_tx(&lock) {
+        Ok(tx) => tx,
+        Err(e) => return fail(e),
+    };
+    let entries = store.entries();
+    let plans = match req.what {
+        What::File { rel, to } => {
+            plan_file(store, &entries, root, rel, to, req.force).map(|p| vec![p])
+        }
+        What::Tx(n) => plan_tx(store, &entries, root, n, req.force),
+    };
+    let reports = match plans {
+        Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
+        Err(e) => {
+            let mut r = stamp(Report::new(Outcome::Failed, String::new()), &label);
+            r.error = Some(*e);
+            r.tx = tx;
+            let undone = wrap(req, vec![r]);
+            log_failure(store, &undone, who);
+            return undone;
+        }
+    };
+    let undone = wrap(req, reports);
+    if undone.head().outcome != Outcome::Ok {
+        log_failure(store, &undone, who);
+    }
+    undone
+}
+
+/// An undo request that could not be read: numbered and logged like any other.
+pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report {
+    let mut r = stamp(Report::new(Outcome::Rejected, String::new()), "");
+    r.error = Some(ErrorReport::plain("malformed", message, hint));
+    let tx = store.lock().and_then(|lock| store.next_tx(&lock));
+    match tx {
+        Ok(tx) => super::unchanged(store, tx, Kind::Undo, r, "", who),
+        Err(e) => {
+            r.notes.push(format!("no transaction id: {e}"));
+            r
+        }
+    }
+}
+
+/// The reports as `req` wants them: one file's, or a transaction's.
+fn wrap(req: &Request<'_>, mut reports: Vec<Report>) -> Undone {
+    match req.what {
+        What::File { .. } => Undone::File(reports.remove(0)),
+        What::Tx(_) => {
+            let failed = reports.iter().find(|r| r.outcome != Outcome::Ok).cloned();
+            let mut m = MultiReport::new(failed.as_ref().map_or(Outcome::Ok, |r| r.outcome));
+            m.tx = reports.first().map_or(0, |r| r.tx);
+            m.error = failed.and_then(|r| r.error);
+            m.files = reports;
+            Undone::Tx(m)
+        }
+    }
+}
+
+fn log_failure(store: &Store, undone: &Undone, who: &Who) {
+    let files: Vec<(&str, &Report)> = undone
+        .files()
+        .into_iter()
+        .map(|r| (r.file.as_str(), r))
+        .collect();
+    let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &files, who));
+}
+
+/// Every file transaction `n` changed, each to restore as before `n`.
+fn plan_tx(
+    store: &Store,
+    entries: &[LogEntry],
+    root: Root<'_>,
+    n: u64,
+    force: bool,
+) -> Result<Vec<Plan>, Refusal> {
+    let entry = recorded(entries, n)?;
+    entry
+        .files
         .iter()
-        .filter(|e| e["outcome"] == "ok")
-        .filter_map(|e| {
-            let tx = e["tx"].as_u64()?;
-            let file = e["files"].as_array()?.iter().find(|f| f["file"] == rel)?;
-            Some((tx, file["sha256"].as_str().map(str::to_owned)))
-        })
+        .map(|f| plan_file(store, entries, root, &f.file, Some(n), force))
         .collect()
 }
 
-/// Restores `req.rel` to what it was before transaction `req.to`.
-pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Report {
-    let lock = match store.lock() {
-        Ok(l) => l,
-        Err(e) => return stamp(io_failure(e, String::new()), req.rel),
-    };
-    let (file, current) = match read(root, req.rel) {
-        Ok(r) => r,
-        Err(e) => return stamp(io_failure(e, String::new()), req.rel),
-    };
-    let now_sha = sha256_hex(current.as_deref().unwrap_or_default());
-    let mut report = stamp(Report::new(Outcome::Failed, now_sha.clone()), req.rel);
-    let history = changes_of(store, req.rel);
-    let pre_images = store.objects().txs(Side::Pre, req.rel);
-    let Some(to) = req.to.or_else(|| pre_images.last().copied()) else {
-        report.error = Some(ErrorReport::plain(
+/// The log entry of transaction `n`, if it changed files.
+fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
+    let hint = "editfs history lists the transactions that changed files";
+    match entries.iter().find(|e| e.tx == n) {
+        Some(e) if e.changed() => Ok(e),
+        Some(e) => Err(refuse(
             "not_found",
-            format!("no kept version of {}", req.rel),
-            "editfs history shows what was kept",
-        ));
-        return report;
-    };
-    let Some(restored) = store.objects().read(Side::Pre, req.rel, to) else {
-        let msg = format!(
-            "no pre-image of {} from transaction {to} (it created the file, or the version was pruned)",
-            req.rel
-        );
-        report.error = Some(ErrorReport::plain(
+            format!(
+                "transaction {n} changed nothing (it {}): there is nothing to undo",
+                e.outcome.as_str()
+            ),
+            hint,
+        )),
+        None => Err(refuse(
             "not_found",
-            msg,
-            "editfs history lists the transactions that kept one",
-        ));
-        return report;
-    };
-    if !req.force
-        && let Some(e) = later_changes(&history, to, &now_sha, req.rel)
-    {
-        report.error = Some(e);
-        return report;
+            format!("no transaction {n} in the log"),
+            hint,
+        )),
     }
-    report.total = 1;
-    let tx = match store.next_tx(&lock) {
-        Ok(tx) => tx,
-        Err(e) => return stamp(io_failure(e, now_sha), req.rel),
+}
+
+/// Decides how `rel` is restored to what it was before `to` (its latest if `None`).
+fn plan_file(
+    store: &Store,
+    entries: &[LogEntry],
+    root: Root<'_>,
+    rel: &str,
+    to: Option<u64>,
+    force: bool,
+) -> Result<Plan, Refusal> {
+    let on_rel: Vec<&LogEntry> = entries
+        .iter()
+        .filter(|e| e.changed() && e.file(rel).is_some())
+        .collect();
+    let to = match to {
+        Some(n) => {
+            recorded(entries, n)?.file(rel).ok_or_else(|| {
+                refuse(
+                    "not_found",
+                    format!("transaction {n} did not change {rel}"),
+                    "editfs history PATH lists the transactions on one file",
+                )
+            })?;
+            n
+        }
+        None => on_rel.last().map(|e| e.tx).ok_or_else(|| {
+            refuse(
+                "not_found",
+                format!("no recorded transaction changed {rel}"),
+                "editfs history shows what was kept",
+            )
+        })?,
     };
-    report.tx = tx;
-    report.outcome = Outcome::Ok;
-    report.applied = 1;
-    report.sha256 = sha256_hex(&restored);
-    report.diff = Some(file_diff(
-        current.as_deref().unwrap_or_default(),
-        &restored,
-        req.rel,
-    ));
-    report.operations = vec![OpReport {
+    let restored = store.objects().read(Side::Pre, rel, to).ok_or_else(|| {
+        refuse(
+            "not_found",
+            format!(
+                "no pre-image of {rel} from transaction {to} (it created the file, or the version was pruned)"
+            ),
+            "editfs history lists the transactions that kept one",
+        )
+    })?;
+    let (file, current) = read(root, rel).or_else(|e| match e {
+        // The file's directory is gone too (`rm -r`): it is created again.
+        StoreError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok((None, None))
+        }
+        e => {
+            Err(Box::new(io_failure(e, String::new()).error.unwrap_or_else(
+                || ErrorReport::plain("io", String::new(), ""),
+            )))
+        }
+    })?;
+    if !force && let Some(last) = on_rel.last() {
+        outside_change(last, rel, current.as_deref())?;
+    }
+    Ok(Plan {
+        rel: rel.to_owned(),
+        to,
+        file,
+        current,
+        restored,
+    })
+}
+
+/// Fails when `rel` is not as `last`, the latest transaction editfs recorded on
+/// it, left it: something outside editfs changed it since, and an undo would lose that.
+fn outside_change(last: &LogEntry, rel: &str, current: Option<&[u8]>) -> Result<(), Refusal> {
+    let Some(f) = last.file(rel) else {
+        return Ok(());
+    };
+    // A direct write whose result is not known yet (its writer has the file open).
+    let Some(expected) = (if f.removed {
+        Some(None)
+    } else {
+        f.sha256.as_deref().map(Some)
+    }) else {
+        return Ok(());
+    };
+    let now = current.map(sha256_hex);
+    if expected == now.as_deref() {
+        return Ok(());
+    }
+    let state = now.map_or("it no longer exists".to_owned(), |s| {
+        format!("its SHA-256 is now {s}")
+    });
+    Err(refuse(
+        "outside_changes",
+        format!(
+            "{rel} changed outside editfs since transaction {}, the latest editfs recorded on it ({state})",
+            last.tx
+        ),
+        "pass --force to overwrite those changes",
+    ))
+}
+
+/// Writes every plan as transaction `tx`; returns one report per file.
+fn commit(
+    store: &Store,
+    lock: &Lock,
+    tx: u64,
+    root: Root<'_>,
+    plans: &[Plan],
+    req: &Request<'_>,
+    who: &Who,
+) -> Vec<Report> {
+    let mut reports: Vec<Report> = plans.iter().map(|p| restored_report(tx, p)).collect();
+    let made = plans.iter().try_for_each(|p| make_parents(root, &p.rel));
+    let changes: Vec<Change<'_>> = plans
+        .iter()
+        .map(|p| Change {
+            rel: &p.rel,
+            old: p.file.as_ref(),
+            pre: p.current.as_deref(),
+            new: &p.restored,
+        })
+        .collect();
+    let files: Vec<(&str, &Report)> = reports.iter().map(|r| (r.file.as_str(), r)).collect();
+    let head = match wrap(req, reports.clone()) {
+        Undone::File(r) => r,
+        Undone::Tx(m) => m.head(),
+    };
+    let entry = log_entry(Kind::Undo, &head, &files, who);
+    match made.and_then(|()| store.commit(lock, tx, (root.fd, root.path), &changes, entry)) {
+        Ok(kept) => {
+            for (r, k) in reports.iter_mut().zip(kept) {
+                r.snapshot = k;
+            }
+            reports
+        }
+        Err(e) => {
+            let first = reports.remove(0);
+            let current = plans[0].current.as_deref();
+            vec![failed_commit(e, first, current)]
+        }
+    }
+}
+
+/// The report of restoring one plan, before it is written.
+fn restored_report(tx: u64, p: &Plan) -> Report {
+    let current = p.current.as_deref().unwrap_or_default();
+    let mut r = Report::new(Outcome::Ok, sha256_hex(&p.restored));
+    r.tx = tx;
+    r.file = p.rel.clone();
+    r.time = now();
+    r.total = 1;
+    r.applied = 1;
+    r.diff = Some(file_diff(current, &p.restored, &p.rel));
+    let what = if p.current.is_none() {
+        format!("recreated {} as it was before transaction {}", p.rel, p.to)
+    } else {
+        format!("restored {} as it was before transaction {}", p.rel, p.to)
+    };
+    r.operations = vec![OpReport {
         index: 1,
         outcome: OpOutcome::Applied,
         strategy: Some("undo"),
         lines: None,
-        warnings: vec![format!(
-            "restored {} as it was before transaction {to}",
-            req.rel
-        )],
+        warnings: vec![what],
         error: None,
     }];
-    let entry = log_entry("undo", &report, &[(req.rel, &report)], who);
-    let change = Change {
-        rel: req.rel,
-        old: file.as_ref(),
-        pre: current.as_deref(),
-        new: &restored,
-    };
-    match store.commit(&lock, tx, (root.fd, root.path), &[change], entry) {
-        Ok(kept) => {
-            report.snapshot = kept.into_iter().next().flatten();
-            report
-        }
-        Err(e) => failed_commit(e, report, current.as_deref()),
-    }
+    r
 }
 
-/// Changes after transaction `to` that an undo would overwrite.
-fn later_changes(
-    history: &[(u64, Option<String>)],
-    to: u64,
-    now_sha: &str,
-    rel: &str,
-) -> Option<ErrorReport> {
-    let later: Vec<String> = history
-        .iter()
-        .filter(|(tx, _)| *tx > to)
-        .map(|(tx, _)| tx.to_string())
-        .collect();
-    if !later.is_empty() {
-        let msg = format!(
-            "{rel} changed after transaction {to}, in transaction(s) {}",
-            later.join(", ")
-        );
-        return Some(ErrorReport::plain(
-            "later_changes",
-            msg,
-            "undo those first (newest first), or pass --force to overwrite them",
-        ));
-    }
-    let last_sha = history
-        .iter()
-        .rev()
-        .find(|(tx, _)| *tx <= to)
-        .and_then(|(_, s)| s.as_deref());
-    match last_sha {
-        Some(sha) if sha != now_sha => {
-            let msg = format!(
-                "{rel} changed outside editfs since transaction {to} (its SHA-256 is now {now_sha})"
-            );
-            Some(ErrorReport::plain(
-                "later_changes",
-                msg,
-                "pass --force to overwrite those changes",
-            ))
+/// Creates the missing directories of `rel` beneath `root`, as a removed tree had them.
+fn make_parents(root: Root<'_>, rel: &str) -> Result<(), StoreError> {
+    let Some(parent) = Path::new(rel).parent() else {
+        return Ok(());
+    };
+    let mut sofar = std::path::PathBuf::new();
+    for part in parent.components() {
+        sofar.push(part);
+        let name = sofar.to_string_lossy();
+        let dir = parent_beneath(root.fd, &name)
+            .map_err(|e| io_err("open the directory of", Path::new(rel))(e.into()))?;
+        match rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(io_err("create the directory", &sofar)(e.into())),
         }
-        _ => None,
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::logline::{FileEntry, Outcome as Logged};
+
+    fn entry(tx: u64, sha: Option<&str>, removed: bool) -> LogEntry {
+        LogEntry {
+            tx,
+            outcome: Logged::Ok,
+            files: vec![FileEntry {
+                file: "f".into(),
+                sha256: sha.map(str::to_owned),
+                removed,
+                ..FileEntry::default()
+            }],
+            ..LogEntry::default()
+        }
+    }
 
     #[test]
-    fn later_transactions_and_outside_changes_are_named() {
-        let h = vec![
-            (3, Some("aa".to_owned())),
-            (5, Some("bb".to_owned())),
-            (6, None),
-        ];
-        let e = later_changes(&h, 3, "bb", "f").unwrap();
-        assert!(e.message.contains("transaction(s) 5, 6"), "{}", e.message);
+    fn only_changes_editfs_did_not_record_need_force() {
+        let sha = sha256_hex(b"x");
+        assert!(outside_change(&entry(5, Some(&sha), false), "f", Some(b"x")).is_ok());
+        let e = outside_change(&entry(5, Some(&sha), false), "f", Some(b"y")).unwrap_err();
         assert!(
-            later_changes(&h, 6, "anything", "f").is_none(),
-            "a direct write's result is unknown"
+            e.message.contains("outside editfs since transaction 5"),
+            "{}",
+            e.message
         );
-        let h = &h[..2];
-        let e = later_changes(h, 5, "cc", "f").unwrap();
-        assert!(e.message.contains("outside editfs"), "{}", e.message);
-        assert!(later_changes(h, 5, "bb", "f").is_none());
+        assert!(!e.hint.unwrap().contains("undo those first"));
+        assert!(outside_change(&entry(6, None, false), "f", Some(b"y")).is_ok());
+        assert!(outside_change(&entry(7, None, true), "f", None).is_ok());
+        assert!(outside_change(&entry(7, None, true), "f", Some(b"x")).is_err());
+        assert!(outside_change(&entry(8, Some(&sha), false), "f", None).is_err());
+    }
+
+    #[test]
+    fn the_undo_file_takes_a_path_a_transaction_or_a_whole_transaction() {
+        let r = Request::parse("src/a.py 12 --force\n").unwrap();
+        assert_eq!(
+            r.what,
+            What::File {
+                rel: "src/a.py",
+                to: Some(12)
+            }
+        );
+        assert!(r.force);
+        assert_eq!(Request::parse("--tx 7").unwrap().what, What::Tx(7));
+        for bad in ["", "a b c", "--tx", "--tx x", "a b", "--to 3"] {
+            assert!(Request::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

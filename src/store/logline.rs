@@ -1,0 +1,153 @@
+//! The log's line format: one typed entry per transaction, read back by history
+//! and undo, so a renamed field is a compile error rather than a silently empty
+//! column.
+//!
+//! Every field has a default, so lines written by older versions still read.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of change a transaction was.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Operations written to a control file (or `editfs apply`).
+    #[default]
+    Edit,
+    /// A kept version restored.
+    Undo,
+    /// A write that bypassed the control files (`sed -i`, an editor's save).
+    Direct,
+    /// A file removed through the mount.
+    Delete,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Edit => "edit",
+            Kind::Undo => "undo",
+            Kind::Direct => "direct",
+            Kind::Delete => "delete",
+        }
+    }
+}
+
+/// How a transaction ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It changed the files it names.
+    Ok,
+    /// It changed nothing: an operation did not apply, or the file system failed.
+    #[default]
+    Failed,
+    /// It changed nothing: the payload was unusable.
+    Rejected,
+    /// A direct write or removal whose pre-image was not kept (over the size limit).
+    Skipped,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Rejected => "rejected",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+impl From<crate::engine::Outcome> for Outcome {
+    fn from(o: crate::engine::Outcome) -> Outcome {
+        match o {
+            crate::engine::Outcome::Ok => Outcome::Ok,
+            crate::engine::Outcome::Failed => Outcome::Failed,
+            crate::engine::Outcome::Rejected => Outcome::Rejected,
+        }
+    }
+}
+
+/// One file of a transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FileEntry {
+    /// Path relative to the project root.
+    pub file: String,
+    /// SHA-256 of the file before, where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// SHA-256 of the file after (as it still is, when nothing changed); `None`
+    /// when unknown, or when the transaction removed the file.
+    pub sha256: Option<String>,
+    pub lines_added: usize,
+    pub lines_removed: usize,
+    /// The file no longer exists after this transaction.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
+    /// Why no pre-image was kept, for a skipped one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One line of the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LogEntry {
+    pub tx: u64,
+    pub time: String,
+    pub kind: Kind,
+    pub outcome: Outcome,
+    pub applied: usize,
+    pub total: usize,
+    pub files: Vec<FileEntry>,
+    /// The error's kind (`not_found`, `io`, ...), when it failed.
+    pub error: Option<String>,
+    pub pid: u32,
+    pub command: String,
+}
+
+impl LogEntry {
+    /// This transaction's entry for `rel`, if it touched it.
+    pub fn file(&self, rel: &str) -> Option<&FileEntry> {
+        self.files.iter().find(|f| f.file == rel)
+    }
+
+    /// Whether it changed files (and so kept their versions).
+    pub fn changed(&self) -> bool {
+        self.outcome == Outcome::Ok
+    }
+}
+
+/// Lines added and removed by a unified diff.
+pub fn count_changes(diff: &str) -> (usize, usize) {
+    let body = diff
+        .lines()
+        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"));
+    body.fold((0, 0), |(a, r), l| match l.as_bytes().first() {
+        Some(b'+') => (a + 1, r),
+        Some(b'-') => (a, r + 1),
+        _ => (a, r),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_lines_read_and_new_lines_round_trip() {
+        let old = r#"{"tx":3,"time":"t","kind":"direct","outcome":"ok","files":[{"file":"a","before":"x","sha256":null,"lines_added":0,"lines_removed":0}],"error":null,"pid":7,"command":"sed"}"#;
+        let e: LogEntry = serde_json::from_str(old).unwrap();
+        assert_eq!((e.tx, e.kind, e.outcome), (3, Kind::Direct, Outcome::Ok));
+        assert_eq!(e.file("a").unwrap().before.as_deref(), Some("x"));
+        let back: LogEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn counts_diff_lines_but_not_headers() {
+        let d = "--- a/f\n+++ b/f\n@@ -1 +1,2 @@\n-a\n+b\n+c\n";
+        assert_eq!(count_changes(d), (2, 1));
+    }
+}

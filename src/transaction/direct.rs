@@ -1,0 +1,154 @@
+//! Changes that bypass the control files, recorded as transactions: a direct
+//! write (`sed -i`, an editor's save, `cp` over a file) and a removal (`rm`).
+//!
+//! A direct write is recorded in two steps. `begin` keeps the pre-image when the
+//! file is opened for writing (its id is taken then); `finish` keeps the result
+//! once the writer is done and appends the log line with the real line counts. A
+//! removal is recorded at once; its pre-image is the removed inode itself, linked
+//! into the store, when the store is on the same file system.
+
+use std::ffi::OsStr;
+use std::os::fd::BorrowedFd;
+
+use super::{Who, now};
+use crate::engine::diff::file_diff;
+use crate::engine::sha256_hex;
+use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome, count_changes};
+use crate::store::objects::Side;
+use crate::store::{Store, StoreError};
+
+/// A direct write whose pre-image is kept and whose result is not known yet.
+#[derive(Clone, Debug)]
+pub struct Pending {
+    pub tx: u64,
+    pub rel: String,
+    before: String,
+    time: String,
+    who: Who,
+}
+
+fn entry(
+    tx: u64,
+    time: String,
+    kind: Kind,
+    outcome: Outcome,
+    file: FileEntry,
+    who: &Who,
+) -> LogEntry {
+    LogEntry {
+        tx,
+        time,
+        kind,
+        outcome,
+        files: vec![file],
+        pid: who.pid,
+        command: who.command.clone(),
+        ..LogEntry::default()
+    }
+}
+
+/// Keeps `bytes`, the content of `rel` before a direct write, under a new id.
+pub fn begin(store: &Store, rel: &str, bytes: &[u8], who: &Who) -> Result<Pending, StoreError> {
+    let lock = store.lock()?;
+    let tx = store.next_tx(&lock)?;
+    store.keep_pre_image(tx, rel, bytes)?;
+    Ok(Pending {
+        tx,
+        rel: rel.to_owned(),
+        before: sha256_hex(bytes),
+        time: now(),
+        who: who.clone(),
+    })
+}
+
+/// Records that `rel` (`size` bytes) was written or removed without a pre-image,
+/// because it is over the size limit.
+pub fn skipped(
+    store: &Store,
+    kind: Kind,
+    rel: &str,
+    size: u64,
+    who: &Who,
+) -> Result<(), StoreError> {
+    log::info!("{rel}: {size} bytes, over the pre-image limit: not kept");
+    let lock = store.lock()?;
+    let tx = store.next_tx(&lock)?;
+    let file = FileEntry {
+        file: rel.to_owned(),
+        removed: kind == Kind::Delete,
+        reason: Some("over the size limit".into()),
+        ..FileEntry::default()
+    };
+    store.log(&entry(tx, now(), kind, Outcome::Skipped, file, who))
+}
+
+/// Records the result of the write `p` began: `after` is the file as the writer
+/// left it, `None` when it can no longer be read.
+pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), StoreError> {
+    let (lines_added, lines_removed) = match (store.objects().read(Side::Pre, &p.rel, p.tx), after)
+    {
+        (Some(before), Some(after)) => count_changes(&file_diff(&before, after, &p.rel)),
+        _ => (0, 0),
+    };
+    let _lock = store.lock()?;
+    if let Some(after) = after {
+        store.objects().keep(Side::Post, &p.rel, p.tx, after)?;
+    }
+    let file = FileEntry {
+        file: p.rel.clone(),
+        before: Some(p.before.clone()),
+        sha256: after.map(sha256_hex),
+        lines_added,
+        lines_removed,
+        ..FileEntry::default()
+    };
+    store.log(&entry(
+        p.tx,
+        p.time.clone(),
+        Kind::Direct,
+        Outcome::Ok,
+        file,
+        &p.who,
+    ))
+}
+
+/// Removes the regular file `name` in `dir` (`rel` in the project) with `unlink`,
+/// keeping it first (see `Store::keep_removed`) and recording the removal once it
+/// happened. A store that fails costs the pre-image, never the removal.
+pub fn remove<E>(
+    store: &Store,
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    rel: &str,
+    who: &Who,
+    unlink: impl FnOnce() -> Result<(), E>,
+) -> Result<(), E> {
+    let kept = store.lock().and_then(|lock| {
+        let tx = store.next_tx(&lock)?;
+        let bytes = store.keep_removed(tx, rel, dir, name)?;
+        Ok((lock, tx, bytes))
+    });
+    let (lock, tx, bytes) = match kept {
+        Ok(k) => k,
+        Err(e) => {
+            log::error!("cannot keep the pre-image of {rel} before its removal: {e}");
+            return unlink();
+        }
+    };
+    if let Err(e) = unlink() {
+        store.objects().forget(rel, tx);
+        return Err(e);
+    }
+    let file = FileEntry {
+        file: rel.to_owned(),
+        before: Some(sha256_hex(&bytes)),
+        lines_removed: count_changes(&file_diff(&bytes, b"", rel)).1,
+        removed: true,
+        ..FileEntry::default()
+    };
+    if let Err(e) = store.log(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {
+        log::error!("{e}");
+    }
+    drop(lock);
+    Ok(())
+}
