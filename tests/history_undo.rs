@@ -133,10 +133,6 @@ fn history_show_and_undo_of_an_undo() {
         "{s}"
     );
 
-    // Undoing transaction 1 on b.txt would overwrite transaction 2: refused, and named.
-    let o = editfs(&["undo", root, "b.txt", "--to", "1"], "", p.path());
-    assert_eq!(o.status.code(), Some(1));
-    assert!(out(&o).contains("transaction(s) 2"), "{}", out(&o));
     // The latest transaction on b.txt can be undone, and that undo undone again.
     assert!(
         editfs(&["undo", root, "b.txt"], "", p.path())
@@ -190,4 +186,303 @@ fn identical_pre_images_are_stored_once() {
             .count(),
         2
     );
+}
+
+/// The JSON report of a command run with `--json`.
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(o)))
+}
+
+fn log_lines(p: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(p.join(".editfs/log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_outcome_gets_the_next_id_and_a_log_line() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let rejected = editfs(&["apply", "b.txt", "--json"], "no block here\n", p.path());
+    assert_eq!(rejected.status.code(), Some(2), "{}", out(&rejected));
+    let multi_rejected = editfs(&["apply", "--multi", root, "--json"], "", p.path());
+    assert_eq!(
+        multi_rejected.status.code(),
+        Some(2),
+        "{}",
+        out(&multi_rejected)
+    );
+    let bad = TWO_FILES.replace("bee\n=======", "nope\n=======");
+    let multi_failed = editfs(&["apply", "--multi", root, "--json"], &bad, p.path());
+    assert_eq!(
+        multi_failed.status.code(),
+        Some(1),
+        "{}",
+        out(&multi_failed)
+    );
+    let undo_failed = editfs(&["undo", root, "b.txt", "--json"], "", p.path());
+    assert_eq!(undo_failed.status.code(), Some(1), "{}", out(&undo_failed));
+    let ok = editfs(
+        &["apply", "b.txt", "--json"],
+        "<<<<<<< SEARCH\nbee\n=======\nx\n>>>>>>> REPLACE\n",
+        p.path(),
+    );
+    let reports = [rejected, multi_rejected, multi_failed, undo_failed, ok];
+    let ids: Vec<u64> = reports
+        .iter()
+        .map(|o| json(o)["tx"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+    let logged: Vec<(u64, String)> = log_lines(p.path())
+        .iter()
+        .map(|l| {
+            (
+                l["tx"].as_u64().unwrap(),
+                l["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        (1, "rejected"),
+        (2, "rejected"),
+        (3, "failed"),
+        (4, "failed"),
+        (5, "ok"),
+    ];
+    assert_eq!(logged, want.map(|(t, o)| (t, o.to_owned())));
+    assert_eq!(log_lines(p.path())[3]["kind"], "undo");
+}
+
+#[test]
+fn undo_to_restores_over_later_recorded_transactions_and_can_be_undone() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    for (from, to) in [("bee", "one"), ("one", "two"), ("two", "three")] {
+        let block = format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n");
+        assert!(
+            editfs(&["apply", "b.txt"], &block, p.path())
+                .status
+                .success()
+        );
+    }
+    let o = editfs(&["undo", root, "b.txt", "--to", "2"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        out(&o).contains("as it was before transaction 2"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(fs::read_to_string(p.path().join("b.txt")).unwrap(), "one\n");
+    let h = out(&editfs(&["history", root, "b.txt"], "", p.path()));
+    assert_eq!(
+        h.lines().count(),
+        5,
+        "later transactions stay in history: {h}"
+    );
+    // Undoing the undo brings the latest recorded version back.
+    assert!(
+        editfs(&["undo", root, "b.txt"], "", p.path())
+            .status
+            .success()
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("b.txt")).unwrap(),
+        "three\n"
+    );
+    // Only an outside change needs --force, and the hint does not send the user round in circles.
+    fs::write(p.path().join("b.txt"), "by hand\n").unwrap();
+    let o = editfs(&["undo", root, "b.txt", "--to", "1"], "", p.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        out(&o).contains("outside editfs") && out(&o).contains("--force"),
+        "{}",
+        out(&o)
+    );
+    assert!(!out(&o).contains("undo those first"), "{}", out(&o));
+    let o = editfs(
+        &["undo", root, "b.txt", "--to", "1", "--force"],
+        "",
+        p.path(),
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    assert_eq!(fs::read_to_string(p.path().join("b.txt")).unwrap(), "bee\n");
+}
+
+#[test]
+fn undo_tx_restores_every_file_of_a_multi_file_transaction_as_one() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    assert!(
+        editfs(&["apply", "--multi", root], TWO_FILES, p.path())
+            .status
+            .success()
+    );
+    let more = "<<<<<<< SEARCH\nBEE\n=======\nBee!\n>>>>>>> REPLACE\n";
+    assert!(editfs(&["apply", "b.txt"], more, p.path()).status.success());
+    let o = editfs(&["undo", root, "--tx", "1", "--json"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v = json(&o);
+    assert_eq!(v["tx"], 3);
+    assert_eq!(v["files"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/a.py")).unwrap(),
+        "a = 1\n"
+    );
+    assert_eq!(fs::read_to_string(p.path().join("b.txt")).unwrap(), "bee\n");
+    let undo_line = &log_lines(p.path())[2];
+    assert_eq!(undo_line["kind"], "undo");
+    assert_eq!(
+        undo_line["files"].as_array().unwrap().len(),
+        2,
+        "one transaction"
+    );
+    // And it is undone as one too.
+    assert!(
+        editfs(&["undo", root, "--tx", "3"], "", p.path())
+            .status
+            .success()
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/a.py")).unwrap(),
+        "a = 2\n"
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("b.txt")).unwrap(),
+        "Bee!\n"
+    );
+    // An outside change to one file stops the whole undo: neither file changes.
+    fs::write(p.path().join("src/a.py"), "by hand\n").unwrap();
+    let o = editfs(&["undo", root, "--tx", "1"], "", p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(
+        fs::read_to_string(p.path().join("b.txt")).unwrap(),
+        "Bee!\n"
+    );
+}
+
+#[test]
+fn history_takes_dot_slash_and_absolute_paths_and_only_reads() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let block = "<<<<<<< SEARCH\na = 1\n=======\na = 2\n>>>>>>> REPLACE\n";
+    assert!(
+        editfs(&["apply", "src/a.py"], block, p.path())
+            .status
+            .success()
+    );
+    let abs = p.path().join("src/a.py");
+    for path in ["src/a.py", "./src/a.py", abs.to_str().unwrap()] {
+        let h = out(&editfs(&["history", root, path], "", p.path()));
+        assert_eq!(h.lines().count(), 2, "{path}: {h}");
+    }
+    let o = editfs(&["history", root, "/etc/passwd"], "", p.path());
+    assert!(
+        !o.status.success() && out(&o).contains("not inside"),
+        "{}",
+        out(&o)
+    );
+    // A state directory that may not be written to is read all the same.
+    let state = p.path().join(".editfs");
+    let ro = Command::new("mount")
+        .arg("--bind")
+        .arg(&state)
+        .arg(&state)
+        .status();
+    if !ro.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPING the read-only part: cannot bind-mount (not root?)");
+        return;
+    }
+    let remount = Command::new("mount")
+        .args(["-o", "remount,bind,ro"])
+        .arg(&state)
+        .status()
+        .unwrap();
+    let h = editfs(&["history", root, "./src/a.py"], "", p.path());
+    let s = editfs(&["show", root, "1"], "", p.path());
+    let _ = Command::new("umount").arg(&state).status();
+    assert!(remount.success());
+    assert!(
+        h.status.success() && out(&h).lines().count() == 2,
+        "{}",
+        out(&h)
+    );
+    assert!(
+        s.status.success() && out(&s).contains("+a = 2"),
+        "{}",
+        out(&s)
+    );
+}
+
+/// A 1 MiB tmpfs, unmounted when dropped; `None` where it cannot be mounted (not root).
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount() -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_commit_that_runs_out_of_space_leaves_no_version_for_undo_to_take() {
+    let Some(fs_) = Tmpfs::mount() else {
+        eprintln!("SKIPPING: cannot mount a tmpfs (not root?)");
+        return;
+    };
+    let p = fs_.0.path();
+    fs::create_dir(p.join(".editfs")).unwrap();
+    fs::write(p.join("b.txt"), "bee\n").unwrap();
+    let root = p.to_str().unwrap();
+    let block = "<<<<<<< SEARCH\nbee\n=======\none\n>>>>>>> REPLACE\n";
+    assert!(editfs(&["apply", "b.txt"], block, p).status.success());
+    // Fill the file system, then free room for the new version but not for its
+    // temporary copy too.
+    let filler = p.join("filler");
+    let _ = fs::write(&filler, vec![b'x'; 2 << 20]);
+    let full = fs::metadata(&filler).unwrap().len();
+    fs::File::options()
+        .write(true)
+        .open(&filler)
+        .unwrap()
+        .set_len(full - 120_000)
+        .unwrap();
+    let big = "y".repeat(90_000);
+    let grow = format!("<<<<<<< SEARCH\none\n=======\n{big}\n>>>>>>> REPLACE\n");
+    let o = editfs(&["apply", "b.txt", "--json"], &grow, p);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let tx = json(&o)["tx"].as_u64().unwrap();
+    assert_eq!(json(&o)["error"]["kind"], "io", "{}", out(&o));
+    assert_eq!(fs::read_to_string(p.join("b.txt")).unwrap(), "one\n");
+    for side in ["snapshots", "versions"] {
+        let kept: Vec<String> = fs::read_dir(p.join(".editfs").join(side).join("b.txt"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            kept,
+            ["1"],
+            "{side} keeps only the real transaction (failed: {tx})"
+        );
+    }
+    fs::remove_file(&filler).unwrap();
+    let o = editfs(&["undo", root, "b.txt"], "", p);
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(out(&o).contains("before transaction 1"), "{}", out(&o));
+    assert_eq!(fs::read_to_string(p.join("b.txt")).unwrap(), "bee\n");
+    let o = editfs(&["undo", root, "b.txt", "--to", &tx.to_string()], "", p);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(out(&o).contains("changed nothing"), "{}", out(&o));
 }
