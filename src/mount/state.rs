@@ -1,7 +1,8 @@
 //! `MOUNT/.editfs/`: a read-only view of the state directory for the mount's users.
 //!
 //! It shows `README` (how to use the mount, written for an agent), `log`,
-//! `history`, `snapshots/<path>/<tx>` and a `.gitignore` of `*`, and the control
+//! `history`, `snapshots/<path>/<tx>` (each file before transaction `tx`),
+//! `versions/<path>/<tx>` (after it, for `editfs show`) and a `.gitignore` of `*`, and the control
 //! files `edit` (multi-file transactions), `undo` (`PATH [TXID] [--force]`) and
 //! `status` / `status.json` (their latest report). Everything else is read-only;
 //! the lock, counter, journal and temporary files stay out of sight.
@@ -21,12 +22,13 @@ pub const NAME: &str = ".editfs";
 
 const README: &str = include_str!("agent-readme.md");
 const GITIGNORE: &str = "*\n";
-const FILES: [&str; 9] = [
+const FILES: [&str; 10] = [
     "README",
     "log",
     "history",
     ".gitignore",
     "snapshots",
+    "versions",
     "edit",
     "undo",
     "status",
@@ -41,7 +43,8 @@ pub fn is_control(rel: &Path) -> bool {
 /// Where a path of the view lives in the state directory, if it is a real one.
 fn backing(state: &Path, rel: &Path) -> Option<PathBuf> {
     let safe = rel.components().all(|c| matches!(c, Component::Normal(_)));
-    (safe && (rel == Path::new("log") || rel.starts_with("snapshots"))).then(|| state.join(rel))
+    let kept = rel.starts_with("snapshots") || rel.starts_with("versions");
+    (safe && (rel == Path::new("log") || kept)).then(|| state.join(rel))
 }
 
 impl Core {
@@ -112,7 +115,7 @@ impl Core {
         let mut out = Vec::new();
         if rel.as_os_str().is_empty() {
             for f in FILES {
-                let kind = if f == "snapshots" {
+                let kind = if f == "snapshots" || f == "versions" {
                     FileType::Directory
                 } else {
                     FileType::RegularFile

@@ -1,0 +1,184 @@
+//! Kept versions, history and undo of changes made through a real mount with
+//! plain shell commands: removals, direct writes, ignored paths, `.editfs/undo`.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::Mount;
+
+fn project(src: &Path) {
+    fs::create_dir_all(src.join("lib/deep")).unwrap();
+    fs::write(src.join("lib/util.txt"), "one\ntwo\nthree\n").unwrap();
+    fs::write(src.join("lib/deep/a.txt"), "alpha\n").unwrap();
+    fs::write(src.join("lib/deep/b.txt"), "beta\n").unwrap();
+    fs::write(src.join(".gitignore"), "/target\n*.log\n").unwrap();
+    fs::create_dir_all(src.join(".git")).unwrap();
+    fs::write(src.join(".git/config"), "[core]\n").unwrap();
+}
+
+macro_rules! mount {
+    ($($arg:expr),*) => {
+        match Mount::start(&[$($arg),*], project) {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+fn log(m: &Mount) -> Vec<serde_json::Value> {
+    fs::read_to_string(m.src.join(".editfs/log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn editfs(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{args:?}: {o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn a_file_removed_through_the_mount_can_be_restored() {
+    let m = mount!();
+    m.ok("rm lib/util.txt");
+    assert!(!m.src.join("lib/util.txt").exists());
+    assert_eq!(
+        m.ok("cat .editfs/snapshots/lib/util.txt/*"),
+        "one\ntwo\nthree\n"
+    );
+    let history = m.ok("cat .editfs/history");
+    assert!(
+        history.contains("delete") && history.contains("+0 -3"),
+        "{history}"
+    );
+    m.ok("echo lib/util.txt > .editfs/undo");
+    assert!(m.ok("cat .editfs/status").starts_with("OK lib/util.txt"));
+    assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
+}
+
+#[test]
+fn a_removed_tree_comes_back_file_by_file_with_its_directories() {
+    let m = mount!();
+    m.ok("rm -r lib/deep");
+    assert!(!m.src.join("lib/deep").exists());
+    let src = m.src.to_str().unwrap();
+    let deletes: Vec<u64> = log(&m)
+        .iter()
+        .filter(|l| l["kind"] == "delete")
+        .map(|l| l["tx"].as_u64().unwrap())
+        .collect();
+    assert_eq!(deletes.len(), 2, "{:?}", log(&m));
+    for tx in deletes {
+        editfs(&["undo", src, "--tx", &tx.to_string()]);
+    }
+    assert_eq!(m.ok("cat lib/deep/a.txt lib/deep/b.txt"), "alpha\nbeta\n");
+}
+
+#[test]
+fn a_removal_links_the_file_into_the_store_instead_of_copying_it() {
+    let m = mount!();
+    let before = fs::metadata(m.src.join("lib/util.txt")).unwrap();
+    m.ok("rm lib/util.txt");
+    let kept = m.src.join(".editfs/snapshots/lib/util.txt");
+    let snapshot = fs::read_dir(&kept).unwrap().next().unwrap().unwrap();
+    let ino = std::os::unix::fs::MetadataExt::ino(&snapshot.metadata().unwrap());
+    assert_eq!(
+        ino,
+        std::os::unix::fs::MetadataExt::ino(&before),
+        "the removed inode itself is kept"
+    );
+}
+
+#[test]
+fn removals_respect_the_size_limit_and_exclusions() {
+    let m = mount!("--snapshot-max-size", "4", "--no-snapshot", "*.tmp");
+    m.ok("echo scratch > x.tmp && rm x.tmp lib/util.txt");
+    assert!(!m.ok("ls .editfs/snapshots").contains("x.tmp"));
+    assert!(!m.src.join(".editfs/snapshots/lib/util.txt").exists());
+    let history = m.ok("cat .editfs/history");
+    assert!(history.contains("skipped"), "{history}");
+}
+
+#[test]
+fn a_direct_write_shows_its_real_line_counts_and_diff() {
+    let m = mount!();
+    m.ok("sed -i 's/two/TWO/' lib/util.txt && printf 'four\\nfive\\n' >> lib/util.txt");
+    let history = m.ok("cat .editfs/history");
+    let direct: Vec<&str> = history.lines().filter(|l| l.contains("direct")).collect();
+    assert_eq!(direct.len(), 2, "{history}");
+    assert!(direct[0].contains("+1 -1"), "{history}");
+    assert!(direct[1].contains("+2 -0"), "{history}");
+    let tx = log(&m)[0]["tx"].as_u64().unwrap().to_string();
+    let shown = editfs(&["show", m.src.to_str().unwrap(), &tx]);
+    assert!(shown.contains("-two\n+TWO"), "{shown}");
+    // An undo of the older write goes over the newer one: both were recorded.
+    m.ok(&format!("echo 'lib/util.txt {tx}' > .editfs/undo"));
+    assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
+}
+
+#[test]
+fn git_files_and_ignored_paths_keep_no_pre_image() {
+    let m = mount!();
+    m.ok("mkdir -p target/debug && echo a > target/debug/out && echo b > target/debug/out");
+    m.ok("echo x > build.log && echo y > build.log");
+    m.ok("echo '[user]' >> .git/config && rm target/debug/out");
+    m.ok("echo 1 >> lib/util.txt");
+    let kept = m.ok("cd .editfs/snapshots && find . -type f");
+    assert!(kept.contains("lib/util.txt"), "{kept}");
+    for ignored in ["target", "build.log", ".git"] {
+        assert!(!kept.contains(ignored), "{ignored}: {kept}");
+    }
+    assert_eq!(log(&m).len(), 1, "{:?}", log(&m));
+}
+
+#[test]
+fn snapshot_ignored_includes_ignored_paths_but_never_git() {
+    let m = mount!("--snapshot-ignored");
+    m.ok("mkdir -p target && echo a > target/out && echo b > target/out");
+    m.ok("echo '[user]' >> .git/config");
+    let kept = m.ok("cd .editfs/snapshots && find . -type f");
+    assert!(kept.contains("target/out"), "{kept}");
+    assert!(!kept.contains(".git"), "{kept}");
+}
+
+#[test]
+fn undo_tx_from_inside_restores_a_multi_file_transaction() {
+    let m = mount!();
+    m.ok("printf 'lib/util.txt\\n<<<<<<< SEARCH\\none\\n=======\\n1\\n>>>>>>> REPLACE\\nlib/deep/a.txt\\n<<<<<<< SEARCH\\nalpha\\n=======\\nA\\n>>>>>>> REPLACE\\n' > .editfs/edit");
+    assert_eq!(m.ok("cat lib/deep/a.txt"), "A\n");
+    m.ok("echo '--tx 1' > .editfs/undo");
+    let status = m.ok("cat .editfs/status");
+    assert!(status.starts_with("OK 2 file(s)"), "{status}");
+    assert_eq!(
+        m.ok("cat lib/util.txt lib/deep/a.txt"),
+        "one\ntwo\nthree\nalpha\n"
+    );
+    assert!(
+        m.ok("cat lib/deep/a.txt.status")
+            .contains("before transaction 1"),
+        "each file's status shows the undo"
+    );
+}
+
+#[test]
+fn history_and_show_work_on_the_mount_point_without_writing() {
+    let m = mount!();
+    m.ok("sed -i 's/two/2/' lib/util.txt");
+    let mnt = m.mnt.to_str().unwrap();
+    let h = editfs(&["history", mnt, "./lib/util.txt"]);
+    assert_eq!(h.lines().count(), 2, "{h}");
+    let abs = m.mnt.join("lib/util.txt");
+    let h = editfs(&["history", mnt, abs.to_str().unwrap()]);
+    assert_eq!(h.lines().count(), 2, "{h}");
+    let tx = log(&m)[0]["tx"].as_u64().unwrap().to_string();
+    let shown = editfs(&["show", mnt, &tx]);
+    assert!(shown.contains("-two\n+2"), "{shown}");
+}
