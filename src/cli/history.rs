@@ -51,7 +51,11 @@ since its latest recorded transaction on a file are refused (and named) unless -
 mount, write `PATH [TXID] [--force]` or `--tx TXID [--force]` to .editfs/undo and read \
 .editfs/status."
 )]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["path", "tx"])))]
+#[command(
+    group(clap::ArgGroup::new("what").required(true).args(["path", "tx"])),
+    override_usage = "editfs undo SOURCE PATH [--to TXID] [--force] [--json]\n       \
+editfs undo SOURCE --tx TXID [--force] [--json]"
+)]
 pub struct UndoArgs {
     /// The project directory (the one that was mounted)
     source: PathBuf,

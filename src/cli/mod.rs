@@ -61,3 +61,30 @@ pub fn main() -> ExitCode {
         Command::Man(args) => generate::man(args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every command, as `command path: argument`, that `--help`
+    /// would list without a description.
+    fn undescribed(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                out.push(format!("{path}: {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            undescribed(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_in_help_has_a_description() {
+        let mut cmd = super::Cli::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        undescribed(&cmd, "editfs", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
+    }
+}
