@@ -166,6 +166,18 @@ fn undo_tx_from_inside_restores_a_multi_file_transaction() {
             .contains("before transaction 1"),
         "each file's status shows the undo"
     );
+    // A request that cannot be read is numbered and logged like any other.
+    assert!(!m.sh("echo 'a b c' | cat > .editfs/undo").status.success());
+    let status: serde_json::Value = serde_json::from_str(&m.ok("cat .editfs/status.json")).unwrap();
+    assert_eq!(
+        (status["outcome"].as_str(), status["tx"].as_u64()),
+        (Some("rejected"), Some(3))
+    );
+    let last = log(&m).pop().unwrap();
+    assert_eq!(
+        (last["tx"].as_u64(), last["kind"].as_str()),
+        (Some(3), Some("undo"))
+    );
 }
 
 #[test]

@@ -23,11 +23,14 @@ Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
   F.status       the latest report on F, as text
   F.status.json  the same report as one JSON object
 Control files work for a file that does not exist yet: an empty SEARCH creates it.
-MOUNT/.editfs/ holds README (how to use the mount), history, log and
-snapshots/PATH/TX (pre-images), all read-only; edit takes a multi-file payload
-(each file's path alone on a line before its blocks), undo takes
-`PATH [TXID] [--force]`, and status / status.json show their latest report.
-Writes that bypass the control files (sed -i, an editor's save) keep a pre-image too.
+MOUNT/.editfs/ holds README (how to use the mount), history, log,
+snapshots/PATH/TX (pre-images) and versions/PATH/TX (results), all read-only; edit
+takes a multi-file payload (each file's path alone on a line before its blocks),
+undo takes `PATH [TXID] [--force]` or `--tx TXID [--force]`, and status /
+status.json show their latest report.
+Writes that bypass the control files (sed -i, an editor's save) and removals (rm)
+keep a pre-image too, except under .git/ and in paths .gitignore ignores
+(see --snapshot-ignored).
 
 Everything else passes through to SOURCE. Ctrl-C or SIGTERM unmounts and exits 0.";
 

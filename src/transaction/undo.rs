@@ -173,16 +173,19 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Undon
 
 /// An undo request that could not be read: numbered and logged like any other.
 pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report {
-    let mut r = stamp(Report::new(Outcome::Rejected, String::new()), "");
+    let mut r = stamp(
+        Report::new(Outcome::Rejected, String::new()),
+        ".editfs/undo",
+    );
     r.error = Some(ErrorReport::plain("malformed", message, hint));
-    let tx = store.lock().and_then(|lock| store.next_tx(&lock));
-    match tx {
-        Ok(tx) => super::unchanged(store, tx, Kind::Undo, r, "", who),
-        Err(e) => {
-            r.notes.push(format!("no transaction id: {e}"));
-            r
-        }
+    let logged = store.lock().and_then(|lock| {
+        r.tx = store.next_tx(&lock)?;
+        store.log(&log_entry(Kind::Undo, &r, &[], who))
+    });
+    if let Err(e) = logged {
+        r.notes.push(format!("not logged: {e}"));
     }
+    r
 }
 
 /// The reports as `req` wants them: one file's, or a transaction's.
