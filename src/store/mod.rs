@@ -238,10 +238,10 @@ impl Store {
         for e in &record.files {
             journal::install(root.0, self.tmp.as_fd(), e)?;
         }
-        match self.log(&record.log) {
-            Ok(()) => self.journal.remove(tx)?,
-            // The record stays, so the next open of the store logs the line.
-            Err(e) => log::error!("transaction {tx} committed, but {e}"),
+        // The transaction has happened: what fails from here is finished by the
+        // next open's recovery (the record stays), never reported as a failure.
+        if let Err(e) = self.log(&record.log).and_then(|()| self.journal.remove(tx)) {
+            log::error!("transaction {tx} committed, but {e}");
         }
         for c in changes {
             self.objects.prune(c.rel, self.retention.keep);

@@ -9,11 +9,11 @@
 
 use std::ffi::OsStr;
 use std::os::fd::BorrowedFd;
+use std::time::Duration;
 
 use super::{Who, now};
-use crate::engine::diff::file_diff;
 use crate::engine::sha256_hex;
-use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome, count_changes};
+use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome};
 use crate::store::objects::Side;
 use crate::store::{Store, StoreError};
 
@@ -45,6 +45,26 @@ fn entry(
         command: who.command.clone(),
         ..LogEntry::default()
     }
+}
+
+/// Lines added and removed from `before` to `after`. A writer may rewrite a whole
+/// large file, so the diff gets a time limit: past it the counts may be larger than
+/// the least possible, never wrong about what changed.
+fn line_changes(before: &[u8], after: &[u8]) -> (usize, usize) {
+    let (before, after) = (
+        String::from_utf8_lossy(before),
+        String::from_utf8_lossy(after),
+    );
+    let diff = similar::TextDiff::configure()
+        .timeout(Duration::from_millis(200))
+        .diff_lines(&*before, &*after);
+    diff.ops().iter().fold((0, 0), |(a, r), op| {
+        let (tag, old, new) = op.as_tag_tuple();
+        match tag {
+            similar::DiffTag::Equal => (a, r),
+            _ => (a + new.len(), r + old.len()),
+        }
+    })
 }
 
 /// Keeps `bytes`, the content of `rel` before a direct write, under a new id.
@@ -87,7 +107,7 @@ pub fn skipped(
 pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), StoreError> {
     let (lines_added, lines_removed) = match (store.objects().read(Side::Pre, &p.rel, p.tx), after)
     {
-        (Some(before), Some(after)) => count_changes(&file_diff(&before, after, &p.rel)),
+        (Some(before), Some(after)) => line_changes(&before, after),
         _ => (0, 0),
     };
     let _lock = store.lock()?;
@@ -142,7 +162,7 @@ pub fn remove<E>(
     let file = FileEntry {
         file: rel.to_owned(),
         before: Some(sha256_hex(&bytes)),
-        lines_removed: count_changes(&file_diff(&bytes, b"", rel)).1,
+        lines_removed: line_changes(&bytes, b"").1,
         removed: true,
         ..FileEntry::default()
     };
@@ -151,4 +171,16 @@ pub fn remove<E>(
     }
     drop(lock);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_changes_count_what_a_diff_shows() {
+        assert_eq!(line_changes(b"a\nb\nc\n", b"a\nB\nc\nd\n"), (2, 1));
+        assert_eq!(line_changes(b"a\nb\n", b""), (0, 2));
+        assert_eq!(line_changes(b"same\n", b"same\n"), (0, 0));
+    }
 }
