@@ -221,6 +221,12 @@ fn write_in_place(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> Result<(),
 
 /// Writes a new file that nothing else names yet (a snapshot, a counter), durably.
 pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
+    write_new_with(path, bytes, mode, true)
+}
+
+/// Writes a new file whole or not at all (temp file, rename); synced only if `sync`:
+/// unsynced, it survives a crash of the process but maybe not of the machine.
+pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -238,13 +244,18 @@ pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError>
         let mut file = File::from(fd);
         file.write_all(bytes)
             .map_err(|e| io_err("write", path)(e))?;
-        file.sync_all().map_err(|e| io_err("sync", path)(e))?;
+        if sync {
+            file.sync_all().map_err(|e| io_err("sync", path)(e))?;
+        }
         rustix::fs::renameat(&dir_fd, &tmp, &dir_fd, name).map_err(sys("rename into place", name))
     })();
     if result.is_err() {
         let _ = rustix::fs::unlinkat(&dir_fd, &tmp, AtFlags::empty());
     }
     result?;
+    if !sync {
+        return Ok(());
+    }
     rustix::fs::fsync(&dir_fd).map_err(sys("sync the directory of", name))
 }
 

@@ -143,6 +143,7 @@ impl Store {
             .iter()
             .map(|d| atomic::sweep(&dir.join(d)))
             .sum();
+        store.counter_past_the_log(&lock)?;
         drop(lock);
         if swept > 0 {
             log::info!("removed {swept} temporary file(s) left by an interrupted commit");
@@ -191,8 +192,35 @@ impl Store {
         Ok(Lock { _file: file })
     }
 
-    /// Hands out the next transaction id; call with the lock held.
-    pub fn next_tx(&self, _lock: &Lock) -> Result<u64, StoreError> {
+    /// Moves the counter past the last id in the log, should a machine crash
+    /// have lost an unsynced counter but not the log lines written under it.
+    fn counter_past_the_log(&self, _lock: &Lock) -> Result<(), StoreError> {
+        let Some(last) = last_logged_tx(&self.dir.join("log")) else {
+            return Ok(());
+        };
+        let path = self.dir.join("txid");
+        let counter = fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        if counter.is_some_and(|c| c < last) {
+            log::warn!("the transaction counter was behind the log: moved to {last}");
+            atomic::write_new(&path, format!("{last}\n").as_bytes(), 0o644)?;
+        }
+        Ok(())
+    }
+
+    /// Hands out the next transaction id, durably; call with the lock held.
+    pub fn next_tx(&self, lock: &Lock) -> Result<u64, StoreError> {
+        self.next_tx_with(lock, true)
+    }
+
+    /// Hands out the next transaction id for a record that need not survive a
+    /// machine crash (see `log_quick`); call with the lock held.
+    pub fn next_tx_quick(&self, lock: &Lock) -> Result<u64, StoreError> {
+        self.next_tx_with(lock, false)
+    }
+
+    fn next_tx_with(&self, _lock: &Lock, sync: bool) -> Result<u64, StoreError> {
         let path = self.dir.join("txid");
         let last = match fs::read_to_string(&path) {
             Ok(s) => s
@@ -206,7 +234,7 @@ impl Store {
             Err(e) => return Err(io_err("read", &path)(e)),
         };
         let next = last + 1;
-        atomic::write_new(&path, format!("{next}\n").as_bytes(), 0o644)?;
+        atomic::write_new_with(&path, format!("{next}\n").as_bytes(), 0o644, sync)?;
         Ok(next)
     }
 
@@ -331,9 +359,12 @@ impl Store {
         Ok(())
     }
 
-    /// Keeps the bytes of `rel` before a write that bypasses the control files.
+    /// Keeps the bytes of `rel` before a write that bypasses the control files,
+    /// unsynced (as `log_quick`).
     pub fn keep_pre_image(&self, tx: u64, rel: &str, bytes: &[u8]) -> Result<String, StoreError> {
-        let name = self.objects.keep(objects::Side::Pre, rel, tx, bytes)?;
+        let name = self
+            .objects
+            .keep_with(objects::Side::Pre, rel, tx, bytes, false)?;
         self.objects.prune(rel, self.retention.keep);
         self.objects.cap(self.retention.cap);
         Ok(name)
@@ -370,6 +401,19 @@ impl Store {
 
     /// Appends one JSON line to the log and syncs it.
     pub fn log(&self, entry: &LogEntry) -> Result<(), StoreError> {
+        self.log_with(entry, true)
+    }
+
+    /// Appends one JSON line to the log without syncing it: for the records of
+    /// direct writes and removals, which the writer does not wait for (an fsync
+    /// each would make `rm -r` of a tree crawl). They survive a crash of the
+    /// daemon; a crash of the machine may lose the latest of them (an id handed
+    /// out again then replaces what was left under it, see `Objects::keep_with`).
+    pub fn log_quick(&self, entry: &LogEntry) -> Result<(), StoreError> {
+        self.log_with(entry, false)
+    }
+
+    fn log_with(&self, entry: &LogEntry, sync: bool) -> Result<(), StoreError> {
         let path = self.dir.join("log");
         let mut file = OpenOptions::new()
             .create(true)
@@ -381,8 +425,28 @@ impl Store {
         line.push('\n');
         file.write_all(line.as_bytes())
             .map_err(io_err("append to", &path))?;
+        if !sync {
+            return Ok(());
+        }
         file.sync_data().map_err(io_err("sync", &path))
     }
+}
+
+/// The highest id among the last lines of the log at `path` (its tail only, so
+/// a long log costs nothing more).
+fn last_logged_tx(path: &Path) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 64 << 10;
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    String::from_utf8_lossy(&tail)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<LogEntry>(l).ok())
+        .map(|e| e.tx)
+        .max()
 }
 
 /// Every line of the log in state directory `dir`, oldest first; reads only, so
@@ -509,6 +573,19 @@ mod tests {
             1,
             "the log line of the completed transaction"
         );
+    }
+
+    #[test]
+    fn opening_moves_a_counter_that_fell_behind_the_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".editfs");
+        let store = Store::open(&dir).unwrap();
+        store.log_quick(&line(41)).unwrap();
+        fs::write(dir.join("txid"), "7\n").unwrap();
+        drop(store);
+        let store = Store::open(&dir).unwrap();
+        let lock = store.lock().unwrap();
+        assert_eq!(store.next_tx(&lock).unwrap(), 42);
     }
 
     #[test]

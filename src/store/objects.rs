@@ -73,14 +73,14 @@ impl Objects {
         self.state.join("objects").join(sha)
     }
 
-    /// Stores `bytes` (once) and returns their SHA-256.
-    pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
+    /// Stores `bytes` (once, synced if `sync`) and returns their SHA-256.
+    pub fn put(&self, bytes: &[u8], sync: bool) -> Result<String, StoreError> {
         let sha = sha256_hex(bytes);
         let path = self.object(&sha);
         if !path.exists() {
             let dir = self.state.join("objects");
             fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-            atomic::write_new(&path, bytes, 0o444)?;
+            atomic::write_new_with(&path, bytes, 0o444, sync)?;
             self.adjust(bytes.len() as i64);
         }
         Ok(sha)
@@ -91,19 +91,42 @@ impl Objects {
         format!("{}/{}/{tx}", side.dir(), safe_rel(rel))
     }
 
-    /// Keeps `bytes` as version `side` of `rel` at `tx`; returns the name.
+    /// Keeps `bytes` as version `side` of `rel` at `tx`, durably; returns the name.
     pub fn keep(&self, side: Side, rel: &str, tx: u64, bytes: &[u8]) -> Result<String, StoreError> {
-        let sha = self.put(bytes)?;
+        self.keep_with(side, rel, tx, bytes, true)
+    }
+
+    /// Keeps `bytes` as version `side` of `rel` at `tx`, synced if `sync`; returns
+    /// the name. A version already under that name is replaced: it can only be a
+    /// leftover of an id a machine crash handed out again.
+    pub fn keep_with(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        bytes: &[u8],
+        sync: bool,
+    ) -> Result<String, StoreError> {
+        let sha = self.put(bytes, sync)?;
         let name = Objects::name(side, rel, tx);
         let link = self.state.join(&name);
         if let Some(dir) = link.parent() {
             fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         }
-        match fs::hard_link(self.object(&sha), &link) {
-            Ok(()) => Ok(name),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(name),
-            Err(e) => Err(io_err("link", &link)(e)),
+        let object = self.object(&sha);
+        match fs::hard_link(&object, &link) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let ino = |p: &Path| fs::metadata(p).map(|m| m.ino()).ok();
+                if ino(&object) == ino(&link) {
+                    return Ok(name);
+                }
+                self.drop_version(side, rel, tx);
+                fs::hard_link(&object, &link)
+            }
+            other => other,
         }
+        .map_err(io_err("link", &link))?;
+        Ok(name)
     }
 
     /// Keeps the regular file `name` in `dir` as version `side` of `rel` at `tx`
@@ -140,7 +163,7 @@ impl Objects {
                 Err(e) => log::debug!("{rel}: not linked into the store ({e}): copied"),
             }
         }
-        self.keep(side, rel, tx, &bytes)?;
+        self.keep_with(side, rel, tx, &bytes, false)?;
         Ok(bytes)
     }
 
@@ -298,6 +321,17 @@ mod tests {
         assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 1);
         assert_eq!(o.read(Side::Pre, "b/c.txt", 2).unwrap(), b"same");
         assert_eq!(o.txs(Side::Pre, "a.txt"), [1]);
+    }
+
+    #[test]
+    fn a_version_kept_again_under_its_name_is_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        o.keep(Side::Pre, "a", 1, b"stale").unwrap();
+        o.keep(Side::Pre, "a", 1, b"stale").unwrap();
+        o.keep_with(Side::Pre, "a", 1, b"fresh", false).unwrap();
+        assert_eq!(o.read(Side::Pre, "a", 1).unwrap(), b"fresh");
+        assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 1);
     }
 
     #[test]

@@ -70,7 +70,7 @@ fn line_changes(before: &[u8], after: &[u8]) -> (usize, usize) {
 /// Keeps `bytes`, the content of `rel` before a direct write, under a new id.
 pub fn begin(store: &Store, rel: &str, bytes: &[u8], who: &Who) -> Result<Pending, StoreError> {
     let lock = store.lock()?;
-    let tx = store.next_tx(&lock)?;
+    let tx = store.next_tx_quick(&lock)?;
     store.keep_pre_image(tx, rel, bytes)?;
     Ok(Pending {
         tx,
@@ -92,14 +92,14 @@ pub fn skipped(
 ) -> Result<(), StoreError> {
     log::info!("{rel}: {size} bytes, over the pre-image limit: not kept");
     let lock = store.lock()?;
-    let tx = store.next_tx(&lock)?;
+    let tx = store.next_tx_quick(&lock)?;
     let file = FileEntry {
         file: rel.to_owned(),
         removed: kind == Kind::Delete,
         reason: Some("over the size limit".into()),
         ..FileEntry::default()
     };
-    store.log(&entry(tx, now(), kind, Outcome::Skipped, file, who))
+    store.log_quick(&entry(tx, now(), kind, Outcome::Skipped, file, who))
 }
 
 /// Records the result of the write `p` began: `after` is the file as the writer
@@ -112,7 +112,9 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
     };
     let _lock = store.lock()?;
     if let Some(after) = after {
-        store.objects().keep(Side::Post, &p.rel, p.tx, after)?;
+        store
+            .objects()
+            .keep_with(Side::Post, &p.rel, p.tx, after, false)?;
     }
     let file = FileEntry {
         file: p.rel.clone(),
@@ -122,7 +124,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         lines_removed,
         ..FileEntry::default()
     };
-    store.log(&entry(
+    store.log_quick(&entry(
         p.tx,
         p.time.clone(),
         Kind::Direct,
@@ -144,7 +146,7 @@ pub fn remove<E>(
     unlink: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), E> {
     let kept = store.lock().and_then(|lock| {
-        let tx = store.next_tx(&lock)?;
+        let tx = store.next_tx_quick(&lock)?;
         let bytes = store.keep_removed(tx, rel, dir, name)?;
         Ok((lock, tx, bytes))
     });
@@ -166,7 +168,7 @@ pub fn remove<E>(
         removed: true,
         ..FileEntry::default()
     };
-    if let Err(e) = store.log(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {
+    if let Err(e) = store.log_quick(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {
         log::error!("{e}");
     }
     drop(lock);
