@@ -51,15 +51,27 @@ impl<'a> Request<'a> {
         };
         let what = match args.as_slice() {
             ["--tx", tx] => What::Tx(txid(tx)?),
-            [rel] if !rel.starts_with('-') => What::File { rel, to: None },
+            [rel] if !rel.starts_with('-') => What::File {
+                rel: project_rel(rel),
+                to: None,
+            },
             [rel, tx] if !rel.starts_with('-') => What::File {
-                rel,
+                rel: project_rel(rel),
                 to: Some(txid(tx)?),
             },
             _ => return Err(format!("expected {SYNTAX}, got {:?}", text.trim())),
         };
         Ok(Request { what, force })
     }
+}
+
+/// `rel` as the log names it: without the `./` an agent may put in front.
+fn project_rel(rel: &str) -> &str {
+    let mut rel = rel;
+    while let Some(rest) = rel.strip_prefix("./") {
+        rel = rest.trim_start_matches('/');
+    }
+    rel
 }
 
 /// The result: one file's report, or one per file of a transaction.
@@ -479,6 +491,13 @@ mod tests {
         );
         assert!(r.force);
         assert_eq!(Request::parse("--tx 7").unwrap().what, What::Tx(7));
+        assert_eq!(
+            Request::parse("./src/a.py").unwrap().what,
+            What::File {
+                rel: "src/a.py",
+                to: None
+            }
+        );
         for bad in ["", "a b c", "--tx", "--tx x", "a b", "--to 3"] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }
