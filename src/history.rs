@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 
 use crate::engine::diff::file_diff;
-use crate::store::logline::{Kind, LogEntry};
+use crate::store::logline::{Kind, LogEntry, Outcome};
 use crate::store::objects::{Objects, Side};
 
 /// One line per transaction (on `path` only, if given), oldest first.
@@ -49,6 +49,20 @@ pub fn show(entries: &[LogEntry], state: &Path, tx: u64) -> Result<String, Strin
         .find(|e| e.tx == tx)
         .ok_or(format!("no transaction {tx} in the log"))?;
     let mut out = table(std::slice::from_ref(e), None);
+    if e.outcome == Outcome::Skipped {
+        let why = e.files.iter().find_map(|f| f.reason.as_deref());
+        let _ = writeln!(
+            out,
+            "a {} outside the control files; no pre-image was kept ({})",
+            if e.kind == Kind::Delete {
+                "removal"
+            } else {
+                "write"
+            },
+            why.unwrap_or("excluded")
+        );
+        return Ok(out);
+    }
     if !e.changed() {
         out.push_str("it changed nothing");
         if let Some(kind) = &e.error {

@@ -105,6 +105,12 @@ fn removals_respect_the_size_limit_and_exclusions() {
     assert!(!m.src.join(".editfs/snapshots/lib/util.txt").exists());
     let history = m.ok("cat .editfs/history");
     assert!(history.contains("skipped"), "{history}");
+    let tx = log(&m)[0]["tx"].as_u64().unwrap().to_string();
+    let shown = editfs(&["show", m.src.to_str().unwrap(), &tx]);
+    assert!(
+        shown.contains("removal") && shown.contains("over the size limit"),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -562,7 +562,16 @@ mod tests {
             log,
         })
         .unwrap();
+        // What the unfinished commit had already kept of its file.
+        let objects = objects::Objects::new(&state);
+        objects.keep(objects::Side::Pre, "b", 2, b"before").unwrap();
+        objects.keep(objects::Side::Post, "b", 2, b"never").unwrap();
         let store = Store::open(&state).unwrap();
+        assert!(
+            store.objects().txs(objects::Side::Pre, "b").is_empty()
+                && store.objects().txs(objects::Side::Post, "b").is_empty(),
+            "a rolled-back transaction leaves no version"
+        );
         assert_eq!(store.recovered().rolled_forward, [1]);
         assert_eq!(store.recovered().rolled_back, [2]);
         assert_eq!(fs::read(root.join("a")).unwrap(), b"new");
