@@ -486,3 +486,26 @@ fn a_commit_that_runs_out_of_space_leaves_no_version_for_undo_to_take() {
     assert_eq!(o.status.code(), Some(1));
     assert!(out(&o).contains("changed nothing"), "{}", out(&o));
 }
+
+#[test]
+fn undoing_a_transaction_that_created_a_file_removes_it_and_that_can_be_undone() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let create = "src/new.py\n<<<<<<< SEARCH\n=======\nnew = 1\n>>>>>>> REPLACE\nb.txt\n<<<<<<< SEARCH\nbee\n=======\nBEE\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", "--multi", root], create, p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    let o = editfs(&["undo", root, "--tx", "1"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(out(&o).contains("removed src/new.py"), "{}", out(&o));
+    assert!(!p.path().join("src/new.py").exists());
+    assert_eq!(fs::read_to_string(p.path().join("b.txt")).unwrap(), "bee\n");
+    let o = editfs(&["undo", root, "src/new.py"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/new.py")).unwrap(),
+        "new = 1\n"
+    );
+    let o = editfs(&["undo", root, "src/new.py"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(!p.path().join("src/new.py").exists());
+}

@@ -32,6 +32,9 @@ pub struct Entry {
     pub beside: bool,
     /// The target has other hard links: its content is copied in place, not renamed.
     pub in_place: bool,
+    /// The file is removed rather than replaced (an undo of its creation).
+    #[serde(default)]
+    pub remove: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -195,6 +198,9 @@ pub fn tmp_dir_of(
 
 /// Puts the new content of `e` in place; does nothing if it already is (no temp file left).
 pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
+    if e.remove {
+        return remove(root, e);
+    }
     let base = tmp_dir_of(root, tmp, e)?;
     let dir = parent_beneath(root, &e.rel)
         .map_err(|err| io_err("open the directory of", Path::new(&e.rel))(err.into()))?;
@@ -239,8 +245,30 @@ fn copy_in_place(
         .map_err(|e| io_err("sync", Path::new(name))(e))
 }
 
+/// Removes the file of `e`; does nothing if it is gone already.
+fn remove(root: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
+    let dir = match parent_beneath(root, &e.rel) {
+        Ok(dir) => dir,
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(err) => {
+            return Err(io_err("open the directory of", Path::new(&e.rel))(
+                err.into(),
+            ));
+        }
+    };
+    match rustix::fs::unlinkat(&dir, file_name(&e.rel), AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(err) => return Err(io_err("remove", Path::new(&e.rel))(err.into())),
+    }
+    rustix::fs::fsync(&dir)
+        .map_err(|err| io_err("sync the directory of", Path::new(&e.rel))(err.into()))
+}
+
 /// Removes the temporary file of `e`, if any.
 pub fn discard(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
+    if e.remove {
+        return;
+    }
     if let Ok(base) = tmp_dir_of(root, tmp, e) {
         let _ = rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty());
     }

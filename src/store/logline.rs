@@ -82,6 +82,9 @@ pub struct FileEntry {
     pub sha256: Option<String>,
     pub lines_added: usize,
     pub lines_removed: usize,
+    /// The file did not exist before this transaction: undoing it removes it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub created: bool,
     /// The file no longer exists after this transaction.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,

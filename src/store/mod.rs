@@ -86,6 +86,14 @@ pub struct Change<'a> {
     pub new: &'a [u8],
 }
 
+/// A file a commit removes (an undo of the transaction that created it).
+pub struct Removal<'a> {
+    /// Path relative to the project root.
+    pub rel: &'a str,
+    /// Its bytes now, kept as its pre-image.
+    pub pre: &'a [u8],
+}
+
 /// An open state directory.
 pub struct Store {
     dir: PathBuf,
@@ -246,18 +254,38 @@ impl Store {
     /// so history and undo never take a failed transaction for a real one.
     pub fn commit(
         &self,
-        _lock: &Lock,
+        lock: &Lock,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
         changes: &[Change<'_>],
         log: LogEntry,
     ) -> Result<Vec<Option<String>>, StoreError> {
-        let prepared = self.prepare(tx, root, changes, log);
+        self.commit_with(lock, tx, root, changes, &[], log)
+    }
+
+    /// `commit`, also removing the files of `removals`, all or none with the
+    /// changes; the pre-images of both are returned, changes first.
+    pub fn commit_with(
+        &self,
+        _lock: &Lock,
+        tx: u64,
+        root: (BorrowedFd<'_>, &Path),
+        changes: &[Change<'_>],
+        removals: &[Removal<'_>],
+        log: LogEntry,
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        let prepared = self.prepare(tx, root, (changes, removals), log);
+        let rels = || {
+            changes
+                .iter()
+                .map(|c| c.rel)
+                .chain(removals.iter().map(|r| r.rel))
+        };
         let (record, kept) = match prepared {
             Ok(p) => p,
             Err(e) => {
-                for c in changes {
-                    self.objects.forget(c.rel, tx);
+                for rel in rels() {
+                    self.objects.forget(rel, tx);
                 }
                 return Err(e);
             }
@@ -271,8 +299,8 @@ impl Store {
         if let Err(e) = self.log(&record.log).and_then(|()| self.journal.remove(tx)) {
             log::error!("transaction {tx} committed, but {e}");
         }
-        for c in changes {
-            self.objects.prune(c.rel, self.retention.keep);
+        for rel in rels() {
+            self.objects.prune(rel, self.retention.keep);
         }
         self.objects.cap(self.retention.cap);
         Ok(kept)
@@ -284,10 +312,10 @@ impl Store {
         &self,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
-        changes: &[Change<'_>],
-        log: LogEntry,
+        (changes, removals): (&[Change<'_>], &[Removal<'_>]),
+        mut log: LogEntry,
     ) -> Result<(journal::Record, Vec<Option<String>>), StoreError> {
-        let mut kept = Vec::with_capacity(changes.len());
+        let mut kept = Vec::with_capacity(changes.len() + removals.len());
         for c in changes {
             kept.push(
                 c.pre
@@ -295,6 +323,22 @@ impl Store {
                     .transpose()?,
             );
             self.objects.keep(objects::Side::Post, c.rel, tx, c.new)?;
+        }
+        for r in removals {
+            kept.push(Some(self.objects.keep(
+                objects::Side::Pre,
+                r.rel,
+                tx,
+                r.pre,
+            )?));
+        }
+        // What only the store knows for sure: which files this made or removed.
+        for f in &mut log.files {
+            f.created |= changes.iter().any(|c| c.rel == f.file && c.pre.is_none());
+            if removals.iter().any(|r| r.rel == f.file) {
+                f.removed = true;
+                f.sha256 = None;
+            }
         }
         let mut record = journal::Record {
             tx,
@@ -323,8 +367,16 @@ impl Store {
                 tmp: atomic::tmp_name().to_string_lossy().into_owned(),
                 beside: !atomic::same_fs(self.tmp.as_fd(), dir.as_fd()),
                 in_place,
+                remove: false,
             });
         }
+        record.files.extend(removals.iter().map(|r| journal::Entry {
+            rel: r.rel.to_owned(),
+            tmp: String::new(),
+            beside: false,
+            in_place: false,
+            remove: true,
+        }));
         self.journal.write(&record)?;
         let written = self.write_temps(root.0, &record, changes).and_then(|()| {
             record.committed = true;
@@ -543,6 +595,7 @@ mod tests {
             tmp: tmp.into(),
             beside: false,
             in_place: false,
+            remove: false,
         };
         let j = journal::Journal::new(&state);
         let log = line(1);
@@ -582,6 +635,33 @@ mod tests {
             1,
             "the log line of the completed transaction"
         );
+    }
+
+    #[test]
+    fn a_committed_removal_is_finished_by_recovery() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("made"), "by tx 1").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        journal::Journal::new(&state)
+            .write(&journal::Record {
+                tx: 2,
+                root: root.clone(),
+                committed: true,
+                files: vec![journal::Entry {
+                    rel: "made".into(),
+                    tmp: String::new(),
+                    beside: false,
+                    in_place: false,
+                    remove: true,
+                }],
+                log: line(2),
+            })
+            .unwrap();
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [2]);
+        assert!(!root.join("made").exists());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! more. What it refuses without `force` is only what editfs did not record: PATH
 //! differs from the version its latest recorded transaction left, so an outside
 //! change would be lost. `--tx N` restores every file of transaction N at once, as
-//! one transaction.
+//! one transaction. A file the undone transaction created is removed (its
+//! content kept, so that undo can be undone too).
 
 use std::fmt;
 use std::fs::File;
@@ -18,7 +19,7 @@ use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_he
 use crate::store::journal::parent_beneath;
 use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::Side;
-use crate::store::{Change, Lock, Store, StoreError, io_err};
+use crate::store::{Change, Lock, Removal, Store, StoreError, io_err};
 
 /// What to restore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,7 +141,8 @@ struct Plan {
     to: u64,
     file: Option<File>,
     current: Option<Vec<u8>>,
-    restored: Vec<u8>,
+    /// `None`: the file did not exist before `to`, so it is removed.
+    restored: Option<Vec<u8>>,
 }
 
 /// Runs `req` as one transaction, numbered and logged whatever its outcome.
@@ -293,15 +295,22 @@ fn plan_file(
             )
         })?,
     };
-    let restored = store.objects().read(Side::Pre, rel, to).ok_or_else(|| {
-        refuse(
-            "not_found",
-            format!(
-                "no pre-image of {rel} from transaction {to} (it created the file, or the version was pruned)"
-            ),
-            "editfs history lists the transactions that kept one",
-        )
-    })?;
+    let created = entries
+        .iter()
+        .find(|e| e.tx == to)
+        .and_then(|e| e.file(rel))
+        .is_some_and(|f| f.created);
+    let restored = match store.objects().read(Side::Pre, rel, to) {
+        Some(bytes) => Some(bytes),
+        None if created => None,
+        None => {
+            return Err(refuse(
+                "not_found",
+                format!("no pre-image of {rel} from transaction {to}: it is no longer kept"),
+                "editfs history lists the transactions; older versions are pruned (--keep)",
+            ));
+        }
+    };
     let (file, current) = read(root, rel).or_else(|e| match e {
         // The file's directory is gone too (`rm -r`): it is created again.
         StoreError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
@@ -315,6 +324,13 @@ fn plan_file(
     })?;
     if !force && let Some(last) = on_rel.last() {
         outside_change(last, rel, current.as_deref())?;
+    }
+    if restored.is_none() && current.is_none() {
+        return Err(refuse(
+            "not_found",
+            format!("{rel} does not exist, as before transaction {to}: nothing to undo"),
+            "editfs history PATH lists the transactions on one file",
+        ));
     }
     Ok(Plan {
         rel: rel.to_owned(),
@@ -366,15 +382,30 @@ fn commit(
     req: &Request<'_>,
     who: &Who,
 ) -> Vec<Report> {
+    // Restored files first, then removed ones: the order the store keeps them in.
+    let (restores, removes): (Vec<&Plan>, Vec<&Plan>) =
+        plans.iter().partition(|p| p.restored.is_some());
+    let plans: Vec<&Plan> = restores.iter().chain(&removes).copied().collect();
     let mut reports: Vec<Report> = plans.iter().map(|p| restored_report(tx, p)).collect();
-    let made = plans.iter().try_for_each(|p| make_parents(root, &p.rel));
-    let changes: Vec<Change<'_>> = plans
+    let made = restores.iter().try_for_each(|p| make_parents(root, &p.rel));
+    let changes: Vec<Change<'_>> = restores
         .iter()
-        .map(|p| Change {
-            rel: &p.rel,
-            old: p.file.as_ref(),
-            pre: p.current.as_deref(),
-            new: &p.restored,
+        .filter_map(|p| {
+            Some(Change {
+                rel: &p.rel,
+                old: p.file.as_ref(),
+                pre: p.current.as_deref(),
+                new: p.restored.as_deref()?,
+            })
+        })
+        .collect();
+    let removals: Vec<Removal<'_>> = removes
+        .iter()
+        .filter_map(|p| {
+            Some(Removal {
+                rel: &p.rel,
+                pre: p.current.as_deref()?,
+            })
         })
         .collect();
     let files: Vec<(&str, &Report)> = reports.iter().map(|r| (r.file.as_str(), r)).collect();
@@ -383,7 +414,8 @@ fn commit(
         Undone::Tx(m) => m.head(),
     };
     let entry = log_entry(Kind::Undo, &head, &files, who);
-    match made.and_then(|()| store.commit(lock, tx, (root.fd, root.path), &changes, entry)) {
+    let root = (root.fd, root.path);
+    match made.and_then(|()| store.commit_with(lock, tx, root, &changes, &removals, entry)) {
         Ok(kept) => {
             for (r, k) in reports.iter_mut().zip(kept) {
                 r.snapshot = k;
@@ -392,8 +424,7 @@ fn commit(
         }
         Err(e) => {
             let first = reports.remove(0);
-            let current = plans[0].current.as_deref();
-            vec![failed_commit(e, first, current)]
+            vec![failed_commit(e, first, plans[0].current.as_deref())]
         }
     }
 }
@@ -401,17 +432,19 @@ fn commit(
 /// The report of restoring one plan, before it is written.
 fn restored_report(tx: u64, p: &Plan) -> Report {
     let current = p.current.as_deref().unwrap_or_default();
-    let mut r = Report::new(Outcome::Ok, sha256_hex(&p.restored));
+    let after = p.restored.as_deref();
+    let mut r = Report::new(Outcome::Ok, after.map(sha256_hex).unwrap_or_default());
     r.tx = tx;
     r.file = p.rel.clone();
     r.time = now();
     r.total = 1;
     r.applied = 1;
-    r.diff = Some(file_diff(current, &p.restored, &p.rel));
-    let what = if p.current.is_none() {
-        format!("recreated {} as it was before transaction {}", p.rel, p.to)
-    } else {
-        format!("restored {} as it was before transaction {}", p.rel, p.to)
+    r.diff = Some(file_diff(current, after.unwrap_or_default(), &p.rel));
+    let (rel, to) = (&p.rel, p.to);
+    let what = match (&p.current, after) {
+        (_, None) => format!("removed {rel}: transaction {to} created it"),
+        (None, Some(_)) => format!("recreated {rel} as it was before transaction {to}"),
+        (Some(_), Some(_)) => format!("restored {rel} as it was before transaction {to}"),
     };
     r.operations = vec![OpReport {
         index: 1,
