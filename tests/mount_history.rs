@@ -199,4 +199,13 @@ fn history_and_show_work_on_the_mount_point_without_writing() {
     let tx = log(&m)[0]["tx"].as_u64().unwrap().to_string();
     let shown = editfs(&["show", mnt, &tx]);
     assert!(shown.contains("-two\n+2"), "{shown}");
+    let undo = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["undo", mnt, "lib/util.txt"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&undo.stderr);
+    assert!(
+        !undo.status.success() && said.contains(".editfs/undo"),
+        "undo on a mount point says how to undo through it: {said}"
+    );
 }

@@ -92,7 +92,16 @@ fn state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
 }
 
 fn open(source: &Path, state: Option<&Path>) -> Result<Store, String> {
-    let store = Store::open(&state_dir(source, state)?).map_err(|e| e.to_string())?;
+    let dir = state_dir(source, state)?;
+    // The mount's read-only view has the control file `undo` but no lock.
+    if dir.join("undo").exists() && !dir.join("lock").exists() {
+        return Err(format!(
+            "{} is an editfs mount point: give the project directory, or undo through the mount with `echo 'PATH [TXID]' > {}`",
+            source.display(),
+            dir.join("undo").display()
+        ));
+    }
+    let store = Store::open(&dir).map_err(|e| e.to_string())?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
     }
