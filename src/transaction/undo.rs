@@ -235,6 +235,13 @@ fn plan_tx(
     force: bool,
 ) -> Result<Vec<Plan>, Refusal> {
     let entry = recorded(entries, n)?;
+    if entry.files.is_empty() {
+        return Err(refuse(
+            "not_found",
+            format!("the log names no file of transaction {n}"),
+            "editfs show SOURCE TXID shows what it changed",
+        ));
+    }
     entry
         .files
         .iter()
