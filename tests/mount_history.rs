@@ -4,6 +4,7 @@
 mod common;
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -208,4 +209,25 @@ fn history_and_show_work_on_the_mount_point_without_writing() {
         !undo.status.success() && said.contains(".editfs/undo"),
         "undo on a mount point says how to undo through it: {said}"
     );
+}
+
+#[test]
+fn a_removal_is_copied_when_the_store_is_on_another_file_system() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("SKIPPING: no /dev/shm for a state directory on another file system");
+        return;
+    }
+    let state = tempfile::tempdir_in(shm).unwrap();
+    let m = mount!("--state-dir", state.path().to_str().unwrap());
+    let before = fs::metadata(m.src.join("lib/util.txt")).unwrap();
+    m.ok("rm lib/util.txt");
+    let kept = state.path().join("snapshots/lib/util.txt");
+    let snapshot = fs::read_dir(&kept).unwrap().next().unwrap().unwrap().path();
+    assert_eq!(fs::read_to_string(&snapshot).unwrap(), "one\ntwo\nthree\n");
+    if fs::metadata(&snapshot).unwrap().dev() != before.dev() {
+        assert_ne!(fs::metadata(&snapshot).unwrap().ino(), before.ino());
+    }
+    m.ok("echo lib/util.txt > .editfs/undo");
+    assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
 }
