@@ -242,7 +242,21 @@ impl Store {
             Err(e) => return Err(io_err("read", &path)(e)),
         };
         let next = last + 1;
-        atomic::write_new_with(&path, format!("{next}\n").as_bytes(), 0o644, sync)?;
+        let text = format!("{next}\n");
+        if sync {
+            atomic::write_new(&path, text.as_bytes(), 0o644)?;
+        } else {
+            // In place: no new inode per id (what made `rm -r` slow). The counter
+            // only grows, so the new text always covers the old one.
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io_err("open", &path))?;
+            std::os::unix::fs::FileExt::write_all_at(&file, text.as_bytes(), 0)
+                .map_err(io_err("write", &path))?;
+        }
         Ok(next)
     }
 
