@@ -4,14 +4,16 @@
 //! (nothing was written), 2 the payload was rejected or the command line was wrong.
 
 mod apply;
+mod fstab;
 mod generate;
 mod history;
+mod logging;
 mod mount;
 mod options;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +27,8 @@ changed, and, when a block does not match, where the closest text is and what di
 and `cat MOUNT/F.status` shows the report; `editfs apply FILE` does the same without FUSE.",
     after_help = "Exit codes of apply: 0 applied, 1 failed (nothing written), 2 payload rejected or bad \
 usage. Of mount: 0 unmounted cleanly, 1 could not mount, 2 bad usage.\n\
+mount(8) and fstab: `editfs SOURCE MOUNT -o OPTIONS` (what `mount -t fuse.editfs` runs) is \
+`editfs mount` in the background; see `editfs mount --help`.\n\
 Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
 )]
 pub struct Cli {
@@ -48,8 +52,8 @@ enum Command {
 pub const USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
+    logging::init();
+    let cli = Cli::parse_from(args());
     match cli.command {
         Command::Apply(args) => apply::run(args),
         Command::Mount(args) => mount::run(args),
@@ -60,6 +64,23 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => generate::completions(args),
         Command::Man(args) => generate::man(args),
     }
+}
+
+/// The process's arguments, with the form mount(8) uses rewritten into `editfs mount`.
+fn args() -> Vec<std::ffi::OsString> {
+    let cmd = Cli::command();
+    let subcommands: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .chain(["help".to_owned()])
+        .collect();
+    let mount_flags: Vec<String> = cmd
+        .find_subcommand("mount")
+        .into_iter()
+        .flat_map(|m| m.get_arguments())
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect();
+    fstab::rewrite(std::env::args_os().collect(), &subcommands, &mount_flags)
 }
 
 #[cfg(test)]

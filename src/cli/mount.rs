@@ -32,7 +32,15 @@ Writes that bypass the control files (sed -i, an editor's save) and removals (rm
 keep a pre-image too, except under .git/ and in paths .gitignore ignores
 (see --snapshot-ignored).
 
-Everything else passes through to SOURCE. Ctrl-C or SIGTERM unmounts and exits 0.";
+Everything else passes through to SOURCE. Ctrl-C, SIGTERM or SIGHUP unmounts and
+exits 0. Under systemd (Type=notify) it reports READY=1 once the mount answers and
+STOPPING=1 on the way out.
+
+Every option above may also be given in -o as NAME[=VALUE] (`-o keep=50,edits_only`).
+mount(8) and fstab run `editfs SOURCE MOUNT -o OPTIONS` (type fuse.editfs): that form
+is this command in the background (as with --daemon; -f keeps it in the foreground),
+and options meant for mount(8) only (noauto, nofail, _netdev, x-*, defaults, user)
+are ignored.";
 
 #[derive(clap::Args)]
 #[command(about = "Mirror SOURCE at MOUNT, with F.edit / F.status control files", after_help = MOUNT_HELP)]
@@ -58,10 +66,12 @@ pub struct MountArgs {
     /// Suffix of the report files (the JSON one adds .json)
     #[arg(long, value_name = "SUFFIX", default_value = ".status")]
     status_suffix: String,
-    /// FUSE mount options, comma separated: allow_other, allow_root, ro, noexec, fsname=NAME, ...
+    /// Mount options, comma separated: FUSE's (allow_other, allow_root, ro, noexec,
+    /// fsname=NAME, ...) and this command's own as NAME[=VALUE]
     #[arg(short = 'o', value_name = "OPTIONS", action = ArgAction::Append)]
     options: Vec<String>,
-    /// Return once the mount is ready (or failed, with the reason); serve in the background
+    /// Return once the mount is ready (or failed, with the reason), saying the daemon's pid
+    /// and log; serve in the background
     #[arg(long)]
     daemon: bool,
     /// Threads serving requests
@@ -132,6 +142,17 @@ impl MountArgs {
         })
     }
 
+    /// The settings in force, for the start line of the log.
+    fn settings_line(&self) -> String {
+        let words = self.daemon_args(&self.source, &self.mountpoint);
+        let settings: Vec<&str> = words[3..]
+            .iter()
+            .map(String::as_str)
+            .filter(|w| *w != "--ready-on-stdout")
+            .collect();
+        format!("options: {}", settings.join(" "))
+    }
+
     /// This command line for the background process.
     fn daemon_args(&self, source: &Path, mountpoint: &Path) -> Vec<String> {
         let mut a = vec![
@@ -190,7 +211,15 @@ pub fn run(args: MountArgs) -> ExitCode {
             return ExitCode::from(super::USAGE);
         }
     };
-    let result = mount::serve(config, || {
+    let settings = args.settings_line();
+    let result = mount::serve(config, move || {
+        log_line(&format!(
+            "editfs {} (pid {}) serving {} on {}; {settings}",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            source.display(),
+            mountpoint.display(),
+        ));
         if report_ready {
             println!("ready");
             let _ = std::io::stdout().flush();
@@ -199,23 +228,34 @@ pub fn run(args: MountArgs) -> ExitCode {
             }
         } else {
             eprintln!(
-                "editfs: {} mounted on {}; Ctrl-C or `editfs unmount {}` to stop",
-                source.display(),
-                mountpoint.display(),
+                "editfs: Ctrl-C or `editfs unmount {}` to stop",
                 mountpoint.display()
             );
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(why) => {
+            log_line(&format!(
+                "editfs (pid {}) stopped: {why}",
+                std::process::id()
+            ));
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             if report_ready {
                 println!("{e}");
             }
-            eprintln!("editfs mount: {e}");
+            log_line(&format!("editfs (pid {}) stopped: {e}", std::process::id()));
             ExitCode::FAILURE
         }
     }
+}
+
+/// A start or stop line on standard error (daemon.log for a daemon, the journal
+/// under systemd), stamped like the log's other lines.
+fn log_line(what: &str) {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+    eprintln!("[{now}] {what}");
 }
 
 /// Starts the mount in a new process and waits until it is ready or has failed.
@@ -271,6 +311,14 @@ fn daemonize(args: &MountArgs) -> ExitCode {
         let _ = out.read_to_string(&mut said);
     }
     if said.trim() == "ready" {
+        println!(
+            "editfs: {} mounted on {} by pid {}; log: {}; stop with `editfs unmount {}`",
+            source.display(),
+            mountpoint.display(),
+            child.id(),
+            state.join("daemon.log").display(),
+            mountpoint.display()
+        );
         return ExitCode::SUCCESS;
     }
     let _ = child.wait();

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use fuser::{Config, MountOption, SessionACL};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 pub use fs::Settings;
@@ -141,9 +141,43 @@ fn raise_fd_limit() {
     }
 }
 
+/// Why a mount that started stopped serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// SIGINT, SIGTERM or SIGHUP arrived and the mount was unmounted.
+    Signal(i32),
+    /// Someone unmounted it: `editfs unmount`, umount(8), fusermount3 -u.
+    Unmounted,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Signal(sig) => {
+                let name = signal_hook::low_level::signal_name(*sig).unwrap_or("a signal");
+                write!(f, "{name} received; unmounted")
+            }
+            Stopped::Unmounted => f.write_str("unmounted from outside (editfs unmount, umount)"),
+        }
+    }
+}
+
+/// Tells systemd (when it started us with `Type=notify`) how the service is doing;
+/// without NOTIFY_SOCKET this does nothing.
+fn tell_systemd(state: sd_notify::NotifyState) {
+    if let Err(e) = sd_notify::notify(&[state]) {
+        log::warn!("cannot notify systemd: {e}");
+    }
+}
+
 /// Mounts and serves until unmounted (by `editfs unmount`, SIGINT or SIGTERM).
-/// `ready` runs once the mount is in place.
-pub fn serve(cfg: MountConfig, ready: impl FnOnce()) -> Result<(), MountError> {
+/// `ready` runs once the mount answers a request, from another thread: the
+/// kernel queues requests until the session loop runs, so only a request that
+/// came back proves the mount usable.
+pub fn serve(
+    cfg: MountConfig,
+    ready: impl FnOnce() + Send + 'static,
+) -> Result<Stopped, MountError> {
     let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
     let store = Store::open_with(&state_dir(&src, cfg.state_dir.as_deref()), cfg.retention)?;
     if !store.recovered().is_empty() {
@@ -169,26 +203,61 @@ pub fn serve(cfg: MountConfig, ready: impl FnOnce()) -> Result<(), MountError> {
             source,
         })?;
     let _ = notifier.set(session.notifier());
-    let mut unmounter = session.unmount_callable();
-    let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(MountError::Signals)?;
+    let signalled = Arc::new(OnceLock::new());
+    watch_signals(session.unmount_callable(), signalled.clone())?;
+    announce_when_answering(mnt.clone(), ready)?;
+    let served = session.run();
+    tell_systemd(sd_notify::NotifyState::Stopping);
+    served.map_err(|source| MountError::Mount {
+        from: src,
+        on: mnt,
+        source,
+    })?;
+    Ok(signalled
+        .get()
+        .map_or(Stopped::Unmounted, |&sig| Stopped::Signal(sig)))
+}
+
+/// Unmounts on SIGINT, SIGTERM or SIGHUP, recording which one came.
+fn watch_signals(
+    mut unmounter: fuser::SessionUnmounter,
+    signalled: Arc<OnceLock<i32>>,
+) -> Result<(), MountError> {
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(MountError::Signals)?;
     std::thread::Builder::new()
         .name("editfs-signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 log::info!("signal {sig}: unmounting");
+                let _ = signalled.set(sig);
+                tell_systemd(sd_notify::NotifyState::Stopping);
                 if let Err(e) = unmounter.unmount() {
                     log::error!("unmount failed: {e}");
                 }
             }
         })
         .map_err(MountError::Signals)?;
-    log::info!("{} mounted on {}", src.display(), mnt.display());
-    ready();
-    session.run().map_err(|source| MountError::Mount {
-        from: src,
-        on: mnt,
-        source,
-    })
+    Ok(())
+}
+
+/// Runs `ready` and tells systemd READY=1 once a statfs of the mount point has
+/// gone through the session (statfs always reaches the filesystem).
+fn announce_when_answering(
+    mnt: PathBuf,
+    ready: impl FnOnce() + Send + 'static,
+) -> Result<(), MountError> {
+    std::thread::Builder::new()
+        .name("editfs-ready".into())
+        .spawn(move || {
+            if let Err(e) = rustix::fs::statfs(&mnt) {
+                log::warn!("the new mount does not answer statfs: {e}");
+            }
+            log::info!("mounted on {}", mnt.display());
+            ready();
+            tell_systemd(sd_notify::NotifyState::Ready);
+        })
+        .map_err(MountError::Signals)?;
+    Ok(())
 }
 
 /// Unmounts an editfs mount: directly when allowed, else through fusermount.

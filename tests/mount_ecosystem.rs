@@ -1,0 +1,310 @@
+//! editfs as the system starts it: mount(8) with `-t fuse.editfs`, an fstab line,
+//! systemd's notify socket, and the daemon's log.
+//!
+//! Where FUSE (or a private mount namespace) is unavailable these tests skip with
+//! a loud message, except when `CI` is set: there they fail.
+
+use std::fs;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn editfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_editfs"))
+}
+
+fn mounted(mnt: &Path) -> bool {
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    table
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(&*mnt.to_string_lossy()))
+}
+
+/// True when the test should go on; false (after saying why) when it should skip.
+fn can_go_on(ok: bool, why: &str) -> bool {
+    if ok {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "with CI set: {why}");
+    eprintln!("\n*** SKIPPING: {why} ***\n");
+    false
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A temp dir with SOURCE (holding `a.txt`) and an empty MOUNT.
+fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let (src, mnt) = (root.path().join("src"), root.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    fs::write(src.join("a.txt"), "one\ntwo\n").unwrap();
+    (root, src, mnt)
+}
+
+/// mount(8) runs helpers with PATH removed, so mount.fuse3 finds `editfs` only in
+/// the shell's default PATH. The script runs in a private mount namespace where
+/// a directory holding `editfs` is bound over /usr/local/bin, so the test needs
+/// no change to the machine.
+fn in_private_namespace(root: &Path, script: &str) -> Output {
+    let bin = root.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_editfs"), bin.join("editfs")).unwrap();
+    let script = format!(
+        "set -eu\nmount --bind '{}' /usr/local/bin\n{script}",
+        bin.display()
+    );
+    Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "bash", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// What mount(8) needs to run `-t fuse.editfs`, apart from editfs itself.
+fn mount_helpers_usable() -> bool {
+    let unshare = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    unshare
+        && Path::new("/dev/fuse").exists()
+        && ["/usr/sbin/mount.fuse3", "/sbin/mount.fuse3"]
+            .iter()
+            .any(|p| Path::new(p).exists())
+}
+
+#[test]
+fn mount_t_fuse_editfs_and_an_fstab_line_mount_in_the_background_with_dash_o_options() {
+    let (root, src, mnt) = tree();
+    let state = root.path().join("state");
+    let fstab = root.path().join("fstab");
+    fs::write(
+        &fstab,
+        format!(
+            "# an fstab line as a user writes it\n{} {} fuse.editfs noauto,nofail,_netdev,x-systemd.automount,edits_only,state_dir={} 0 0\n",
+            src.display(),
+            mnt.display(),
+            state.display()
+        ),
+    )
+    .unwrap();
+    let (s, m, f) = (src.display(), mnt.display(), fstab.display());
+    let script = format!(
+        r#"
+trap 'editfs unmount {m} 2>/dev/null || true' EXIT
+mount -t fuse.editfs {s} {m} -o rw,nodev,nosuid,noauto,_netdev,x-test=1,keep=7
+echo "mounted-1: $(grep -c ' {m} ' /proc/self/mountinfo)"
+grep ' {m} ' /proc/self/mountinfo | grep -q nosuid && echo "nosuid reached the kernel"
+printf '<<<<<<< SEARCH\ntwo\n=======\nTWO\n>>>>>>> REPLACE\n' > {m}/a.txt.edit
+echo "status: $(head -1 {m}/a.txt.status)"
+editfs unmount {m}
+mount -T {f} {m}
+echo "mounted-2: $(grep -c ' {m} ' /proc/self/mountinfo)"
+if echo x >> {m}/a.txt 2>/dev/null; then echo "direct write allowed"; else echo "direct write refused"; fi
+editfs unmount {m}
+"#
+    );
+    if !can_go_on(
+        mount_helpers_usable(),
+        "no /dev/fuse, mount.fuse3 or private mount namespace here",
+    ) {
+        return;
+    }
+    let out = in_private_namespace(root.path(), &script);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("mounted-1: 1"), "{}", text(&out));
+    assert!(
+        stdout.contains("nosuid reached the kernel"),
+        "{}",
+        text(&out)
+    );
+    assert!(stdout.contains("status: OK"), "{}", text(&out));
+    assert!(stdout.contains("mounted-2: 1"), "{}", text(&out));
+    assert!(
+        stdout.contains("direct write refused"),
+        "edits_only from fstab: {}",
+        text(&out)
+    );
+    assert_eq!(fs::read_to_string(src.join("a.txt")).unwrap(), "one\nTWO\n");
+    let log = fs::read_to_string(src.join(".editfs/daemon.log")).unwrap();
+    assert!(log.contains("--keep=7"), "{log}");
+    assert!(
+        state.join("daemon.log").exists(),
+        "state_dir= from fstab was not used"
+    );
+}
+
+#[test]
+fn bare_form_does_not_hide_a_misspelt_subcommand() {
+    let out = editfs().args(["mout", "a", "b"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unrecognized subcommand 'mout'"), "{err}");
+    assert!(err.contains("'mount'"), "no suggestion: {err}");
+}
+
+#[test]
+fn bare_form_with_a_missing_source_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let out = editfs()
+        .arg(root.path().join("nope"))
+        .arg(root.path())
+        .args(["-o", "rw"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SOURCE"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Reads one datagram, or None after `limit`.
+fn next_notification(sock: &UnixDatagram, limit: Duration) -> Option<String> {
+    sock.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 4096];
+    let n = sock.recv(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).trim_end().to_owned())
+}
+
+#[test]
+fn systemd_hears_ready_once_the_mount_answers_and_stopping_on_sigterm() {
+    let (root, src, mnt) = tree();
+    let socket_path = root.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&socket_path).unwrap();
+    let mut child = editfs()
+        .arg("mount")
+        .arg(&src)
+        .arg(&mnt)
+        .env("NOTIFY_SOCKET", &socket_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = next_notification(&sock, Duration::from_secs(10));
+    if !can_go_on(
+        first.is_some(),
+        "no notification in 10 s: FUSE cannot mount here?",
+    ) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    }
+    assert_eq!(first.as_deref(), Some("READY=1"));
+    assert!(mounted(&mnt), "READY=1 before the mount was in place");
+    assert_eq!(fs::read_to_string(mnt.join("a.txt")).unwrap(), "one\ntwo\n");
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert_eq!(
+        next_notification(&sock, Duration::from_secs(10)).as_deref(),
+        Some("STOPPING=1")
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!mounted(&mnt));
+}
+
+/// Waits until `pid` is gone (a daemon exits shortly after its unmount).
+fn wait_gone(pid: &str) {
+    let began = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "pid {pid} still runs"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `editfs mount --daemon`; returns its standard output, or None to skip.
+fn start_daemon(src: &Path, mnt: &Path, extra: &[&str]) -> Option<String> {
+    let out = editfs()
+        .arg("mount")
+        .arg(src)
+        .arg(mnt)
+        .arg("--daemon")
+        .args(extra)
+        .output()
+        .unwrap();
+    if !can_go_on(
+        out.status.success(),
+        &format!("FUSE cannot mount here: {}", text(&out)),
+    ) {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn pid_in(said: &str) -> String {
+    said.split("pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .unwrap_or_else(|| panic!("no pid in {said:?}"))
+        .to_owned()
+}
+
+#[test]
+fn daemon_says_pid_and_log_and_logs_start_and_stop_without_warnings() {
+    let (_root, src, mnt) = tree();
+    let Some(said) = start_daemon(&src, &mnt, &["--keep=9"]) else {
+        return;
+    };
+    let log_path = src.join(".editfs/daemon.log");
+    assert!(
+        said.contains(&log_path.display().to_string()),
+        "no log path in {said:?}"
+    );
+    let pid = pid_in(&said);
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("--ready-on-stdout"),
+        "pid {pid} is not the daemon"
+    );
+    assert!(
+        editfs()
+            .arg("unmount")
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success()
+    );
+    wait_gone(&pid);
+
+    let Some(said) = start_daemon(&src, &mnt, &[]) else {
+        return;
+    };
+    let pid = pid_in(&said);
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    wait_gone(&pid);
+
+    let log = fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 4, "start, stop, start, stop:\n{log}");
+    let start = lines[0];
+    for part in [
+        env!("CARGO_PKG_VERSION").to_owned(),
+        src.display().to_string(),
+        mnt.display().to_string(),
+        "--keep=9".to_owned(),
+    ] {
+        assert!(start.contains(&part), "{part} missing from {start:?}");
+    }
+    assert!(
+        lines[1].contains("stopped: unmounted from outside"),
+        "{log}"
+    );
+    assert!(lines[3].contains("stopped: SIGTERM"), "{log}");
+    assert!(!log.contains("WARN"), "a warning for a normal stop:\n{log}");
+}
