@@ -50,10 +50,18 @@ fn first_screen_links_to_the_mount_sandbox_fstab_and_systemd_recipes_that_exist(
         .skip(1)
         .filter_map(|rest| rest.split(')').next())
         .collect();
-    for wanted in ["the-mount", "fstab-and-mount8", "systemd", "sandboxing-an-agent"] {
+    for wanted in [
+        "the-mount",
+        "fstab-and-mount8",
+        "systemd",
+        "sandboxing-an-agent",
+    ] {
         assert!(links.contains(&wanted), "no link to #{wanted} in {links:?}");
     }
     for link in links {
-        assert!(anchors.contains(link), "#{link} names no section: {anchors:?}");
+        assert!(
+            anchors.contains(link),
+            "#{link} names no section: {anchors:?}"
+        );
     }
 }
