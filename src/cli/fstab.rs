@@ -13,18 +13,8 @@ use std::path::Path;
 
 /// Options that mount(8), fstab or systemd read and that must not reach FUSE.
 const FOR_MOUNT_ONLY: &[&str] = &[
-    "defaults",
-    "auto",
-    "noauto",
-    "user",
-    "users",
-    "nouser",
-    "owner",
-    "group",
-    "nofail",
-    "_netdev",
+    "defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "nofail", "_netdev",
     "netdev",
-    "delay_connect",
 ];
 
 /// `-o` names of `editfs mount` options that a mount table must not set: they

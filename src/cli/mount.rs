@@ -5,6 +5,8 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ArgAction;
 
@@ -212,7 +214,10 @@ pub fn run(args: MountArgs) -> ExitCode {
         }
     };
     let settings = args.settings_line();
+    let started = Arc::new(AtomicBool::new(false));
+    let serving = started.clone();
     let result = mount::serve(config, move || {
+        serving.store(true, Ordering::SeqCst);
         log_line(&format!(
             "editfs {} (pid {}) serving {} on {}; {settings}",
             env!("CARGO_PKG_VERSION"),
@@ -245,7 +250,11 @@ pub fn run(args: MountArgs) -> ExitCode {
             if report_ready {
                 println!("{e}");
             }
-            log_line(&format!("editfs (pid {}) stopped: {e}", std::process::id()));
+            if started.load(Ordering::SeqCst) {
+                log_line(&format!("editfs (pid {}) stopped: {e}", std::process::id()));
+            } else {
+                eprintln!("editfs mount: {e}");
+            }
             ExitCode::FAILURE
         }
     }
