@@ -4,6 +4,8 @@
 //! Where FUSE (or a private mount namespace) is unavailable these tests skip with
 //! a loud message, except when `CI` is set: there they fail.
 
+mod common;
+
 use std::fs;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -307,4 +309,15 @@ fn daemon_says_pid_and_log_and_logs_start_and_stop_without_warnings() {
     );
     assert!(lines[3].contains("stopped: SIGTERM"), "{log}");
     assert!(!log.contains("WARN"), "a warning for a normal stop:\n{log}");
+}
+
+#[test]
+fn sighup_from_a_closed_terminal_unmounts_and_exits_zero() {
+    let Some(m) = common::Mount::start(&[], |_| {}) else {
+        return;
+    };
+    let mnt = m.mnt.clone();
+    let status = m.stop(rustix::process::Signal::HUP);
+    assert!(status.success(), "{status}");
+    assert!(!mounted(&mnt), "still mounted after SIGHUP");
 }
