@@ -414,3 +414,175 @@ fn suffixes_and_matching_options_reach_the_mount() {
     );
     assert_eq!(m.src_file("twice.txt"), b"x\nx\ntrailing   \n");
 }
+
+#[test]
+fn an_edit_through_a_symlink_edits_its_target_inside_source_and_nothing_else() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.md");
+    fs::write(&secret, "keep\n").unwrap();
+    let secret_link = secret.clone();
+    let Some(m) = Mount::start(&[], move |src| {
+        fs::write(src.join("target.md"), "a\nb\n").unwrap();
+        fs::create_dir(src.join("sub")).unwrap();
+        fs::create_dir(src.join("dir")).unwrap();
+        std::os::unix::fs::symlink("target.md", src.join("link.md")).unwrap();
+        std::os::unix::fs::symlink("../target.md", src.join("sub/up.md")).unwrap();
+        std::os::unix::fs::symlink(&secret_link, src.join("out.md")).unwrap();
+        std::os::unix::fs::symlink(".editfs/log", src.join("state.md")).unwrap();
+    }) else {
+        return;
+    };
+    m.ok("printf '<<<<<<< SEARCH\\na\\n=======\\nA\\n>>>>>>> REPLACE\\n' > link.md.edit");
+    m.ok("printf '<<<<<<< SEARCH\\nb\\n=======\\nB\\n>>>>>>> REPLACE\\n' > sub/up.md.edit");
+    assert_eq!(m.src_file("target.md"), b"A\nB\n");
+    assert!(
+        fs::symlink_metadata(m.src.join("link.md"))
+            .unwrap()
+            .is_symlink()
+    );
+    let status = m.ok("cat link.md.status");
+    assert!(status.starts_with("OK target.md"), "{status}");
+    assert!(m.ok("cat target.md.status").starts_with("OK target.md"));
+    assert_eq!(
+        m.ok("cat link.md"),
+        "A\nB\n",
+        "no stale page behind the link"
+    );
+
+    let dir =
+        m.sh("printf '<<<<<<< SEARCH\\na\\n=======\\nA\\n>>>>>>> REPLACE\\n' | cat > dir.edit");
+    assert!(!dir.status.success());
+    assert!(
+        String::from_utf8_lossy(&dir.stderr).contains("Is a directory"),
+        "{dir:?}"
+    );
+    assert!(m.ok("cat dir.status").contains("is a directory"));
+    let out = m.sh(
+        "printf '<<<<<<< SEARCH\\nkeep\\n=======\\nlost\\n>>>>>>> REPLACE\\n' | cat > out.md.edit",
+    );
+    assert!(!out.status.success());
+    let status = m.ok("cat out.md.status");
+    assert!(status.contains("outside the project"), "{status}");
+    assert_eq!(fs::read(&secret).unwrap(), b"keep\n");
+    let log = fs::read(m.src.join(".editfs/log")).unwrap();
+    let state = m
+        .sh(r#"printf '{"search": "tx", "replace": "forged", "all": true}' | cat > state.md.edit"#);
+    assert!(
+        !state.status.success(),
+        "editfs's own log is no project file"
+    );
+    assert!(
+        fs::read(m.src.join(".editfs/log"))
+            .unwrap()
+            .starts_with(&log)
+    );
+    assert!(
+        !String::from_utf8_lossy(&fs::read(m.src.join(".editfs/log")).unwrap())
+            .contains("forged\n")
+    );
+    for stray in [
+        "link.md.edit",
+        "sub/up.md.edit",
+        "dir.edit",
+        "out.md.edit",
+        "state.md.edit",
+    ] {
+        assert!(
+            fs::symlink_metadata(m.src.join(stray)).is_err(),
+            "a stray real {stray} was made in SOURCE"
+        );
+    }
+}
+
+#[test]
+fn an_empty_payload_is_rejected_and_replaces_an_old_ok_report() {
+    let m = mount!();
+    m.ok(r#"printf '{"search": "one", "replace": "1"}' > lib/util.txt.edit"#);
+    assert!(m.ok("cat lib/util.txt.status").starts_with("OK"));
+    let py = m.sh("python3 -c \"
+f = open('lib/util.txt.edit', 'w'); f.write('')
+try:
+    f.close()
+except OSError as e:
+    print(e.errno)
+\"");
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "22", "{py:?}");
+    let status = m.ok("cat lib/util.txt.status");
+    assert!(status.starts_with("REJECTED lib/util.txt"), "{status}");
+    assert!(status.contains("no edit operation"), "{status}");
+
+    m.ok(r#"printf '{"search": "two", "replace": "2"}' > lib/util.txt.edit"#);
+    let cat = m.sh("cat /dev/null > lib/util.txt.edit");
+    assert!(!cat.status.success(), "cat's close must fail: {cat:?}");
+    assert!(m.ok("cat lib/util.txt.status").starts_with("REJECTED"));
+
+    m.ok(r#"printf '{"search": "three", "replace": "3"}' > lib/util.txt.edit"#);
+    m.sh(": > lib/util.txt.edit");
+    assert!(
+        m.ok("cat lib/util.txt.status").starts_with("REJECTED"),
+        "an empty `: >` leaves no old OK report"
+    );
+    assert_eq!(m.ok("cat lib/util.txt"), "1\n2\n3\n");
+}
+
+#[test]
+fn touching_or_probing_an_edit_file_is_no_transaction() {
+    let m = mount!();
+    m.ok(r#"printf '{"search": "one", "replace": "1"}' > lib/util.txt.edit"#);
+    m.ok("touch lib/util.txt.edit && python3 -c \"import os; os.close(os.open('lib/util.txt.edit', os.O_WRONLY))\"");
+    assert!(
+        m.ok("cat lib/util.txt.status")
+            .starts_with("OK lib/util.txt (tx 1")
+    );
+}
+
+#[test]
+fn edits_only_refuses_removing_or_replacing_existing_files() {
+    let m = mount!("--edits-only");
+    m.ok("echo tmp > tmp.py");
+    for script in [
+        "rm app.py",
+        "mv tmp.py app.py",
+        "sed -i s/Hello/Hi/ app.py",
+        "ln -f tmp.py app.py",
+        "mv app.py gone.py",
+    ] {
+        let out = m.sh(script);
+        assert!(!out.status.success(), "{script} succeeded");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Read-only file system"),
+            "{script}: {out:?}"
+        );
+    }
+    assert_eq!(m.src_file("app.py"), APP.as_bytes());
+    // New files and names may still be made.
+    m.ok("mkdir d && echo new > d/n.txt && ln d/n.txt d/l.txt && cat d/l.txt");
+}
+
+#[test]
+fn the_agent_readme_says_what_an_agent_must_know() {
+    let m = mount!();
+    let readme = m.ok("cat .editfs/README");
+    for needed in [
+        "warning",
+        "ambiguous",
+        ":start_line:",
+        "expected_replacements",
+        "\"all\"",
+        "100 KiB",
+        "directory must exist",
+        ".editfs/undo",
+        ".editfs/history",
+        "--tx",
+        "REJECTED",
+    ] {
+        assert!(
+            readme.contains(needed),
+            "README lacks {needed:?}:\n{readme}"
+        );
+    }
+    assert!(
+        !readme.contains("editfs undo") && !readme.contains("editfs history"),
+        "in-mount paths only, not a command a sandboxed agent may lack"
+    );
+}

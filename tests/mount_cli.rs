@@ -172,3 +172,99 @@ fn a_tree_larger_than_the_descriptor_limit_is_served_with_few_descriptors() {
     // A bounded cache of open directories (256) and a few of its own, never one per file.
     assert!(fds < 300, "the daemon holds {fds} descriptors");
 }
+
+/// Runs `cmd` to its end, or kills it after 10 s (a mount that should have been
+/// refused serves in the foreground instead).
+fn within_10s(cmd: &mut Command) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && began.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_mount_point_in_use_is_refused_and_a_dead_one_is_explained() {
+    let Some(m) = Mount::start(&[], |src| fs::write(src.join("f.txt"), "a\n").unwrap()) else {
+        return;
+    };
+    let out = within_10s(editfs().arg("mount").arg(&m.src).arg(&m.mnt));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already a mount point"), "{err}");
+    assert_eq!(fs::read_to_string(m.mnt.join("f.txt")).unwrap(), "a\n");
+
+    // kill -9 leaves a dead mount behind: a remount says what it is and how to clear it.
+    let pids = pids_with(&format!("mount {}", m.src.display()));
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    Command::new("kill")
+        .args(["-9", &pids[0]])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = within_10s(editfs().arg("mount").arg(&m.src).arg(&m.mnt));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("dead editfs mount") && err.contains("editfs unmount"),
+        "{err}"
+    );
+    let out = editfs().arg("unmount").arg(&m.mnt).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!mounted(&m.mnt));
+}
+
+#[test]
+fn unmount_of_a_directory_that_is_not_mounted_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let out = editfs().arg("unmount").arg(root.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not mounted"), "{err}");
+}
+
+#[test]
+fn daemon_reports_a_failure_to_start_its_child() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let (src, mnt) = (root.path().join("src"), root.path().join("mnt"));
+    fs::create_dir_all(src.join(".editfs")).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    let exe = root.path().join("editfs-copy");
+    fs::copy(env!("CARGO_BIN_EXE_editfs"), &exe).unwrap();
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+    // The parent waits on opening its log (a FIFO) while its binary goes away, so
+    // starting the child fails: that must be reported, not taken for a start.
+    let log = src.join(".editfs/daemon.log");
+    assert!(Command::new("mkfifo").arg(&log).status().unwrap().success());
+    let parent = Command::new(&exe)
+        .arg("mount")
+        .arg(&src)
+        .arg(&mnt)
+        .arg("--daemon")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    fs::remove_file(&exe).unwrap();
+    // Opened without waiting for a writer: a parent that failed earlier must not hang the test.
+    let _reader = {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&log)
+            .unwrap()
+    };
+    let out = parent.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot start the daemon"), "{err}");
+    assert!(!mounted(&mnt));
+}

@@ -25,6 +25,8 @@ Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
   F.status       the latest report on F, as text
   F.status.json  the same report as one JSON object
 Control files work for a file that does not exist yet: an empty SEARCH creates it.
+An empty payload (`> F.edit` closed unwritten) is rejected; `touch F.edit` does nothing.
+F.edit of a symlink edits its target while that stays inside SOURCE.
 MOUNT/.editfs/ holds README (how to use the mount), history, log,
 snapshots/PATH/TX (pre-images) and versions/PATH/TX (results), all read-only; edit
 takes a multi-file payload (each file's path alone on a line before its blocks),
@@ -35,8 +37,9 @@ keep a pre-image too, except under .git/ and in paths .gitignore ignores
 (see --snapshot-ignored).
 
 Everything else passes through to SOURCE. Ctrl-C, SIGTERM or SIGHUP unmounts and
-exits 0. Under systemd (Type=notify) it reports READY=1 once the mount answers and
-STOPPING=1 on the way out.
+exits 0. A mount point that is already mounted is refused; a dead mount left by a
+killed daemon is named as such, and `editfs unmount MOUNT` clears it. Under systemd
+(Type=notify) it reports READY=1 once the mount answers and STOPPING=1 on the way out.
 
 Every option above may also be given in -o as NAME[=VALUE] (`-o keep=50,edits_only`).
 mount(8) and fstab run `editfs SOURCE MOUNT -o OPTIONS` (type fuse.editfs): that form
@@ -56,7 +59,8 @@ pub struct MountArgs {
     /// Where to keep snapshots and the log (default: SOURCE/.editfs)
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// Refuse direct writes to existing files (EROFS): every change goes through F.edit
+    /// Refuse direct writes to existing files, and removing, renaming or replacing them
+    /// (EROFS): every change goes through F.edit; new files may still be created
     #[arg(long)]
     edits_only: bool,
     /// List control files in directory listings
@@ -301,10 +305,16 @@ fn daemonize(args: &MountArgs) -> ExitCode {
         .stdout(Stdio::piped())
         .stderr(log);
     // SAFETY: close_range is async-signal-safe and touches only descriptors 3 and up,
-    // after the child's standard streams are in place; the daemon keeps none of ours.
+    // after the child's standard streams are in place. It marks them close-on-exec
+    // rather than closing them: the daemon keeps none of ours, and std's pipe that
+    // reports a failed exec stays open until the exec, so the failure reaches us.
     unsafe {
         cmd.pre_exec(|| {
-            libc::close_range(3, libc::c_uint::MAX, 0);
+            libc::close_range(
+                3,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+            );
             Ok(())
         });
     }

@@ -6,18 +6,29 @@
 //! handle) or the first read after writing, never at release, whose errors reach
 //! nobody. The handle then reads back that transaction's report, and every later
 //! flush repeats its outcome, so `close(2)` fails when the transaction did.
+//!
+//! A handle opened with `O_TRUNC` announces a payload: closed unwritten, it sends
+//! an empty one (rejected, with its own report), at the close that leaves the
+//! closing process no descriptor of it, or else at release. Without `O_TRUNC`,
+//! an unwritten handle (`touch`, a probe, `exec 3<>` to read) commits nothing.
+//! The F.edit of a symlink edits its target while that stays inside SOURCE (and
+//! out of the state directory); of anything else but a regular file, it fails
+//! with a report.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fuser::{Errno, FileAttr, FileType};
-use rustix::fs::AtFlags;
+use fuser::{Errno, FileAttr, FileType, ReplyData, ReplyEmpty};
+use parking_lot::Mutex;
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use super::fs::{Core, Handle, Job, Res, errno};
+use super::fs::{Core, Handle, Job, Res, file_type};
 use super::names::Control;
 use super::nodes::Kind;
 use crate::engine::{Outcome, Report};
+use crate::store::journal::parent_beneath;
 use crate::transaction::{self, Root, Target, Who, multi, undo};
 
 /// What a committing handle acts on.
@@ -31,12 +42,21 @@ enum CommitTarget {
 }
 
 /// The payload of one `F.edit` handle, and its result once committed.
+///
+/// Its lock is held only to copy bytes in or out, never through a transaction:
+/// the commit thread takes the payload out (`committing`), runs the transaction
+/// unlocked, and puts the result back.
 #[derive(Default)]
 pub struct EditBuffer {
     data: Vec<u8>,
     /// More was written than the payload limit allows; the rest was dropped.
     overflow: bool,
     written: bool,
+    /// Opened with `O_TRUNC` (`>`, `open(..., "w")`): the opener is sending a
+    /// payload, so closing it unwritten sends an empty one.
+    truncated: bool,
+    /// The commit thread has taken the payload out and is running it.
+    committing: bool,
     committed: Option<Committed>,
     /// The file offset of the first read: `exec 3<>F.edit` shares one offset for
     /// writing and reading, so the report starts wherever the payload ended.
@@ -49,11 +69,96 @@ pub struct Committed {
     errno: Option<Errno>,
 }
 
+impl Committed {
+    /// A commit that could not run at all (its control file's directory went away).
+    fn error(e: Errno) -> Committed {
+        Committed {
+            text: format!(
+                "FAILED: the transaction could not run: {}\n",
+                std::io::Error::from_raw_os_error(e.code())
+            )
+            .into_bytes(),
+            errno: Some(e),
+        }
+    }
+}
+
+/// Why an `F.edit` does not edit: F is not a file editfs may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refused {
+    Directory,
+    /// A symlink that leads out of SOURCE.
+    Outside,
+    /// A symlink that leads nowhere.
+    Dangling,
+    /// A FIFO, socket, device, or a symlink loop.
+    NotAFile,
+}
+
+impl Refused {
+    /// A failed report for an edit of `rel`; F is not touched, nor anything else.
+    fn report(self, rel: &Path) -> Report {
+        let name = rel.display();
+        let (kind, message, hint) = match self {
+            Refused::Directory => (
+                "is_directory",
+                format!("{name} is a directory, not a file"),
+                "edit a file inside it: DIR/FILE.edit".to_owned(),
+            ),
+            Refused::Outside => (
+                "outside_source",
+                format!("{name} is a symlink that leads outside the project's files"),
+                "only files inside the mount can be edited; edit the link's target where it lives"
+                    .to_owned(),
+            ),
+            Refused::Dangling => (
+                "dangling_link",
+                format!("{name} is a symlink to a file that does not exist"),
+                "create the target through its own name, or remove the link first".to_owned(),
+            ),
+            Refused::NotAFile => (
+                "not_a_file",
+                format!("{name} is not a regular file (a FIFO, socket, device or symlink loop)"),
+                "only regular files can be edited".to_owned(),
+            ),
+        };
+        let mut r = Report::new(Outcome::Failed, crate::engine::sha256_hex(b""));
+        r.error = Some(crate::engine::ErrorReport::plain(kind, message, hint));
+        crate::transaction::stamp(r, &rel.to_string_lossy())
+    }
+}
+
+/// Whether process `pid`, closing a descriptor of node `ino`, holds no other one:
+/// `bash` opens a redirection and moves it onto descriptor 1, closing the first
+/// one before anything is written, so only a close that leaves none behind ends
+/// an unwritten payload. Unknown (another user's process) counts as not last:
+/// the empty payload is then sent at release.
+fn last_close(pid: u32, ino: u64) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return false;
+    };
+    let want = format!("ino:\t{ino}");
+    !fds.flatten().any(|fd| {
+        std::fs::read_to_string(fd.path()).is_ok_and(|info| info.lines().any(|l| l == want))
+    })
+}
+
+/// Answers a flush with the outcome of the handle's transaction, if any.
+fn answer_flush(reply: ReplyEmpty, committed: Option<Committed>) {
+    match committed.and_then(|c| c.errno) {
+        Some(e) => reply.error(e),
+        None => reply.ok(),
+    }
+}
+
 /// The errno `close(2)` returns for a transaction's outcome.
 fn errno_for(report: &Report) -> Option<Errno> {
     let kind = report.error.as_ref().map_or("", |e| e.kind);
     match (report.outcome, kind) {
         (Outcome::Ok, _) => None,
+        (_, "is_directory") => Some(Errno::EISDIR),
+        (_, "outside_source") => Some(Errno::EXDEV),
+        (_, "dangling_link") => Some(Errno::ENOENT),
         (_, "too_large") => Some(Errno::EFBIG),
         (Outcome::Rejected, _) => Some(Errno::EINVAL),
         (_, "stale") => Some(Errno::ESTALE),
@@ -61,16 +166,59 @@ fn errno_for(report: &Report) -> Option<Errno> {
     }
 }
 
+/// What a request on an edit handle does, decided under the handle's lock.
+pub enum Next {
+    /// Commit first: the request goes to the commit thread.
+    Commit,
+    /// Nothing to commit: answer at once.
+    Answer(Option<Committed>),
+}
+
 impl EditBuffer {
-    /// Written to but not committed: a release now would drop the payload.
-    pub fn pending(&self) -> bool {
-        self.written && self.committed.is_none()
+    /// A buffer for a handle opened with `truncate` (`O_TRUNC`) or without.
+    pub fn opened(truncate: bool) -> EditBuffer {
+        EditBuffer {
+            truncated: truncate,
+            ..EditBuffer::default()
+        }
+    }
+
+    /// A payload that is neither committed nor being committed.
+    fn pending(&self) -> bool {
+        (self.written || self.truncated) && !self.committing && self.committed.is_none()
+    }
+
+    /// Opened with `O_TRUNC`, never written, never committed: an empty payload.
+    pub fn unsent_empty(&self) -> bool {
+        self.truncated && !self.written && !self.committing && self.committed.is_none()
+    }
+
+    /// What a flush or read of this handle does now. While the commit thread runs
+    /// the payload, a request waits for it there (it takes jobs in order), so a
+    /// second close of a dup'ed descriptor gets the outcome, not a premature OK.
+    pub fn next(&self) -> Next {
+        if self.pending() || self.committing {
+            Next::Commit
+        } else {
+            Next::Answer(self.committed.clone())
+        }
+    }
+
+    /// Takes the payload out for the commit thread; past the limit it stays one
+    /// byte over, so the engine refuses it as too large.
+    fn take(&mut self, limit: usize) -> Vec<u8> {
+        self.committing = true;
+        let mut payload = std::mem::take(&mut self.data);
+        if self.overflow {
+            payload.resize(limit.saturating_add(1), 0);
+        }
+        payload
     }
 
     /// Takes bytes at `offset`; past the limit they are dropped and the payload
     /// is marked oversized, so a huge write costs no memory.
     pub fn write(&mut self, offset: u64, data: &[u8], limit: usize) -> Res<u32> {
-        if self.committed.is_some() {
+        if self.committed.is_some() || self.committing {
             // One handle, one transaction: a new payload needs a new open.
             return Err(Errno::EINVAL);
         }
@@ -145,16 +293,19 @@ impl Core {
         }
     }
 
-    /// Opens a control file of `base` in `parent`.
+    /// Opens a control file of `base` in `parent`; `truncate` is the open's `O_TRUNC`.
     pub(super) fn open_control(
         &self,
         parent: u64,
         base: &OsStr,
         control: Control,
         write: bool,
+        truncate: bool,
     ) -> Res<u64> {
         match control {
-            Control::Edit => Ok(self.add_handle(Handle::Edit(Default::default()))),
+            Control::Edit => {
+                Ok(self.add_handle(Handle::Edit(Mutex::new(EditBuffer::opened(truncate)))))
+            }
             _ if write => Err(Errno::EACCES),
             _ => {
                 let bytes = self.status_bytes(&self.path(parent)?.join(base), control);
@@ -178,27 +329,30 @@ impl Core {
         }
     }
 
-    /// Commits the handle's transaction if it holds an uncommitted payload.
-    fn settle(&self, ino: u64, buf: &mut EditBuffer, pid: u32) -> Res<Option<Committed>> {
-        if !buf.written {
-            return Ok(None);
-        }
-        if buf.committed.is_none() {
-            let mut payload = std::mem::take(&mut buf.data);
-            if buf.overflow {
-                // Keep it over the limit so the engine refuses it as too large.
-                payload.resize(self.settings.engine.max_payload.saturating_add(1), 0);
+    /// Commits the handle's payload if it has one to commit; runs on the commit
+    /// thread only, for a request that was decided to commit when it came.
+    fn settle(&self, ino: u64, buf: &Mutex<EditBuffer>, pid: u32) -> Option<Committed> {
+        let payload = {
+            let mut b = buf.lock();
+            if !b.pending() {
+                return b.committed.clone();
             }
-            let who = Who::process(pid);
-            buf.committed = Some(match self.commit_target(ino)? {
-                CommitTarget::File { parent, base } => {
-                    self.commit(parent, &base, &payload, &who)?
-                }
-                CommitTarget::Multi => self.commit_multi(&payload, &who),
-                CommitTarget::Undo => self.commit_undo(&payload, &who),
-            });
-        }
-        Ok(buf.committed.clone())
+            b.take(self.settings.engine.max_payload)
+        };
+        // No lock is held here: the transaction, then the kernel's invalidation.
+        let who = Who::process(pid);
+        let committed = match self.commit_target(ino) {
+            Ok(CommitTarget::File { parent, base }) => self
+                .commit(parent, &base, &payload, &who)
+                .unwrap_or_else(Committed::error),
+            Ok(CommitTarget::Multi) => self.commit_multi(&payload, &who),
+            Ok(CommitTarget::Undo) => self.commit_undo(&payload, &who),
+            Err(e) => Committed::error(e),
+        };
+        let mut b = buf.lock();
+        b.committing = false;
+        b.committed = Some(committed.clone());
+        Some(committed)
     }
 
     fn root(&self) -> Root<'_> {
@@ -208,24 +362,13 @@ impl Core {
         }
     }
 
-    /// Runs one transaction on `base` in `parent` and publishes its report.
+    /// Runs one transaction on `base` in `parent` (or on the file a symlink there
+    /// leads to) and publishes its report.
     fn commit(&self, parent: u64, base: &OsStr, payload: &[u8], who: &Who) -> Res<Committed> {
-        let dir_path = self.path(parent)?;
-        let dir = self.source.dir(&dir_path).map_err(errno)?;
-        let rel = dir_path.join(base);
-        let old = rustix::fs::statat(&dir, base, AtFlags::SYMLINK_NOFOLLOW)
-            .ok()
-            .map(|s| super::nodes::real_id(s.st_ino));
-        let report = {
-            let _excl = old.map(|id| self.stripe(id).write());
-            let name = rel.to_string_lossy();
-            let target = Target {
-                root: self.root(),
-                rel: &name,
-                label: &name,
-                who,
-            };
-            transaction::run(Some(&self.store), &target, payload, &self.settings.engine)
+        let rel = self.path(parent)?.join(base);
+        let report = match self.edited_file(&rel) {
+            Ok(file) => self.commit_file(&rel, &file, payload, who),
+            Err(refused) => refused.report(&rel),
         };
         let committed = Committed {
             text: report.to_string().into_bytes(),
@@ -238,26 +381,106 @@ impl Core {
             report.outcome
         );
         self.reports.lock().insert(rel, Arc::new(report));
-        self.invalidate(parent, base, old);
         Ok(committed)
+    }
+
+    /// Runs the transaction on `file` (reached as `rel`), its stripe held, then
+    /// drops what the kernel cached of both names, with no lock held.
+    fn commit_file(&self, rel: &Path, file: &Path, payload: &[u8], who: &Who) -> Report {
+        let old = self.inodes_of(&[&file.to_string_lossy()]);
+        let report = {
+            let _excl = self.stripes_for(&old);
+            let name = file.to_string_lossy();
+            let target = Target {
+                root: self.root(),
+                rel: &name,
+                label: &name,
+                who,
+            };
+            transaction::run(Some(&self.store), &target, payload, &self.settings.engine)
+        };
+        if file != rel {
+            self.reports
+                .lock()
+                .insert(file.to_owned(), Arc::new(report.clone()));
+            self.invalidate_path(rel);
+        }
+        self.invalidate_path(file);
+        report
+    }
+
+    /// The file an edit of `rel` changes: `rel` itself (existing or to be made), or
+    /// the regular file a symlink at `rel` leads to, as long as it stays in SOURCE.
+    fn edited_file(&self, rel: &Path) -> Result<PathBuf, Refused> {
+        let name = rel.file_name().unwrap_or_default();
+        // What cannot be looked at here, the transaction reports as it finds it.
+        let Ok(dir) = parent_beneath(self.source.root(), &rel.to_string_lossy()) else {
+            return Ok(rel.to_owned());
+        };
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(_) => Ok(rel.to_owned()),
+            Ok(st) => match file_type(st.st_mode) {
+                FileType::RegularFile => Ok(rel.to_owned()),
+                FileType::Symlink => self.link_target(rel),
+                FileType::Directory => Err(Refused::Directory),
+                _ => Err(Refused::NotAFile),
+            },
+        }
+    }
+
+    /// Where the symlink `rel` leads, relative to SOURCE; the kernel resolves it
+    /// beneath SOURCE, so a link that leaves it is refused, not followed.
+    fn link_target(&self, rel: &Path) -> Result<PathBuf, Refused> {
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let fd = rustix::fs::openat2(
+            self.source.root(),
+            rel,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            how,
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::XDEV => Refused::Outside,
+            rustix::io::Errno::NOENT => Refused::Dangling,
+            _ => Refused::NotAFile,
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|_| Refused::NotAFile)?;
+        match file_type(st.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Directory => return Err(Refused::Directory),
+            _ => return Err(Refused::NotAFile),
+        }
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|_| Refused::NotAFile)?;
+        let inside = real
+            .strip_prefix(self.source.path())
+            .map_err(|_| Refused::Outside)?;
+        // editfs's own state (log, snapshots) is no project file, whatever links to it.
+        if inside.starts_with(crate::store::STATE_DIR) {
+            return Err(Refused::Outside);
+        }
+        Ok(inside.to_owned())
     }
 
     /// `.editfs/edit`: a multi-file transaction.
     fn commit_multi(&self, payload: &[u8], who: &Who) -> Committed {
-        // Direct writes to these files wait while they commit, as for one file.
-        let inos = self.inodes_named_in(payload);
-        let _excl = self.stripes_for(&inos);
-        let report = multi::run(
-            Some(&self.store),
-            self.root(),
-            payload,
-            &self.settings.engine,
-            who,
-        );
+        let report = {
+            // Direct writes to these files wait while they commit, as for one file.
+            let inos = self.inodes_named_in(payload);
+            let _excl = self.stripes_for(&inos);
+            multi::run(
+                Some(&self.store),
+                self.root(),
+                payload,
+                &self.settings.engine,
+                who,
+            )
+        };
+        let done = report.outcome == Outcome::Ok;
         for r in report
             .files
             .iter()
-            .filter(|r| report.outcome == Outcome::Ok && r.outcome == Outcome::Ok)
+            .filter(|r| done && r.outcome == Outcome::Ok)
         {
             self.reports
                 .lock()
@@ -290,7 +513,7 @@ impl Core {
     /// The node ids of the existing files at `rels`, beneath SOURCE.
     fn inodes_of(&self, rels: &[&str]) -> Vec<u64> {
         let id = |rel: &&str| {
-            let dir = crate::store::journal::parent_beneath(self.source.root(), rel).ok()?;
+            let dir = parent_beneath(self.source.root(), rel).ok()?;
             let name = Path::new(rel).file_name()?;
             let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
             Some(super::nodes::real_id(st.st_ino))
@@ -335,26 +558,16 @@ impl Core {
         }
     }
 
-    pub(super) fn flush_edit(&self, ino: u64, fh: u64, pid: u32) -> Res<()> {
-        let Handle::Edit(buf) = &*self.handle(fh)? else {
-            return Ok(());
-        };
-        let settled = self.settle(ino, &mut buf.lock(), pid)?;
-        match settled.and_then(|c| c.errno) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    pub(super) fn read_edit(
+    /// The report an edit handle reads back at `offset`, given what it committed.
+    fn edit_text(
         &self,
         ino: u64,
-        buf: &mut EditBuffer,
-        pid: u32,
+        buf: &Mutex<EditBuffer>,
+        committed: Option<Committed>,
         offset: u64,
         size: u32,
     ) -> Res<Vec<u8>> {
-        let text = match self.settle(ino, buf, pid)? {
+        let text = match committed {
             Some(c) => c.text,
             None => match self.commit_target(ino)? {
                 CommitTarget::File { parent, base } => {
@@ -363,7 +576,7 @@ impl Core {
                 _ => self.state_status(false),
             },
         };
-        let base = *buf.read_base.get_or_insert(offset);
+        let base = *buf.lock().read_base.get_or_insert(offset);
         Ok(slice(&text, offset.saturating_sub(base), size).to_vec())
     }
 
@@ -377,41 +590,114 @@ impl Core {
         }
     }
 
+    /// A flush of an edit handle: answered at once unless it commits, in which
+    /// case the commit thread answers it. The choice is made when the flush comes
+    /// (what the buffer holds then, under its lock), so a flush that found nothing
+    /// written never commits a payload whose writes are still on their way.
+    pub(super) fn flush_edit(&self, ino: u64, handle: Arc<Handle>, pid: u32, reply: ReplyEmpty) {
+        let Handle::Edit(buf) = &*handle else {
+            return reply.ok();
+        };
+        let (next, empty) = {
+            let b = buf.lock();
+            (b.next(), b.unsent_empty())
+        };
+        match next {
+            // Not the last descriptor of an unwritten handle: the payload may still come.
+            Next::Commit if empty && !last_close(pid, ino) => reply.ok(),
+            Next::Commit => self.queue(Job::Flush {
+                ino,
+                handle,
+                pid,
+                reply,
+            }),
+            Next::Answer(c) => answer_flush(reply, c),
+        }
+    }
+
+    /// A read of an edit handle: its report, committing first if it must.
+    pub(super) fn read_edit(
+        &self,
+        ino: u64,
+        handle: Arc<Handle>,
+        pid: u32,
+        (offset, size): (u64, u32),
+        reply: ReplyData,
+    ) {
+        let Handle::Edit(buf) = &*handle else {
+            return reply.error(Errno::EBADF);
+        };
+        let next = buf.lock().next();
+        match next {
+            Next::Commit => self.queue(Job::Read {
+                ino,
+                handle,
+                pid,
+                offset,
+                size,
+                reply,
+            }),
+            Next::Answer(c) => match self.edit_text(ino, buf, c, offset, size) {
+                Ok(data) => reply.data(&data),
+                Err(e) => reply.error(e),
+            },
+        }
+    }
+
+    /// The last close of a handle opened with `O_TRUNC` and never written sends
+    /// its empty payload, so an old report does not stand for it.
+    pub(super) fn release_edit(&self, ino: u64, handle: Arc<Handle>, pid: u32) {
+        let Handle::Edit(buf) = &*handle else { return };
+        let (empty, pending) = {
+            let b = buf.lock();
+            (b.unsent_empty(), b.pending())
+        };
+        if empty {
+            self.queue(Job::Release { ino, handle, pid });
+        } else if pending {
+            log::warn!(
+                "an edit handle was released without a flush or read: its payload was dropped"
+            );
+        }
+    }
+
     /// Answers a committing request; runs on the commit thread.
     pub(super) fn run(&self, job: Job) {
         match job {
             Job::Flush {
                 ino,
-                fh,
+                handle,
                 pid,
                 reply,
-            } => match self.flush_edit(ino, fh, pid) {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            },
+            } => {
+                let Handle::Edit(buf) = &*handle else {
+                    return reply.ok();
+                };
+                answer_flush(reply, self.settle(ino, buf, pid));
+            }
             Job::Read {
                 ino,
-                fh,
+                handle,
                 pid,
                 offset,
                 size,
                 reply,
             } => {
-                let r = self.handle(fh).and_then(|h| match &*h {
-                    Handle::Edit(buf) => self.read_edit(ino, &mut buf.lock(), pid, offset, size),
-                    _ => Err(Errno::EBADF),
-                });
-                match r {
+                let Handle::Edit(buf) = &*handle else {
+                    return reply.error(Errno::EBADF);
+                };
+                let committed = self.settle(ino, buf, pid);
+                match self.edit_text(ino, buf, committed, offset, size) {
                     Ok(data) => reply.data(&data),
                     Err(e) => reply.error(e),
                 }
             }
+            Job::Release { ino, handle, pid } => {
+                if let Handle::Edit(buf) = &*handle {
+                    self.settle(ino, buf, pid);
+                }
+            }
         }
-    }
-
-    /// Whether a request on handle `fh` would commit a transaction.
-    pub(super) fn commits(&self, fh: u64) -> bool {
-        matches!(self.handle(fh).as_deref(), Ok(Handle::Edit(buf)) if buf.lock().pending())
     }
 
     /// After a rename or unlink of a file, its report follows it (or goes).
@@ -445,6 +731,27 @@ mod tests {
         assert_eq!(b.write(6, &[b'x'; 100], 10), Ok(100));
         assert!(b.overflow);
         assert_eq!(b.data.len(), 11);
+    }
+
+    #[test]
+    fn a_truncating_open_is_a_payload_even_unwritten() {
+        let b = EditBuffer::opened(true);
+        assert!(b.unsent_empty());
+        assert!(matches!(b.next(), Next::Commit));
+        let b = EditBuffer::opened(false);
+        assert!(!b.unsent_empty());
+        assert!(matches!(b.next(), Next::Answer(None)));
+    }
+
+    #[test]
+    fn while_committing_writes_are_refused_and_requests_wait_for_the_outcome() {
+        let mut b = EditBuffer::opened(false);
+        assert_eq!(b.write(0, b"x", 10), Ok(1));
+        assert!(matches!(b.next(), Next::Commit));
+        assert_eq!(b.take(10), b"x");
+        assert_eq!(b.write(1, b"y", 10), Err(Errno::EINVAL));
+        assert!(matches!(b.next(), Next::Commit), "no premature answer");
+        assert!(!b.pending(), "but no second commit");
     }
 
     #[test]

@@ -1,11 +1,22 @@
 //! The file system the kernel talks to: each FUSE request is mapped onto SOURCE
 //! (`ops.rs`), a control file (`control.rs`) or the state directory (`state.rs`).
 //!
-//! Requests run on several threads. Lock order: `nodes`, then `handles`, then a
-//! handle's own lock; `reports`, `state_report`, `dirs` and `sent` are taken alone
-//! and briefly. A transaction runs on the commit thread and holds the stripes of
-//! its files (taken in ascending order), then the store's lock, and no other; it
-//! asks the kernel to drop cached entries only after releasing them.
+//! Requests run on several threads. Lock order, the one place it is written:
+//!
+//! 1. a file's stripes (`stripes_for`: ascending index; only the commit thread
+//!    takes them exclusively, a direct write shares one);
+//! 2. the store's lock (transactions, and pre-images of direct writes);
+//! 3. `nodes`, then `handles`, then a handle's own `EditBuffer` lock;
+//!    `reports`, `state_report`, `dirs` and `sent` are taken alone and briefly.
+//!
+//! Two rules keep the kernel out of every cycle. No lock is held across a call
+//! into the kernel for the mount (`invalidate`, `invalidate_path`): the kernel
+//! may have to wait for a page or directory lock held by a process whose own
+//! request waits for a FUSE worker, and that worker for our lock. And the commit
+//! thread never waits for a FUSE worker: workers hold a stripe or an
+//! `EditBuffer` only while copying bytes or calling into SOURCE, never while
+//! waiting on the kernel, and never run a transaction themselves (a flush or
+//! read that must commit is handed over, decided under the `EditBuffer` lock).
 //!
 //! Cache policy: real entries and attributes live 1 s in the kernel, and file
 //! pages stay cached across opens but are dropped when a refresh of attributes
@@ -127,25 +138,31 @@ pub struct Entry {
 /// ones waiting, they could all end up waiting on each other.
 pub struct EditFs {
     core: Arc<Core>,
-    jobs: mpsc::Sender<Job>,
 }
 
 /// A request that commits a transaction: answered by the commit thread.
 pub enum Job {
     Flush {
         ino: u64,
-        fh: u64,
+        handle: Arc<Handle>,
         /// The process that closed, for the log.
         pid: u32,
         reply: fuser::ReplyEmpty,
     },
     Read {
         ino: u64,
-        fh: u64,
+        handle: Arc<Handle>,
         pid: u32,
         offset: u64,
         size: u32,
         reply: fuser::ReplyData,
+    },
+    /// The last close of a handle whose empty payload is still to be sent
+    /// (already answered: a release's errors reach nobody).
+    Release {
+        ino: u64,
+        handle: Arc<Handle>,
+        pid: u32,
     },
 }
 
@@ -164,8 +181,8 @@ impl EditFs {
         settings: Settings,
         notifier: Arc<OnceLock<Notifier>>,
     ) -> EditFs {
-        let core = Arc::new(Core::new(source, store, settings, notifier));
         let (jobs, queue) = mpsc::channel::<Job>();
+        let core = Arc::new(Core::new(source, store, settings, notifier, jobs));
         let worker = core.clone();
         let spawned = std::thread::Builder::new()
             .name("editfs-commit".into())
@@ -177,15 +194,18 @@ impl EditFs {
         if let Err(e) = spawned {
             log::error!("cannot start the commit thread: {e}");
         }
-        EditFs { core, jobs }
+        EditFs { core }
     }
+}
 
+impl Core {
     /// Hands a committing request to the commit thread.
     pub(super) fn queue(&self, job: Job) {
         if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
             match job {
                 Job::Flush { reply, .. } => reply.error(Errno::EIO),
                 Job::Read { reply, .. } => reply.error(Errno::EIO),
+                Job::Release { .. } => {}
             }
         }
     }
@@ -215,6 +235,8 @@ pub struct Core {
     /// Direct writes whose pre-image is kept, by the handle that writes: recorded
     /// when it is released.
     pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
+    /// Requests for the commit thread.
+    jobs: mpsc::Sender<Job>,
 }
 
 /// `Errno` from a system error.
@@ -277,8 +299,10 @@ impl Core {
         store: Store,
         settings: Settings,
         notifier: Arc<OnceLock<Notifier>>,
+        jobs: mpsc::Sender<Job>,
     ) -> Core {
         Core {
+            jobs,
             source,
             store,
             settings,
@@ -307,9 +331,11 @@ impl Core {
             .ok_or(Errno::ENOENT)
     }
 
-    /// A real node's path relative to SOURCE.
+    /// A real node's path relative to SOURCE. A node with no place (its name, or a
+    /// parent's, was replaced or removed) is stale: ESTALE makes the kernel look
+    /// the path up again, where ENOENT would deny a name that may well exist.
     pub(super) fn path(&self, ino: u64) -> Res<PathBuf> {
-        self.nodes.read().path(ino).ok_or(Errno::ENOENT)
+        self.nodes.read().path(ino).ok_or(Errno::ESTALE)
     }
 
     /// Where a real node is: its directory, open, and its name. SOURCE is `.` in SOURCE.
@@ -324,7 +350,7 @@ impl Core {
         self.path(ino)?;
         let (parent, name) = {
             let nodes = self.nodes.read();
-            let n = nodes.get(ino).ok_or(Errno::ENOENT)?;
+            let n = nodes.get(ino).ok_or(Errno::ESTALE)?;
             (n.parent, n.name.clone())
         };
         Ok(Loc {
@@ -380,6 +406,16 @@ impl Core {
 
     pub(super) fn handle(&self, fh: u64) -> Res<Arc<Handle>> {
         self.handles.lock().get(&fh).cloned().ok_or(Errno::EBADF)
+    }
+
+    /// The status of real node `ino` through one of its open handles, if any:
+    /// a file replaced or unlinked under its name lives on while open.
+    pub(super) fn stat_open(&self, ino: u64) -> Option<rustix::fs::Stat> {
+        let open = self.handles.lock().values().find_map(|h| match &**h {
+            Handle::File { file, ino: i } if *i == ino => file.try_clone().ok(),
+            _ => None,
+        })?;
+        rustix::fs::fstat(&open).ok()
     }
 
     pub(super) fn drop_handle(&self, fh: u64) -> Option<Arc<Handle>> {

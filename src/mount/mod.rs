@@ -67,12 +67,81 @@ fn directory(path: &Path) -> Result<PathBuf, String> {
     Ok(real)
 }
 
+/// The file system type and source mounted at `path`, if something is (the
+/// newest mount there). A dead FUSE mount answers nothing, not even a stat, so
+/// its path is then made canonical through its parent.
+pub fn mounted_at(path: &Path) -> Option<String> {
+    let abs = match std::fs::canonicalize(path) {
+        Ok(real) => real,
+        Err(_) => {
+            let abs = std::path::absolute(path).ok()?;
+            match (abs.parent(), abs.file_name()) {
+                (Some(dir), Some(name)) => std::fs::canonicalize(dir).ok()?.join(name),
+                _ => abs,
+            }
+        }
+    };
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    table.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let at = unescape(left.split(' ').nth(4)?);
+        // "fuse editfs:/src rw,...": the type, then what is mounted.
+        (Path::new(&at) == abs).then(|| right.split(' ').take(2).collect::<Vec<_>>().join(" "))
+    })
+}
+
+/// A mountinfo path, with its `\040`-style escapes undone.
+fn unescape(field: &str) -> String {
+    let mut out = Vec::new();
+    let b = field.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .and_then(|d| std::str::from_utf8(d).ok());
+        match oct.and_then(|d| u8::from_str_radix(d, 8).ok()) {
+            Some(c) if b[i] == b'\\' => {
+                out.push(c);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Why MOUNT cannot take a new mount because one is already there.
+fn in_use(mountpoint: &Path, what: &str) -> String {
+    let shown = mountpoint.display();
+    let kind = if what.contains("editfs") {
+        "editfs"
+    } else {
+        "FUSE"
+    };
+    // statfs always reaches the daemon; a stat may be answered from the cache.
+    match rustix::fs::statfs(mountpoint) {
+        Err(rustix::io::Errno::NOTCONN) => format!(
+            "a dead {kind} mount (its daemon is gone, e.g. killed); `editfs unmount {shown}` clears it"
+        ),
+        _ => format!("already a mount point ({what}); unmount it first"),
+    }
+}
+
 /// Checks SOURCE and MOUNT; both come back canonical.
 pub fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf), MountError> {
     let src = directory(source).map_err(|reason| MountError::Source {
         path: source.to_owned(),
         reason,
     })?;
+    if let Some(fstype) = mounted_at(mountpoint) {
+        return Err(MountError::MountPoint {
+            path: mountpoint.to_owned(),
+            reason: in_use(mountpoint, &fstype),
+        });
+    }
     let mnt = directory(mountpoint).map_err(|reason| MountError::MountPoint {
         path: mountpoint.to_owned(),
         reason,
@@ -260,8 +329,12 @@ fn announce_when_answering(
     Ok(())
 }
 
-/// Unmounts an editfs mount: directly when allowed, else through fusermount.
+/// Unmounts an editfs mount (a dead one too): directly when allowed, else
+/// through fusermount.
 pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+    if mounted_at(mountpoint).is_none() {
+        return Err("is not mounted: nothing to unmount".into());
+    }
     if rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::empty()).is_ok() {
         return Ok(());
     }
@@ -296,6 +369,13 @@ mod tests {
             check_paths(&tmp.path().join("nope"), tmp.path()),
             Err(MountError::Source { .. })
         ));
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape("/tmp/a\\040b"), "/tmp/a b");
+        assert_eq!(unescape("/x\\"), "/x\\");
+        assert_eq!(mounted_at(Path::new("/proc")).as_deref(), Some("proc proc"));
     }
 
     #[test]

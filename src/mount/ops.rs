@@ -18,10 +18,9 @@ use fuser::{
 };
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::control::slice;
+use super::control::{EditBuffer, slice};
 use super::fs::{
-    Core, EditFs, Entry, Handle, Job, Loc, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type,
-    id_of,
+    Core, EditFs, Entry, Handle, Loc, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of,
 };
 use super::names::Control;
 use super::nodes::{Kind, ROOT, real_id};
@@ -114,6 +113,19 @@ fn read_at(file: &File, offset: u64, size: usize) -> Res<Vec<u8>> {
     Ok(buf)
 }
 
+/// Whether `name` in `dir` is a directory with nothing in it.
+fn empty_dir(dir: &impl AsFd, name: &OsStr) -> bool {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else {
+        return false;
+    };
+    rustix::fs::Dir::read_from(&fd).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .all(|e| matches!(e.file_name().to_bytes(), b"." | b".."))
+    })
+}
+
 /// The attribute changes of one setattr request.
 struct Set {
     mode: Option<u32>,
@@ -123,7 +135,11 @@ struct Set {
 }
 
 fn is_write(flags: OpenFlags) -> bool {
-    flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0
+    flags.acc_mode() != OpenAccMode::O_RDONLY || truncates(flags)
+}
+
+fn truncates(flags: OpenFlags) -> bool {
+    flags.0 & libc::O_TRUNC != 0
 }
 
 impl Core {
@@ -139,24 +155,17 @@ impl Core {
                 self.nodes.write().remember(id, parent, name);
                 Ok((self.sent(&attr(&st, id)), REAL_TTL))
             }
-            Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, &dir, name),
+            Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, name),
             Err(e) => Err(errno(e)),
         }
     }
 
-    /// A missing name that names a control file of a regular (or not yet existing) file.
-    fn lookup_control(
-        &self,
-        parent: u64,
-        dir: &impl AsFd,
-        name: &OsStr,
-    ) -> Res<(FileAttr, std::time::Duration)> {
+    /// A missing name that names a control file. Its file may be anything or
+    /// nothing: the transaction edits a regular file, creates a missing one,
+    /// follows a symlink that stays in SOURCE, and otherwise fails with a report.
+    /// Were the name missing instead, `cat > dir.edit` would create a real file.
+    fn lookup_control(&self, parent: u64, name: &OsStr) -> Res<(FileAttr, std::time::Duration)> {
         let (base, control) = self.settings.suffixes.parse(name).ok_or(Errno::ENOENT)?;
-        match rustix::fs::statat(dir, &base, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if file_type(st.st_mode) == FileType::RegularFile => {}
-            Err(rustix::io::Errno::NOENT) => {}
-            _ => return Err(Errno::ENOENT),
-        }
         let kind = Kind::Control {
             base: base.clone(),
             control,
@@ -179,7 +188,12 @@ impl Core {
                     let st = rustix::fs::fstat(file).map_err(errno)?;
                     return Ok((self.sent(&attr(&st, ino)), REAL_TTL));
                 }
-                let st = self.stat_real(ino)?;
+                let st = match self.stat_real(ino) {
+                    // Replaced or unlinked under its name, but still open: the
+                    // open file is what `fstat` asks about.
+                    Err(Errno::ESTALE) => self.stat_open(ino).ok_or(Errno::ESTALE)?,
+                    other => other?,
+                };
                 Ok((self.sent(&attr(&st, ino)), REAL_TTL))
             }
         }
@@ -193,9 +207,10 @@ impl Core {
         let loc = self.loc(ino)?;
         let st =
             rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
-        // The name now holds another file (replaced by a rename): this node is gone.
+        // The name now holds another file (replaced by a rename): this node is
+        // stale, and ESTALE makes the kernel look the name up again.
         if real_id(st.st_ino) != ino {
-            return Err(Errno::ENOENT);
+            return Err(Errno::ESTALE);
         }
         Ok(st)
     }
@@ -266,6 +281,19 @@ impl Core {
             return Err(Errno::EPERM);
         }
         Ok(dir)
+    }
+
+    /// Under `--edits-only`, an existing name (other than an empty directory's)
+    /// may not be removed, renamed or replaced: only transactions change files.
+    fn edits_only_keeps(&self, dir: &impl AsFd, name: &OsStr) -> Res<()> {
+        if !self.settings.edits_only {
+            return Ok(());
+        }
+        match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if file_type(st.st_mode) != FileType::Directory => Err(Errno::EROFS),
+            Ok(_) if !empty_dir(dir, name) => Err(Errno::EROFS),
+            _ => Ok(()),
+        }
     }
 
     fn setattr_real(&self, ino: u64, pid: u32, fh: Option<u64>, set: Set) -> Res<()> {
@@ -365,6 +393,13 @@ impl Core {
             | OFlags::NOFOLLOW
             | OFlags::CLOEXEC;
         let opened = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty());
+        // A commit may have renamed a new file over the name since the kernel
+        // looked it up: ESTALE makes the kernel look it up again and open that.
+        let opened = opened.and_then(|fd| match rustix::fs::fstat(&fd) {
+            Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
+            Ok(_) => Ok(fd),
+            Err(e) => Err(e),
+        });
         let fd = match opened {
             Ok(fd) => fd,
             Err(e) => {
@@ -661,6 +696,7 @@ impl Filesystem for EditFs {
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.changeable(parent.0, name).and_then(|dir| {
+            self.edits_only_keeps(&dir, name)?;
             let gone = self.path(parent.0).map(|p| p.join(name)).ok();
             let loc = Loc {
                 dir,
@@ -716,6 +752,8 @@ impl Filesystem for EditFs {
         let r = (|| {
             let from = self.changeable(parent.0, name)?;
             let to = self.changeable(newparent.0, newname)?;
+            self.edits_only_keeps(&from, name)?;
+            self.edits_only_keeps(&to, newname)?;
             let how = rustix::fs::RenameFlags::from_bits_retain(flags.bits());
             // `sed -i` and many editors save by renaming a new file over the old one.
             let over = Loc {
@@ -759,10 +797,12 @@ impl Filesystem for EditFs {
         let r = match node.map(|n| (n.parent, n.kind)) {
             None => Err(Errno::ENOENT),
             Some((parent, Kind::Control { base, control })) => self
-                .open_control(parent, &base, control, is_write(flags))
+                .open_control(parent, &base, control, is_write(flags), truncates(flags))
                 .map(|fh| (fh, FopenFlags::FOPEN_DIRECT_IO)),
             Some((_, Kind::State(rel))) if state::is_control(&rel) => Ok((
-                self.add_handle(Handle::Edit(Default::default())),
+                self.add_handle(Handle::Edit(parking_lot::Mutex::new(EditBuffer::opened(
+                    truncates(flags),
+                )))),
                 FopenFlags::FOPEN_DIRECT_IO,
             )),
             Some((_, Kind::State(rel))) if !is_write(flags) => self.state_bytes(&rel).map(|b| {
@@ -793,22 +833,16 @@ impl Filesystem for EditFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        if self.commits(fh.0) {
-            return self.queue(Job::Read {
-                ino: ino.0,
-                fh: fh.0,
-                pid: req.pid(),
-                offset,
-                size,
-                reply,
-            });
-        }
-        let r = self.handle(fh.0).and_then(|h| match &*h {
+        let h = match self.handle(fh.0) {
+            Ok(h) => h,
+            Err(e) => return reply.error(e),
+        };
+        let r = match &*h {
             Handle::File { file, .. } => read_at(file, offset, size as usize),
             Handle::Bytes(b) => Ok(slice(b, offset, size).to_vec()),
-            Handle::Edit(buf) => self.read_edit(ino.0, &mut buf.lock(), req.pid(), offset, size),
+            Handle::Edit(_) => return self.read_edit(ino.0, h, req.pid(), (offset, size), reply),
             Handle::Dir(_) => Err(Errno::EISDIR),
-        });
+        };
         match r {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(e),
@@ -852,20 +886,15 @@ impl Filesystem for EditFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        if self.commits(fh.0) {
-            return self.queue(Job::Flush {
-                ino: ino.0,
-                fh: fh.0,
-                pid: req.pid(),
-                reply,
-            });
+        match self.handle(fh.0) {
+            Ok(h) => self.flush_edit(ino.0, h, req.pid(), reply),
+            Err(e) => reply.error(e),
         }
-        reply_empty(reply, self.flush_edit(ino.0, fh.0, req.pid()));
     }
 
     fn release(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
@@ -878,14 +907,10 @@ impl Filesystem for EditFs {
         if let Some(p) = pending {
             self.finish_write(&p, self.loc(ino.0).ok().as_ref());
         }
-        if let Some(Handle::Edit(buf)) = handle.as_deref()
-            && buf.lock().pending()
-        {
-            log::warn!(
-                "an edit handle was released without a flush or read: its payload was dropped"
-            );
-        }
         reply.ok();
+        if let Some(h) = handle {
+            self.release_edit(ino.0, h, req.pid());
+        }
     }
 
     fn fsync(
@@ -1147,6 +1172,23 @@ impl Filesystem for EditFs {
             Ok((a, fh)) => reply.created(&REAL_TTL, &a, GEN, FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
+    }
+
+    /// No file here takes an ioctl. Python asks every file it opens whether it is
+    /// a terminal (TCGETS): ENOTTY is the native answer, given quietly, where
+    /// fuser's default would log a warning per open.
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
     }
 
     fn fallocate(

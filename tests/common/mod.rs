@@ -19,12 +19,30 @@ pub struct Mount {
     pub src: PathBuf,
     pub mnt: PathBuf,
     child: Option<Child>,
+    /// The FUSE connection, read while the mount answers: a hung one can still be aborted.
+    connection: Option<String>,
 }
 
 fn mounted(mnt: &Path) -> bool {
+    connection_of(mnt).is_some()
+}
+
+/// The FUSE connection number of the mount at `mnt` (the minor of its device), as
+/// named under /sys/fs/fuse/connections.
+fn connection_of(mnt: &Path) -> Option<String> {
     let table = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let want = mnt.to_string_lossy();
-    table.lines().any(|l| l.split(' ').nth(4) == Some(&*want))
+    table.lines().find_map(|l| {
+        let fields: Vec<&str> = l.split(' ').collect();
+        (fields.get(4) == Some(&&*want))
+            .then(|| {
+                fields
+                    .get(2)?
+                    .split_once(':')
+                    .map(|(_, minor)| minor.to_owned())
+            })
+            .flatten()
+    })
 }
 
 impl Mount {
@@ -37,23 +55,25 @@ impl Mount {
         fs::create_dir(&src).unwrap();
         fs::create_dir(&mnt).unwrap();
         fill(&src);
+        // The daemon's log goes to a file: a pipe nobody drains would fill up and
+        // stall the daemon in the middle of a request.
+        let log = root.path().join("daemon.log");
         let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
             .arg("mount")
             .arg(&src)
             .arg(&mnt)
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
         let began = Instant::now();
         while !mounted(&mnt) {
             if let Ok(Some(status)) = child.try_wait() {
-                let out = child.wait_with_output().unwrap();
                 let why = format!(
                     "editfs mount exited with {status}: {}",
-                    String::from_utf8_lossy(&out.stderr)
+                    fs::read_to_string(&log).unwrap_or_default()
                 );
                 return skip_or_fail(&why);
             }
@@ -64,6 +84,7 @@ impl Mount {
             std::thread::sleep(Duration::from_millis(20));
         }
         Some(Mount {
+            connection: connection_of(&mnt),
             _root: root,
             src,
             mnt,
@@ -92,6 +113,62 @@ impl Mount {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs a bash script that must succeed within `limit`. A script still running
+    /// then is a hang: the FUSE connection is aborted, which frees every process
+    /// stuck in the mount, and the test fails instead of the machine hanging.
+    pub fn ok_within(&self, script: &str, limit: Duration) -> String {
+        use std::os::unix::process::CommandExt;
+        // Its own process group, so the script's background jobs can be killed too.
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .current_dir(&self.mnt)
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let began = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if began.elapsed() > limit {
+                self.abort();
+                let group = rustix::process::Pid::from_child(&child);
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "the mount hung (no answer within {limit:?}); its connection was aborted\n{script}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "script failed ({}):\n{script}\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Aborts the FUSE connection (every waiting request fails) and detaches the
+    /// dead mount, so a hung test can clean up.
+    pub fn abort(&self) {
+        let connections = Path::new("/sys/fs/fuse/connections");
+        if fs::read_dir(connections).is_ok_and(|mut d| d.next().is_none()) {
+            let _ = Command::new("mount")
+                .args(["-t", "fusectl", "fusectl"])
+                .arg(connections)
+                .status();
+        }
+        if let Some(n) = &self.connection {
+            let _ = fs::write(connections.join(n).join("abort"), "1");
+        }
+        let _ = rustix::mount::unmount(&self.mnt, rustix::mount::UnmountFlags::DETACH);
     }
 
     pub fn src_file(&self, rel: &str) -> Vec<u8> {
