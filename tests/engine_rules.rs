@@ -284,10 +284,121 @@ fn replay_needs_replace_found_exactly_once() {
 }
 
 #[test]
-fn several_matches_replace_the_first_and_list_every_line() {
-    let r = run("x\nx\ny\nx\n", &block("x\n", "z\n"));
+fn ambiguous_first_replaces_the_first_and_lists_every_line() {
+    let opts = Options {
+        ambiguous: Ambiguity::First,
+        ..Options::default()
+    };
+    let r = run_with(Some("x\nx\ny\nx\n"), &block("x\n", "z\n"), &opts);
     assert_eq!(text(&r), "z\nx\ny\nx\n");
     assert!(warnings(&r).contains("lines 1, 2, 4"), "{}", warnings(&r));
+}
+
+#[test]
+fn several_matches_fail_as_ambiguous_listing_every_range_by_default() {
+    let file = "fn a() {\n    init();\n}\nfn b() {\n    init();\n}\n";
+    let r = run(file, &block("    init();\n}\n", "    init();\n    go();\n}\n"));
+    assert_eq!(r.report.outcome, Outcome::Failed);
+    assert_eq!(kind(&r), "ambiguous");
+    assert!(!r.written);
+    let e = r.report.error.unwrap();
+    assert!(e.message.contains("2 times (lines 2-3, 5-6)"), "{}", e.message);
+    let hint = e.hint.unwrap();
+    for way in [":start_line:", "surrounding lines", "all", "expected_replacements"] {
+        assert!(hint.contains(way), "{way}: {hint}");
+    }
+}
+
+#[test]
+fn start_line_hint_resolves_ambiguity_in_the_default_mode() {
+    let file = "x\nsame\ny\nsame\n";
+    let payload = "<<<<<<< SEARCH\n:start_line:5\n-------\nsame\n=======\nnew\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(text(&r), "x\nsame\ny\nnew\n");
+    let tie = payload.replace(":start_line:5", ":start_line:3");
+    assert_eq!(kind(&run(file, &tie)), "ambiguous");
+}
+
+#[test]
+fn a_deletion_with_a_typo_in_search_fails_instead_of_passing_as_a_replay() {
+    for tolerant in [true, false] {
+        let opts = Options {
+            tolerant,
+            ..Options::default()
+        };
+        let r = run_with(Some("a\nb\nc\n"), &block("a\nbb\n", "a\n"), &opts);
+        assert_eq!(r.report.outcome, Outcome::Failed, "tolerant {tolerant}");
+        assert_eq!(kind(&r), "not_found");
+        let closest = r.report.error.unwrap().closest.unwrap();
+        assert_eq!((closest.start_line, closest.end_line), (1, 2));
+    }
+}
+
+#[test]
+fn a_resent_insertion_is_a_replay_and_never_inserts_twice() {
+    let after = block("import os\n", "import os\nimport sys\n");
+    let first = run("import os\n\nprint(1)\n", &after);
+    assert_eq!(text(&first), "import os\nimport sys\n\nprint(1)\n");
+    let again = run(text(&first), &after);
+    assert_eq!(again.report.outcome, Outcome::Ok);
+    assert_eq!(again.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert!(!again.written);
+    let before = block("print(1)\n", "# say one\nprint(1)\n");
+    let once = run("print(1)\n", &before);
+    let twice = run(text(&once), &before);
+    assert_eq!(text(&twice), "# say one\nprint(1)\n");
+    assert_eq!(twice.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    let json = r#"{"search": "f(a", "replace": "f(a, b"}"#;
+    let once = run("f(a)\n", json);
+    let twice = run(text(&once), json);
+    assert_eq!(text(&twice), "f(a, b)\n");
+    assert_eq!(twice.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+}
+
+#[test]
+fn a_copy_of_replace_elsewhere_is_no_replay_and_fails_at_the_stale_region() {
+    let search = "def scale(x):\n    factor = 2\n    return x * factor\n";
+    let replace = "def scale(x):\n    factor = 3\n    return x * factor\n";
+    let stale = "def scale(x):\n    factor = 5\n    return x * factor\n";
+    let exact_copy = format!("{stale}\n\nclass Old:\n    pass\n\n\n{replace}");
+    let deeper_copy = format!(
+        "{stale}\n\nclass Twin:\n    def scale(x):\n        factor = 3\n        return x * factor\n"
+    );
+    for file in [exact_copy, deeper_copy] {
+        let r = run(&file, &block(search, replace));
+        assert_eq!(r.report.outcome, Outcome::Failed, "{file}");
+        assert_eq!(kind(&r), "not_found");
+        let e = r.report.error.unwrap();
+        let closest = e.closest.unwrap();
+        assert_eq!((closest.start_line, closest.end_line), (1, 3), "{file}");
+        assert!(e.hint.unwrap().contains("REPLACE's text is at file lines"));
+    }
+}
+
+#[test]
+fn a_genuine_replay_of_a_rewrite_still_succeeds() {
+    let payload = block(
+        "def area(r):\n    return 3.14 * r * r\n",
+        "def area(r):\n    return math.pi * r ** 2\n",
+    );
+    let file = "import math\n\ndef area(r):\n    return 3.14 * r * r\n\ndef other():\n    return 3\n";
+    let first = run(file, &payload);
+    let again = run(text(&first), &payload);
+    assert_eq!(again.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert_eq!(again.report.operations[0].lines, Some([3, 4]));
+}
+
+#[test]
+fn front_matter_after_a_start_line_hint_stays_search_text() {
+    let file = "---\nlayout: post\ntitle: Old title\n---\n\n# Old title\n\nBody.\n";
+    let payload = "<<<<<<< SEARCH\n:start_line:1\n-------\n---\nlayout: post\ntitle: Old title\n---\n=======\n---\nlayout: post\ntitle: New title\n---\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(
+        text(&r),
+        "---\nlayout: post\ntitle: New title\n---\n\n# Old title\n\nBody.\n"
+    );
+    assert_eq!(r.report.operations[0].lines, Some([1, 4]));
+    assert_eq!(r.report.operations[0].strategy, Some("exact"));
 }
 
 #[test]

@@ -9,8 +9,9 @@ pub struct EngineArgs {
     /// `exact` turns the tolerance ladder off
     #[arg(long = "match", value_enum, default_value_t = Match::Tolerant)]
     matching: Match,
-    /// What to do when SEARCH occurs several times: replace the `first` (and warn), or `error`
-    #[arg(long, value_enum, default_value_t = Ambiguous::First)]
+    /// When SEARCH occurs several times: `error` fails the operation, listing every match
+    /// (a `:start_line:` hint picks the nearest); `first` replaces the first and warns
+    #[arg(long, value_enum, default_value_t = Ambiguous::Error)]
     ambiguous: Ambiguous,
     /// Largest payload accepted, in bytes (K and M suffixes allowed)
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "100K")]

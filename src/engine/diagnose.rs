@@ -24,6 +24,9 @@ const SLACK: usize = 3;
 const DIFF_BUDGET: Duration = Duration::from_millis(5);
 /// Differences named one by one before the rest are counted.
 const MAX_HINTS: usize = 3;
+/// A region this much like SEARCH (in characters) is a stale copy of it: enough to
+/// doubt that a copy of REPLACE elsewhere is the agent's own earlier edit.
+const STALE_SIMILARITY: f64 = 0.5;
 
 pub struct Diagnosis {
     pub closest: Option<Closest>,
@@ -51,12 +54,17 @@ pub fn not_found(doc: &Doc, search: &[&str], scope: Range<usize>) -> Diagnosis {
             hint: hint.into(),
         };
     }
-    let Some((start, len)) = closest_window(doc, search, scope) else {
+    let Some(window) = closest_window(doc, search, scope, None) else {
         return Diagnosis {
             closest: None,
             hint: "no line of SEARCH resembles any line of the file; read the file again and copy the lines to change exactly".into(),
         };
     };
+    at_region(doc, search, window.start, window.len)
+}
+
+/// The report for SEARCH against the file lines `start..start + len`.
+fn at_region(doc: &Doc, search: &[&str], start: usize, len: usize) -> Diagnosis {
     let region: Vec<Cow<'_, str>> = (start..start + len).map(|i| line(doc, i)).collect();
     let region: Vec<&str> = region.iter().map(|c| c.as_ref()).collect();
     let search_text = joined(search);
@@ -81,12 +89,75 @@ fn joined(lines: &[&str]) -> String {
     lines.iter().flat_map(|l| [*l, "\n"]).collect()
 }
 
-/// The best window `(start, len)` of file lines for `search`.
-fn closest_window(doc: &Doc, search: &[&str], scope: Range<usize>) -> Option<(usize, usize)> {
+/// A window of file lines and how much it resembles SEARCH.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    start: usize,
+    len: usize,
+    /// Character similarity (0..1).
+    chars: f64,
+    /// Characters and lines together, slightly favouring SEARCH's own length.
+    score: f64,
+}
+
+/// How much the file lines `start..start + len` resemble SEARCH.
+fn measure(doc: &Doc, search: &[&str], start: usize, len: usize) -> Window {
     let keys: Vec<u64> = search.iter().map(|l| key(l)).collect();
-    let mut starts = votes(doc, search, &keys, &scope);
+    let lines: Vec<Cow<'_, str>> = (start..start + len).map(|i| line(doc, i)).collect();
+    let text: String = lines.iter().flat_map(|l| [l.as_ref(), "\n"]).collect();
+    let file = &doc.keys(tolerant::loose_key)[start..start + len];
+    let chars = TextDiff::configure()
+        .deadline(Instant::now() + DIFF_BUDGET)
+        .diff_chars(joined(search).as_str(), text.as_str())
+        .ratio() as f64;
+    Window {
+        start,
+        len,
+        chars,
+        score: chars + line_ratio(&keys, file) - 0.001 * len.abs_diff(search.len()) as f64,
+    }
+}
+
+/// Whether a replay found at file lines `at` stands where SEARCH's closest region
+/// lies. It does not when some other region, itself a plausible stale copy of
+/// SEARCH, resembles SEARCH at least as much: then REPLACE is only a copy elsewhere
+/// and the edit was never made at SEARCH's own place. Returns that region's report.
+pub fn replay_elsewhere(
+    doc: &Doc,
+    search: &[&str],
+    scope: Range<usize>,
+    at: Range<usize>,
+) -> Option<Diagnosis> {
+    let here = measure(doc, search, at.start, at.len());
+    let other = closest_window(doc, search, scope, Some(&at))?;
+    if other.chars < STALE_SIMILARITY || other.score < here.score {
+        return None;
+    }
+    let mut d = at_region(doc, search, other.start, other.len);
+    d.hint = format!(
+        "REPLACE's text is at file lines {}-{}, but SEARCH's closest region is lines {}-{}, so the edit was not made there: {}",
+        at.start + 1,
+        at.end,
+        other.start + 1,
+        other.start + other.len,
+        d.hint
+    );
+    Some(d)
+}
+
+/// The best window of file lines for `search`, leaving out windows that overlap `avoid`.
+fn closest_window(
+    doc: &Doc,
+    search: &[&str],
+    scope: Range<usize>,
+    avoid: Option<&Range<usize>>,
+) -> Option<Window> {
+    let keys: Vec<u64> = search.iter().map(|l| key(l)).collect();
+    let m = search.len();
+    let clear = |s: &usize| avoid.is_none_or(|a| s + m <= a.start || *s >= a.end);
+    let mut starts = votes(doc, search, &keys, &scope, &clear);
     if starts.is_empty() {
-        starts = by_bigrams(doc, search, &scope);
+        starts = by_bigrams(doc, search, &scope, &clear);
     }
     let m = search.len();
     let window = |s: usize, len: usize| s..(s + len).min(scope.end);
@@ -101,21 +172,14 @@ fn closest_window(doc: &Doc, search: &[&str], scope: Range<usize>) -> Option<(us
         }
     }
     let (_, start) = best?;
-    let search_text = joined(search);
     let lengths = m.saturating_sub(SLACK).max(1)..=m + SLACK;
-    let scored = lengths.map(|len| {
-        let lines: Vec<Cow<'_, str>> = window(start, len).map(|i| line(doc, i)).collect();
-        let text: String = lines.iter().flat_map(|l| [l.as_ref(), "\n"]).collect();
-        let file = &doc.keys(tolerant::loose_key)[window(start, len)];
-        let chars = TextDiff::configure()
-            .deadline(Instant::now() + DIFF_BUDGET)
-            .diff_chars(search_text.as_str(), text.as_str())
-            .ratio();
-        let score = chars as f64 + line_ratio(&keys, file) - 0.001 * len.abs_diff(m) as f64;
-        (score, window(start, len).len())
-    });
-    let (ratio, len) = scored.fold((f64::MIN, 0), |b, c| if c.0 > b.0 { c } else { b });
-    (ratio > 0.0 && len > 0).then_some((start, len))
+    let best = lengths
+        .map(|len| measure(doc, search, start, window(start, len).len()))
+        .fold(None, |b: Option<Window>, c| match b {
+            Some(b) if b.score >= c.score => Some(b),
+            _ => Some(c),
+        })?;
+    (best.score > 0.0 && best.len > 0).then_some(best)
 }
 
 fn line_ratio(a: &[u64], b: &[u64]) -> f64 {
@@ -137,7 +201,13 @@ fn line_ratio(a: &[u64], b: &[u64]) -> f64 {
 }
 
 /// Window starts where the most SEARCH lines line up with equal file lines.
-fn votes(doc: &Doc, search: &[&str], keys: &[u64], scope: &Range<usize>) -> Vec<usize> {
+fn votes(
+    doc: &Doc,
+    search: &[&str],
+    keys: &[u64],
+    scope: &Range<usize>,
+    clear: &dyn Fn(&usize) -> bool,
+) -> Vec<usize> {
     let mut at: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     for (j, (k, l)) in keys.iter().zip(search).enumerate() {
         if !tolerant::is_blank(l) {
@@ -153,7 +223,7 @@ fn votes(doc: &Doc, search: &[&str], keys: &[u64], scope: &Range<usize>) -> Vec<
             }
         }
     }
-    top(tally.into_iter().collect())
+    top(tally.into_iter().filter(|(s, _)| clear(s)).collect())
 }
 
 fn top(mut scored: Vec<(usize, usize)>) -> Vec<usize> {
@@ -167,7 +237,12 @@ fn top(mut scored: Vec<(usize, usize)>) -> Vec<usize> {
 
 /// Window starts from the file lines sharing the most character pairs with SEARCH's
 /// longest line: the fallback when no line agrees outright.
-fn by_bigrams(doc: &Doc, search: &[&str], scope: &Range<usize>) -> Vec<usize> {
+fn by_bigrams(
+    doc: &Doc,
+    search: &[&str],
+    scope: &Range<usize>,
+    clear: &dyn Fn(&usize) -> bool,
+) -> Vec<usize> {
     let Some((j, probe)) = search
         .iter()
         .enumerate()
@@ -196,7 +271,10 @@ fn by_bigrams(doc: &Doc, search: &[&str], scope: &Range<usize>) -> Vec<usize> {
             .count();
         if common > 0 {
             let dice = 200 * common / (ps.len() + probe_pairs.len());
-            scored.push((i.saturating_sub(j).max(scope.start), dice));
+            let start = i.saturating_sub(j).max(scope.start);
+            if clear(&start) {
+                scored.push((start, dice));
+            }
         }
     }
     top(scored)

@@ -12,6 +12,7 @@ pub mod diff;
 mod doc;
 mod lines;
 pub mod payload;
+mod replay;
 pub mod report;
 mod text;
 mod tolerant;
@@ -37,9 +38,10 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Ambiguity {
     /// Replace the first occurrence and warn, listing every line.
-    #[default]
     First,
-    /// Fail the transaction.
+    /// Fail the transaction: re-sending an ambiguous edit must not silently edit
+    /// the next occurrence.
+    #[default]
     Error,
 }
 
@@ -55,7 +57,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             tolerant: true,
-            ambiguous: Ambiguity::First,
+            ambiguous: Ambiguity::Error,
             max_payload: DEFAULT_MAX_PAYLOAD,
         }
     }
@@ -248,7 +250,20 @@ impl Done {
             warnings,
         }
     }
+
+    /// A replay: nothing to do, and said so.
+    fn replayed(lines: [usize; 2], why: &str) -> Done {
+        Done {
+            outcome: OpOutcome::AlreadyApplied,
+            strategy: "replay",
+            lines: Some(lines),
+            warnings: vec![format!("already applied: {why}; nothing changed")],
+        }
+    }
 }
+
+/// Rule (b)'s warning: SEARCH is there, and so is the text REPLACE adds around it.
+const INSERTED_BEFORE: &str = "the file around SEARCH already reads as REPLACE (the insertion was made before)";
 
 struct Transaction<'a, 'o> {
     doc: Doc<'a>,
@@ -340,50 +355,78 @@ impl Transaction<'_, '_> {
         let search = text_lines(&op.search);
         let replace = text_lines(&op.replace);
         let Some(found) = lines::find(&self.doc, &search, scope.clone(), self.tiers()) else {
-            return self
-                .replayed_lines(op, &replace, scope.clone())
-                .ok_or_else(|| self.not_found(&search, scope));
+            return self.replayed_lines(op, &search, &replace, scope);
         };
-        let numbers: Vec<usize> = found.starts.iter().map(|s| s + 1).collect();
+        let ranges: Vec<[usize; 2]> = found
+            .starts
+            .iter()
+            .map(|s| [s + 1, s + found.len()])
+            .collect();
         let exact = found.tier() == Tier::Exact;
-        let (chosen, mut warnings) = choose(&numbers, op, exact, self.opts.ambiguous)?;
+        let (chosen, mut warnings) = choose(&ranges, op, exact, self.opts.ambiguous)?;
         let chosen = non_overlapping(&chosen, &found.starts, found.len());
-        if !exact {
-            warnings.splice(0..0, found.warnings(&self.doc, found.starts[chosen[0]]));
+        let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
+        let todo: Vec<usize> = chosen
+            .iter()
+            .copied()
+            .filter(|&k| {
+                op.search == op.replace
+                    || !replay::reads_as_replace(&self.doc, &found, found.starts[k], &replace)
+            })
+            .collect();
+        if todo.is_empty() {
+            return Ok(Done::replayed(lines, INSERTED_BEFORE));
         }
-        let first = found.starts[chosen[0]];
-        let last = found.starts[chosen[chosen.len() - 1]] + found.len();
+        if todo.len() < chosen.len() {
+            warnings.push(format!(
+                "{} of the {} matches already read as REPLACE and were left as they are",
+                chosen.len() - todo.len(),
+                chosen.len()
+            ));
+        }
+        if !exact {
+            warnings.splice(0..0, found.warnings(&self.doc, found.starts[todo[0]]));
+        }
         if op.search != op.replace {
-            for &k in chosen.iter().rev() {
+            for &k in todo.iter().rev() {
                 found.apply(&mut self.doc, found.starts[k], &replace);
             }
         }
-        Ok(Done::applied(
-            found.tier().name(),
-            Some([first + 1, last]),
-            warnings,
-        ))
+        Ok(Done::applied(found.tier().name(), Some(lines), warnings))
     }
 
-    /// SEARCH is missing; if REPLACE is there once, the edit was made before.
+    /// SEARCH is missing: a replay (rule (a) of the `replay` module) when REPLACE
+    /// is there once, where SEARCH's closest region lies; otherwise `not_found`.
     fn replayed_lines(
         &self,
         op: &Operation,
+        search: &[&str],
         replace: &[&str],
         scope: Range<usize>,
-    ) -> Option<Done> {
-        if replace.is_empty() {
-            return None;
+    ) -> Result<Done, Failure> {
+        let not_found = || self.not_found(search, scope.clone());
+        if replace.is_empty() || !replay::adds_a_line(search, replace) {
+            return Err(not_found());
         }
-        let found = lines::find(&self.doc, replace, scope, self.tiers())?;
-        replay(
-            &found
-                .starts
-                .iter()
-                .map(|s| [s + 1, s + found.len()])
-                .collect::<Vec<_>>(),
-            op,
-        )
+        let Some(found) = lines::find(&self.doc, replace, scope.clone(), self.tiers()) else {
+            return Err(not_found());
+        };
+        let ranges: Vec<[usize; 2]> = found
+            .starts
+            .iter()
+            .map(|s| [s + 1, s + found.len()])
+            .collect();
+        if let [one] = ranges[..] {
+            if let Some(d) = diagnose::replay_elsewhere(&self.doc, search, scope.clone(), one[0] - 1..one[1]) {
+                return Err(Failure {
+                    kind: "not_found",
+                    message: "SEARCH text not found in the file".into(),
+                    hint: Some(d.hint),
+                    closest: d.closest,
+                });
+            }
+        }
+        replay(&ranges, op).ok_or_else(not_found)
     }
 
     fn not_found(&self, search: &[&str], scope: Range<usize>) -> Failure {
@@ -432,11 +475,30 @@ impl Transaction<'_, '_> {
             }
         }
         if !hits.is_empty() {
-            return self.replace_hits(op, &bytes, hits, "exact");
+            let needle = hits[0].span.len();
+            let already = hits
+                .iter()
+                .map(|h| {
+                    op.search != op.replace
+                        && replay::text_reads_as_replace(
+                            &bytes,
+                            h.span.start,
+                            &bytes[h.span.start..h.span.start + needle],
+                            replace.as_bytes(),
+                        )
+                })
+                .collect();
+            return self.replace_hits(op, &bytes, hits, already, "exact");
         }
-        if !op.replace.is_empty() {
+        if replay::adds_text(&op.search, &op.replace) {
             let again = text::literal(&bytes, replace.as_bytes(), b"", scope);
-            if let Some(done) = replay(&text::line_ranges(&bytes, &again), op) {
+            let ranges = text::line_ranges(&bytes, &again);
+            let search = text_lines(&op.search);
+            let elsewhere = |r: &[usize; 2]| {
+                diagnose::replay_elsewhere(&self.doc, &search, self.line_scope(op), r[0] - 1..r[1])
+                    .is_some()
+            };
+            if let Some(done) = replay(&ranges, op).filter(|_| !ranges.iter().any(elsewhere)) {
                 return Ok(done);
             }
         }
@@ -458,6 +520,7 @@ impl Transaction<'_, '_> {
         }
         let bytes = self.doc.to_bytes();
         let hits = text::pattern(&bytes, re, op.replace.as_bytes(), self.byte_scope(op));
+        let none_done = vec![false; hits.len()];
         if hits.is_empty() {
             return Err(Failure::new(
                 "not_found",
@@ -465,21 +528,29 @@ impl Transaction<'_, '_> {
                 "check the pattern against the file's current content; `(?m)` is on, so ^ and $ match at line ends",
             ));
         }
-        self.replace_hits(op, &bytes, hits, strategy)
+        self.replace_hits(op, &bytes, hits, none_done, strategy)
     }
 
+    /// Replaces the chosen hits, except those `already` made (rule (b) of replays).
     fn replace_hits(
         &mut self,
         op: &Operation,
         bytes: &[u8],
         hits: Vec<Hit>,
+        already: Vec<bool>,
         strategy: &'static str,
     ) -> Result<Done, Failure> {
         let ranges = text::line_ranges(bytes, &hits);
-        let numbers: Vec<usize> = ranges.iter().map(|r| r[0]).collect();
-        let (chosen, warnings) = choose(&numbers, op, true, self.opts.ambiguous)?;
-        let picked: Vec<&Hit> = chosen.iter().map(|&k| &hits[k]).collect();
+        let (chosen, warnings) = choose(&ranges, op, true, self.opts.ambiguous)?;
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
+        let picked: Vec<&Hit> = chosen
+            .iter()
+            .filter(|&&k| !already[k])
+            .map(|&k| &hits[k])
+            .collect();
+        if picked.is_empty() {
+            return Ok(Done::replayed(lines, INSERTED_BEFORE));
+        }
         let new = text::splice(bytes, &picked);
         if new != bytes {
             self.doc = Doc::new(Cow::Owned(new));
@@ -492,31 +563,38 @@ impl Transaction<'_, '_> {
 /// A no-op success when REPLACE is found where SEARCH is not, once (or at all, with `all`).
 fn replay(ranges: &[[usize; 2]], op: &Operation) -> Option<Done> {
     let ok = ranges.len() == 1 || (op.all && !ranges.is_empty());
-    ok.then(|| Done {
-        outcome: OpOutcome::AlreadyApplied,
-        strategy: "replay",
-        lines: Some([ranges[0][0], ranges[ranges.len() - 1][1]]),
-        warnings: vec![
-            "already applied: SEARCH is not in the file but REPLACE is; nothing changed".into(),
-        ],
+    ok.then(|| {
+        Done::replayed(
+            [ranges[0][0], ranges[ranges.len() - 1][1]],
+            "SEARCH is not in the file but REPLACE is, where SEARCH was",
+        )
     })
 }
 
-/// Which occurrences (indices into `lines`, the first line of each) to replace.
+/// Line ranges as a reader writes them: `3-5, 9, 12-14`.
+fn list_ranges(ranges: &[[usize; 2]]) -> String {
+    ranges
+        .iter()
+        .map(|[a, b]| match a == b {
+            true => a.to_string(),
+            false => format!("{a}-{b}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How to pick one of several matches, in every form the payload may take.
+const AMBIGUOUS_HINT: &str = "pick one: put `:start_line:N` and a `-------` line at the top of SEARCH to take the match nearest line N, or add surrounding lines to SEARCH until it is unique; in JSON, give `start_line`/`end_line`, or `all: true` (or `expected_replacements`) to replace every one";
+
+/// Which occurrences (indices into `ranges`, the lines of each) to replace.
 fn choose(
-    lines: &[usize],
+    ranges: &[[usize; 2]],
     op: &Operation,
     exact: bool,
     mode: Ambiguity,
 ) -> Result<(Vec<usize>, Vec<String>), Failure> {
-    let n = lines.len();
-    let list = || {
-        lines
-            .iter()
-            .map(usize::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let n = ranges.len();
+    let list = || list_ranges(ranges);
     if let Some(want) = op.expected {
         if want != n {
             return Err(Failure::new(
@@ -544,7 +622,7 @@ fn choose(
         ));
     }
     if let Some(near) = op.near {
-        let distance = |k: usize| lines[k].abs_diff(near);
+        let distance = |k: usize| ranges[k][0].abs_diff(near);
         let best = (0..n).min_by_key(|&k| distance(k)).unwrap_or(0);
         let tied = (0..n).filter(|&k| distance(k) == distance(best)).count();
         if tied == 1 || mode == Ambiguity::First {
@@ -563,8 +641,11 @@ fn choose(
     if mode == Ambiguity::Error {
         return Err(Failure::new(
             "ambiguous",
-            format!("SEARCH occurs {n} times (lines {})", list()),
-            "add surrounding lines to SEARCH until it is unique, or give :start_line: (blocks) or start_line/end_line or all (JSON)",
+            format!(
+                "SEARCH occurs {n} times (lines {}), so none was changed",
+                list()
+            ),
+            AMBIGUOUS_HINT,
         ));
     }
     let w = format!(

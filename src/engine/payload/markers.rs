@@ -20,6 +20,9 @@ enum State {
         len: usize,
         lines: Vec<String>,
         near: Option<usize>,
+        /// The `-------` rule after the hints was read: every later line is SEARCH
+        /// text, even one made of dashes (YAML front matter opens with `---`).
+        ruled: bool,
     },
     Replace {
         open: usize,
@@ -149,6 +152,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                 len,
                 mut lines,
                 mut near,
+                ruled,
             } => {
                 if divider(line, len) {
                     State::Replace {
@@ -175,14 +179,21 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         ),
                         "`=======` and `>>>>>>> REPLACE` to finish that block first",
                     ));
-                } else if lines.is_empty()
-                    && (read_hint(line, at, &mut near)? || (near.is_some() && is_hint_rule(line)))
-                {
+                } else if lines.is_empty() && !ruled && read_hint(line, at, &mut near)? {
                     State::Search {
                         open,
                         len,
                         lines,
                         near,
+                        ruled,
+                    }
+                } else if lines.is_empty() && !ruled && near.is_some() && is_hint_rule(line) {
+                    State::Search {
+                        open,
+                        len,
+                        lines,
+                        near,
+                        ruled: true,
                     }
                 } else {
                     lines.push(unescape(line));
@@ -191,6 +202,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         len,
                         lines,
                         near,
+                        ruled,
                     }
                 }
             }
@@ -263,6 +275,7 @@ fn outside(
             len: if same_length { len } else { ANY },
             lines: Vec::new(),
             near: None,
+            ruled: false,
         });
     }
     if divider(line, ANY) {
@@ -406,6 +419,16 @@ mod tests {
         .unwrap();
         assert_eq!(p.operations[0].near, Some(12));
         assert_eq!(p.operations[0].search, "a\n");
+    }
+
+    #[test]
+    fn front_matter_dashes_after_the_hint_rule_are_search_text() {
+        let p = parse(
+            "<<<<<<< SEARCH\n:start_line:1\n-------\n---\ntitle: x\n---\n=======\n---\ntitle: y\n---\n>>>>>>> REPLACE\n",
+        )
+        .unwrap();
+        assert_eq!(p.operations[0].near, Some(1));
+        assert_eq!(p.operations[0].search, "---\ntitle: x\n---\n");
     }
 
     #[test]

@@ -1,0 +1,103 @@
+//! Replays: an agent re-sends an edit it already made. Recognised only where the
+//! evidence is unambiguous, because "already applied" is a success that changes
+//! nothing, and a wrong one hides an edit that never happened.
+//!
+//! (a) SEARCH is gone and REPLACE stands where SEARCH's closest region lies, and
+//! REPLACE brings a line SEARCH lacks (a deletion leaves nothing behind that could
+//! prove it happened, so a mistyped deletion must fail rather than pass).
+//! (b) SEARCH is there and the file around it already reads as REPLACE: an
+//! insertion before or after SEARCH was made, and must not be made twice.
+
+use super::doc::Doc;
+use super::lines::Found;
+use super::tolerant::{self, Tier};
+
+/// Whether REPLACE has a line that SEARCH lacks, so that finding REPLACE can show
+/// the edit was made (rule (a)).
+pub fn adds_a_line(search: &[&str], replace: &[&str]) -> bool {
+    replace
+        .iter()
+        .filter(|r| !tolerant::is_blank(r))
+        .any(|r| !search.iter().any(|s| s.trim_end() == r.trim_end()))
+}
+
+/// The same for text that may lie inside a line (JSON `search`): REPLACE must
+/// also be more than a piece of SEARCH.
+pub fn adds_text(search: &str, replace: &str) -> bool {
+    !search.contains(replace)
+        && adds_a_line(
+            &super::payload::text_lines(search),
+            &super::payload::text_lines(replace),
+        )
+}
+
+/// Where SEARCH's lines sit inside REPLACE (line offsets), for rule (b).
+fn offsets(search: &[&str], replace: &[&str], equal: impl Fn(&str, &str) -> bool) -> Vec<usize> {
+    if search.is_empty() || replace.len() <= search.len() {
+        return Vec::new();
+    }
+    (0..=replace.len() - search.len())
+        .filter(|&k| search.iter().zip(&replace[k..]).all(|(s, r)| equal(r, s)))
+        .collect()
+}
+
+/// Whether the file around the match at `start` already reads as REPLACE (rule (b)).
+pub fn reads_as_replace(doc: &Doc, found: &Found<'_>, start: usize, replace: &[&str]) -> bool {
+    let tier = found.tier();
+    if tier == Tier::LineNumbers {
+        return false;
+    }
+    let replace = match tier {
+        Tier::Exact => replace,
+        _ => {
+            let (lead, trail) = tolerant::blank_edges(replace);
+            &replace[lead..replace.len() - trail]
+        }
+    };
+    let file = |i: usize| std::str::from_utf8(doc.line(i)).ok();
+    offsets(&found.pattern.lines, replace, |r, s| r == s)
+        .into_iter()
+        .filter_map(|k| start.checked_sub(k))
+        .filter(|&first| first + replace.len() <= doc.len())
+        .any(|first| {
+            replace
+                .iter()
+                .enumerate()
+                .all(|(j, r)| file(first + j).is_some_and(|f| tier.equal(f, r)))
+        })
+}
+
+/// Rule (b) for a literal that may lie inside a line: the bytes around the hit at
+/// `at` already read as REPLACE.
+pub fn text_reads_as_replace(bytes: &[u8], at: usize, search: &[u8], replace: &[u8]) -> bool {
+    if search.is_empty() || replace.len() <= search.len() {
+        return false;
+    }
+    memchr::memmem::find_iter(replace, search).any(|k| {
+        at.checked_sub(k)
+            .and_then(|first| bytes.get(first..first + replace.len()))
+            .is_some_and(|there| there == replace)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deletion_adds_no_line() {
+        assert!(!adds_a_line(&["a", "bb"], &["a"]));
+        assert!(!adds_a_line(&["a", "b"], &["b", "a"]));
+        assert!(adds_a_line(&["a", "b"], &["a", "c"]));
+        assert!(!adds_text("foo bar", "foo"));
+        assert!(adds_text("bar", "qux"));
+    }
+
+    #[test]
+    fn an_insertion_reads_as_replace_after_or_before() {
+        assert!(text_reads_as_replace(b"x y z", 0, b"x", b"x y"));
+        assert!(text_reads_as_replace(b"x y z", 2, b"y", b"x y"));
+        assert!(!text_reads_as_replace(b"x z", 0, b"x", b"x y"));
+        assert_eq!(offsets(&["x"], &["w", "x", "y"], |a, b| a == b), [1]);
+    }
+}
