@@ -140,7 +140,7 @@ fn oversized_payload_is_refused_as_too_large() {
 }
 
 #[test]
-fn match_exact_and_ambiguous_error_flags() {
+fn match_exact_and_ambiguous_flags() {
     let p = Project::new();
     fs::write(p.path("b.txt"), "x  \ny\ny\n").unwrap();
     let trailing = "<<<<<<< SEARCH\nx\n=======\nz\n>>>>>>> REPLACE\n";
@@ -151,18 +151,22 @@ fn match_exact_and_ambiguous_error_flags() {
         Some(1)
     );
     let twice = "<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n";
-    assert_eq!(
-        p.editfs(&["apply", "b.txt", "--ambiguous", "error"], twice)
-            .status
-            .code(),
-        Some(1)
-    );
+    for mode in [
+        &["apply", "b.txt"][..],
+        &["apply", "b.txt", "--ambiguous", "error"],
+    ] {
+        assert_eq!(p.editfs(mode, twice).status.code(), Some(1), "{mode:?}");
+    }
     assert_eq!(p.read("b.txt"), "x  \ny\ny\n");
     assert_eq!(
         p.editfs(&["apply", "b.txt"], trailing).status.code(),
         Some(0)
     );
     assert_eq!(p.read("b.txt"), "z\ny\ny\n");
+    let first = p.editfs(&["apply", "b.txt", "--ambiguous", "first"], twice);
+    assert_eq!(first.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&first.stdout).contains("lines 2, 3"));
+    assert_eq!(p.read("b.txt"), "z\nz\ny\n");
 }
 
 #[test]

@@ -297,14 +297,26 @@ fn ambiguous_first_replaces_the_first_and_lists_every_line() {
 #[test]
 fn several_matches_fail_as_ambiguous_listing_every_range_by_default() {
     let file = "fn a() {\n    init();\n}\nfn b() {\n    init();\n}\n";
-    let r = run(file, &block("    init();\n}\n", "    init();\n    go();\n}\n"));
+    let r = run(
+        file,
+        &block("    init();\n}\n", "    init();\n    go();\n}\n"),
+    );
     assert_eq!(r.report.outcome, Outcome::Failed);
     assert_eq!(kind(&r), "ambiguous");
     assert!(!r.written);
     let e = r.report.error.unwrap();
-    assert!(e.message.contains("2 times (lines 2-3, 5-6)"), "{}", e.message);
+    assert!(
+        e.message.contains("2 times (lines 2-3, 5-6)"),
+        "{}",
+        e.message
+    );
     let hint = e.hint.unwrap();
-    for way in [":start_line:", "surrounding lines", "all", "expected_replacements"] {
+    for way in [
+        ":start_line:",
+        "surrounding lines",
+        "all",
+        "expected_replacements",
+    ] {
         assert!(hint.contains(way), "{way}: {hint}");
     }
 }
@@ -341,18 +353,27 @@ fn a_resent_insertion_is_a_replay_and_never_inserts_twice() {
     assert_eq!(text(&first), "import os\nimport sys\n\nprint(1)\n");
     let again = run(text(&first), &after);
     assert_eq!(again.report.outcome, Outcome::Ok);
-    assert_eq!(again.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
     assert!(!again.written);
     let before = block("print(1)\n", "# say one\nprint(1)\n");
     let once = run("print(1)\n", &before);
     let twice = run(text(&once), &before);
     assert_eq!(text(&twice), "# say one\nprint(1)\n");
-    assert_eq!(twice.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert_eq!(
+        twice.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
     let json = r#"{"search": "f(a", "replace": "f(a, b"}"#;
     let once = run("f(a)\n", json);
     let twice = run(text(&once), json);
     assert_eq!(text(&twice), "f(a, b)\n");
-    assert_eq!(twice.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert_eq!(
+        twice.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
 }
 
 #[test]
@@ -381,10 +402,14 @@ fn a_genuine_replay_of_a_rewrite_still_succeeds() {
         "def area(r):\n    return 3.14 * r * r\n",
         "def area(r):\n    return math.pi * r ** 2\n",
     );
-    let file = "import math\n\ndef area(r):\n    return 3.14 * r * r\n\ndef other():\n    return 3\n";
+    let file =
+        "import math\n\ndef area(r):\n    return 3.14 * r * r\n\ndef other():\n    return 3\n";
     let first = run(file, &payload);
     let again = run(text(&first), &payload);
-    assert_eq!(again.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
     assert_eq!(again.report.operations[0].lines, Some([3, 4]));
 }
 

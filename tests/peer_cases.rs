@@ -40,6 +40,16 @@ struct Deviation {
 /// the user-facing contract (§N) whose rule makes us differ.
 const DEVIATIONS: &[Deviation] = &[
     Deviation {
+        id: "aider-replace-multiple-matches-first-wins",
+        ours: Ours::Failed("ambiguous"),
+        why: "§3: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
+    },
+    Deviation {
+        id: "vibe-sr-derived-first-occurrence-warning",
+        ours: Ours::Failed("ambiguous"),
+        why: "§3: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
+    },
+    Deviation {
         id: "aider-strip-quoted-wrapping-1",
         ours: Ours::Failed("not_found"),
         why: "§3: SEARCH must match the file's lines (exactly or by the tolerance ladder); we never strip a filename or fence lines from inside SEARCH.",
@@ -88,16 +98,6 @@ const DEVIATIONS: &[Deviation] = &[
         id: "aider-derived-crlf-file",
         ours: Ours::Applied("one\r\nTWO\r\nthree\r\n"),
         why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
-    },
-    Deviation {
-        id: "anthropic-ref-ambiguous",
-        ours: Ours::Applied("x = 2\nx = 1\n"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
-        id: "anthropic-ref-multiline-ambiguous-empty-line-list",
-        ours: Ours::Applied("z\nab\nab\n"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
     },
     Deviation {
         id: "anthropic-ref-expandtabs",
@@ -175,26 +175,9 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§2.3: expected_replacements counts the non-overlapping occurrences that are replaced; `aa` occurs once in `aaa`, not twice.",
     },
     Deviation {
-        id: "oh-str-replace-ambiguous",
-        ours: Ours::Applied("This is a sample file.\nThis file is for testing purposes."),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
-        id: "oh-str-replace-ambiguous-multiline",
-        ours: Ours::Applied(
-            "def new():\n    print(\"World\")\n\nprint('separator')\n\ndef example():\n    print(\"Hello\")\n    return True",
-        ),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
         id: "oh-str-replace-identical",
         ours: Ours::Applied("This is a test file.\nThis file is for testing purposes."),
         why: "§3: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
-    },
-    Deviation {
-        id: "oh-error-multiple",
-        ours: Ours::Applied("new_line\nline\nother"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
     },
     Deviation {
         id: "roo-should-handle-mixed-indentation-styles-in-the-same-file",
@@ -203,10 +186,8 @@ const DEVIATIONS: &[Deviation] = &[
     },
     Deviation {
         id: "roo-should-find-matches-from-middle-out",
-        ours: Ours::Applied(
-            "function one() {\n    return \"updated\";\n}\n\nfunction two() {\n    return \"target\";\n}\n\nfunction three() {\n    return \"target\";\n}\n\nfunction four() {\n    return \"target\";\n}\n\nfunction five() {\n    return \"target\";\n}",
-        ),
-        why: "§3: with several exact matches and no `:start_line:` hint, the first is replaced with a warning.",
+        ours: Ours::Failed("ambiguous"),
+        why: "§3: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
     },
     Deviation {
         id: "roo-should-match-content-with-small-differences-90-similar",
@@ -252,17 +233,13 @@ const DEVIATIONS: &[Deviation] = &[
     },
     Deviation {
         id: "roo-should-match-specific-instance-of-duplicate-code-using-line-numbers",
-        ours: Ours::Applied(
-            "function processData(data) {\n    // Add logging\n    console.log(\"Processing data...\");\n    return data.map(x => x * 2);\n}\n\nfunction unrelatedStuff() {\n    console.log(\"hello\");\n}\n\n// Another data processor\nfunction processData(data) {\n    return data.map(x => x * 2);\n}\n\nfunction moreStuff() {\n    console.log(\"world\");\n}",
-        ),
-        why: "§3: with several exact matches and no `:start_line:` hint, the first is replaced with a warning.",
+        ours: Ours::Failed("ambiguous"),
+        why: "§3: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
     },
     Deviation {
         id: "roo-should-prioritize-exact-line-match-over-expanded-search",
-        ours: Ours::Applied(
-            "\nfunction one() {\n    return 1;\n}\n\nfunction process() {\n    return \"new\";\n}\n\nfunction process() {\n    return \"old\";\n}\n\nfunction two() {\n    return 2;\n}",
-        ),
-        why: "§3: with several exact matches and no `:start_line:` hint, the first is replaced with a warning.",
+        ours: Ours::Failed("ambiguous"),
+        why: "§3: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
     },
     Deviation {
         id: "roo-should-fail-when-line-range-is-far-outside-file-bounds",
@@ -287,11 +264,6 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§3: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
     },
     Deviation {
-        id: "roo-edit_file-default-expected-1",
-        ours: Ours::Applied("Modified Line 2 1\nLine 2\nLine 3\nLine 4"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
         id: "roo-edit_file-ws-tolerant-fallback",
         ours: Ours::Applied("start\nif (true) {\n\treturn 2\n}\nend"),
         why: "§3 tier 2: REPLACE is written in the file's own indentation style (tabs here), never a mix the file did not have.",
@@ -302,19 +274,9 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§3 tier 2: REPLACE is written in the file's own indentation style (tabs here), never a mix the file did not have.",
     },
     Deviation {
-        id: "roo-edit-ambiguous",
-        ours: Ours::Applied("Row 1\nLine 2\nLine 3"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
         id: "roo-edit-identical",
         ours: Ours::Applied("Line 1\nLine 2\nLine 3"),
         why: "§3: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
-    },
-    Deviation {
-        id: "roo-search_replace-ambiguous",
-        ours: Ours::Applied("Modified Line 2 1\nLine 2\nLine 3"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
     },
     Deviation {
         id: "roo-search_replace-crlf-file",
@@ -337,21 +299,6 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§3 knows LF and CRLF line endings only; a lone-CR file is one line to us, so the whole-line block is not found.",
     },
     Deviation {
-        id: "vibe-sr-pr-ambiguous-with-regions",
-        ours: Ours::Applied("alpha\nTARGET\nomega\nbeta\ntarget\ntheta\n"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
-        id: "vibe-sr-pr-ambiguous-many",
-        ours: Ours::Applied("TARGET\ntarget\ntarget\ntarget\n"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
-        id: "vibe-sr-pr-ambiguous-merged-regions",
-        ours: Ours::Applied("A\nTARGET\ntarget\nB\n"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
-    },
-    Deviation {
         id: "vibe-sr-derived-empty-search-prepends",
         ours: Ours::Failed("file_exists"),
         why: "§3: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
@@ -365,11 +312,6 @@ const DEVIATIONS: &[Deviation] = &[
         id: "vibe-sr-derived-fenced-wins-over-unfenced",
         ours: Ours::Applied("A\nB\n"),
         why: "§2.1: every block is applied, fenced or not (text outside blocks is ignored), so the unfenced block is not dropped.",
-    },
-    Deviation {
-        id: "vibe-edit-ambiguous",
-        ours: Ours::Applied("ccc bbb aaa\n"),
-        why: "§3: several matches replace the first with a warning (a failure only with `--ambiguous error`); no count is implied.",
     },
     Deviation {
         id: "vibe-edit-identical",

@@ -263,7 +263,8 @@ impl Done {
 }
 
 /// Rule (b)'s warning: SEARCH is there, and so is the text REPLACE adds around it.
-const INSERTED_BEFORE: &str = "the file around SEARCH already reads as REPLACE (the insertion was made before)";
+const INSERTED_BEFORE: &str =
+    "the file around SEARCH already reads as REPLACE (the insertion was made before)";
 
 struct Transaction<'a, 'o> {
     doc: Doc<'a>,
@@ -416,15 +417,16 @@ impl Transaction<'_, '_> {
             .iter()
             .map(|s| [s + 1, s + found.len()])
             .collect();
-        if let [one] = ranges[..] {
-            if let Some(d) = diagnose::replay_elsewhere(&self.doc, search, scope.clone(), one[0] - 1..one[1]) {
-                return Err(Failure {
-                    kind: "not_found",
-                    message: "SEARCH text not found in the file".into(),
-                    hint: Some(d.hint),
-                    closest: d.closest,
-                });
-            }
+        if let [one] = ranges[..]
+            && let Some(d) =
+                diagnose::replay_elsewhere(&self.doc, search, scope.clone(), one[0] - 1..one[1])
+        {
+            return Err(Failure {
+                kind: "not_found",
+                message: "SEARCH text not found in the file".into(),
+                hint: Some(d.hint),
+                closest: d.closest,
+            });
         }
         replay(&ranges, op).ok_or_else(not_found)
     }
