@@ -137,6 +137,12 @@ fn oversized_payload_is_refused_as_too_large() {
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["error"]["kind"], "too_large");
+    let size = big.len();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("{size} bytes, over the limit of 1024 bytes")),
+        "{message}"
+    );
 }
 
 #[test]

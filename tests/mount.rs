@@ -588,3 +588,17 @@ fn the_agent_readme_says_what_an_agent_must_know() {
         "in-mount paths only, not a command a sandboxed agent may lack"
     );
 }
+
+#[test]
+fn a_too_large_payload_reports_the_limit_and_its_real_size() {
+    let m = mount!();
+    let out = m.sh("head -c 147456 /dev/zero | tr '\\0' x | cat > app.py.edit");
+    assert_ne!(out.status.code(), Some(0), "close must fail (EFBIG)");
+    let status = m.ok("cat app.py.status");
+    assert!(
+        status.contains("the payload is 147456 bytes, over the limit of 102400 bytes"),
+        "{status}"
+    );
+    assert!(status.ends_with('\n'), "{status:?}");
+    assert_eq!(m.src_file("app.py"), APP.as_bytes());
+}

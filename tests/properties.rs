@@ -727,7 +727,8 @@ proptest! {
             Outcome::Rejected => "rejected",
         };
         prop_assert_eq!(json.get("outcome").and_then(|v| v.as_str()), Some(want), "{}", json);
-        let _ = report.to_string();
+        let text = report.to_string();
+        prop_assert!(text.ends_with('\n'), "the text report ends without a newline: {:?}", text);
     }
 }
 

@@ -6,7 +6,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use editfs::engine::{Options, Outcome};
+use editfs::engine::{Options, Outcome, Received};
 use editfs::store::{Retention, Store, atomic};
 use editfs::transaction::{self, Root, Target, Who, multi};
 
@@ -178,7 +178,12 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         label: &label,
         who: &who,
     };
-    let report = transaction::run(store.as_ref(), &target, &payload, opts);
+    let report = transaction::run(
+        store.as_ref(),
+        &target,
+        Received::cut(&payload.0, payload.1),
+        opts,
+    );
     Ok(Printed::of(
         args.json,
         &report,
@@ -205,7 +210,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
             fd: dir.as_fd(),
             path: &root,
         },
-        &payload,
+        Received::cut(&payload.0, payload.1),
         opts,
         &who(),
     );
@@ -243,10 +248,12 @@ fn resolve(file: &Path) -> Result<PathBuf, String> {
 }
 
 /// Reads at most one byte more than the limit, so an oversized payload is refused without being held.
-fn read_payload(source: Option<&Path>, limit: usize) -> Result<Vec<u8>, String> {
+/// The payload, read up to one byte past the limit, and its real size: the rest
+/// of an oversized payload is counted, not kept.
+fn read_payload(source: Option<&Path>, limit: usize) -> Result<(Vec<u8>, usize), String> {
     let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
     let mut buf = Vec::new();
-    let reader: Box<dyn Read> = match source {
+    let mut reader: Box<dyn Read> = match source {
         None => Box::new(io::stdin().lock()),
         Some(p) if p == Path::new("-") => Box::new(io::stdin().lock()),
         Some(p) => Box::new(
@@ -254,11 +261,13 @@ fn read_payload(source: Option<&Path>, limit: usize) -> Result<Vec<u8>, String> 
                 .map_err(|e| format!("cannot open the payload {}: {e}", p.display()))?,
         ),
     };
-    reader
-        .take(cap)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read the payload: {e}"))?;
-    Ok(buf)
+    let why = |e: io::Error| format!("cannot read the payload: {e}");
+    (&mut reader).take(cap).read_to_end(&mut buf).map_err(why)?;
+    let rest = io::copy(&mut reader, &mut io::sink()).map_err(why)?;
+    let size = usize::try_from(rest)
+        .unwrap_or(usize::MAX)
+        .saturating_add(buf.len());
+    Ok((buf, size))
 }
 
 fn print(p: Printed) -> ExitCode {

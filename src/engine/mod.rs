@@ -24,6 +24,7 @@ use regex::bytes::Regex;
 use sha2::{Digest, Sha256};
 
 use doc::{Doc, Eol};
+pub use payload::Received;
 use payload::{Find, Operation, text_lines};
 pub use report::{Closest, ErrorReport, OpOutcome, OpReport, Outcome, Report};
 use text::Hit;
@@ -75,13 +76,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Applies `payload` to a file named `name` whose bytes are `original` (`None`: it does not exist).
-pub fn apply(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
-    let mut edit = decide(name, original, payload, opts);
+pub fn apply<'p>(
+    name: &str,
+    original: Option<&[u8]>,
+    payload: impl Into<Received<'p>>,
+    opts: &Options,
+) -> Edit {
+    let mut edit = decide(name, original, payload.into(), opts);
     edit.report.file = name.to_owned();
     edit
 }
 
-fn decide(name: &str, original: Option<&[u8]>, payload: &[u8], opts: &Options) -> Edit {
+fn decide(name: &str, original: Option<&[u8]>, payload: Received<'_>, opts: &Options) -> Edit {
     match payload::parse_single(payload, opts.max_payload) {
         Ok(parsed) => apply_parsed(name, original, parsed, opts),
         Err(e) => rejected(e, sha256_hex(original.unwrap_or_default())),

@@ -27,7 +27,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use super::fs::{Core, Handle, Job, Res, file_type};
 use super::names::Control;
 use super::nodes::Kind;
-use crate::engine::{Outcome, Report};
+use crate::engine::{Outcome, Received, Report};
 use crate::store::journal::parent_beneath;
 use crate::transaction::{self, Root, Target, Who, multi, undo};
 
@@ -49,8 +49,9 @@ enum CommitTarget {
 #[derive(Default)]
 pub struct EditBuffer {
     data: Vec<u8>,
-    /// More was written than the payload limit allows; the rest was dropped.
-    overflow: bool,
+    /// The payload's size: where its furthest write ended. Past the limit, bytes
+    /// are counted here but dropped, so the report can state the real size.
+    size: usize,
     written: bool,
     /// Opened with `O_TRUNC` (`>`, `open(..., "w")`): the opener is sending a
     /// payload, so closing it unwritten sends an empty one.
@@ -204,15 +205,11 @@ impl EditBuffer {
         }
     }
 
-    /// Takes the payload out for the commit thread; past the limit it stays one
-    /// byte over, so the engine refuses it as too large.
-    fn take(&mut self, limit: usize) -> Vec<u8> {
+    /// Takes the payload out for the commit thread: the bytes kept (one past the
+    /// limit at most) and the size the payload really had.
+    fn take(&mut self) -> (Vec<u8>, usize) {
         self.committing = true;
-        let mut payload = std::mem::take(&mut self.data);
-        if self.overflow {
-            payload.resize(limit.saturating_add(1), 0);
-        }
-        payload
+        (std::mem::take(&mut self.data), self.size)
     }
 
     /// Takes bytes at `offset`; past the limit they are dropped and the payload
@@ -226,9 +223,7 @@ impl EditBuffer {
         let start = usize::try_from(offset).map_err(|_| Errno::EFBIG)?;
         let end = start.saturating_add(data.len());
         let keep = end.min(limit.saturating_add(1));
-        if keep < end {
-            self.overflow = true;
-        }
+        self.size = self.size.max(end);
         if keep > start {
             if self.data.len() < keep {
                 self.data.resize(keep, 0);
@@ -337,16 +332,18 @@ impl Core {
             if !b.pending() {
                 return b.committed.clone();
             }
-            b.take(self.settings.engine.max_payload)
+            b.take()
         };
+        let (data, size) = payload;
+        let payload = Received::cut(&data, size);
         // No lock is held here: the transaction, then the kernel's invalidation.
         let who = Who::process(pid);
         let committed = match self.commit_target(ino) {
             Ok(CommitTarget::File { parent, base }) => self
-                .commit(parent, &base, &payload, &who)
+                .commit(parent, &base, payload, &who)
                 .unwrap_or_else(Committed::error),
-            Ok(CommitTarget::Multi) => self.commit_multi(&payload, &who),
-            Ok(CommitTarget::Undo) => self.commit_undo(&payload, &who),
+            Ok(CommitTarget::Multi) => self.commit_multi(payload, &who),
+            Ok(CommitTarget::Undo) => self.commit_undo(&data, &who),
             Err(e) => Committed::error(e),
         };
         let mut b = buf.lock();
@@ -364,7 +361,13 @@ impl Core {
 
     /// Runs one transaction on `base` in `parent` (or on the file a symlink there
     /// leads to) and publishes its report.
-    fn commit(&self, parent: u64, base: &OsStr, payload: &[u8], who: &Who) -> Res<Committed> {
+    fn commit(
+        &self,
+        parent: u64,
+        base: &OsStr,
+        payload: Received<'_>,
+        who: &Who,
+    ) -> Res<Committed> {
         let rel = self.path(parent)?.join(base);
         let report = match self.edited_file(&rel) {
             Ok(file) => self.commit_file(&rel, &file, payload, who),
@@ -386,7 +389,7 @@ impl Core {
 
     /// Runs the transaction on `file` (reached as `rel`), its stripe held, then
     /// drops what the kernel cached of both names, with no lock held.
-    fn commit_file(&self, rel: &Path, file: &Path, payload: &[u8], who: &Who) -> Report {
+    fn commit_file(&self, rel: &Path, file: &Path, payload: Received<'_>, who: &Who) -> Report {
         let old = self.inodes_of(&[&file.to_string_lossy()]);
         let report = {
             let _excl = self.stripes_for(&old);
@@ -463,10 +466,10 @@ impl Core {
     }
 
     /// `.editfs/edit`: a multi-file transaction.
-    fn commit_multi(&self, payload: &[u8], who: &Who) -> Committed {
+    fn commit_multi(&self, payload: Received<'_>, who: &Who) -> Committed {
         let report = {
             // Direct writes to these files wait while they commit, as for one file.
-            let inos = self.inodes_named_in(payload);
+            let inos = self.inodes_named_in(payload.bytes);
             let _excl = self.stripes_for(&inos);
             multi::run(
                 Some(&self.store),
@@ -729,7 +732,7 @@ mod tests {
         assert_eq!(b.write(3, b"def", 10), Ok(3));
         assert_eq!(b.data, b"abcdef");
         assert_eq!(b.write(6, &[b'x'; 100], 10), Ok(100));
-        assert!(b.overflow);
+        assert_eq!(b.size, 106);
         assert_eq!(b.data.len(), 11);
     }
 

@@ -20,7 +20,7 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::engine::{self, ErrorReport, Options, Outcome, Report};
+use crate::engine::{self, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::journal::parent_beneath;
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
 use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
@@ -72,7 +72,13 @@ pub fn now() -> String {
 
 /// Runs `payload` against `target`. Failures of the file system come back as a
 /// failed report (kind `io`), with the file untouched.
-pub fn run(store: Option<&Store>, target: &Target<'_>, payload: &[u8], opts: &Options) -> Report {
+pub fn run<'p>(
+    store: Option<&Store>,
+    target: &Target<'_>,
+    payload: impl Into<Received<'p>>,
+    opts: &Options,
+) -> Report {
+    let payload = payload.into();
     let Some(store) = store else {
         let mut report = stamp(unstored(target, payload, opts), target.label);
         report.notes.push(
@@ -91,7 +97,7 @@ fn stored(
     store: &Store,
     lock: &Lock,
     target: &Target<'_>,
-    payload: &[u8],
+    payload: Received<'_>,
     opts: &Options,
 ) -> Report {
     // The id comes first, so every outcome, even a file that cannot be read, has
@@ -163,7 +169,7 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 }
 
 /// Without a state directory: no journal, no snapshot, one atomic rename.
-fn unstored(target: &Target<'_>, payload: &[u8], opts: &Options) -> Report {
+fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
     let (file, original) = match read(target.root, target.rel) {
         Ok(o) => o,
         Err(e) => return io_failure(e, engine::sha256_hex(b"")),

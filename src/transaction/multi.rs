@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
 use crate::engine::payload::{self, Payload};
-use crate::engine::{self, ErrorReport, Options, Outcome, Report};
+use crate::engine::{self, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::logline::Kind;
 use crate::store::{Change, STATE_DIR, Store};
 
@@ -132,10 +132,10 @@ struct Decided {
 }
 
 /// Runs a multi-file `payload` against the files beneath `root`.
-pub fn run(
+pub fn run<'p>(
     store: Option<&Store>,
     root: Root<'_>,
-    payload: &[u8],
+    payload: impl Into<Received<'p>>,
     opts: &Options,
     who: &Who,
 ) -> MultiReport {

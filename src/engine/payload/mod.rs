@@ -74,7 +74,7 @@ pub struct Payload {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PayloadError {
-    #[error("the payload is {size} bytes, over the limit of {limit} bytes")]
+    #[error("the payload is {size} bytes, over the limit of {limit} bytes (--max-content-size)")]
     TooLarge { size: usize, limit: usize },
     #[error("the payload is not UTF-8 text (invalid byte at offset {offset})")]
     NotUtf8 { offset: usize },
@@ -123,13 +123,52 @@ its line";
 const JSON_SHAPE: &str = "JSON operations look like {\"search\": \"old text\", \"replace\": \"new \
 text\"}, one object or an array of them";
 
-/// Parses a payload, detecting its form: JSON when it starts with `{` or `[`, marker blocks otherwise.
-pub fn parse(bytes: &[u8], limit: usize) -> Result<Payload, PayloadError> {
-    if bytes.len() > limit {
-        return Err(PayloadError::TooLarge {
+/// A payload as a reader received it. Readers stop a little past the limit, so a
+/// huge payload costs no memory; such a payload arrives cut short, together with
+/// the size it really had, which the `too_large` report states.
+#[derive(Clone, Copy, Debug)]
+pub struct Received<'a> {
+    pub bytes: &'a [u8],
+    /// The payload's real size in bytes (at least `bytes.len()`).
+    pub size: usize,
+}
+
+impl<'a> Received<'a> {
+    /// The first bytes of a payload of `size` bytes that was not read to its end.
+    pub fn cut(bytes: &'a [u8], size: usize) -> Received<'a> {
+        Received {
+            bytes,
+            size: size.max(bytes.len()),
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for Received<'a> {
+    fn from(bytes: &'a [u8]) -> Received<'a> {
+        Received {
+            bytes,
             size: bytes.len(),
-            limit,
-        });
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Received<'a> {
+    fn from(bytes: &'a Vec<u8>) -> Received<'a> {
+        Received::from(bytes.as_slice())
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for Received<'a> {
+    fn from(bytes: &'a [u8; N]) -> Received<'a> {
+        Received::from(bytes.as_slice())
+    }
+}
+
+/// Parses a payload, detecting its form: JSON when it starts with `{` or `[`, marker blocks otherwise.
+pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payload, PayloadError> {
+    let Received { bytes, size } = received.into();
+    if size > limit || bytes.len() > limit {
+        return Err(PayloadError::TooLarge { size, limit });
     }
     let text = std::str::from_utf8(bytes).map_err(|e| PayloadError::NotUtf8 {
         offset: e.valid_up_to(),
@@ -152,8 +191,13 @@ pub fn parse(bytes: &[u8], limit: usize) -> Result<Payload, PayloadError> {
 }
 
 /// Reads a single-file payload: a JSON `path` means nothing here, and says so.
-pub fn parse_single(bytes: &[u8], limit: usize) -> Result<Payload, PayloadError> {
-    let mut payload = parse(bytes, limit)?;
+pub fn parse_single<'a>(
+    received: impl Into<Received<'a>>,
+    limit: usize,
+) -> Result<Payload, PayloadError> {
+    let received = received.into();
+    let bytes = received.bytes;
+    let mut payload = parse(received, limit)?;
     let json_paths = looks_like_json(&String::from_utf8_lossy(bytes))
         && payload.operations.iter().any(|o| o.label.is_some());
     if json_paths {
@@ -171,8 +215,11 @@ pub type Files = Vec<(String, Payload)>;
 /// The operations of each file of a multi-file payload, in the order the files
 /// first appear, and the notes. A block's file is the path on the line of text
 /// before it (or its JSON `path`), else the previous block's.
-pub fn parse_multi(bytes: &[u8], limit: usize) -> Result<(Files, Vec<String>), PayloadError> {
-    let payload = parse(bytes, limit)?;
+pub fn parse_multi<'a>(
+    received: impl Into<Received<'a>>,
+    limit: usize,
+) -> Result<(Files, Vec<String>), PayloadError> {
+    let payload = parse(received, limit)?;
     let mut files: Vec<(String, Payload)> = Vec::new();
     let mut current: Option<String> = None;
     for op in payload.operations {
@@ -247,6 +294,22 @@ mod tests {
     fn over_the_limit_is_too_large() {
         let err = parse(&[b'x'; 11], 10).unwrap_err();
         assert_eq!(err.kind(), "too_large");
+    }
+
+    #[test]
+    fn a_cut_payload_reports_its_real_size() {
+        let err = parse(Received::cut(&[b'x'; 11], 147_456), 10).unwrap_err();
+        assert_eq!(
+            err,
+            PayloadError::TooLarge {
+                size: 147_456,
+                limit: 10
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("147456 bytes, over the limit of 10")
+        );
     }
 
     #[test]
