@@ -650,3 +650,143 @@ fn the_text_report_says_what_happened_and_how_to_fix_a_miss() {
     );
     assert!(text.contains("closest match: lines 1-2"), "{text}");
 }
+
+// §3 payload shapes that would destroy code, and the last two tiers
+
+#[test]
+fn a_placeholder_in_replace_is_refused_naming_it_and_the_lines_it_would_delete() {
+    let file = "function total(items) {\n  let sum = 0;\n  for (const i of items) {\n    sum += i.price;\n  }\n  return sum;\n}\n";
+    let payload = block(
+        "function total(items) {\n  let sum = 0;\n  for (const i of items) {\n    sum += i.price;\n  }\n  return sum;\n}\n",
+        "function total(items) {\n  let sum = 0.0;\n  // ... rest unchanged ...\n}\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(r.report.outcome, Outcome::Failed);
+    assert_eq!(kind(&r), "placeholder");
+    assert!(!r.written);
+    let e = r.report.error.unwrap();
+    assert!(
+        e.message
+            .contains("REPLACE line 3 `// ... rest unchanged ...`"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("SEARCH lines 2-6"), "{}", e.message);
+}
+
+#[test]
+fn a_bare_ellipsis_standing_for_a_docstring_is_refused() {
+    let file = "def area(r):\n    \"\"\"Area of a circle.\n\n    r: the radius.\n    \"\"\"\n    return 3.14 * r * r\n";
+    let payload = block(
+        "def area(r):\n    \"\"\"Area of a circle.\n\n    r: the radius.\n    \"\"\"\n    return 3.14 * r * r\n",
+        "def area(r):\n    ...\n    return math.pi * r * r\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(kind(&r), "placeholder");
+    assert_eq!(text(&r), file);
+}
+
+#[test]
+fn python_ellipsis_for_one_line_and_added_placeholder_comments_still_apply() {
+    let r = run("def f():\n    pass\n", &block("    pass\n", "    ...\n"));
+    assert_eq!(text(&r), "def f():\n    ...\n");
+    let r = run("x = 1\n", &block("x = 1\n", "x = 1\n# ... more to come\n"));
+    assert_eq!(text(&r), "x = 1\n# ... more to come\n");
+}
+
+#[test]
+fn aiders_same_ellipsis_form_applies_each_piece_in_order() {
+    let file = "fn a() {\n    one();\n}\n\nfn b() {\n    two();\n}\n\nfn c() {\n    three();\n}\n";
+    let payload = block(
+        "fn a() {\n    one();\n...\n    three();\n}\n",
+        "fn a() {\n    uno();\n...\n    tres();\n}\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(
+        text(&r),
+        "fn a() {\n    uno();\n}\n\nfn b() {\n    two();\n}\n\nfn c() {\n    tres();\n}\n"
+    );
+    assert_eq!(r.report.operations[0].strategy, Some("elided"));
+    let twice = "fn a() {\n    one();\n}\nfn a() {\n    one();\n}\n    three();\n}\n";
+    let r = run(twice, &payload);
+    assert_eq!(kind(&r), "not_found");
+    assert!(r.report.error.unwrap().message.contains("piece 1"));
+}
+
+#[test]
+fn a_search_that_elides_lines_fails_with_a_hint() {
+    let file = "def f():\n    a = 1\n    b = 2\n    return a + b\n";
+    let r = run(
+        file,
+        &block(
+            "def f():\n    # ... existing code ...\n    return a + b\n",
+            "def f():\n    return 0\n",
+        ),
+    );
+    assert_eq!(kind(&r), "not_found");
+    assert!(r.report.error.unwrap().hint.unwrap().contains("elided"));
+}
+
+#[test]
+fn ragged_indentation_matches_when_unique_and_keeps_the_files_indentation() {
+    // Copied from a viewer: the first line lost its indentation.
+    let file = "impl Shape {\n    fn area(&self) -> f64 {\n        if self.r > 0.0 {\n            self.r * self.r\n        } else {\n            0.0\n        }\n    }\n}\n";
+    let payload = block(
+        "fn area(&self) -> f64 {\n        if self.r > 0.0 {\n            self.r * self.r\n",
+        "fn area(&self) -> f64 {\n        if self.r > 0.0 {\n            PI * self.r * self.r\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(r.report.operations[0].strategy, Some("ragged"));
+    assert_eq!(
+        text(&r),
+        file.replace(
+            "            self.r * self.r",
+            "            PI * self.r * self.r"
+        )
+    );
+    assert!(warnings(&r).contains("ragged"), "{}", warnings(&r));
+    let twice = format!("{file}{file}");
+    assert_eq!(kind(&run(&twice, &payload)), "ambiguous");
+}
+
+#[test]
+fn a_line_fragment_found_once_is_replaced_as_text() {
+    let file = "const TIMEOUT_MS: u64 = 500;\nconst RETRIES: u32 = 3;\n";
+    let r = run(
+        file,
+        &block("TIMEOUT_MS: u64 = 500\n", "TIMEOUT_MS: u64 = 750\n"),
+    );
+    assert_eq!(
+        text(&r),
+        "const TIMEOUT_MS: u64 = 750;\nconst RETRIES: u32 = 3;\n"
+    );
+    assert_eq!(r.report.operations[0].strategy, Some("substring"));
+    assert!(
+        warnings(&r).contains("replaced as text"),
+        "{}",
+        warnings(&r)
+    );
+    // Several occurrences, or one that cuts a word, are no evidence of the place meant.
+    assert_eq!(
+        kind(&run("a = f(1)\nb = f(1)\n", &block("f(1)\n", "g(1)\n"))),
+        "not_found"
+    );
+    assert_eq!(
+        kind(&run("x = 10\n", &block("x = 1\n", "x = 2\n"))),
+        "not_found"
+    );
+    // A whole line that lost its end in SEARCH (REPLACE repeats that end) is no fragment.
+    let sloppy = block("This is a sample text\n", "This is a replaced text.\n");
+    assert_eq!(
+        kind(&run("This is a sample text.\nMore.\n", &sloppy)),
+        "not_found"
+    );
+}
+
+#[test]
+fn a_fragment_spanning_lines_in_a_crlf_file_stays_crlf() {
+    let file = "let a = [1,\r\n  2];\r\n";
+    let r = run(file, &block("1,\n  2]\n", "1,\n  2, 3]\n"));
+    assert_eq!(text(&r), "let a = [1,\r\n  2, 3];\r\n");
+    assert_eq!(r.report.operations[0].strategy, Some("substring"));
+}

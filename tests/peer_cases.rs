@@ -40,6 +40,11 @@ struct Deviation {
 /// the user-facing contract (§N) whose rule makes us differ.
 const DEVIATIONS: &[Deviation] = &[
     Deviation {
+        id: "cline-disabled-should-handle-special-regex-chars-and-nested-search-markers",
+        ours: Ours::Applied("text with replaced\nbefore\nend"),
+        why: "§2.1/§3 tier 6: `--- SEARCH` has fewer than 5 marker characters, so it is SEARCH content (a whole line of the file), and `$^.*` is a fragment of a line that occurs once, so it is replaced as text.",
+    },
+    Deviation {
         id: "aider-replace-multiple-matches-first-wins",
         ours: Ours::Failed("ambiguous"),
         why: "§3: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
@@ -80,11 +85,6 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§2.4/§5: our single-file engine applies every block to this file, and the empty SEARCH meant to create file2.txt fails on a non-empty file.",
     },
     Deviation {
-        id: "aider-derived-elision-dotdotdot",
-        ours: Ours::Failed("not_found"),
-        why: "§3: SEARCH must repeat the file's lines; `...` elision is no matching rule, so it is not found (the hint says why).",
-    },
-    Deviation {
         id: "aider-derived-empty-search-appends",
         ours: Ours::Failed("file_exists"),
         why: "§3: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
@@ -108,11 +108,6 @@ const DEVIATIONS: &[Deviation] = &[
         id: "cline-disabled-should-handle-mixed-line-endings",
         ours: Ours::Applied("line1\r\nline2"),
         why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
-    },
-    Deviation {
-        id: "cline-disabled-should-handle-special-characters-in-search",
-        ours: Ours::Failed("not_found"),
-        why: "§3: marker blocks match whole lines, so SEARCH text that is only part of a line is not found.",
     },
     Deviation {
         id: "cline-disabled-cnfc2-should-handle-custom-nested-search-markers",
@@ -181,8 +176,10 @@ const DEVIATIONS: &[Deviation] = &[
     },
     Deviation {
         id: "roo-should-handle-mixed-indentation-styles-in-the-same-file",
-        ours: Ours::Failed("not_found"),
-        why: "§3 tier 2: only a uniform indentation shift is tolerated; a SEARCH line shifted differently from the others is not found.",
+        ours: Ours::Applied(
+            "class Example {\n    constructor() {\n        this.value = 1;\n        if (true) {\n            this.init();\n            this.validate();\n        }\n    }\n}",
+        ),
+        why: "§3 tier 5: a ragged match keeps the file's indentation on the lines the agent did not change and gives a new line its neighbour's, where the peer writes REPLACE's indentation as given.",
     },
     Deviation {
         id: "roo-should-find-matches-from-middle-out",
@@ -294,19 +291,9 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
     },
     Deviation {
-        id: "vibe-sr-preserves-line-endings-cr",
-        ours: Ours::Failed("not_found"),
-        why: "§3 knows LF and CRLF line endings only; a lone-CR file is one line to us, so the whole-line block is not found.",
-    },
-    Deviation {
         id: "vibe-sr-derived-empty-search-prepends",
         ours: Ours::Failed("file_exists"),
         why: "§3: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
-    },
-    Deviation {
-        id: "vibe-sr-derived-substring-midline",
-        ours: Ours::Failed("not_found"),
-        why: "§3: marker blocks match whole lines, so SEARCH text that is only part of a line is not found.",
     },
     Deviation {
         id: "vibe-sr-derived-fenced-wins-over-unfenced",

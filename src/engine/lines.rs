@@ -127,7 +127,10 @@ fn tolerant_match(doc: &Doc, p: &Pattern<'_>, i: usize) -> bool {
             _ => return false,
         }
     }
-    p.tier < Tier::Indentation || tolerant::uniform_shift(&file, &p.lines).is_some()
+    match p.tier {
+        Tier::Exact | Tier::Whitespace | Tier::Ragged => true,
+        _ => tolerant::uniform_shift(&file, &p.lines).is_some(),
+    }
 }
 
 impl Found<'_> {
@@ -167,7 +170,9 @@ impl Found<'_> {
                 ));
             }
         }
-        if p.tier >= Tier::Indentation {
+        if p.tier == Tier::Ragged {
+            out.push(ragged_warning(&file, &p.lines));
+        } else if p.tier >= Tier::Indentation {
             out.extend(indent_warning(&file, &p.lines));
         }
         if p.tier >= Tier::Typography {
@@ -222,6 +227,12 @@ impl Found<'_> {
             .or_else(|| tolerant::uses_tabs((0..doc.len().min(1000)).filter_map(|i| text(doc, i))))
             .unwrap_or(false);
         let region: String = file.concat();
+        let ctx = Style {
+            shift,
+            steps: tolerant::indent_steps(&file, &p.lines),
+            tabs,
+            region,
+        };
         let mut new: Vec<String> = Vec::with_capacity(replace.len());
         for op in capture_diff_slices(Algorithm::Myers, &p.lines, replace) {
             match op {
@@ -232,19 +243,56 @@ impl Found<'_> {
                         .map(|s| (*s).to_owned()),
                 ),
                 DiffOp::Insert {
-                    new_index, new_len, ..
-                }
-                | DiffOp::Replace {
-                    new_index, new_len, ..
+                    old_index,
+                    new_index,
+                    new_len,
                 } => {
-                    for line in &replace[new_index..new_index + new_len] {
-                        new.push(self.adapt(line, shift, tabs, &region));
-                    }
+                    // New lines take the indentation step of the line before them.
+                    let near = |_| old_index.saturating_sub(1);
+                    self.push_new(
+                        &mut new,
+                        &replace[new_index..new_index + new_len],
+                        near,
+                        &ctx,
+                    );
+                }
+                DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } => {
+                    // Changed lines take the step of their SEARCH counterparts.
+                    let near = |k: usize| old_index + k.min(old_len - 1);
+                    self.push_new(
+                        &mut new,
+                        &replace[new_index..new_index + new_len],
+                        near,
+                        &ctx,
+                    );
                 }
                 DiffOp::Delete { .. } => {}
             }
         }
         new
+    }
+
+    /// New REPLACE lines, each in the file's style; `near(k)` is the SEARCH line
+    /// whose indentation step the `k`th of them takes in a ragged match.
+    fn push_new(
+        &self,
+        out: &mut Vec<String>,
+        lines: &[&str],
+        near: impl Fn(usize) -> usize,
+        ctx: &Style,
+    ) {
+        for (k, line) in lines.iter().enumerate() {
+            let shift = match self.pattern.tier {
+                Tier::Ragged => ctx.steps.at(near(k)),
+                _ => ctx.shift,
+            };
+            out.push(self.adapt(line, shift, ctx.tabs, &ctx.region));
+        }
     }
 
     /// One new REPLACE line in the file's indentation and characters.
@@ -300,6 +348,30 @@ fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
             shift.offset
         )
     })
+}
+
+/// How new REPLACE lines are written into the matched region.
+struct Style {
+    shift: Shift,
+    steps: tolerant::Steps,
+    tabs: bool,
+    region: String,
+}
+
+fn ragged_warning(file: &[&str], search: &[&str]) -> String {
+    let off: Vec<String> = file
+        .iter()
+        .zip(search)
+        .enumerate()
+        .filter(|(_, (f, s))| {
+            !tolerant::is_blank(f) && tolerant::indent_of(f) != tolerant::indent_of(s)
+        })
+        .map(|(j, _)| (j + 1).to_string())
+        .collect();
+    format!(
+        "indentation of SEARCH line(s) {} differs from the file's, not by one shift; unchanged lines keep the file's indentation and new ones take it from their SEARCH counterparts",
+        off.join(", ")
+    )
 }
 
 fn escape_chars(s: &str) -> String {
@@ -469,7 +541,32 @@ mod tests {
     }
 
     #[test]
-    fn non_uniform_indentation_does_not_match() {
-        assert!(edit("  a\n      b\n", "a\nb\n", "x\n", ALL).is_none());
+    fn non_uniform_indentation_matches_only_at_the_ragged_tier() {
+        let up_to_numbers = &Tier::LADDER[..4];
+        assert!(edit("  a\n      b\n", "a\nb\n", "x\n", up_to_numbers).is_none());
+        assert_eq!(
+            edit("  a\n      b\n", "a\nb\n", "x\n", ALL).map(|r| r.0),
+            Some(Tier::Ragged)
+        );
+    }
+
+    #[test]
+    fn ragged_replace_lines_take_their_counterparts_indentation() {
+        // The first line lost its indentation when copied from a viewer.
+        let file = "class A:\n    def f(self):\n        if x:\n            return 1\n";
+        let r = edit(
+            file,
+            "def f(self):\n        if x:\n            return 1\n",
+            "def f(self):\n        if x:\n            log()\n            return 2\n",
+            ALL,
+        );
+        assert_eq!(
+            r,
+            Some((
+                Tier::Ragged,
+                "class A:\n    def f(self):\n        if x:\n            log()\n            return 2\n"
+                    .into()
+            ))
+        );
     }
 }

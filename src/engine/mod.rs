@@ -12,6 +12,7 @@ pub mod diff;
 mod doc;
 mod lines;
 pub mod payload;
+mod placeholder;
 mod replay;
 pub mod report;
 mod text;
@@ -336,6 +337,9 @@ impl Transaction<'_, '_> {
     }
 
     fn edit(&mut self, op: &Operation) -> Result<Done, Failure> {
+        if matches!(op.find, Find::Lines | Find::Text) {
+            refuse_placeholders(op)?;
+        }
         let mut done = match &op.find {
             Find::Lines => self.edit_lines(op, 0..self.doc.len()),
             Find::Text => self.edit_text(op),
@@ -362,7 +366,12 @@ impl Transaction<'_, '_> {
         let search = text_lines(&op.search);
         let replace = text_lines(&op.replace);
         let Some(found) = lines::find(&self.doc, &search, scope.clone(), self.tiers()) else {
-            return self.replayed_lines(op, &search, &replace, scope);
+            if let Some(pieces) = placeholder::pieces(&search, &replace) {
+                return self.edit_pieces(op, pieces, scope);
+            }
+            return self
+                .replayed_lines(op, &search, &replace, scope.clone())
+                .or_else(|f| self.substring(op, scope).unwrap_or(Err(f)));
         };
         let ranges: Vec<[usize; 2]> = found
             .starts
@@ -400,6 +409,106 @@ impl Transaction<'_, '_> {
             }
         }
         Ok(Done::applied(found.tier().name(), Some(lines), warnings))
+    }
+
+    /// Aider's elided form: each piece between the shared placeholder lines is
+    /// matched on its own, uniquely and after the one before, then all are replaced.
+    fn edit_pieces(
+        &mut self,
+        op: &Operation,
+        pieces: Vec<(Vec<&str>, Vec<&str>)>,
+        scope: Range<usize>,
+    ) -> Result<Done, Failure> {
+        let mut at = scope.start;
+        let mut plan = Vec::with_capacity(pieces.len());
+        for (k, (search, replace)) in pieces.iter().enumerate() {
+            let piece_failure = |why: String| {
+                let mut f = self.not_found(search, scope.clone());
+                f.message = format!(
+                    "piece {} of the elided SEARCH (between `...` lines) {why}",
+                    k + 1
+                );
+                f
+            };
+            let found = lines::find(&self.doc, search, scope.clone(), self.tiers())
+                .ok_or_else(|| piece_failure("is not in the file".into()))?;
+            match found.starts[..] {
+                [start] if start >= at => {
+                    at = start + found.len();
+                    plan.push((found, start, replace));
+                }
+                [_] => return Err(piece_failure("lies before the piece ahead of it".into())),
+                _ => {
+                    return Err(piece_failure(format!(
+                        "occurs {} times; each piece must be unique",
+                        found.starts.len()
+                    )));
+                }
+            }
+        }
+        let (first, last) = match (plan.first(), plan.last()) {
+            (Some(f), Some(l)) => (f.1 + 1, l.1 + l.0.len()),
+            _ => return Err(self.not_found(&text_lines(&op.search), scope)),
+        };
+        let mut warnings = vec![format!(
+            "SEARCH and REPLACE elide the same places with placeholder lines; {} pieces matched each on its own, in order",
+            plan.len()
+        )];
+        for (found, start, _) in plan.iter().filter(|p| p.0.tier() != Tier::Exact) {
+            warnings.extend(found.warnings(&self.doc, *start));
+        }
+        for (found, start, replace) in plan.iter().rev() {
+            found.apply(&mut self.doc, *start, replace);
+        }
+        Ok(Done::applied("elided", Some([first, last]), warnings))
+    }
+
+    /// The last tier: SEARCH as a fragment of a line (or of several), replaced as
+    /// text where it occurs exactly once and cuts no word in two.
+    fn substring(&mut self, op: &Operation, scope: Range<usize>) -> Option<Result<Done, Failure>> {
+        if !matches!(op.find, Find::Lines) || !self.opts.tolerant || !self.utf8 {
+            return None;
+        }
+        let needle = op.search.strip_suffix('\n').unwrap_or(&op.search);
+        let with = op.replace.strip_suffix('\n').unwrap_or(&op.replace);
+        if needle.trim().is_empty() {
+            return None;
+        }
+        let crlf = self.doc.dominant_eol() == Eol::CrLf;
+        let (needle, with) = match crlf {
+            true => (
+                text::to_crlf(needle).unwrap_or_else(|| needle.to_owned()),
+                text::to_crlf(with).unwrap_or_else(|| with.to_owned()),
+            ),
+            false => (needle.to_owned(), with.to_owned()),
+        };
+        let bytes = self.doc.to_bytes();
+        let span = self.doc.byte_offset(scope.start)..self.doc.byte_offset(scope.end);
+        let hits: Vec<Hit> = text::literal(&bytes, needle.as_bytes(), with.as_bytes(), span)
+            .into_iter()
+            .filter(|h| !text::cuts_a_word(&bytes, &h.span))
+            .collect();
+        let [hit] = &hits[..] else {
+            return None;
+        };
+        let [lines] = text::line_ranges(&bytes, &hits)[..] else {
+            return None;
+        };
+        if text::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes()) {
+            return None;
+        }
+        if replay::text_reads_as_replace(&bytes, hit.span.start, needle.as_bytes(), with.as_bytes())
+        {
+            return Some(Ok(Done::replayed(lines, INSERTED_BEFORE)));
+        }
+        let new = text::splice(&bytes, &[hit]);
+        self.doc = Doc::new(Cow::Owned(new));
+        self.tracked = false;
+        let warning = format!(
+            "SEARCH is not whole lines of the file but occurs once as text in line(s) {}-{}: replaced as text",
+            lines[0], lines[1]
+        );
+        Some(Ok(Done::applied("substring", Some(lines), vec![warning])))
     }
 
     /// SEARCH is missing: a replay (rule (a) of the `replay` module) when REPLACE
@@ -577,6 +686,37 @@ fn replay(ranges: &[[usize; 2]], op: &Operation) -> Option<Done> {
             "SEARCH is not in the file but REPLACE is, where SEARCH was",
         )
     })
+}
+
+/// Refuses a REPLACE whose placeholder line stands for SEARCH lines it would delete.
+fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
+    let search = text_lines(&op.search);
+    let replace = text_lines(&op.replace);
+    let Some(loss) = placeholder::loss(&search, &replace) else {
+        return Ok(());
+    };
+    let gone = &search[loss.deleted.clone()];
+    let quote = |l: &str| format!("`{}`", l.trim());
+    let lines = match gone {
+        [one] => format!("SEARCH line {} ({})", loss.deleted.start + 1, quote(one)),
+        [first, .., last] => format!(
+            "SEARCH lines {}-{} ({} … {})",
+            loss.deleted.start + 1,
+            loss.deleted.end,
+            quote(first),
+            quote(last)
+        ),
+        [] => "SEARCH lines".to_owned(),
+    };
+    Err(Failure::new(
+        "placeholder",
+        format!(
+            "REPLACE line {} {} stands for code that is not repeated: applied, it would be written into the file and {lines} deleted",
+            loss.line + 1,
+            quote(replace[loss.line])
+        ),
+        "write out in REPLACE every line it keeps, or leave the unchanged lines out of both SEARCH and REPLACE; to elide, put the same `...` line in SEARCH and REPLACE at the same place",
+    ))
 }
 
 /// Line ranges as a reader writes them: `3-5, 9, 12-14`.

@@ -60,6 +60,42 @@ pub fn splice(bytes: &[u8], hits: &[&Hit]) -> Vec<u8> {
     out
 }
 
+/// Whether `span` starts or ends inside a word (`x = 1` in `x = 10`): a fragment
+/// that cuts a word is no evidence of the place meant.
+pub fn cuts_a_word(bytes: &[u8], span: &Range<usize>) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let first = char_at(bytes, span.start);
+    let last = char_before(bytes, span.end);
+    (word(char_before(bytes, span.start)) && word(first))
+        || (word(char_at(bytes, span.end)) && word(last))
+}
+
+/// Whether REPLACE repeats the text beside the fragment on its line (`.` after
+/// `This is a sample text`): then the agent meant whole lines and SEARCH merely
+/// lost their ends, and replacing the fragment would write that text twice.
+pub fn repeats_its_surroundings(bytes: &[u8], span: &Range<usize>, replace: &[u8]) -> bool {
+    let line_start = memchr::memrchr(b'\n', &bytes[..span.start]).map_or(0, |i| i + 1);
+    let line_end = memchr::memchr(b'\n', &bytes[span.end..]).map_or(bytes.len(), |i| span.end + i);
+    let before = bytes[line_start..span.start].trim_ascii_start();
+    let after = bytes[span.end..line_end].trim_ascii_end();
+    (!before.is_empty() && replace.trim_ascii_start().starts_with(before))
+        || (!after.is_empty() && replace.trim_ascii_end().ends_with(after))
+}
+
+/// The character that starts at byte `at`, if one does.
+fn char_at(bytes: &[u8], at: usize) -> Option<char> {
+    let tail = bytes.get(at..at.saturating_add(4).min(bytes.len()))?;
+    (1..=tail.len()).find_map(|n| std::str::from_utf8(&tail[..n]).ok()?.chars().next())
+}
+
+/// The character that ends at byte `at`, if one does.
+fn char_before(bytes: &[u8], at: usize) -> Option<char> {
+    let head = bytes.get(at.saturating_sub(4)..at)?;
+    (0..head.len())
+        .rev()
+        .find_map(|k| std::str::from_utf8(&head[k..]).ok()?.chars().next_back())
+}
+
 /// First and last line (1-based) of each hit, counted in one pass.
 pub fn line_ranges(bytes: &[u8], hits: &[Hit]) -> Vec<[usize; 2]> {
     let mut line = 1;
@@ -110,6 +146,16 @@ mod tests {
         assert_eq!(to_crlf("a\nb").as_deref(), Some("a\r\nb"));
         assert_eq!(to_crlf("a\r\nb"), None);
         assert_eq!(to_crlf("ab"), None);
+    }
+
+    #[test]
+    fn a_fragment_must_not_cut_a_word() {
+        let bytes = "x = 10; é = 1;".as_bytes();
+        assert!(cuts_a_word(bytes, &(0..5)));
+        assert!(!cuts_a_word(bytes, &(0..6)));
+        assert!(!cuts_a_word(bytes, &(4..6)));
+        assert!(!cuts_a_word(bytes, &(8..14)));
+        assert!(cuts_a_word("éx = 1".as_bytes(), &(2..7)));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The tolerance ladder: how SEARCH lines may differ from the file's and still match.
 //!
 //! Tiers are cumulative (each forgives what the ones before it forgive, and one
-//! thing more) and are tried in order only when the previous found nothing. A
-//! tolerant match is used only when it is the single match of its tier: editing
-//! the wrong place is far worse than an honest failure.
+//! thing more; the line-number tier alone strips its prefixes) and are tried in
+//! order only when the previous found nothing. A tolerant match is used only when
+//! it is the single match of its tier: editing the wrong place is far worse than
+//! an honest failure.
 
 use std::hash::Hasher;
 use std::sync::LazyLock;
@@ -25,14 +26,18 @@ pub enum Tier {
     Typography,
     /// Line-number prefixes copied from a viewer, when the numbers agree.
     LineNumbers,
+    /// Indentation that differs line by line (a first line that lost it when copied
+    /// from a viewer, a line a step off): lines equal once it is set aside.
+    Ragged,
 }
 
 impl Tier {
-    pub const LADDER: [Tier; 4] = [
+    pub const LADDER: [Tier; 5] = [
         Tier::Whitespace,
         Tier::Indentation,
         Tier::Typography,
         Tier::LineNumbers,
+        Tier::Ragged,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +47,7 @@ impl Tier {
             Tier::Indentation => "indentation",
             Tier::Typography => "typography",
             Tier::LineNumbers => "line_numbers",
+            Tier::Ragged => "ragged",
         }
     }
 
@@ -51,7 +57,7 @@ impl Tier {
             Tier::Exact => file == search,
             Tier::Whitespace => file.trim_end() == search.trim_end(),
             Tier::Indentation => file.trim() == search.trim(),
-            Tier::Typography | Tier::LineNumbers => file
+            Tier::Typography | Tier::LineNumbers | Tier::Ragged => file
                 .trim()
                 .chars()
                 .map(fold)
@@ -195,6 +201,48 @@ pub fn uniform_shift(file: &[&str], search: &[&str]) -> Option<Shift> {
             })
         })
     })
+}
+
+/// Per SEARCH line, how far the file's indentation lies from SEARCH's, in columns:
+/// what a ragged match uses instead of one uniform shift.
+#[derive(Debug)]
+pub struct Steps {
+    tab: usize,
+    offsets: Vec<Option<isize>>,
+}
+
+impl Steps {
+    /// The shift of SEARCH line `j`, or of the nearest non-blank line before it
+    /// (else after it).
+    pub fn at(&self, j: usize) -> Shift {
+        let (before, after) = self.offsets.split_at((j + 1).min(self.offsets.len()));
+        let offset = before
+            .iter()
+            .rev()
+            .chain(after)
+            .flatten()
+            .next()
+            .copied()
+            .unwrap_or(0);
+        Shift {
+            tab: self.tab,
+            offset,
+            ..Shift::NONE
+        }
+    }
+}
+
+pub fn indent_steps(file: &[&str], search: &[&str]) -> Steps {
+    let tab = 4;
+    let offsets = file
+        .iter()
+        .zip(search)
+        .map(|(f, s)| {
+            (!is_blank(f) && !is_blank(s))
+                .then(|| indent_cols(f, tab) as isize - indent_cols(s, tab) as isize)
+        })
+        .collect();
+    Steps { tab, offsets }
 }
 
 /// Whether the file indents with tabs, judged from `lines`; `None` when none is indented.
