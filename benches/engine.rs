@@ -37,6 +37,9 @@ fn main() {
     if wanted("one_block") {
         missed.extend(one_block());
     }
+    if wanted("last_tiers") {
+        missed.extend(last_tiers());
+    }
     if wanted("hundred_blocks") {
         missed.extend(hundred_blocks());
     }
@@ -440,6 +443,68 @@ fn one_block() -> Option<String> {
         fmt_time((stats.median - hash.median).max(0.0))
     );
     missed
+}
+
+/// 1b. The last two tiers on the same kind of file: they run only after every
+/// earlier tier found nothing, so they cost a full climb of the ladder first.
+fn last_tiers() -> Option<String> {
+    let lines = gen_lines(1, 100 * KIB);
+    let file = join(&lines);
+    let counts = line_counts(&lines);
+    let opts = Options::default();
+    let timed = |name: &str, payload: &str, strategy: &str, expected: &str| {
+        let stats = time_runs(
+            1000,
+            100,
+            Duration::from_secs(3),
+            || {
+                engine::apply(
+                    black_box("src/lib.rs"),
+                    Some(black_box(file.as_bytes())),
+                    black_box(payload.as_bytes()),
+                    &opts,
+                )
+            },
+            |e| {
+                assert_eq!(e.report.operations[0].strategy, Some(strategy), "{name}");
+                assert!(e.content.as_deref() == Some(expected.as_bytes()), "{name}");
+            },
+        );
+        verdict(name, &stats, 1e-3)
+    };
+    // Ragged: the first SEARCH line lost its indentation, as copied from a viewer.
+    let s = unique_block(&lines, &counts, lines.len() / 2, 4);
+    let mut search = lines[s..s + 4].to_vec();
+    search[0] = search[0].trim_start().to_owned();
+    let mut expected = lines.clone();
+    expected.splice(s..s + 4, edited(&lines[s..s + 4], 1));
+    // The new line lost its indentation too: it takes its neighbour's step.
+    let replace = edited(&search, 1);
+    let ragged = timed(
+        "ragged tier, one 4-line block, 100 KiB file",
+        &block(&search, &replace),
+        "ragged",
+        &join(&expected),
+    );
+    // Substring: the middle of a line that occurs once as text.
+    let (i, fragment) = (lines.len() / 2..lines.len())
+        .find_map(|i| {
+            let t = lines[i].trim().strip_suffix(';')?;
+            (t.len() > 10 && file.matches(t).count() == 1).then(|| (i, t.to_owned()))
+        })
+        .expect("a line with a unique fragment");
+    let mut expected = lines.clone();
+    expected[i] = lines[i].replace(&fragment, &format!("{fragment}.edited_1()"));
+    let substring = timed(
+        "substring tier, one fragment, 100 KiB file",
+        &format!("<<<<<<< SEARCH\n{fragment}\n=======\n{fragment}.edited_1()\n>>>>>>> REPLACE\n"),
+        "substring",
+        &join(&expected),
+    );
+    ragged
+        .into_iter()
+        .chain(substring)
+        .reduce(|a, b| format!("{a}; {b}"))
 }
 
 /// 2. One hundred 4-line blocks spread over a 10 MiB file, one transaction.

@@ -4,7 +4,9 @@
 //! 2. A transaction never partly applies: one failing block fails them all.
 //! 3. An edit followed by its inverse restores the original bytes (blocks and JSON).
 //! 4. Bytes outside the matched lines never change.
-//! 5. Replaying a successful payload is an `already applied` (or `unchanged`) no-op.
+//! 5. Replaying a successful payload is an `already applied` (or `unchanged`) no-op,
+//!    or an honest `not_found`; it never writes.
+//! 6. A later tier of the ladder never fires when an earlier one would match.
 //!
 //! Files are generated as lines over alphabets that hold no marker-like line; a
 //! character that the generated files never contain (`@`, `#`) is the token that
@@ -161,14 +163,23 @@ impl FileSpec {
     }
 }
 
+/// A line an agent could mean as a placeholder for elided code (`...`, `-- ...`).
+fn placeholder_like(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with("--") || t.starts_with("..") || t.starts_with('…')
+}
+
 /// One file line: a small alphabet (so runs repeat) or a richer one (tabs, trailing
-/// spaces, non-ASCII, typographic characters). Never `@` or `#`, never marker-like.
+/// spaces, non-ASCII, typographic characters). Never `@` or `#`, never marker-like
+/// or placeholder-like.
 fn line() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => "[ab ]{0,3}",
         2 => "[a-z0-9 _(){};.,\t=é’\u{a0}-]{0,12}",
     ]
-    .prop_filter("marker-like line", |l| !marker_like(l))
+    .prop_filter("marker-like line", |l| {
+        !marker_like(l) && !placeholder_like(l)
+    })
 }
 
 fn file_spec(max_lines: usize) -> impl Strategy<Value = FileSpec> {
@@ -1128,5 +1139,68 @@ proptest! {
         let second = apply("f.txt", Some(&result), &payload, &opts);
         prop_assert!(second.content.is_none(), "replay wrote: {}", describe(&second));
         replay_is_a_no_op_or_not_found(&second, same)?;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Property 6: the ladder's order
+
+/// The rank of a strategy on the ladder; whole-line tiers before `substring`.
+fn rank(strategy: &str) -> usize {
+    const LADDER: [&str; 7] = [
+        "exact",
+        "whitespace",
+        "indentation",
+        "typography",
+        "line_numbers",
+        "ragged",
+        "substring",
+    ];
+    LADDER
+        .iter()
+        .position(|s| *s == strategy)
+        .unwrap_or(usize::MAX)
+}
+
+/// SEARCH as the file's own run, changed only in a way that `tier` forgives:
+/// nothing (exact), trailing spaces (whitespace), one more tab of indentation on
+/// every line (indentation: a uniform shift at every tab width).
+fn perturbed(run: &[String], tier: usize) -> Vec<String> {
+    run.iter()
+        .map(|l| match tier {
+            0 => l.clone(),
+            1 => format!("{l}  "),
+            _ if l.trim().is_empty() => l.clone(),
+            _ => format!("\t{l}"),
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(config(1500))]
+
+    #[test]
+    fn a_later_tier_never_fires_when_an_earlier_one_would(
+        e in line_edit(new_run()),
+        tier in 0usize..3,
+        style in style(),
+    ) {
+        // Blank lines alone are no SEARCH a tolerant tier can place.
+        prop_assume!(tier == 0 || e.run().iter().any(|l| !l.trim().is_empty()));
+        let search = perturbed(e.run(), tier);
+        let payload = one_block(&style, &search, &e.new, None);
+        let original = e.file.bytes();
+        let edit = apply("f.txt", Some(&original), &payload, &Options::default());
+        match edit.report.outcome {
+            Outcome::Ok => {
+                let strategy = edit.report.operations[0].strategy.unwrap_or_default();
+                prop_assert!(rank(strategy) <= tier, "tier {}: {}", tier, describe(&edit));
+            }
+            _ => {
+                // Only an earlier or equal tier finding several places may stop it.
+                let kind = edit.report.error.as_ref().map(|e| e.kind);
+                prop_assert_eq!(kind, Some("ambiguous"), "tier {}: {}", tier, describe(&edit));
+            }
+        }
     }
 }

@@ -369,9 +369,13 @@ impl Transaction<'_, '_> {
             if let Some(pieces) = placeholder::pieces(&search, &replace) {
                 return self.edit_pieces(op, pieces, scope);
             }
-            return self
-                .replayed_lines(op, &search, &replace, scope.clone())
-                .or_else(|f| self.substring(op, scope).unwrap_or(Err(f)));
+            if let Some(replayed) = self.replayed_lines(op, &search, &replace, scope.clone()) {
+                return replayed;
+            }
+            if let Some(fragment) = self.substring(op, scope.clone()) {
+                return fragment;
+            }
+            return Err(self.not_found(&search, scope));
         };
         let ranges: Vec<[usize; 2]> = found
             .starts
@@ -512,21 +516,19 @@ impl Transaction<'_, '_> {
     }
 
     /// SEARCH is missing: a replay (rule (a) of the `replay` module) when REPLACE
-    /// is there once, where SEARCH's closest region lies; otherwise `not_found`.
+    /// is there once, where SEARCH's closest region lies; a `not_found` at that
+    /// region when a copy of REPLACE lies elsewhere; `None` when REPLACE is absent.
     fn replayed_lines(
         &self,
         op: &Operation,
         search: &[&str],
         replace: &[&str],
         scope: Range<usize>,
-    ) -> Result<Done, Failure> {
-        let not_found = || self.not_found(search, scope.clone());
+    ) -> Option<Result<Done, Failure>> {
         if replace.is_empty() || !replay::adds_a_line(search, replace) {
-            return Err(not_found());
+            return None;
         }
-        let Some(found) = lines::find(&self.doc, replace, scope.clone(), self.tiers()) else {
-            return Err(not_found());
-        };
+        let found = lines::find(&self.doc, replace, scope.clone(), self.tiers())?;
         let ranges: Vec<[usize; 2]> = found
             .starts
             .iter()
@@ -536,14 +538,14 @@ impl Transaction<'_, '_> {
             && let Some(d) =
                 diagnose::replay_elsewhere(&self.doc, search, scope.clone(), one[0] - 1..one[1])
         {
-            return Err(Failure {
+            return Some(Err(Failure {
                 kind: "not_found",
                 message: "SEARCH text not found in the file".into(),
                 hint: Some(d.hint),
                 closest: d.closest,
-            });
+            }));
         }
-        replay(&ranges, op).ok_or_else(not_found)
+        replay(&ranges, op).map(Ok)
     }
 
     fn not_found(&self, search: &[&str], scope: Range<usize>) -> Failure {

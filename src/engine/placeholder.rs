@@ -72,6 +72,9 @@ pub struct Loss {
 /// The first placeholder line of REPLACE (one SEARCH lacks) that stands where
 /// SEARCH lines would be deleted.
 pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
+    if !replace.iter().any(|l| kind(l).is_some()) {
+        return None;
+    }
     let key = |l: &&str| l.trim().to_owned();
     let s: Vec<String> = search.iter().map(key).collect();
     let r: Vec<String> = replace.iter().map(key).collect();
