@@ -790,3 +790,37 @@ fn a_fragment_spanning_lines_in_a_crlf_file_stays_crlf() {
     assert_eq!(text(&r), "let a = [1,\r\n  2, 3];\r\n");
     assert_eq!(r.report.operations[0].strategy, Some("substring"));
 }
+
+#[test]
+fn a_block_around_an_rst_heading_is_read_the_one_way_whose_search_matches() {
+    let file = "Install\n=======\n\nRun the installer.\n\nUsage\n=====\n\nRun it.\n";
+    let payload = "<<<<<<< SEARCH\nInstall\n=======\n\nRun the installer.\n=======\nInstallation\n============\n\nRun the installer.\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{}", r.report);
+    assert_eq!(
+        text(&r),
+        "Installation\n============\n\nRun the installer.\n\nUsage\n=====\n\nRun it.\n"
+    );
+}
+
+#[test]
+fn a_conflict_sample_in_a_string_is_content_when_one_reading_matches() {
+    let file = "SAMPLE = \"\"\"\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n\"\"\"\n";
+    let payload =
+        "<<<<<<< SEARCH\nours\n=======\ntheirs\n=======\nmine\n=======\nyours\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(
+        text(&r),
+        "SAMPLE = \"\"\"\n<<<<<<< HEAD\nmine\n=======\nyours\n>>>>>>> branch\n\"\"\"\n"
+    );
+    // No reading whose SEARCH matches: an honest failure that says how to write it.
+    let none = "<<<<<<< SEARCH\nnope\n=======\nx\n=======\ny\n>>>>>>> REPLACE\n";
+    let r = run(file, none);
+    assert_eq!(kind(&r), "malformed");
+    assert!(r.report.error.unwrap().hint.unwrap().contains("9 `<`"));
+    // A file with no such lines of its own: a doubled divider is a mistake, not content.
+    let doubled = "<<<<<<< SEARCH\ncontent\n=======\n=======\n>>>>>>> REPLACE\n";
+    let r = run("content\n", doubled);
+    assert_eq!(kind(&r), "malformed");
+    assert!(!r.written);
+}

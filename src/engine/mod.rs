@@ -283,11 +283,13 @@ struct Transaction<'a, 'o> {
 
 impl Transaction<'_, '_> {
     fn run(&mut self, index: usize, op: &Operation) -> OpReport {
-        let result = if op.search.is_empty() {
-            self.create(op)
-        } else {
-            self.edit(op)
-        };
+        let result = self.reading(op).and_then(|op| {
+            if op.search.is_empty() {
+                self.create(&op)
+            } else {
+                self.edit(&op)
+            }
+        });
         match result {
             Ok(d) => OpReport {
                 index,
@@ -312,6 +314,74 @@ impl Transaction<'_, '_> {
                 }),
             },
         }
+    }
+
+    /// A block with several divider lines (the file's own `=======` lines among
+    /// them) read the one way whose SEARCH matches the file.
+    fn reading<'op>(&self, op: &'op Operation) -> Result<Cow<'op, Operation>, Failure> {
+        if op.splits.is_empty() {
+            return Ok(Cow::Borrowed(op));
+        }
+        let scope = self.line_scope(op);
+        let hint = "to edit a file whose lines look like `=======`, open the block with 9 `<` and use 9 `=` and 9 `>`, or escape such a content line as `\\=======`";
+        // Only a file that has such lines of its own makes a second divider content.
+        if !scope.clone().any(|i| self.divider_like(i)) {
+            return Err(Failure::new(
+                "malformed",
+                format!(
+                    "the block at payload line {} has {} `=======` lines, and the file has none of its own; one divider separates SEARCH from REPLACE",
+                    op.payload_line,
+                    op.splits.len() + 1
+                ),
+                hint,
+            ));
+        }
+        let first = (op.search.clone(), op.replace.clone());
+        let readings: Vec<&(String, String)> = std::iter::once(&first)
+            .chain(&op.splits)
+            .filter(|(search, _)| self.reads_here(search, scope.clone()))
+            .collect();
+        match readings[..] {
+            [(search, replace)] => Ok(Cow::Owned(Operation {
+                search: search.clone(),
+                replace: replace.clone(),
+                splits: Vec::new(),
+                ..op.clone()
+            })),
+            _ => Err(Failure::new(
+                "malformed",
+                format!(
+                    "the block at payload line {} holds {} divider lines, so it reads {} ways, and {} of those SEARCH texts match the file",
+                    op.payload_line,
+                    op.splits.len() + 1,
+                    op.splits.len() + 1,
+                    match readings.len() {
+                        0 => "none".to_owned(),
+                        n => n.to_string(),
+                    }
+                ),
+                hint,
+            )),
+        }
+    }
+
+    /// Whether one reading's SEARCH matches the file somewhere not followed by a
+    /// divider-like line: where the file goes on with `=======`, the divider that
+    /// ended this SEARCH is the file's own line, so a longer reading is meant.
+    fn reads_here(&self, search: &str, scope: Range<usize>) -> bool {
+        let Some(found) = lines::find(&self.doc, &text_lines(search), scope, self.tiers()) else {
+            return false;
+        };
+        found
+            .starts
+            .iter()
+            .any(|&s| s + found.len() >= self.doc.len() || !self.divider_like(s + found.len()))
+    }
+
+    /// Whether file line `i` would read as a block's divider.
+    fn divider_like(&self, i: usize) -> bool {
+        let line = self.doc.line(i).trim_ascii();
+        line.len() >= 5 && line.iter().all(|&b| b == b'=')
     }
 
     fn tiers(&self) -> &'static [Tier] {

@@ -30,6 +30,8 @@ enum State {
         search: Vec<String>,
         lines: Vec<String>,
         near: Option<usize>,
+        /// Indices in `lines` of further divider lines: content, or the real divider.
+        dividers: Vec<usize>,
     },
 }
 
@@ -161,6 +163,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         search: lines,
                         lines: Vec::new(),
                         near,
+                        dividers: Vec::new(),
                     }
                 } else if closer(line, len) {
                     return Err(structure(
@@ -212,19 +215,31 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                 search,
                 mut lines,
                 near,
+                mut dividers,
             } => {
                 if closer(line, len) {
-                    let mut op = Operation::new(Find::Lines, joined(search), joined(lines), open);
+                    let mut op = block_operation(search, lines, &dividers, open);
                     op.near = near;
                     op.label = label.take();
                     payload.operations.push(op);
                     State::Outside
-                } else if divider(line, len) {
+                } else if divider(line, len) && !same_length {
                     return Err(structure(
                         at,
                         format!("a second `=======` in the block opened at line {open}"),
                         "`>>>>>>> REPLACE` to close the block (to edit a file that has `=======` lines, open the block with 9 `<` and use 9 `=` and 9 `>`)",
                     ));
+                } else if divider(line, len) {
+                    dividers.push(lines.len());
+                    lines.push(line.to_owned());
+                    State::Replace {
+                        open,
+                        len,
+                        search,
+                        lines,
+                        near,
+                        dividers,
+                    }
                 } else if opener(line).is_some() {
                     return Err(structure(
                         at,
@@ -251,6 +266,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         search,
                         lines,
                         near,
+                        dividers,
                     }
                 }
             }
@@ -261,6 +277,29 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
         payload.notes.push(note);
     }
     Ok(payload)
+}
+
+/// A block's operation: split at its first divider, with the splits at any later
+/// divider line as other readings.
+fn block_operation(
+    search: Vec<String>,
+    lines: Vec<String>,
+    dividers: &[usize],
+    open: usize,
+) -> Operation {
+    let splits = dividers
+        .iter()
+        .map(|&d| {
+            // The first divider, read as content, is a divider line like this one.
+            let mut s = search.clone();
+            s.push(lines[d].clone());
+            s.extend_from_slice(&lines[..d]);
+            (joined(s), joined(lines[d + 1..].to_vec()))
+        })
+        .collect();
+    let mut op = Operation::new(Find::Lines, joined(search), joined(lines), open);
+    op.splits = splits;
+    op
 }
 
 fn outside(
@@ -453,11 +492,6 @@ mod tests {
             ),
             ("<<<<<<< SEARCH\na\n>>>>>>> REPLACE", 3, "a `=======` line"),
             (
-                "<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE",
-                5,
-                "`>>>>>>> REPLACE` to close",
-            ),
-            (
                 "<<<<<<< SEARCH\na\n=======\nb\n<<<<<<< SEARCH",
                 5,
                 "`>>>>>>> REPLACE` to close that",
@@ -511,6 +545,20 @@ mod tests {
         assert_eq!(
             ops("<<<<<<< SEARCH\n\\x\n=======\n>>>>>>> REPLACE"),
             [pair("\\x\n", "")]
+        );
+    }
+
+    #[test]
+    fn a_second_divider_gives_the_block_another_reading() {
+        let p = parse("<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE").unwrap();
+        let op = &p.operations[0];
+        assert_eq!(
+            (op.search.as_str(), op.replace.as_str()),
+            ("a\n", "b\n=======\nc\n")
+        );
+        assert_eq!(
+            op.splits,
+            [("a\n=======\nb\n".to_owned(), "c\n".to_owned())]
         );
     }
 

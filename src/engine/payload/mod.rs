@@ -46,6 +46,10 @@ pub struct Operation {
     /// The file this operation is for, in a multi-file payload: the line of text
     /// before a block, or a JSON `path`.
     pub label: Option<String>,
+    /// Other readings of a block that holds more than one divider line (a file's
+    /// own `=======` lines): each a (SEARCH, REPLACE) split at a later divider. The
+    /// engine takes the one reading whose SEARCH matches the file.
+    pub splits: Vec<(String, String)>,
 }
 
 impl Operation {
@@ -61,6 +65,7 @@ impl Operation {
             expected: None,
             if_match: None,
             label: None,
+            splits: Vec::new(),
         }
     }
 }
