@@ -13,6 +13,7 @@ use similar::{Algorithm, DiffOp, TextDiff, capture_diff_slices};
 
 use super::diff::text_diff;
 use super::doc::Doc;
+use super::placeholder;
 use super::report::Closest;
 use super::tolerant::{self, fold};
 
@@ -285,9 +286,9 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
     let sk: Vec<u64> = search.iter().map(|l| key(l)).collect();
     let rk: Vec<u64> = region.iter().map(|l| key(l)).collect();
     let mut hints = Vec::new();
-    if let Some(j) = search.iter().position(|l| is_placeholder(l)) {
+    if let Some(j) = search.iter().position(|l| placeholder::kind(l).is_some()) {
         hints.push(format!(
-            "SEARCH line {} (`{}`) stands for elided code; SEARCH must repeat the file's lines exactly, nothing left out",
+            "SEARCH line {} (`{}`) stands for elided code; SEARCH must repeat the file's lines exactly, nothing left out (or put the same placeholder line at the same place in REPLACE, so each piece around it is matched on its own)",
             j + 1,
             search[j].trim()
         ));
@@ -377,14 +378,6 @@ fn summarize(mut hints: Vec<String>) -> String {
         ));
     }
     s
-}
-
-fn is_placeholder(line: &str) -> bool {
-    let t = line
-        .trim()
-        .trim_start_matches(['/', '#', '*', '-', '<', '!', ' '])
-        .trim();
-    t.starts_with("...") || t.contains("existing code") || t.starts_with('…')
 }
 
 /// Differences within a line that agrees once whitespace and typography are ignored.
