@@ -602,3 +602,24 @@ fn a_too_large_payload_reports_the_limit_and_its_real_size() {
     assert!(status.ends_with('\n'), "{status:?}");
     assert_eq!(m.src_file("app.py"), APP.as_bytes());
 }
+
+#[test]
+fn ambiguity_fails_by_default_and_a_resent_insertion_is_not_made_twice() {
+    let m = mount!();
+    fs::write(m.src.join("twice.py"), "x = 1\ny = 2\nx = 1\n").unwrap();
+    let twice = m.sh("printf '<<<<<<< SEARCH\\nx = 1\\n=======\\nx = 3\\n>>>>>>> REPLACE\\n' | cat > twice.py.edit");
+    assert_eq!(twice.status.code(), Some(1), "close fails (EIO)");
+    let status = m.ok("cat twice.py.status");
+    assert!(
+        status.contains("SEARCH occurs 2 times (lines 1, 3)"),
+        "{status}"
+    );
+    assert!(status.contains(":start_line:"), "{status}");
+    assert_eq!(m.src_file("twice.py"), b"x = 1\ny = 2\nx = 1\n");
+    let insert = "printf '<<<<<<< SEARCH\\ndef farewell(name):\\n=======\\n@logged\\ndef farewell(name):\\n>>>>>>> REPLACE\\n' | cat > app.py.edit";
+    m.ok(insert);
+    m.ok(insert);
+    let status = m.ok("cat app.py.status");
+    assert!(status.contains("already applied"), "{status}");
+    assert_eq!(m.ok("grep -c @logged app.py").trim(), "1");
+}

@@ -770,20 +770,20 @@ fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
     let gone = &search[loss.deleted.clone()];
     let quote = |l: &str| format!("`{}`", l.trim());
     let lines = match gone {
-        [one] => format!("SEARCH line {} ({})", loss.deleted.start + 1, quote(one)),
+        [one] => format!("SEARCH line {} ({}) is", loss.deleted.start + 1, quote(one)),
         [first, .., last] => format!(
-            "SEARCH lines {}-{} ({} … {})",
+            "SEARCH lines {}-{} ({} … {}) are",
             loss.deleted.start + 1,
             loss.deleted.end,
             quote(first),
             quote(last)
         ),
-        [] => "SEARCH lines".to_owned(),
+        [] => "SEARCH lines are".to_owned(),
     };
     Err(Failure::new(
         "placeholder",
         format!(
-            "REPLACE line {} {} stands for code that is not repeated: applied, it would be written into the file and {lines} deleted",
+            "REPLACE line {} {} stands for code that is not repeated: applied, it would be written into the file where {lines}, and the code it stands for would be deleted",
             loss.line + 1,
             quote(replace[loss.line])
         ),
