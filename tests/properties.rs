@@ -7,6 +7,8 @@
 //! 5. Replaying a successful payload is an `already applied` (or `unchanged`) no-op,
 //!    or an honest `not_found`; it never writes.
 //! 6. A later tier of the ladder never fires when an earlier one would match.
+//! 7. Payloads full of divider-like lines, placeholders and ragged indentation never
+//!    panic and never write on failure.
 //!
 //! Files are generated as lines over alphabets that hold no marker-like line; a
 //! character that the generated files never contain (`@`, `#`) is the token that
@@ -1202,5 +1204,44 @@ proptest! {
                 prop_assert_eq!(kind, Some("ambiguous"), "tier {}: {}", tier, describe(&edit));
             }
         }
+    }
+}
+
+/// Lines that exercise the newer readings: divider-like lines, placeholders,
+/// ragged indentation and fragments of lines.
+fn tricky_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("=======".to_owned()),
+        Just("...".to_owned()),
+        Just("    # ... rest unchanged".to_owned()),
+        Just("// ... existing code ...".to_owned()),
+        "[ \t]{0,6}[ab(]{1,3}[ ;.]{0,2}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    #[test]
+    fn tricky_shapes_never_panic_and_never_write_on_failure(
+        file in prop::collection::vec(tricky_line(), 0..10),
+        search in prop::collection::vec(tricky_line(), 0..5),
+        middle in prop::collection::vec(tricky_line(), 0..3),
+        replace in prop::collection::vec(tricky_line(), 0..5),
+        first in any::<bool>(),
+    ) {
+        let file = joined(&file);
+        let payload = format!(
+            "<<<<<<< SEARCH\n{}=======\n{}{}>>>>>>> REPLACE\n",
+            joined(&search),
+            joined(&middle),
+            joined(&replace),
+        );
+        let opts = options(true, !first);
+        let edit = apply("f.txt", Some(file.as_bytes()), payload.as_bytes(), &opts);
+        if edit.report.outcome != Outcome::Ok {
+            prop_assert!(edit.content.is_none(), "{}", describe(&edit));
+        }
+        prop_assert!(edit.report.to_string().ends_with('\n'));
     }
 }
