@@ -374,6 +374,9 @@ fn a_resent_insertion_is_a_replay_and_never_inserts_twice() {
         twice.report.operations[0].outcome,
         OpOutcome::AlreadyApplied
     );
+    // A blank line next to SEARCH proves nothing: inserting one is an edit.
+    let blank = run("a\n\nb\n", &block("a\n", "a\n\n"));
+    assert_eq!(text(&blank), "a\n\n\nb\n");
 }
 
 #[test]

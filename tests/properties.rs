@@ -1037,6 +1037,17 @@ proptest! {
         let payload = one_block(&style, e.run(), &e.new, None);
         let edit = apply("f.txt", Some(&original), &payload, &options(tolerant, true));
         prop_assert_eq!(edit.report.outcome, Outcome::Ok, "{}", describe(&edit));
+        if edit.report.operations[0].outcome == OpOutcome::AlreadyApplied {
+            // Only where the file around SEARCH already reads as REPLACE (replay rule b).
+            let run = e.run();
+            let reads = (0..=e.new.len().saturating_sub(e.len)).any(|k| {
+                e.new[k..].starts_with(run)
+                    && e.start >= k
+                    && f.lines.get(e.start - k..e.start - k + e.new.len()) == Some(&e.new[..])
+            });
+            prop_assert!(reads && edit.content.is_none(), "{}", describe(&edit));
+            return Ok(());
+        }
         let result = edit.content.unwrap_or_else(|| original.clone());
         let mut prefix = if f.bom { BOM.to_vec() } else { Vec::new() };
         prefix.extend(f.line_bytes(0..e.start));

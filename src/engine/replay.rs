@@ -6,7 +6,9 @@
 //! REPLACE brings a line SEARCH lacks (a deletion leaves nothing behind that could
 //! prove it happened, so a mistyped deletion must fail rather than pass).
 //! (b) SEARCH is there and the file around it already reads as REPLACE: an
-//! insertion before or after SEARCH was made, and must not be made twice.
+//! insertion before or after SEARCH was made, and must not be made twice. Only
+//! an insertion with some text is evidence: blank lines next to SEARCH are common
+//! enough to be there by chance.
 
 use super::doc::Doc;
 use super::lines::Found;
@@ -55,8 +57,15 @@ pub fn reads_as_replace(doc: &Doc, found: &Found<'_>, start: usize, replace: &[&
         }
     };
     let file = |i: usize| std::str::from_utf8(doc.line(i)).ok();
+    let m = found.pattern.lines.len();
     offsets(&found.pattern.lines, replace, |r, s| r == s)
         .into_iter()
+        .filter(|&k| {
+            replace[..k]
+                .iter()
+                .chain(&replace[k + m..])
+                .any(|l| !tolerant::is_blank(l))
+        })
         .filter_map(|k| start.checked_sub(k))
         .filter(|&first| first + replace.len() <= doc.len())
         .any(|first| {
@@ -74,9 +83,12 @@ pub fn text_reads_as_replace(bytes: &[u8], at: usize, search: &[u8], replace: &[
         return false;
     }
     memchr::memmem::find_iter(replace, search).any(|k| {
-        at.checked_sub(k)
-            .and_then(|first| bytes.get(first..first + replace.len()))
-            .is_some_and(|there| there == replace)
+        let mut added = replace[..k].iter().chain(&replace[k + search.len()..]);
+        added.any(|b| !b.is_ascii_whitespace())
+            && at
+                .checked_sub(k)
+                .and_then(|first| bytes.get(first..first + replace.len()))
+                .is_some_and(|there| there == replace)
     })
 }
 
@@ -98,6 +110,7 @@ mod tests {
         assert!(text_reads_as_replace(b"x y z", 0, b"x", b"x y"));
         assert!(text_reads_as_replace(b"x y z", 2, b"y", b"x y"));
         assert!(!text_reads_as_replace(b"x z", 0, b"x", b"x y"));
+        assert!(!text_reads_as_replace(b"x \n", 0, b"x", b"x \n"));
         assert_eq!(offsets(&["x"], &["w", "x", "y"], |a, b| a == b), [1]);
     }
 }

@@ -347,10 +347,11 @@ fn read_hint(line: &str, at: usize, near: &mut Option<usize>) -> Result<bool, Pa
     Ok(near.is_some() && hint(line, ":end_line:", at)?.is_some())
 }
 
-/// The `-------` rule that separates hints from the SEARCH text.
+/// The `-------` rule that separates hints from the SEARCH text: 5 or more dashes,
+/// like a marker, so that YAML front matter's `---` right after a hint is SEARCH text.
 fn is_hint_rule(line: &str) -> bool {
     let t = line.trim_end();
-    t.len() >= 3 && t.chars().all(|c| c == '-')
+    t.len() >= 5 && t.chars().all(|c| c == '-')
 }
 
 fn finish(state: State, text: &str) -> Result<(), PayloadError> {
@@ -468,6 +469,11 @@ mod tests {
         .unwrap();
         assert_eq!(p.operations[0].near, Some(1));
         assert_eq!(p.operations[0].search, "---\ntitle: x\n---\n");
+        let no_rule = parse(
+            "<<<<<<< SEARCH\n:start_line:1\n---\ntitle: x\n=======\n---\ntitle: y\n>>>>>>> REPLACE\n",
+        )
+        .unwrap();
+        assert_eq!(no_rule.operations[0].search, "---\ntitle: x\n");
     }
 
     #[test]
