@@ -751,7 +751,7 @@ mod tests {
         let mut b = EditBuffer::opened(false);
         assert_eq!(b.write(0, b"x", 10), Ok(1));
         assert!(matches!(b.next(), Next::Commit));
-        assert_eq!(b.take(10), b"x");
+        assert_eq!(b.take(), (b"x".to_vec(), 1));
         assert_eq!(b.write(1, b"y", 10), Err(Errno::EINVAL));
         assert!(matches!(b.next(), Next::Commit), "no premature answer");
         assert!(!b.pending(), "but no second commit");
