@@ -316,3 +316,44 @@ fn write_payload(dir: &Path) -> PathBuf {
     fs::write(&f, BLOCK).unwrap();
     f
 }
+
+#[test]
+fn multi_file_paths_with_spaces_and_unicode_in_path_lines_and_json() {
+    let p = Project::new();
+    fs::create_dir_all(p.path("t/a b")).unwrap();
+    fs::create_dir_all(p.path("t/données")).unwrap();
+    fs::write(p.path("t/a b/c.py"), "x = 1\n").unwrap();
+    fs::write(p.path("t/données/é t.md"), "# titre\n").unwrap();
+    let json = r#"{"path":"a b/c.py","search":"x = 1","replace":"x = 2"}"#;
+    let out = p.editfs(&["apply", "--multi", "t"], json);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("t/a b/c.py"), "x = 2\n");
+
+    let lines = "a b/c.py\n<<<<<<< SEARCH\nx = 2\n=======\nx = 3\n>>>>>>> REPLACE\n\
+                 \"données/é t.md\"\n<<<<<<< SEARCH\n# titre\n=======\n# Titre\n>>>>>>> REPLACE\n\
+                 a b/nouveau fichier.txt\n<<<<<<< SEARCH\n=======\nneuf\n>>>>>>> REPLACE\n";
+    let out = p.editfs(&["apply", "--multi", "t"], lines);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("t/a b/c.py"), "x = 3\n");
+    assert_eq!(p.read("t/données/é t.md"), "# Titre\n");
+    assert_eq!(p.read("t/a b/nouveau fichier.txt"), "neuf\n");
+}
+
+#[test]
+fn multi_file_absolute_paths_inside_the_root_apply_and_outside_are_refused() {
+    let p = Project::new();
+    let root = fs::canonicalize(p.path("")).unwrap();
+    let inside = format!("{}\n{BLOCK}", root.join("a.txt").to_string_lossy());
+    let out = p.editfs(&["apply", "--multi", "."], &inside);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("a.txt"), "first\nnew line\nlast\n");
+
+    let outside = r#"{"path": "/etc/hostname", "search": "a", "replace": "b"}"#;
+    let out = p.editfs(&["apply", "--multi", "."], outside);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("outside the project"),
+        "{}",
+        stdout(&out)
+    );
+}

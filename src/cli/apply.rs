@@ -173,6 +173,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         root: Root {
             fd: dir.as_fd(),
             path: &root,
+            mount: None,
         },
         rel: &rel,
         label: &label,
@@ -209,6 +210,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         Root {
             fd: dir.as_fd(),
             path: &root,
+            mount: None,
         },
         Received::cut(&payload.0, payload.1),
         opts,

@@ -185,6 +185,7 @@ pub fn undo(args: UndoArgs) -> ExitCode {
         let root = Root {
             fd: dir.as_fd(),
             path: &root,
+            mount: None,
         };
         let undone = undo::run(&store, root, &req, &who);
         let text = if args.json {

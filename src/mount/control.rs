@@ -356,6 +356,7 @@ impl Core {
         Root {
             fd: self.source.root(),
             path: self.source.path(),
+            mount: Some(self.source.mountpoint()),
         }
     }
 
@@ -506,7 +507,8 @@ impl Core {
     /// The node ids of the existing files a multi-file payload names.
     fn inodes_named_in(&self, payload: &[u8]) -> Vec<u64> {
         let limit = self.settings.engine.max_payload;
-        let Ok((files, _)) = crate::engine::payload::parse_multi(payload, limit) else {
+        let Ok((files, _)) = crate::engine::payload::parse_multi(payload, limit, &self.root())
+        else {
             return Vec::new();
         };
         let rels: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();

@@ -253,7 +253,7 @@ pub fn serve(
         eprintln!("editfs: {}", store.recovered());
     }
     raise_fd_limit();
-    let source = source::Source::open(&src).map_err(|e| MountError::Source {
+    let source = source::Source::open(&src, &mnt).map_err(|e| MountError::Source {
         path: src.clone(),
         reason: e.to_string(),
     })?;

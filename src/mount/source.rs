@@ -16,10 +16,12 @@ use rustix::fs::{Mode, OFlags, ResolveFlags};
 pub struct Source {
     root: OwnedFd,
     path: std::path::PathBuf,
+    mountpoint: std::path::PathBuf,
 }
 
 impl Source {
-    pub fn open(path: &Path) -> io::Result<Source> {
+    /// Opens SOURCE at `path`, to be mirrored at `mountpoint`.
+    pub fn open(path: &Path, mountpoint: &Path) -> io::Result<Source> {
         let root = rustix::fs::open(
             path,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -28,12 +30,18 @@ impl Source {
         Ok(Source {
             root,
             path: path.to_owned(),
+            mountpoint: mountpoint.to_owned(),
         })
     }
 
     /// Where SOURCE is, for the journal's recovery after a crash.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where SOURCE is mirrored: agents name files absolutely through it.
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
     }
 
     pub fn root(&self) -> BorrowedFd<'_> {
@@ -69,7 +77,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir(tmp.path().join("d")).unwrap();
         std::os::unix::fs::symlink("/etc", tmp.path().join("link")).unwrap();
-        let s = Source::open(tmp.path()).unwrap();
+        let s = Source::open(tmp.path(), Path::new("/mnt")).unwrap();
         assert!(s.dir(Path::new("d")).is_ok());
         assert!(s.dir(Path::new("link")).is_err());
         assert!(s.dir(Path::new("../..")).is_err());

@@ -12,6 +12,7 @@
 
 pub mod direct;
 pub mod multi;
+pub mod paths;
 pub mod undo;
 
 use std::fs::File;
@@ -30,8 +31,11 @@ use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
 #[derive(Clone, Copy)]
 pub struct Root<'a> {
     pub fd: BorrowedFd<'a>,
-    /// Its path, for recovery after a crash.
+    /// Its path, for recovery after a crash, and for absolute paths in payloads.
     pub path: &'a Path,
+    /// The mount point that mirrors it, if any: absolute paths through it name
+    /// files beneath the root too.
+    pub mount: Option<&'a Path>,
 }
 
 /// The process a transaction is made for, as the log and `editfs history` show it.

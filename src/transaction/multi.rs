@@ -106,7 +106,7 @@ impl fmt::Display for MultiReport {
 fn bad_path(rel: &str) -> Option<&'static str> {
     let p = Path::new(rel);
     if p.is_absolute() {
-        return Some("absolute paths are refused: give the path relative to the root");
+        return Some("the path is outside the project: give it relative to the root");
     }
     if p.components().any(|c| matches!(c, Component::ParentDir)) {
         return Some("`..` is refused: the path must stay inside the root");
@@ -160,7 +160,7 @@ pub fn run<'p>(
             }
         }
     }
-    let decided = match payload::parse_multi(payload, opts.max_payload) {
+    let decided = match payload::parse_multi(payload, opts.max_payload, &root) {
         Ok((files, notes)) => {
             report.notes = notes;
             decide(root, files, opts, &mut report)

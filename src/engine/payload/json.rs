@@ -145,7 +145,7 @@ fn operation(
     op.expected = count(index, map, "expected_replacements", 1)?;
     op.scope = scope(index, map)?;
     op.if_match = string(index, map, &["if_match"])?.map(|s| s.trim().to_ascii_lowercase());
-    op.label = string(index, map, PATH)?;
+    op.path = string(index, map, PATH)?;
     note_unknown(index, map, notes);
     Ok(op)
 }
@@ -262,6 +262,6 @@ mod tests {
     fn unknown_fields_are_noted() {
         let p = parse(r#"{"search": "a", "file_path": "x", "colour": 1}"#).unwrap();
         assert_eq!(p.notes, ["operation 1: unknown field `colour` ignored"]);
-        assert_eq!(p.operations[0].label.as_deref(), Some("x"));
+        assert_eq!(p.operations[0].path.as_deref(), Some("x"));
     }
 }

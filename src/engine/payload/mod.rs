@@ -8,6 +8,7 @@ mod json;
 mod markers;
 
 use std::ops::RangeInclusive;
+use std::path::Path;
 
 use regex::bytes::Regex;
 
@@ -43,13 +44,16 @@ pub struct Operation {
     pub expected: Option<usize>,
     /// Hex SHA-256 the file must have before the transaction.
     pub if_match: Option<String>,
-    /// The file this operation is for, in a multi-file payload: the line of text
-    /// before a block, or a JSON `path`.
+    /// The line of text before a block: in a multi-file payload, perhaps its file's path.
     pub label: Option<String>,
     /// Other readings of a block that holds more than one divider line (a file's
     /// own `=======` lines): each a (SEARCH, REPLACE) split at a later divider. The
     /// engine takes the one reading whose SEARCH matches the file.
     pub splits: Vec<(String, String)>,
+    /// The file a tool call names for this operation (a JSON `path` or `file_path`,
+    /// an XML `<path>`): it selects the file in a multi-file payload and must be
+    /// the edited file otherwise.
+    pub path: Option<String>,
 }
 
 impl Operation {
@@ -66,6 +70,7 @@ impl Operation {
             if_match: None,
             label: None,
             splits: Vec::new(),
+            path: None,
         }
     }
 }
@@ -195,41 +200,54 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
     Ok(payload)
 }
 
-/// Reads a single-file payload: a JSON `path` means nothing here, and says so.
+/// Reads a single-file payload.
 pub fn parse_single<'a>(
     received: impl Into<Received<'a>>,
     limit: usize,
 ) -> Result<Payload, PayloadError> {
-    let received = received.into();
-    let bytes = received.bytes;
-    let mut payload = parse(received, limit)?;
-    let json_paths = looks_like_json(&String::from_utf8_lossy(bytes))
-        && payload.operations.iter().any(|o| o.label.is_some());
-    if json_paths {
-        payload.notes.push(
-            "`path` ignored: this control file edits one file (use .editfs/edit for several)"
-                .into(),
-        );
-    }
-    Ok(payload)
+    parse(received, limit)
+}
+
+/// What a caller knows of the files beneath its root, so the engine, which
+/// touches no file, can tell which line of a multi-file payload names one.
+pub trait Tree {
+    /// The path beneath the root that `written` names: relative to the root, or
+    /// absolute inside it (or inside the mount that mirrors it). `Err` says why it
+    /// names nothing inside.
+    fn locate(&self, written: &str) -> Result<String, String>;
+    /// What is at `rel` beneath the root, if anything.
+    fn entry(&self, rel: &str) -> Option<Entry>;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    File,
+    Dir,
 }
 
 /// Each file's path and its operations.
 pub type Files = Vec<(String, Payload)>;
 
 /// The operations of each file of a multi-file payload, in the order the files
-/// first appear, and the notes. A block's file is the path on the line of text
-/// before it (or its JSON `path`), else the previous block's.
+/// first appear, and the notes. A block's file is the one its tool call names
+/// (JSON `path`, XML `<path>`), else the one the line of text before it names,
+/// else the previous block's.
 pub fn parse_multi<'a>(
     received: impl Into<Received<'a>>,
     limit: usize,
+    tree: &dyn Tree,
 ) -> Result<(Files, Vec<String>), PayloadError> {
     let payload = parse(received, limit)?;
     let mut files: Vec<(String, Payload)> = Vec::new();
     let mut current: Option<String> = None;
     for op in payload.operations {
-        if let Some(p) = op.label.as_deref().and_then(path_in) {
-            current = Some(p);
+        let named = match (&op.path, &op.label) {
+            (Some(p), _) => Some(tree.locate(p).unwrap_or_else(|_| p.clone())),
+            (None, Some(l)) => path_line(l, op.search.is_empty(), tree),
+            (None, None) => None,
+        };
+        if named.is_some() {
+            current = named;
         }
         let Some(path) = current.clone() else {
             return Err(PayloadError::Structure {
@@ -257,22 +275,43 @@ pub fn parse_multi<'a>(
     Ok((files, notes))
 }
 
-/// The path a label names, as agents write it: `src/a.py`, `` `src/a.py` ``,
-/// `**src/a.py**`, `src/a.py:`, `File: src/a.py`. Prose is no path.
-fn path_in(label: &str) -> Option<String> {
+/// The file a line of text before a block names, as agents write it: `src/a.py`,
+/// `` `src/a.py` ``, `**src/a.py**`, `"my notes.md"`, `src/a.py:`, `File: src/a.py`.
+/// A line with spaces is a path only when it names an existing file, or a file
+/// the block creates in an existing directory: otherwise it is prose. A line
+/// without spaces is taken as a path by its shape, so a mistyped one is
+/// reported as a missing file rather than as a block without a path.
+fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
+    let t = strip_decoration(label);
+    if t.is_empty() || t.starts_with('#') {
+        return None;
+    }
+    let by_shape = !t.contains(char::is_whitespace);
+    let Ok(rel) = tree.locate(t) else {
+        return by_shape.then(|| t.to_owned());
+    };
+    let parent_is_dir = || match Path::new(&rel).parent() {
+        Some(p) if !p.as_os_str().is_empty() => {
+            tree.entry(&p.to_string_lossy()) == Some(Entry::Dir)
+        }
+        _ => true,
+    };
+    let exists = tree.entry(&rel) == Some(Entry::File);
+    (exists || by_shape || (creates && parent_is_dir())).then_some(rel)
+}
+
+fn strip_decoration(label: &str) -> &str {
     let t = label.trim();
     let t = ["File:", "Path:", "file:", "path:"]
         .iter()
         .find_map(|p| t.strip_prefix(p))
         .unwrap_or(t);
     let decoration = |c| c == '`' || c == '*' || c == '"' || c == '\'';
-    let t = t
-        .trim()
+    t.trim()
         .trim_end_matches(':')
         .trim_matches(decoration)
         .trim_end_matches(':')
-        .trim();
-    (!t.is_empty() && !t.contains(char::is_whitespace) && !t.starts_with('#')).then(|| t.to_owned())
+        .trim()
 }
 
 fn looks_like_json(text: &str) -> bool {
@@ -294,6 +333,37 @@ pub fn text_lines(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A project holding `files` (and their directories), rooted at `/p`.
+    struct Fake(&'static [&'static str]);
+
+    impl Tree for Fake {
+        fn locate(&self, written: &str) -> Result<String, String> {
+            match written.strip_prefix('/') {
+                Some(abs) => abs
+                    .strip_prefix("p/")
+                    .map(str::to_owned)
+                    .ok_or_else(|| "outside".to_owned()),
+                None => Ok(written.trim_start_matches("./").to_owned()),
+            }
+        }
+
+        fn entry(&self, rel: &str) -> Option<Entry> {
+            let dir = |f: &&str| f.starts_with(&format!("{rel}/"));
+            match () {
+                _ if self.0.contains(&rel) => Some(Entry::File),
+                _ if self.0.iter().any(dir) => Some(Entry::Dir),
+                _ => None,
+            }
+        }
+    }
+
+    fn shape(files: &Files) -> Vec<(&str, usize)> {
+        files
+            .iter()
+            .map(|(p, pl)| (p.as_str(), pl.operations.len()))
+            .collect()
+    }
 
     #[test]
     fn over_the_limit_is_too_large() {
@@ -341,36 +411,60 @@ mod tests {
     #[test]
     fn multi_file_payloads_group_blocks_by_path() {
         let text = "src/a.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE\n**lib/b.rs**:\n```rust\n<<<<<<< SEARCH\ne\n=======\nf\n>>>>>>> REPLACE\n```\n";
-        let (files, _) = parse_multi(text.as_bytes(), 10_000).unwrap();
-        let shape: Vec<_> = files
-            .iter()
-            .map(|(p, pl)| (p.as_str(), pl.operations.len()))
-            .collect();
-        assert_eq!(shape, [("src/a.py", 2), ("lib/b.rs", 1)]);
+        let (files, _) = parse_multi(text.as_bytes(), 10_000, &Fake(&[])).unwrap();
+        assert_eq!(shape(&files), [("src/a.py", 2), ("lib/b.rs", 1)]);
         let json = r#"[{"path": "a", "search": "x", "replace": "y"}, {"search": "z", "replace": "w"}, {"file_path": "b", "search": "1"}]"#;
-        let (files, _) = parse_multi(json.as_bytes(), 10_000).unwrap();
-        let shape: Vec<_> = files
-            .iter()
-            .map(|(p, pl)| (p.as_str(), pl.operations.len()))
-            .collect();
-        assert_eq!(shape, [("a", 2), ("b", 1)]);
+        let (files, _) = parse_multi(json.as_bytes(), 10_000, &Fake(&[])).unwrap();
+        assert_eq!(shape(&files), [("a", 2), ("b", 1)]);
+    }
+
+    #[test]
+    fn path_lines_with_spaces_and_unicode_name_existing_files() {
+        let tree = Fake(&["a b/c.py", "docs/résumé notes.md", "src/x.rs"]);
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let text = format!(
+            "a b/c.py\n{block}`docs/résumé notes.md`\n{block}\"a b/c.py\"\n{block}Now the other file:\n{block}"
+        );
+        let (files, _) = parse_multi(text.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(
+            shape(&files),
+            [("a b/c.py", 3), ("docs/résumé notes.md", 1)]
+        );
+        let json = r#"{"path": "a b/c.py", "search": "x = 1", "replace": "x = 2"}"#;
+        let (files, _) = parse_multi(json.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("a b/c.py", 1)]);
+    }
+
+    #[test]
+    fn a_path_line_with_spaces_may_name_a_file_its_block_creates() {
+        let tree = Fake(&["a b/c.py"]);
+        let create = "<<<<<<< SEARCH\n=======\nnew\n>>>>>>> REPLACE\n";
+        let text = format!("a b/new file.txt\n{create}");
+        let (files, _) = parse_multi(text.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("a b/new file.txt", 1)]);
+        let no_dir = format!("no such dir/new file.txt\n{create}");
+        assert!(parse_multi(no_dir.as_bytes(), 10_000, &tree).is_err());
+    }
+
+    #[test]
+    fn absolute_paths_inside_the_root_become_relative() {
+        let tree = Fake(&["src/x.rs"]);
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let text = format!("/p/src/x.rs\n{block}/etc/passwd\n{block}");
+        let (files, _) = parse_multi(text.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("src/x.rs", 1), ("/etc/passwd", 1)]);
     }
 
     #[test]
     fn a_block_without_a_path_is_rejected_in_a_multi_file_payload() {
-        let err =
-            parse_multi(b"<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n", 1000).unwrap_err();
+        let block = b"<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let err = parse_multi(block, 1000, &Fake(&[])).unwrap_err();
         assert!(
             matches!(err, PayloadError::Structure { line: 1, .. }),
             "{err:?}"
         );
-        assert!(
-            parse_multi(
-                b"Here is the change:\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n",
-                1000
-            )
-            .is_err()
-        );
+        let prose = [&b"Here is the change:\n"[..], block].concat();
+        assert!(parse_multi(&prose, 1000, &Fake(&[])).is_err());
     }
 
     #[test]
