@@ -357,3 +357,42 @@ fn multi_file_absolute_paths_inside_the_root_apply_and_outside_are_refused() {
         stdout(&out)
     );
 }
+
+#[test]
+fn a_failed_multi_file_transaction_says_matched_files_were_not_written() {
+    let p = Project::new();
+    fs::write(p.path("b.txt"), "b\n").unwrap();
+    let payload =
+        format!("a.txt\n{BLOCK}b.txt\n<<<<<<< SEARCH\nnot there\n=======\nx\n>>>>>>> REPLACE\n");
+    let out = p.editfs(&["apply", "--multi", "."], &payload);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let section = text
+        .split("==== a.txt")
+        .nth(1)
+        .unwrap()
+        .split("==== ")
+        .next()
+        .unwrap();
+    assert!(
+        !section.contains("OK") && !section.contains(" applied"),
+        "{section}"
+    );
+    assert!(section.contains("matched (not written)"), "{section}");
+    assert!(
+        section.contains(
+            "not written: its own operations matched, but the transaction failed in b.txt"
+        ),
+        "{section}"
+    );
+    let out = p.editfs(&["apply", "--multi", ".", "--json"], &payload);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a = &json["files"][0];
+    assert_eq!(a["file"], "a.txt");
+    assert_eq!(a["outcome"], "failed");
+    assert_eq!(a["applied"], 0);
+    assert_eq!(a["error"]["kind"], "not_written");
+    assert_eq!(a["operations"][0]["outcome"], "matched");
+    assert!(a.get("diff").is_none());
+    assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
+}

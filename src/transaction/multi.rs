@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
 use crate::engine::payload::{self, Payload};
-use crate::engine::{self, ErrorReport, Options, Outcome, Received, Report};
+use crate::engine::{self, ErrorReport, OpOutcome, Options, Outcome, Received, Report};
 use crate::store::logline::Kind;
 use crate::store::{Change, STATE_DIR, Store};
 
@@ -174,6 +174,9 @@ pub fn run<'p>(
     for r in &mut report.files {
         r.tx = report.tx;
     }
+    if report.outcome != Outcome::Ok {
+        not_written(&mut report, &decided);
+    }
     let entry = |report: &MultiReport| {
         let rels: Vec<(&str, &Report)> =
             report.files.iter().map(|r| (r.file.as_str(), r)).collect();
@@ -283,7 +286,42 @@ fn commit(
             let failed = failed_commit(e, Report::new(Outcome::Failed, String::new()), None);
             report.error = failed.error;
             report.outcome = Outcome::Failed;
+            not_written(report, &decided);
         }
+    }
+}
+
+/// In a failed transaction, the sections of files whose own operations matched
+/// say that those files were not written, and why: never `OK … applied`.
+fn not_written(report: &mut MultiReport, decided: &[Decided]) {
+    let why = match report.files.iter().find(|r| r.outcome != Outcome::Ok) {
+        Some(r) => format!("the transaction failed in {}", r.file),
+        None => "the transaction failed while committing".into(),
+    };
+    for r in report.files.iter_mut().filter(|r| r.outcome == Outcome::Ok) {
+        let original = decided.iter().find(|d| d.rel == r.file);
+        r.sha256 = engine::sha256_hex(
+            original
+                .and_then(|d| d.original.as_deref())
+                .unwrap_or_default(),
+        );
+        r.outcome = Outcome::Failed;
+        r.applied = 0;
+        r.diff = None;
+        for op in r
+            .operations
+            .iter_mut()
+            .filter(|o| o.outcome == OpOutcome::Applied)
+        {
+            op.outcome = OpOutcome::Matched;
+        }
+        r.error = Some(ErrorReport::plain(
+            "not_written",
+            format!(
+                "not written: its own operations matched, but {why}, and a transaction writes all its files or none"
+            ),
+            "fix the edit that failed and send the whole payload again",
+        ));
     }
 }
 
