@@ -180,7 +180,10 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         format!(
                             "a new SEARCH marker while the block opened at line {open} has no divider"
                         ),
-                        "`=======` and `>>>>>>> REPLACE` to finish that block first",
+                        format!(
+                            "`=======` and {} to finish that block first",
+                            closer_for(text, open)
+                        ),
                     ));
                 } else if lines.is_empty() && !ruled && read_hint(line, at, &mut near)? {
                     State::Search {
@@ -227,7 +230,10 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                     return Err(structure(
                         at,
                         format!("a second `=======` in the block opened at line {open}"),
-                        "`>>>>>>> REPLACE` to close the block (to edit a file that has `=======` lines, open the block with 9 `<` and use 9 `=` and 9 `>`)",
+                        format!(
+                            "{} to close the block (to edit a file that has `=======` lines, open the block with 9 `<` and use 9 `=` and 9 `>`)",
+                            closer_for(text, open)
+                        ),
                     ));
                 } else if divider(line, len) {
                     dividers.push(lines.len());
@@ -246,7 +252,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         format!(
                             "a new SEARCH marker while the block opened at line {open} is not closed"
                         ),
-                        "`>>>>>>> REPLACE` to close that block first",
+                        format!("{} to close that block first", closer_for(text, open)),
                     ));
                 } else if let Some(h) = hint_name(line) {
                     return Err(structure(
@@ -272,7 +278,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
             }
         };
     }
-    finish(state, text)?;
+    finish(state, text, payload.operations.len())?;
     if let Some(note) = ignored_note(&ignored) {
         payload.notes.push(note);
     }
@@ -354,22 +360,50 @@ fn is_hint_rule(line: &str) -> bool {
     t.len() >= 5 && t.chars().all(|c| c == '-')
 }
 
-fn finish(state: State, text: &str) -> Result<(), PayloadError> {
+/// A payload that ends inside a block: an agent that ran out of output mid-block.
+/// The report says which blocks were complete, and that none was applied.
+fn finish(state: State, text: &str, complete: usize) -> Result<(), PayloadError> {
     let last = text.split('\n').count();
+    let done = match complete {
+        0 => "no block before it was complete".to_owned(),
+        1 => "block 1 before it was complete".to_owned(),
+        n => format!("blocks 1-{n} before it were complete"),
+    };
+    let block = complete + 1;
     match state {
         State::Outside => Ok(()),
         State::Search { open, .. } => Err(structure(
             last,
             format!(
-                "the payload ends inside the SEARCH section of the block opened at line {open}"
+                "the payload ends inside the SEARCH section of block {block} (opened at line {open}); {done}, but nothing was applied"
             ),
-            "`=======`, the new text and `>>>>>>> REPLACE`",
+            format!(
+                "`=======`, the new text and {} (send the whole payload again)",
+                closer_for(text, open)
+            ),
         )),
         State::Replace { open, .. } => Err(structure(
             last,
-            format!("the payload ends before the block opened at line {open} is closed"),
-            "`>>>>>>> REPLACE` after the new text",
+            format!(
+                "the payload ends before block {block} (opened at line {open}) is closed; {done}, but nothing was applied"
+            ),
+            format!(
+                "{} after the new text (send the whole payload again)",
+                closer_for(text, open)
+            ),
         )),
+    }
+}
+
+/// The closing marker of the family the block at payload line `open` opened with.
+fn closer_for(text: &str, open: usize) -> &'static str {
+    let opener = text
+        .split('\n')
+        .nth(open.saturating_sub(1))
+        .unwrap_or_default();
+    match opener.starts_with('-') {
+        true => "`+++++++ REPLACE`",
+        false => "`>>>>>>> REPLACE`",
     }
 }
 
@@ -527,6 +561,31 @@ mod tests {
                 other => panic!("{text:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_interrupted_last_block_names_the_complete_ones_and_its_own_family() {
+        let cut = "------- SEARCH\na\n=======\nb\n+++++++ REPLACE\n\n------- SEARCH\nc\n=======\nd";
+        let Err(PayloadError::Structure {
+            found, expected, ..
+        }) = parse(cut)
+        else {
+            panic!("an interrupted block must be rejected");
+        };
+        assert!(found.contains("block 2 (opened at line 7)"), "{found}");
+        assert!(
+            found.contains("block 1 before it was complete, but nothing was applied"),
+            "{found}"
+        );
+        assert!(
+            expected.starts_with("`+++++++ REPLACE` after the new text"),
+            "{expected}"
+        );
+        let cut = "------- SEARCH\nc";
+        let Err(PayloadError::Structure { expected, .. }) = parse(cut) else {
+            panic!("an interrupted block must be rejected");
+        };
+        assert!(expected.contains("`+++++++ REPLACE`"), "{expected}");
     }
 
     #[test]
