@@ -83,16 +83,24 @@ pub fn apply<'p>(
     payload: impl Into<Received<'p>>,
     opts: &Options,
 ) -> Edit {
-    let mut edit = decide(name, original, payload.into(), opts);
-    edit.report.file = name.to_owned();
-    edit
+    apply_to(name, original, payload, opts, &|_| true)
 }
 
-fn decide(name: &str, original: Option<&[u8]>, payload: Received<'_>, opts: &Options) -> Edit {
-    match payload::parse_single(payload, opts.max_payload) {
+/// `apply`, refusing a payload whose tool calls name another file than this
+/// one; `names` says whether a path written in the payload is this file.
+pub fn apply_to<'p>(
+    name: &str,
+    original: Option<&[u8]>,
+    payload: impl Into<Received<'p>>,
+    opts: &Options,
+    names: &dyn Fn(&str) -> bool,
+) -> Edit {
+    let mut edit = match payload::parse_single(payload, opts.max_payload, name, names) {
         Ok(parsed) => apply_parsed(name, original, parsed, opts),
         Err(e) => rejected(e, sha256_hex(original.unwrap_or_default())),
-    }
+    };
+    edit.report.file = name.to_owned();
+    edit
 }
 
 /// Applies operations already read from a payload (one file's share of a multi-file one).

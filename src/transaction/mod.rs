@@ -117,7 +117,7 @@ fn stored(
             return unchanged(store, tx, Kind::Edit, report, target.rel, target.who);
         }
     };
-    let edit = engine::apply(target.label, original.as_deref(), payload, opts);
+    let edit = apply(target, original.as_deref(), payload, opts);
     let mut report = stamp(edit.report, target.label);
     report.tx = tx;
     let Some(new) = edit.content else {
@@ -178,7 +178,7 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
         Ok(o) => o,
         Err(e) => return io_failure(e, engine::sha256_hex(b"")),
     };
-    let edit = engine::apply(target.label, original.as_deref(), payload, opts);
+    let edit = apply(target, original.as_deref(), payload, opts);
     let Some(new) = edit.content else {
         return edit.report;
     };
@@ -198,6 +198,17 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
         Ok(()) => edit.report,
         Err(e) => failed_commit(e, edit.report, original.as_deref()),
     }
+}
+
+/// The engine's decision for `target`; a tool call in the payload must name it.
+fn apply(
+    target: &Target<'_>,
+    original: Option<&[u8]>,
+    payload: Received<'_>,
+    opts: &Options,
+) -> engine::Edit {
+    let names = |written: &str| paths::names_file(&target.root, written, target.rel);
+    engine::apply_to(target.label, original, payload, opts, &names)
 }
 
 /// A report that was going to succeed, turned into an I/O failure.

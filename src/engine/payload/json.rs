@@ -7,7 +7,8 @@
 use regex::bytes::RegexBuilder;
 use serde_json::{Map, Value};
 
-use super::{Find, Operation, Payload, PayloadError};
+use super::tools::{self, REGEX_SIZE_LIMIT, RooCall};
+use super::{Find, Operation, Payload, PayloadError, markers};
 
 const SEARCH: &[&str] = &["search", "old_str", "old_string"];
 const REPLACE: &[&str] = &["replace", "new_str", "new_string"];
@@ -15,6 +16,10 @@ const ALL: &[&str] = &["all", "replace_all"];
 /// Fields a tool call carries that mean nothing for a single-file edit.
 const PATH: &[&str] = &["path", "file_path"];
 const KNOWN: &[&str] = &[
+    "use_regex",
+    "content",
+    "diff",
+    "blockContent",
     "regex",
     "ignore_case",
     "start_line",
@@ -22,9 +27,6 @@ const KNOWN: &[&str] = &[
     "expected_replacements",
     "if_match",
 ];
-
-/// Compiled regexes are capped so a hostile pattern cannot take the daemon's memory.
-const REGEX_SIZE_LIMIT: usize = 10 << 20;
 
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
     let value: Value = serde_json::from_str(text).map_err(|e| PayloadError::Json {
@@ -47,9 +49,8 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
         let Value::Object(map) = item else {
             return Err(field(index, "is not an object"));
         };
-        payload
-            .operations
-            .push(operation(index, &map, &mut payload.notes)?);
+        let ops = object(index, &map, &mut payload.notes)?;
+        payload.operations.extend(ops);
     }
     Ok(payload)
 }
@@ -80,41 +81,147 @@ fn string(
     }
 }
 
+/// A flag, as JSON `true`/`false` or as the strings some tools send.
 fn flag(index: usize, map: &Map<String, Value>, names: &[&str]) -> Result<bool, PayloadError> {
     match get(map, names) {
         None | Some((_, Value::Null)) => Ok(false),
         Some((_, Value::Bool(b))) => Ok(*b),
+        Some((_, Value::String(s))) if s.trim().eq_ignore_ascii_case("true") => Ok(true),
+        Some((_, Value::String(s))) if s.trim().eq_ignore_ascii_case("false") => Ok(false),
         Some((k, _)) => Err(field(index, format!("`{k}` must be true or false"))),
     }
 }
 
+/// A whole number, as JSON or as the string some tools send (`"10"`).
 fn count(
     index: usize,
     map: &Map<String, Value>,
     name: &str,
     min: u64,
 ) -> Result<Option<usize>, PayloadError> {
-    match map.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v
-            .as_u64()
-            .filter(|&n| n >= min)
-            .and_then(|n| usize::try_from(n).ok())
-        {
-            Some(n) => Ok(Some(n)),
-            None => Err(field(
-                index,
-                format!("`{name}` must be a whole number from {min}"),
-            )),
-        },
+    let number = match map.get(name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+        Some(v) => v.as_u64(),
+    };
+    match number
+        .filter(|&n| n >= min)
+        .and_then(|n| usize::try_from(n).ok())
+    {
+        Some(n) => Ok(Some(n)),
+        None => Err(field(
+            index,
+            format!("`{name}` must be a whole number from {min}"),
+        )),
     }
 }
 
-fn operation(
+/// The operations of one object: an edit tool's arguments, or our own operation.
+fn object(
+    index: usize,
+    map: &Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Operation>, PayloadError> {
+    let ops = match block_text(index, map, notes)? {
+        Some(ops) => ops,
+        None if is_roo(map) => vec![roo(index, map, notes)?],
+        None => {
+            let op = operation(index, map)?;
+            if map.contains_key("old_string") && map.contains_key("expected_replacements") {
+                note_form(notes, tools::DESKTOP_COMMANDER);
+            }
+            vec![op]
+        }
+    };
+    note_unknown(index, map, notes);
+    Ok(ops)
+}
+
+fn note_form(notes: &mut Vec<String>, form: &str) {
+    let note = tools::form_note(form, "the JSON arguments");
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
+}
+
+/// Blocks carried in a string field: Vibe's `content`, Cline's (and Roo Code's
+/// apply_diff) `diff`, Desktop Commander's `blockContent` (its first line the path).
+fn block_text(
+    index: usize,
+    map: &Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<Option<Vec<Operation>>, PayloadError> {
+    if get(map, SEARCH).is_some() {
+        return Ok(None);
+    }
+    let Some((key, form)) = [
+        ("blockContent", tools::DESKTOP_COMMANDER_BLOCK),
+        ("content", tools::VIBE),
+        ("diff", tools::DIFF_ARGS),
+    ]
+    .into_iter()
+    .find(|(k, _)| map.contains_key(*k)) else {
+        return Ok(None);
+    };
+    let text = string(index, map, &[key])?.unwrap_or_default();
+    let (path, blocks) = match key {
+        "blockContent" => match text.split_once('\n') {
+            Some((first, rest)) => (Some(first.trim().to_owned()), rest),
+            None => (None, text.as_str()),
+        },
+        _ => (string(index, map, PATH)?, text.as_str()),
+    };
+    let mut ops = markers::parse(blocks)
+        .map_err(|e| field(index, format!("`{key}`: {e}")))?
+        .operations;
+    if ops.is_empty() {
+        return Err(field(
+            index,
+            format!(
+                "`{key}` holds no SEARCH/REPLACE block (a whole new content is not an edit: write the file itself)"
+            ),
+        ));
+    }
+    for op in &mut ops {
+        op.label = None;
+        op.path = path.clone();
+    }
+    note_form(notes, form);
+    Ok(Some(ops))
+}
+
+/// Roo Code's search_and_replace arguments: `use_regex`, or its options sent as strings.
+fn is_roo(map: &Map<String, Value>) -> bool {
+    let as_string = |k: &str| matches!(map.get(k), Some(Value::String(_)));
+    map.contains_key("use_regex")
+        || ["ignore_case", "start_line", "end_line"]
+            .iter()
+            .any(|k| as_string(k))
+}
+
+fn roo(
     index: usize,
     map: &Map<String, Value>,
     notes: &mut Vec<String>,
 ) -> Result<Operation, PayloadError> {
+    let search =
+        string(index, map, SEARCH)?.ok_or_else(|| field(index, "has no `search` field"))?;
+    let replace = string(index, map, REPLACE)?.unwrap_or_default();
+    let call = RooCall {
+        search: &search,
+        replace: &replace,
+        regex: flag(index, map, &["use_regex", "regex"])?,
+        ignore_case: flag(index, map, &["ignore_case"])?,
+        start: count(index, map, "start_line", 0)?.map(|n| n.max(1)),
+        end: count(index, map, "end_line", 0)?.map(|n| n.max(1)),
+    };
+    let mut op = tools::roo_operation(&call, 1).map_err(|m| field(index, m))?;
+    op.path = string(index, map, PATH)?;
+    note_form(notes, tools::ROO_SEARCH_AND_REPLACE);
+    Ok(op)
+}
+
+fn operation(index: usize, map: &Map<String, Value>) -> Result<Operation, PayloadError> {
     let search = string(index, map, SEARCH)?
         .ok_or_else(|| field(index, "has no `search` (or `old_str`) field"))?;
     let replace = string(index, map, REPLACE)?.unwrap_or_default();
@@ -146,7 +253,6 @@ fn operation(
     op.scope = scope(index, map)?;
     op.if_match = string(index, map, &["if_match"])?.map(|s| s.trim().to_ascii_lowercase());
     op.path = string(index, map, PATH)?;
-    note_unknown(index, map, notes);
     Ok(op)
 }
 
@@ -263,5 +369,62 @@ mod tests {
         let p = parse(r#"{"search": "a", "file_path": "x", "colour": 1}"#).unwrap();
         assert_eq!(p.notes, ["operation 1: unknown field `colour` ignored"]);
         assert_eq!(p.operations[0].path.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn tool_arguments_with_blocks_carry_their_path_and_form() {
+        let vibe = r#"{"file_path": "a b.py", "content": "<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nz\n=======\nw\n>>>>>>> REPLACE"}"#;
+        let p = parse(vibe).unwrap();
+        assert_eq!(p.operations.len(), 2);
+        assert!(
+            p.operations
+                .iter()
+                .all(|o| o.path.as_deref() == Some("a b.py"))
+        );
+        assert!(p.notes[0].contains("Mistral Vibe"), "{:?}", p.notes);
+        let cline =
+            r#"{"path": "src/x.ts", "diff": "------- SEARCH\nx\n=======\ny\n+++++++ REPLACE"}"#;
+        let p = parse(cline).unwrap();
+        assert_eq!(p.operations[0].path.as_deref(), Some("src/x.ts"));
+        assert!(p.notes[0].contains("Cline"), "{:?}", p.notes);
+        let dc =
+            r#"{"blockContent": "/w/src/x.ts\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE"}"#;
+        let p = parse(dc).unwrap();
+        assert_eq!(p.operations[0].path.as_deref(), Some("/w/src/x.ts"));
+        assert_eq!(p.operations[0].search, "x\n");
+        assert!(p.notes[0].contains("Desktop Commander"), "{:?}", p.notes);
+        assert!(matches!(
+            parse(r#"{"path": "a", "content": "just a whole file"}"#),
+            Err(PayloadError::Field { index: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn roo_arguments_replace_every_match_and_take_strings() {
+        let p = parse(
+            r#"{"path": "a.js", "search": "v(\\d)", "replace": "w$1", "use_regex": "true",
+                "ignore_case": "false", "start_line": "10", "end_line": 20}"#,
+        )
+        .unwrap();
+        let op = &p.operations[0];
+        assert!(matches!(op.find, Find::Regex(_)) && op.all);
+        assert_eq!(op.replace, "w${1}");
+        assert_eq!(op.scope, Some(10..=20));
+        assert!(
+            p.notes[0].contains("Roo Code's search_and_replace"),
+            "{:?}",
+            p.notes
+        );
+        let p = parse(r#"{"path": "a.js", "search": "x", "replace": "y", "use_regex": false}"#)
+            .unwrap();
+        assert!(matches!(p.operations[0].find, Find::Text) && p.operations[0].all);
+    }
+
+    #[test]
+    fn desktop_commander_counts_are_named() {
+        let p = parse(r#"{"file_path": "/w/a", "old_string": "x", "new_string": "y", "expected_replacements": 2}"#)
+            .unwrap();
+        assert_eq!(p.operations[0].expected, Some(2));
+        assert!(p.notes[0].contains("Desktop Commander"), "{:?}", p.notes);
     }
 }

@@ -91,6 +91,11 @@ fn fence(line: &str) -> bool {
         .is_some_and(|tag| !tag.contains(char::is_whitespace))
 }
 
+/// Whether `line` opens a block.
+pub fn opens_block(line: &str) -> bool {
+    opener(line).is_some()
+}
+
 /// Whether the text holds at least one SEARCH marker.
 pub fn has_blocks(text: &str) -> bool {
     text.lines().any(|l| opener(l).is_some())

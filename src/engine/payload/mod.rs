@@ -6,6 +6,7 @@
 
 mod json;
 mod markers;
+mod tools;
 
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -104,6 +105,8 @@ pub enum PayloadError {
     },
     #[error("JSON operation {index}: {message}")]
     Field { index: usize, message: String },
+    #[error("the call names `{named}`, but it was written to the control file of {file}")]
+    OtherFile { named: String, file: String },
 }
 
 impl PayloadError {
@@ -111,6 +114,7 @@ impl PayloadError {
     pub fn kind(&self) -> &'static str {
         match self {
             PayloadError::TooLarge { .. } => "too_large",
+            PayloadError::OtherFile { .. } => "wrong_file",
             _ => "malformed",
         }
     }
@@ -122,6 +126,9 @@ impl PayloadError {
                 "split the edit into several smaller transactions".into()
             }
             PayloadError::Json { .. } | PayloadError::Field { .. } => JSON_SHAPE.into(),
+            PayloadError::OtherFile { named, .. } => format!(
+                "send it to the edit control file of `{named}` (or to .editfs/edit, which edits the files its calls name), or correct the path"
+            ),
             _ => BLOCK_SHAPE.into(),
         }
     }
@@ -174,7 +181,8 @@ impl<'a, const N: usize> From<&'a [u8; N]> for Received<'a> {
     }
 }
 
-/// Parses a payload, detecting its form: JSON when it starts with `{` or `[`, marker blocks otherwise.
+/// Parses a payload, detecting its form: an edit tool's XML call, JSON when it
+/// starts with `{` or `[`, marker blocks otherwise.
 pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payload, PayloadError> {
     let Received { bytes, size } = received.into();
     if size > limit || bytes.len() > limit {
@@ -184,7 +192,9 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
         offset: e.valid_up_to(),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let payload = if looks_like_json(text) {
+    let payload = if let Some(calls) = tools::parse_xml(text) {
+        calls?
+    } else if looks_like_json(text) {
         match json::parse(text) {
             Ok(p) => p,
             // A payload that opens with `{` but holds marker blocks is prose plus blocks.
@@ -200,12 +210,26 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
     Ok(payload)
 }
 
-/// Reads a single-file payload.
+/// Reads a single-file payload for the file `name`: a path a tool call names
+/// must be that file, by `names` (the caller, who knows the file system, decides).
 pub fn parse_single<'a>(
     received: impl Into<Received<'a>>,
     limit: usize,
+    name: &str,
+    names: &dyn Fn(&str) -> bool,
 ) -> Result<Payload, PayloadError> {
-    parse(received, limit)
+    let payload = parse(received, limit)?;
+    match payload
+        .operations
+        .iter()
+        .find_map(|o| o.path.as_ref().filter(|p| !names(p)))
+    {
+        Some(other) => Err(PayloadError::OtherFile {
+            named: other.clone(),
+            file: name.to_owned(),
+        }),
+        None => Ok(payload),
+    }
 }
 
 /// What a caller knows of the files beneath its root, so the engine, which
@@ -283,7 +307,8 @@ pub fn parse_multi<'a>(
 /// reported as a missing file rather than as a block without a path.
 fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
     let t = strip_decoration(label);
-    if t.is_empty() || t.starts_with('#') {
+    let tag = t.starts_with('<') && t.ends_with('>');
+    if t.is_empty() || t.starts_with('#') || tag {
         return None;
     }
     let by_shape = !t.contains(char::is_whitespace);
