@@ -29,6 +29,10 @@ Payload formats (detected automatically):
   regex, ignore_case, start_line, end_line, all, expected_replacements, if_match
   (aliases: old_str/old_string, new_str/new_string, replace_all).
 
+  Other tools' calls, as they are: Roo Code's search_and_replace and apply_diff,
+  Cline's replace_in_file (XML or JSON arguments), Vibe's {\"file_path\", \"content\"},
+  Desktop Commander's edit_block arguments; a path inside must name FILE.
+
 Operations run in order; if one fails, the file is not touched at all. A SEARCH that
 is not found exactly is tried again ignoring trailing whitespace, then indentation,
 then typographic quotes and dashes, then line-number prefixes; such a match is used
@@ -50,7 +54,8 @@ pub struct Args {
     /// File holding the payload; `-` or nothing reads standard input
     payload: Option<PathBuf>,
     /// Edit several files under ROOT in one transaction: each file's path, relative to
-    /// ROOT, stands alone on a line before its blocks (or in JSON `path`)
+    /// ROOT (or absolute inside it), stands alone on a line before its blocks (or in
+    /// JSON `path`, or in a tool call)
     #[arg(long, value_name = "ROOT")]
     multi: Option<PathBuf>,
     /// Print the report as JSON
