@@ -166,8 +166,10 @@ fn block_text(
     let text = string(index, map, &[key])?.unwrap_or_default();
     let (path, blocks) = match key {
         "blockContent" => match text.split_once('\n') {
-            Some((first, rest)) => (Some(first.trim().to_owned()), rest),
-            None => (None, text.as_str()),
+            Some((first, rest)) if !markers::opens_block(first) => {
+                (Some(first.trim().to_owned()), rest)
+            }
+            _ => (None, text.as_str()),
         },
         _ => (string(index, map, PATH)?, text.as_str()),
     };
@@ -393,6 +395,8 @@ mod tests {
         assert_eq!(p.operations[0].path.as_deref(), Some("/w/src/x.ts"));
         assert_eq!(p.operations[0].search, "x\n");
         assert!(p.notes[0].contains("Desktop Commander"), "{:?}", p.notes);
+        let bare = r#"{"blockContent": "<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE"}"#;
+        assert_eq!(parse(bare).unwrap().operations[0].path, None);
         assert!(matches!(
             parse(r#"{"path": "a", "content": "just a whole file"}"#),
             Err(PayloadError::Field { index: 1, .. })
