@@ -396,3 +396,20 @@ fn a_failed_multi_file_transaction_says_matched_files_were_not_written() {
     assert!(a.get("diff").is_none());
     assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
 }
+
+#[test]
+fn escaped_payloads_are_rejected_naming_what_they_look_like() {
+    let p = Project::new();
+    let escaped = BLOCK.replace('\n', "\\n");
+    let html = BLOCK.replace('<', "&lt;").replace('>', "&gt;");
+    for (payload, looks_like) in [
+        (escaped.as_str(), "escaped as a JSON string"),
+        (html.as_str(), "escaped for HTML"),
+        ("@@ -2 +2 @@\n-old line\n+new line\n", "a diff"),
+    ] {
+        let out = p.editfs(&["apply", "a.txt"], payload);
+        assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+        assert!(stdout(&out).contains(looks_like), "{}", stdout(&out));
+        assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
+    }
+}

@@ -6,6 +6,7 @@
 
 mod json;
 mod markers;
+mod shape;
 mod tools;
 
 use std::ops::RangeInclusive;
@@ -105,6 +106,8 @@ pub enum PayloadError {
     },
     #[error("JSON operation {index}: {message}")]
     Field { index: usize, message: String },
+    #[error("the payload holds no edit operation: it looks like {looks_like}")]
+    Shape { looks_like: String, hint: String },
     #[error("the call names `{named}`, but it was written to the control file of {file}")]
     OtherFile { named: String, file: String },
 }
@@ -126,6 +129,7 @@ impl PayloadError {
                 "split the edit into several smaller transactions".into()
             }
             PayloadError::Json { .. } | PayloadError::Field { .. } => JSON_SHAPE.into(),
+            PayloadError::Shape { hint, .. } => hint.clone(),
             PayloadError::OtherFile { named, .. } => format!(
                 "send it to the edit control file of `{named}` (or to .editfs/edit, which edits the files its calls name), or correct the path"
             ),
@@ -202,10 +206,10 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
             Err(_) => markers::parse(text)?,
         }
     } else {
-        markers::parse(text)?
+        markers::parse(text).map_err(|e| shape::escaped(text).unwrap_or(e))?
     };
     if payload.operations.is_empty() {
-        return Err(PayloadError::Empty);
+        return Err(shape::diagnose(text).unwrap_or(PayloadError::Empty));
     }
     Ok(payload)
 }

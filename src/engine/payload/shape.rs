@@ -1,0 +1,115 @@
+//! Payloads that hold no edit but look like one that went through the wrong
+//! hands: escaped as a JSON string, escaped for HTML, or a diff. The rejection
+//! names what the payload looks like, so the agent can send the edit itself;
+//! the escaped text is never written into a file.
+
+use super::{PayloadError, markers};
+
+/// What an edit-less payload looks like, when it looks like something.
+pub fn diagnose(text: &str) -> Option<PayloadError> {
+    escaped(text).or_else(|| {
+        diff_like(text).then(|| PayloadError::Shape {
+            looks_like: "a diff (lines starting with `@@`, `+` or `-`), not SEARCH/REPLACE blocks"
+                .into(),
+            hint: "send each change as a block: the lines to find between `<<<<<<< SEARCH` and `=======`, the new lines between `=======` and `>>>>>>> REPLACE`".into(),
+        })
+    })
+}
+
+/// Whether a payload whose blocks do not parse was escaped on its way: then
+/// that, not its first broken line, is what the agent needs to hear.
+pub fn escaped(text: &str) -> Option<PayloadError> {
+    let (looks_like, hint) = if json_escaped(text) {
+        (
+            "marker blocks escaped as a JSON string (`\\n` written as two characters, not as line breaks)",
+            "send the blocks themselves, with real line breaks: decode the string first, or send it inside a JSON object such as {\"file_path\": ..., \"content\": ...}",
+        )
+    } else if html_escaped(text) {
+        (
+            "marker blocks escaped for HTML (`&lt;&lt;&lt;` for `<<<`)",
+            "send the blocks as plain text, with `<`, `>` and `&` as they are in the file",
+        )
+    } else {
+        return None;
+    };
+    Some(PayloadError::Shape {
+        looks_like: looks_like.into(),
+        hint: hint.into(),
+    })
+}
+
+/// A literal `\n` next to a marker: the line breaks were escaped.
+fn json_escaped(text: &str) -> bool {
+    [
+        "SEARCH\\n",
+        "\\n=======",
+        "\\n>>>>>>> REPLACE",
+        "\\n+++++++ REPLACE",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+        || unescaped_has_blocks(text)
+}
+
+/// A JSON string literal (`"…"`) whose decoded text holds blocks.
+fn unescaped_has_blocks(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with('"') && serde_json::from_str::<String>(t).is_ok_and(|s| markers::has_blocks(&s))
+}
+
+fn html_escaped(text: &str) -> bool {
+    [
+        "&lt;&lt;&lt;&lt;&lt;",
+        "&gt;&gt;&gt;&gt;&gt;",
+        "&#60;&#60;&#60;",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// Hunk headers, or a run of lines that all start with `+`, `-` or a space.
+fn diff_like(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let hunk = lines
+        .iter()
+        .any(|l| l.starts_with("@@ ") && l[3..].contains(" @@"));
+    let changed = lines
+        .iter()
+        .filter(|l| l.starts_with('+') || l.starts_with('-'))
+        .count();
+    let marked = lines
+        .iter()
+        .all(|l| l.starts_with(['+', '-', ' ']) || l.starts_with("@@"));
+    hunk || (changed >= 2 && marked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(text: &str) -> String {
+        match diagnose(text) {
+            Some(PayloadError::Shape { looks_like, .. }) => looks_like,
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn escaped_payloads_and_diffs_are_named() {
+        let block = "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n";
+        let one_line = block.replace('\n', "\\n");
+        assert!(named(&one_line).contains("JSON string"));
+        let quoted = serde_json::to_string(block).unwrap();
+        assert!(named(&quoted).contains("JSON string"));
+        let html = block.replace('<', "&lt;").replace('>', "&gt;");
+        assert!(named(&html).contains("HTML"));
+        assert!(named("@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n").contains("diff"));
+        assert!(named("-x = 1\n+x = 2\n").contains("diff"));
+    }
+
+    #[test]
+    fn plain_prose_is_not_named() {
+        assert!(diagnose("please change x to 2").is_none());
+        assert!(diagnose("- a list item\nand some text\n").is_none());
+    }
+}
