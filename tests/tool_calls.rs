@@ -269,3 +269,35 @@ fn multi_file_path_lines_with_spaces_and_unicode_through_the_mount() {
     );
     assert_eq!(text(&m, "notes d'été/idées neuves.md"), "# Idées\n");
 }
+
+#[test]
+fn a_diff_u_patch_applies_to_its_file() {
+    let m = mount!();
+    let new = SHOP.replace("return len(self.items)", "return len(self.items or [])");
+    fs::write(m.src.join("../shop.new"), &new).unwrap();
+    m.ok(&format!(
+        "diff -u shop.py {} | cat > shop.py.edit",
+        m.src.join("../shop.new").display()
+    ));
+    assert_eq!(text(&m, "shop.py"), new);
+    assert!(
+        m.ok("cat shop.py.status")
+            .contains("read as a unified diff: 1 hunk(s)")
+    );
+}
+
+#[test]
+fn git_diff_and_begin_patch_payloads_for_several_files() {
+    let m = mount!();
+    let diff = "diff --git a/shop.py b/shop.py\n--- a/shop.py\n+++ b/shop.py\n@@ -1,3 +1,3 @@\n-class Cart:\n+class Basket:\n     def total(self):\n         return sum(i.price for i in self.items)\ndiff --git a/src/config.js b/src/config.js\n--- a/src/config.js\n+++ b/src/config.js\n@@ -1,2 +1,2 @@\n-// settings\n+// settings, rotated monthly\n const API_KEY_OLD = load(\"API_KEY_OLD\");";
+    m.ok(&send(".editfs/edit", diff));
+    assert_eq!(
+        text(&m, "shop.py"),
+        SHOP.replace("class Cart:", "class Basket:")
+    );
+    assert!(text(&m, "src/config.js").starts_with("// settings, rotated monthly\nconst"));
+    let patch = "*** Begin Patch\n*** Update File: shop.py\n@@ class Basket:\n     def count(self):\n-        return len(self.items)\n+        return len(self.items) or 0\n*** Add File: src/util.js\n+export const two = 2;\n*** End Patch";
+    m.ok(&send(".editfs/edit", patch));
+    assert!(text(&m, "shop.py").ends_with("return len(self.items) or 0\n"));
+    assert_eq!(text(&m, "src/util.js"), "export const two = 2;\n");
+}

@@ -32,6 +32,8 @@ Payload formats (detected automatically):
   Other tools' calls, as they are: Roo Code's search_and_replace and apply_diff,
   Cline's replace_in_file (XML or JSON arguments), Vibe's {\"file_path\", \"content\"},
   Desktop Commander's edit_block arguments; a path inside must name FILE.
+  Patches: a unified diff (git diff, diff -u) or *** Begin Patch; each hunk is one
+  operation.
 
 Operations run in order; if one fails, the file is not touched at all. A SEARCH that
 is not found exactly is tried again ignoring trailing whitespace, then indentation,

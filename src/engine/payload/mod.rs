@@ -6,6 +6,7 @@
 
 mod json;
 mod markers;
+mod patch;
 mod shape;
 mod tools;
 
@@ -186,7 +187,7 @@ impl<'a, const N: usize> From<&'a [u8; N]> for Received<'a> {
 }
 
 /// Parses a payload, detecting its form: an edit tool's XML call, JSON when it
-/// starts with `{` or `[`, marker blocks otherwise.
+/// starts with `{` or `[`, a patch, marker blocks otherwise.
 pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payload, PayloadError> {
     let Received { bytes, size } = received.into();
     if size > limit || bytes.len() > limit {
@@ -205,6 +206,8 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
             Err(e) if !markers::has_blocks(text) => return Err(e),
             Err(_) => markers::parse(text)?,
         }
+    } else if !markers::has_blocks(text) && patch::detect(text) {
+        patch::parse(text)?
     } else {
         markers::parse(text).map_err(|e| shape::escaped(text).unwrap_or(e))?
     };

@@ -1,5 +1,5 @@
 //! Payloads that hold no edit but look like one that went through the wrong
-//! hands: escaped as a JSON string, escaped for HTML, or a diff. The rejection
+//! hands: escaped as a JSON string, escaped for HTML, or a bare diff fragment. The rejection
 //! names what the payload looks like, so the agent can send the edit itself;
 //! the escaped text is never written into a file.
 
@@ -9,9 +9,8 @@ use super::{PayloadError, markers};
 pub fn diagnose(text: &str) -> Option<PayloadError> {
     escaped(text).or_else(|| {
         diff_like(text).then(|| PayloadError::Shape {
-            looks_like: "a diff (lines starting with `@@`, `+` or `-`), not SEARCH/REPLACE blocks"
-                .into(),
-            hint: "send each change as a block: the lines to find between `<<<<<<< SEARCH` and `=======`, the new lines between `=======` and `>>>>>>> REPLACE`".into(),
+            looks_like: "a diff fragment (lines starting with `@@`, `+` or `-`) without the `---`/`+++` lines that name its file".into(),
+            hint: "send the whole diff, as `git diff` or `diff -u` prints it, or each change as a SEARCH/REPLACE block".into(),
         })
     })
 }
