@@ -40,12 +40,18 @@ impl Tree for Root<'_> {
     }
 }
 
-/// Whether `written`, as a tool call names it, is the file `rel` beneath `root`:
-/// an absolute path must name exactly it; a relative one must be a tail of its
-/// whole path, as seen from wherever the agent works (in `src/` it writes `a.py`).
+/// Whether `written`, as a tool call names it, is the file `rel` beneath `root`.
+/// An absolute path inside the root or the mount must name exactly it; one
+/// outside both (the mount as a sandbox shows it elsewhere) must end with the
+/// file's whole path beneath the root. A relative one must be a tail of the
+/// file's whole path, as seen from wherever the agent works (in `src/` it
+/// writes `a.py`).
 pub fn names_file(root: &Root<'_>, written: &str, rel: &str) -> bool {
     if Path::new(written).is_absolute() {
-        return root.locate(written).is_ok_and(|r| r == rel);
+        return match root.locate(written) {
+            Ok(r) => r == rel,
+            Err(_) => lexical(Path::new(written)).ends_with(lexical(Path::new(rel))),
+        };
     }
     let written = lexical(Path::new(written));
     let whole = lexical(&root.path.join(rel));
@@ -117,7 +123,9 @@ mod tests {
             assert!(!names_file(root, "b.py", "src/a.py"));
             assert!(!names_file(root, "lib/a.py", "src/a.py"));
             assert!(!names_file(root, "../src/a.py", "src/a.py"));
-            assert!(!names_file(root, "/other/src/a.py", "src/a.py"));
+            assert!(names_file(root, "/workspace/src/a.py", "src/a.py"));
+            assert!(!names_file(root, "/workspace/a.py", "src/a.py"));
+            assert!(!names_file(root, "/mnt/project/lib/src/a.py", "src/a.py"));
         });
     }
 }
