@@ -413,3 +413,24 @@ fn escaped_payloads_are_rejected_naming_what_they_look_like() {
         assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
     }
 }
+
+#[test]
+fn a_tool_call_must_name_the_file_apply_edits() {
+    let p = Project::new();
+    fs::create_dir(p.path("src")).unwrap();
+    fs::write(p.path("src/b.txt"), "old line\n").unwrap();
+    let call = |path: &str| serde_json::json!({ "file_path": path, "content": BLOCK }).to_string();
+    let out = p.editfs(&["apply", "src/b.txt"], &call("src/b.txt"));
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("src/b.txt"), "new line\n");
+    assert!(stdout(&out).contains("Mistral Vibe"), "{}", stdout(&out));
+
+    let out = p.editfs(&["apply", "a.txt"], &call("src/b.txt"));
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("the call names `src/b.txt`, but it was sent to edit a.txt"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
+}

@@ -230,9 +230,7 @@ fn a_call_naming_another_file_is_refused_naming_both() {
     let status = m.ok("cat shop.py.status");
     assert!(status.starts_with("REJECTED shop.py"), "{status}");
     assert!(
-        status.contains(
-            "the call names `src/config.js`, but it was written to the control file of shop.py"
-        ),
+        status.contains("the call names `src/config.js`, but it was sent to edit shop.py"),
         "{status}"
     );
     // An absolute path through the mount that names the file itself agrees.

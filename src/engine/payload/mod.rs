@@ -109,7 +109,7 @@ pub enum PayloadError {
     Field { index: usize, message: String },
     #[error("the payload holds no edit operation: it looks like {looks_like}")]
     Shape { looks_like: String, hint: String },
-    #[error("the call names `{named}`, but it was written to the control file of {file}")]
+    #[error("the call names `{named}`, but it was sent to edit {file}")]
     OtherFile { named: String, file: String },
 }
 
