@@ -499,6 +499,60 @@ mod tests {
         assert!(parse_multi(&prose, 1000, &Fake(&[])).is_err());
     }
 
+    /// Pieces of every form a payload may take, shuffled into broken payloads.
+    const PIECES: &[&str] = &[
+        "<<<<<<< SEARCH\n",
+        "------- SEARCH\n",
+        "=======\n",
+        ">>>>>>> REPLACE\n",
+        "+++++++ REPLACE\n",
+        "<replace_in_file>",
+        "</replace_in_file>",
+        "<path>",
+        "</path>",
+        "<diff>",
+        "</diff>",
+        "<search_and_replace>",
+        "<search>",
+        "</search>",
+        "<replace>",
+        "</replace>",
+        "<use_regex>true</use_regex>",
+        "<start_line>",
+        "</start_line>",
+        "*** Begin Patch\n",
+        "*** Update File: a\n",
+        "*** End Patch\n",
+        "--- a/x\n",
+        "+++ b/x\n",
+        "@@ -1,2 +1 @@\n",
+        "@@ -0,0 +1 @@\n",
+        " ctx\n",
+        "-old\n",
+        "+new\n",
+        "\\ No newline at end of file\n",
+        "{\"path\": \"a b\", ",
+        "\"content\": \"",
+        "\"}",
+        "$<n>",
+        "$&",
+        "(?<n>x)",
+        "\\n",
+        "&lt;",
+        "é",
+        "\n",
+        "x",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn no_mix_of_payload_forms_panics(picks in proptest::collection::vec(0..PIECES.len(), 0..40)) {
+            let text: String = picks.iter().map(|&i| PIECES[i]).collect();
+            let _ = parse(text.as_bytes(), 1 << 20);
+            let _ = parse_multi(text.as_bytes(), 1 << 20, &Fake(&["a", "a b"]));
+        }
+    }
+
     #[test]
     fn text_lines_drop_cr_and_final_newline() {
         assert_eq!(text_lines("a\r\nb\n"), ["a", "b"]);
