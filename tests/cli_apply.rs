@@ -381,7 +381,7 @@ fn a_failed_multi_file_transaction_says_matched_files_were_not_written() {
     assert!(section.contains("matched (not written)"), "{section}");
     assert!(
         section.contains(
-            "not written: its own operations matched, but the transaction failed in b.txt"
+            "error (not_written): its own operations matched, but the transaction failed in b.txt"
         ),
         "{section}"
     );

@@ -318,7 +318,7 @@ fn not_written(report: &mut MultiReport, decided: &[Decided]) {
         r.error = Some(ErrorReport::plain(
             "not_written",
             format!(
-                "not written: its own operations matched, but {why}, and a transaction writes all its files or none"
+                "its own operations matched, but {why}, and a transaction writes all its files or none"
             ),
             "fix the edit that failed and send the whole payload again",
         ));

@@ -139,9 +139,9 @@ impl PayloadError {
     }
 }
 
-const BLOCK_SHAPE: &str = "a block is a line `<<<<<<< SEARCH`, the exact lines to find, a line \
-`=======`, the lines to put in their place, and a line `>>>>>>> REPLACE`, each marker alone on \
-its line";
+const BLOCK_SHAPE: &str = "a block is a line `<<<<<<< SEARCH` (or `------- SEARCH`), the exact \
+lines to find, a line `=======`, the lines to put in their place, and a line `>>>>>>> REPLACE` (or \
+`+++++++ REPLACE`), each marker alone on its line";
 const JSON_SHAPE: &str = "JSON operations look like {\"search\": \"old text\", \"replace\": \"new \
 text\"}, one object or an array of them";
 

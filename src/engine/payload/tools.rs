@@ -179,10 +179,10 @@ fn call_operations(
         return Ok((vec![op], ROO_SEARCH_AND_REPLACE));
     }
     let diff = get("diff").ok_or_else(|| missing("diff"))?;
-    let shift = line_of(text, diff.at) - 1;
-    let mut ops = markers::parse(diff.value)
-        .map_err(|e| shifted(e, shift))?
-        .operations;
+    // Read in place: the lines before it as blank lines, so every line number
+    // a report gives (in errors too) is the payload's own.
+    let in_place = "\n".repeat(line_of(text, diff.at) - 1) + diff.value;
+    let mut ops = markers::parse(&in_place)?.operations;
     if ops.is_empty() {
         return Err(PayloadError::Structure {
             line,
@@ -192,7 +192,6 @@ fn call_operations(
         });
     }
     for op in &mut ops {
-        op.payload_line += shift;
         op.label = None;
         op.path = Some(path.clone());
     }
@@ -201,22 +200,6 @@ fn call_operations(
         _ => CLINE,
     };
     Ok((ops, form))
-}
-
-/// A block error inside a call's `<diff>`, with its line counted in the whole payload.
-fn shifted(e: PayloadError, by: usize) -> PayloadError {
-    match e {
-        PayloadError::Structure {
-            line,
-            found,
-            expected,
-        } => PayloadError::Structure {
-            line: line + by,
-            found,
-            expected,
-        },
-        other => other,
-    }
 }
 
 /// Roo Code reads `true` as true and anything else as false; a word that is
@@ -420,6 +403,7 @@ mod tests {
                 expected,
             }) => {
                 assert_eq!(line, 12);
+                assert!(found.contains("block 2 (opened at line 9)"), "{found}");
                 assert!(found.contains("block 1 before it was complete"), "{found}");
                 assert!(expected.starts_with("`+++++++ REPLACE`"), "{expected}");
             }
