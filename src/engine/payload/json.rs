@@ -2,7 +2,9 @@
 //!
 //! Field names follow the contract (`search`, `replace`, ...) and accept the
 //! spellings agents' tool calls already use (`old_str`/`new_str`,
-//! `old_string`/`new_string`, `replace_all`), so a tool call can be forwarded as is.
+//! `old_string`/`new_string`, `replace_all`), so a tool call can be forwarded as
+//! is. Edit tools' own argument objects are read too: blocks in `content`,
+//! `diff` or `blockContent`, and Roo Code's search_and_replace arguments.
 
 use regex::bytes::RegexBuilder;
 use serde_json::{Map, Value};
@@ -13,7 +15,8 @@ use super::{Find, Operation, Payload, PayloadError, markers};
 const SEARCH: &[&str] = &["search", "old_str", "old_string"];
 const REPLACE: &[&str] = &["replace", "new_str", "new_string"];
 const ALL: &[&str] = &["all", "replace_all"];
-/// Fields a tool call carries that mean nothing for a single-file edit.
+/// The file a tool call names: it selects the file in a multi-file payload and
+/// must be the edited file otherwise.
 const PATH: &[&str] = &["path", "file_path"];
 const KNOWN: &[&str] = &[
     "use_regex",
