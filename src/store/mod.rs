@@ -19,6 +19,7 @@ pub mod atomic;
 pub mod journal;
 pub mod logline;
 pub mod objects;
+pub mod rel;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

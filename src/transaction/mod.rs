@@ -221,6 +221,10 @@ pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>)
                 io::ErrorKind::PermissionDenied,
                 "the path leaves the project",
             ),
+            rustix::io::Errno::PERM => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the path leads into the state directory (.editfs)",
+            ),
             other => other.into(),
         };
         io_err("open the directory of", Path::new(rel))(why)
