@@ -175,7 +175,10 @@ pub fn undo(args: UndoArgs) -> ExitCode {
             .transpose()?;
         let what = match (&rel, args.tx) {
             (_, Some(tx)) => undo::What::Tx(tx),
-            (Some(rel), None) => undo::What::File { rel, to: args.to },
+            (Some(rel), None) => undo::What::File {
+                rel: rel.clone(),
+                to: args.to,
+            },
             (None, None) => return Err("give PATH or --tx TXID".into()),
         };
         let req = undo::Request {

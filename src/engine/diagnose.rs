@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
-use similar::{Algorithm, DiffOp, TextDiff, capture_diff_slices};
+use similar::{Algorithm, DiffOp, capture_diff_deadline, capture_diff_slices};
 
 use super::diff::text_diff;
 use super::doc::Doc;
@@ -28,6 +28,13 @@ const MAX_HINTS: usize = 3;
 /// A region this much like SEARCH (in characters) is a stale copy of it: enough to
 /// doubt that a copy of REPLACE elsewhere is the agent's own earlier edit.
 const STALE_SIMILARITY: f64 = 0.5;
+/// Bytes of each text a character diff sees past their common head and tail:
+/// a diff is quadratic at worst, and a one-line file of minified code would
+/// otherwise hold the commit for minutes. What lies past counts as different.
+const MAX_DIFFED: usize = 4096;
+/// Characters of one line a report shows; a longer line is cut around where
+/// SEARCH and the file part, so a miss on a 10 MB line reads in one screen.
+const MAX_SHOWN: usize = 240;
 
 pub struct Diagnosis {
     pub closest: Option<Closest>,
@@ -70,14 +77,20 @@ fn at_region(doc: &Doc, search: &[&str], start: usize, len: usize) -> Diagnosis 
     let region: Vec<&str> = region.iter().map(|c| c.as_ref()).collect();
     let search_text = joined(search);
     let region_text = joined(&region);
-    let similarity =
-        TextDiff::from_chars(search_text.as_str(), region_text.as_str()).ratio() as f64;
+    let similarity = char_ratio(&search_text, &region_text);
     let label = format!("file lines {}-{}", start + 1, start + len);
+    let col = parting_column(&search_text, &region_text);
     let closest = Closest {
         start_line: start + 1,
         end_line: start + len,
         similarity: (similarity * 1000.0).round() / 1000.0,
-        diff: text_diff(&search_text, &region_text, ("SEARCH", &label), 1, start + 1),
+        diff: text_diff(
+            &clip_lines(&search_text, col),
+            &clip_lines(&region_text, col),
+            ("SEARCH", &label),
+            1,
+            start + 1,
+        ),
     };
     let hint = explain(search, &region, start);
     Diagnosis {
@@ -104,13 +117,15 @@ struct Window {
 /// How much the file lines `start..start + len` resemble SEARCH.
 fn measure(doc: &Doc, search: &[&str], start: usize, len: usize) -> Window {
     let keys: Vec<u64> = search.iter().map(|l| key(l)).collect();
+    // Windows are told apart by their lines' heads: a measure then costs at most
+    // MAX_DIFFED bytes a line, however long its lines are.
+    let heads = |lines: &mut dyn Iterator<Item = &str>| -> String {
+        lines.flat_map(|l| [capped(l), "\n"]).collect()
+    };
     let lines: Vec<Cow<'_, str>> = (start..start + len).map(|i| line(doc, i)).collect();
-    let text: String = lines.iter().flat_map(|l| [l.as_ref(), "\n"]).collect();
+    let text = heads(&mut lines.iter().map(|l| l.as_ref()));
     let file = &doc.keys(tolerant::loose_key)[start..start + len];
-    let chars = TextDiff::configure()
-        .deadline(Instant::now() + DIFF_BUDGET)
-        .diff_chars(joined(search).as_str(), text.as_str())
-        .ratio() as f64;
+    let chars = char_ratio(&heads(&mut search.iter().copied()), &text);
     Window {
         start,
         len,
@@ -173,14 +188,77 @@ fn closest_window(
         }
     }
     let (_, start) = best?;
-    let lengths = m.saturating_sub(SLACK).max(1)..=m + SLACK;
+    // Lengths that clamp to the same window are measured once.
+    let mut lengths: Vec<usize> = (m.saturating_sub(SLACK).max(1)..=m + SLACK)
+        .map(|len| window(start, len).len())
+        .collect();
+    lengths.dedup();
     let best = lengths
-        .map(|len| measure(doc, search, start, window(start, len).len()))
+        .into_iter()
+        .map(|len| measure(doc, search, start, len))
         .fold(None, |b: Option<Window>, c| match b {
             Some(b) if b.score >= c.score => Some(b),
             _ => Some(c),
         })?;
     (best.score > 0.0 && best.len > 0).then_some(best)
+}
+
+/// Byte length of the longest common head of `a` and `b`, at a character boundary.
+fn common_head(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i)
+}
+
+/// At most `MAX_DIFFED` bytes of `s`, cut at a character boundary.
+fn capped(s: &str) -> &str {
+    let mut end = s.len().min(MAX_DIFFED);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// How alike two texts are (0 to 1, as `similar`'s ratio, counted in bytes),
+/// in time linear in their length: the common head and tail are counted
+/// exactly, and only the first `MAX_DIFFED` bytes between them are diffed,
+/// under a deadline.
+fn char_ratio(a: &str, b: &str) -> f64 {
+    let total = a.len() + b.len();
+    if total == 0 {
+        return 1.0;
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[head..], &b[head..]);
+    let tail = ra
+        .iter()
+        .rev()
+        .zip(rb.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (am, bm) = (&ra[..ra.len() - tail], &rb[..rb.len() - tail]);
+    let (am, bm) = (
+        &am[..am.len().min(MAX_DIFFED)],
+        &bm[..bm.len().min(MAX_DIFFED)],
+    );
+    let ops = capture_diff_deadline(
+        Algorithm::Myers,
+        am,
+        0..am.len(),
+        bm,
+        0..bm.len(),
+        Some(Instant::now() + DIFF_BUDGET),
+    );
+    let same: usize = ops
+        .iter()
+        .map(|op| match op {
+            DiffOp::Equal { len, .. } => *len,
+            _ => 0,
+        })
+        .sum();
+    (2 * (head + tail + same)) as f64 / total as f64
 }
 
 fn line_ratio(a: &[u64], b: &[u64]) -> f64 {
@@ -253,7 +331,7 @@ fn by_bigrams(
     };
     let mut set = [0u64; 64];
     let pairs = |s: &str| -> Vec<usize> {
-        let chars: Vec<char> = s.chars().filter(|c| !c.is_whitespace()).collect();
+        let chars: Vec<char> = capped(s).chars().filter(|c| !c.is_whitespace()).collect();
         chars
             .windows(2)
             .map(|w| ((w[0] as usize).wrapping_mul(31) ^ w[1] as usize) % 4096)
@@ -265,7 +343,7 @@ fn by_bigrams(
     }
     let mut scored = Vec::new();
     for (i, l) in scope.clone().zip(doc.lines_in(scope.clone())) {
-        let ps = pairs(&String::from_utf8_lossy(l));
+        let ps = pairs(&String::from_utf8_lossy(&l[..l.len().min(MAX_DIFFED)]));
         let common = ps
             .iter()
             .filter(|p| set[*p / 64] & (1 << (*p % 64)) != 0)
@@ -283,14 +361,16 @@ fn by_bigrams(
 
 /// The differences between SEARCH and the closest region, most useful first.
 fn explain(search: &[&str], region: &[&str], start: usize) -> String {
-    let sk: Vec<u64> = search.iter().map(|l| key(l)).collect();
-    let rk: Vec<u64> = region.iter().map(|l| key(l)).collect();
+    // Keys of the lines' heads: two long lines that part further on pair up as
+    // alike, and `same_line` then names the column where they part.
+    let sk: Vec<u64> = search.iter().map(|l| key(capped(l))).collect();
+    let rk: Vec<u64> = region.iter().map(|l| key(capped(l))).collect();
     let mut hints = Vec::new();
     if let Some(j) = search.iter().position(|l| placeholder::kind(l).is_some()) {
         hints.push(format!(
             "SEARCH line {} (`{}`) stands for elided code; SEARCH must repeat the file's lines exactly, nothing left out (or put the same placeholder line at the same place in REPLACE, so each piece around it is matched on its own)",
             j + 1,
-            search[j].trim()
+            clip(search[j].trim(), 0)
         ));
     }
     for op in capture_diff_slices(Algorithm::Myers, &sk, &rk) {
@@ -318,7 +398,7 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
                     hints.push(format!(
                         "SEARCH line {} `{}` is not in the file there (before file line {}): remove it or fix it",
                         j + 1,
-                        extra.trim(),
+                        clip(extra.trim(), 0),
                         start + new_index + 1
                     ));
                 }
@@ -330,7 +410,7 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
                     hints.push(format!(
                         "the file has line {} `{}` that SEARCH leaves out: add it",
                         start + i + 1,
-                        missing.trim()
+                        clip(missing.trim(), 0)
                     ));
                 }
             }
@@ -380,6 +460,36 @@ fn summarize(mut hints: Vec<String>) -> String {
     s
 }
 
+/// The column (in characters) of the first difference, within its line.
+fn parting_column(a: &str, b: &str) -> usize {
+    let head = &a[..common_head(a, b)];
+    let line_start = head.rfind('\n').map_or(0, |i| i + 1);
+    head[line_start..].chars().count()
+}
+
+/// `line`, or `MAX_SHOWN` characters of it around column `col`, the cuts marked `…`.
+fn clip(line: &str, col: usize) -> Cow<'_, str> {
+    let n = line.chars().count();
+    if n <= MAX_SHOWN {
+        return Cow::Borrowed(line);
+    }
+    let from = col.saturating_sub(MAX_SHOWN / 2).min(n - MAX_SHOWN);
+    let body: String = line.chars().skip(from).take(MAX_SHOWN).collect();
+    let before = if from > 0 { "…" } else { "" };
+    let after = if from + MAX_SHOWN < n { "…" } else { "" };
+    Cow::Owned(format!("{before}{body}{after}"))
+}
+
+/// `text` with each line clipped around column `col`.
+fn clip_lines(text: &str, col: usize) -> String {
+    text.split_inclusive('\n')
+        .map(|l| match l.strip_suffix('\n') {
+            Some(body) => clip(body, col).into_owned() + "\n",
+            None => clip(l, col).into_owned(),
+        })
+        .collect()
+}
+
 /// Differences within a line that agrees once whitespace and typography are ignored.
 fn same_line(s: &str, f: &str, j: usize, i: usize) -> Option<String> {
     if s == f {
@@ -395,9 +505,9 @@ fn same_line(s: &str, f: &str, j: usize, i: usize) -> Option<String> {
     Some(format!(
         "trailing whitespace differs: file line {} is {:?}, SEARCH line {} is {:?}",
         i + 1,
-        f,
+        clip(f, f.chars().count()),
         j + 1,
-        s
+        clip(s, s.chars().count())
     ))
 }
 
@@ -437,7 +547,11 @@ fn changed_line(s: &str, f: &str, j: usize, i: usize) -> String {
         {
             format!("one character differs: the file has {b:?}, SEARCH has {a:?}")
         }
-        _ => format!("the file has {f:?}, SEARCH has {s:?}"),
+        _ => format!(
+            "the file has {:?}, SEARCH has {:?}",
+            clip(f, col),
+            clip(s, col)
+        ),
     };
     format!(
         "file line {} column {} vs SEARCH line {}: {what}",

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{StoreError, atomic, io_err};
+use super::{STATE_DIR, StoreError, atomic, io_err};
 
 /// One file of a transaction.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -92,13 +92,50 @@ pub fn parent_beneath(root: BorrowedFd<'_>, rel: &str) -> rustix::io::Result<Own
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    rustix::fs::openat2(
+    let dir = rustix::fs::openat2(
         root,
         parent,
         flags,
         Mode::empty(),
         ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-    )
+    )?;
+    if in_state_dir(root, dir.as_fd())? {
+        return Err(rustix::io::Errno::PERM);
+    }
+    Ok(dir)
+}
+
+/// Whether `dir`, beneath `root`, is a state directory or inside one.
+///
+/// The name was checked before (`rel::project_path`), but a symlink inside the
+/// project (`lnk -> .editfs`) leads there without naming it: so the directory
+/// actually opened is walked up to `root`, and each step's name is looked for.
+fn in_state_dir(root: BorrowedFd<'_>, dir: BorrowedFd<'_>) -> rustix::io::Result<bool> {
+    /// Deeper than any project; a walk this long is refused rather than trusted.
+    const MAX_DEPTH: usize = 4096;
+    let id = |st: &rustix::fs::Stat| (st.st_dev, st.st_ino);
+    let top = id(&rustix::fs::fstat(root)?);
+    let mut here = rustix::fs::fstat(dir)?;
+    let mut cur: Option<OwnedFd> = None;
+    for _ in 0..MAX_DEPTH {
+        if id(&here) == top {
+            return Ok(false);
+        }
+        let at = cur.as_ref().map_or(dir, |c| c.as_fd());
+        let up = rustix::fs::openat(
+            at,
+            "..",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let named = rustix::fs::statat(&up, STATE_DIR, AtFlags::SYMLINK_NOFOLLOW);
+        if named.is_ok_and(|st| id(&st) == id(&here)) {
+            return Ok(true);
+        }
+        here = rustix::fs::fstat(&up)?;
+        cur = Some(up);
+    }
+    Err(rustix::io::Errno::LOOP)
 }
 
 fn file_name(rel: &str) -> &OsStr {

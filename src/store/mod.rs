@@ -19,6 +19,7 @@ pub mod atomic;
 pub mod journal;
 pub mod logline;
 pub mod objects;
+pub mod rel;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -110,6 +111,15 @@ pub struct Lock {
     _file: File,
 }
 
+/// Makes the state directory its owner's alone (0700): it keeps every version of
+/// every file, whatever those files' modes, so no other user may look in.
+fn private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = fs::set_permissions(dir, fs::Permissions::from_mode(0o700)) {
+        log::warn!("cannot make {} private (0700): {e}", dir.display());
+    }
+}
+
 impl Store {
     /// Opens `dir`, creating its layout if needed, and recovers from any crash
     /// before anything else runs (see `recovered`).
@@ -122,6 +132,7 @@ impl Store {
             let d = dir.join(sub);
             fs::create_dir_all(&d).map_err(io_err("create the state directory", &d))?;
         }
+        private(dir);
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
             fs::write(&ignore, "*\n").map_err(io_err("write", &ignore))?;
@@ -689,6 +700,18 @@ mod tests {
         let store = Store::open(&dir).unwrap();
         let lock = store.lock().unwrap();
         assert_eq!(store.next_tx(&lock).unwrap(), 42);
+    }
+
+    #[test]
+    fn the_state_directory_is_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".editfs");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        Store::open(&dir).unwrap();
+        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
     }
 
     #[test]

@@ -45,19 +45,38 @@ pub struct Who {
     pub command: String,
 }
 
+/// Bytes of a command line the log keeps: enough to tell processes apart, and
+/// no more, so a process with megabytes of arguments cannot grow the log (and
+/// every rendering of it) by megabytes a transaction.
+const MAX_COMMAND: usize = 256;
+
 impl Who {
     /// The process `pid`, named from /proc when it can be.
     pub fn process(pid: u32) -> Who {
-        let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|b| {
-                String::from_utf8_lossy(&b)
-                    .replace('\0', " ")
-                    .trim()
-                    .to_owned()
-            })
-            .unwrap_or_default();
+        use std::io::Read;
+        let mut raw = Vec::new();
+        let read = std::fs::File::open(format!("/proc/{pid}/cmdline"))
+            .and_then(|f| f.take(MAX_COMMAND as u64 + 1).read_to_end(&mut raw));
+        let command = match read {
+            Ok(_) => bounded_command(&raw),
+            Err(_) => String::new(),
+        };
         Who { pid, command }
     }
+}
+
+/// A raw `/proc/PID/cmdline` as one line of at most `MAX_COMMAND` bytes, `…` where cut.
+fn bounded_command(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw).replace('\0', " ");
+    let text = text.trim();
+    if text.len() <= MAX_COMMAND {
+        return text.to_owned();
+    }
+    let mut end = MAX_COMMAND;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// The file one transaction edits.
@@ -236,6 +255,10 @@ pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>)
                 io::ErrorKind::PermissionDenied,
                 "the path leaves the project",
             ),
+            rustix::io::Errno::PERM => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the path leads into the state directory (.editfs)",
+            ),
             other => other.into(),
         };
         io_err("open the directory of", Path::new(rel))(why)
@@ -288,5 +311,42 @@ pub fn log_entry(kind: Kind, head: &Report, files: &[(&str, &Report)], who: &Who
         error: head.error.as_ref().map(|e| e.kind.to_owned()),
         pid: who.pid,
         command: who.command.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_with_huge_arguments_is_named_in_a_bounded_line() {
+        let huge = "x".repeat(100_000);
+        // `read` is a builtin: the shell stays the process (no exec) until killed.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read x", "editfs-test", &huge])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The new process may not show its command line at once.
+        let mut who = Who::process(child.id());
+        for _ in 0..200 {
+            if who.command.starts_with("sh") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            who = Who::process(child.id());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(who.command.starts_with("sh -c read x"), "{}", who.command);
+        assert!(who.command.len() <= MAX_COMMAND + '…'.len_utf8());
+        assert!(who.command.ends_with('…'), "{}", who.command);
+    }
+
+    #[test]
+    fn a_short_command_line_is_kept_whole_and_a_cut_keeps_characters_whole() {
+        assert_eq!(bounded_command(b"cat\0a.txt\0"), "cat a.txt");
+        let cut = bounded_command("é".repeat(MAX_COMMAND).as_bytes());
+        assert!(cut.ends_with('…') && cut.len() <= MAX_COMMAND + '…'.len_utf8());
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -14,7 +14,8 @@ use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
 use crate::engine::payload::{self, Payload};
 use crate::engine::{self, ErrorReport, OpOutcome, Options, Outcome, Received, Report};
 use crate::store::logline::Kind;
-use crate::store::{Change, STATE_DIR, Store};
+use crate::store::rel::project_path;
+use crate::store::{Change, Store};
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]
@@ -100,27 +101,6 @@ impl fmt::Display for MultiReport {
         }
         Ok(())
     }
-}
-
-/// Why a path in a payload cannot be edited, if it cannot.
-fn bad_path(rel: &str) -> Option<&'static str> {
-    let p = Path::new(rel);
-    if p.is_absolute() {
-        return Some("the path is outside the project: give it relative to the root");
-    }
-    if p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Some("`..` is refused: the path must stay inside the root");
-    }
-    if p.components()
-        .next()
-        .is_some_and(|c| c.as_os_str() == STATE_DIR)
-    {
-        return Some("the state directory cannot be edited");
-    }
-    if p.file_name().is_none() {
-        return Some("the path names no file");
-    }
-    None
 }
 
 /// One file's decision, before anything is written.
@@ -209,19 +189,24 @@ fn decide(
     report: &mut MultiReport,
 ) -> Vec<Decided> {
     let mut decided = Vec::new();
-    for (rel, ops) in files {
-        if let Some(why) = bad_path(&rel) {
-            let e = ErrorReport::plain(
-                "bad_path",
-                format!("{rel}: {why}"),
-                "use a path relative to the root, inside it",
-            );
-            let mut r = stamp(Report::new(Outcome::Rejected, String::new()), &rel);
-            r.error = Some(e.clone());
-            report.fail(Outcome::Rejected, &rel, &e);
-            report.files.push(r);
-            continue;
-        }
+    let mut seen = std::collections::HashSet::new();
+    for (given, ops) in files {
+        let checked = project_path(&given)
+            .map_err(|why| why.to_string())
+            .and_then(|rel| {
+                if seen.insert(rel.clone()) {
+                    Ok(rel)
+                } else {
+                    Err(format!("{rel} is named twice: give each file one section"))
+                }
+            });
+        let rel = match checked {
+            Ok(rel) => rel,
+            Err(why) => {
+                reject_path(report, &given, &why);
+                continue;
+            }
+        };
         match read(root, &rel) {
             Ok((file, original)) => {
                 let edit = engine::apply_parsed(&rel, original.as_deref(), ops, opts);
@@ -247,6 +232,19 @@ fn decide(
         }
     }
     decided
+}
+
+/// Records that `given` was refused before anything was read.
+fn reject_path(report: &mut MultiReport, given: &str, why: &str) {
+    let e = ErrorReport::plain(
+        "bad_path",
+        why.to_owned(),
+        "use a path relative to the root, inside it, outside .editfs",
+    );
+    let mut r = stamp(Report::new(Outcome::Rejected, String::new()), given);
+    r.error = Some(e.clone());
+    report.fail(Outcome::Rejected, given, &e);
+    report.files.push(r);
 }
 
 fn commit(
@@ -338,18 +336,4 @@ fn install_unjournaled(
         crate::store::atomic::replace(std::os::fd::AsFd::as_fd(&dir), name, c.new, c.old, None)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_must_stay_inside_the_root() {
-        assert!(bad_path("/etc/passwd").is_some());
-        assert!(bad_path("../x").is_some());
-        assert!(bad_path("a/../../x").is_some());
-        assert!(bad_path(".editfs/log").is_some());
-        assert!(bad_path("src/a.rs").is_none());
-    }
 }

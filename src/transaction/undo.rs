@@ -19,20 +19,21 @@ use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_he
 use crate::store::journal::parent_beneath;
 use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::Side;
+use crate::store::rel::project_path;
 use crate::store::{Change, Lock, Removal, Store, StoreError, io_err};
 
 /// What to restore.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum What<'a> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum What {
     /// One file, as it was before transaction `to` (its latest if `None`).
-    File { rel: &'a str, to: Option<u64> },
+    File { rel: String, to: Option<u64> },
     /// Every file of one transaction, as it was before it.
     Tx(u64),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Request<'a> {
-    pub what: What<'a>,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub what: What,
     /// Overwrite changes made outside editfs.
     pub force: bool,
 }
@@ -40,9 +41,9 @@ pub struct Request<'a> {
 /// The syntax `.editfs/undo` takes, for its error messages.
 pub const SYNTAX: &str = "`PATH [TXID] [--force]` or `--tx TXID [--force]`";
 
-impl<'a> Request<'a> {
+impl Request {
     /// Reads what `.editfs/undo` was sent: `PATH [TXID] [--force]` or `--tx TXID [--force]`.
-    pub fn parse(text: &'a str) -> Result<Request<'a>, String> {
+    pub fn parse(text: &str) -> Result<Request, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let force = words.contains(&"--force");
         let args: Vec<&str> = words.into_iter().filter(|w| *w != "--force").collect();
@@ -53,11 +54,11 @@ impl<'a> Request<'a> {
         let what = match args.as_slice() {
             ["--tx", tx] => What::Tx(txid(tx)?),
             [rel] if !rel.starts_with('-') => What::File {
-                rel: project_rel(rel),
+                rel: checked(rel)?,
                 to: None,
             },
             [rel, tx] if !rel.starts_with('-') => What::File {
-                rel: project_rel(rel),
+                rel: checked(rel)?,
                 to: Some(txid(tx)?),
             },
             _ => return Err(format!("expected {SYNTAX}, got {:?}", text.trim())),
@@ -66,13 +67,9 @@ impl<'a> Request<'a> {
     }
 }
 
-/// `rel` as the log names it: without the `./` an agent may put in front.
-fn project_rel(rel: &str) -> &str {
-    let mut rel = rel;
-    while let Some(rest) = rel.strip_prefix("./") {
-        rel = rest.trim_start_matches('/');
-    }
-    rel
+/// `rel` as the log names it, or why no undo can name it.
+fn checked(rel: &str) -> Result<String, String> {
+    project_path(rel).map_err(|why| format!("{rel}: {why}"))
 }
 
 /// The result: one file's report, or one per file of a transaction.
@@ -116,13 +113,13 @@ impl fmt::Display for Undone {
 }
 
 /// The files `req` names, as the log knows them (for locking them first).
-pub fn files(store: &Store, req: &Request<'_>) -> Vec<String> {
-    match req.what {
-        What::File { rel, .. } => vec![rel.to_owned()],
+pub fn files(store: &Store, req: &Request) -> Vec<String> {
+    match &req.what {
+        What::File { rel, .. } => vec![rel.clone()],
         What::Tx(tx) => store
             .entries()
             .into_iter()
-            .find(|e| e.tx == tx)
+            .find(|e| e.tx == *tx)
             .map(|e| e.files.into_iter().map(|f| f.file).collect())
             .unwrap_or_default(),
     }
@@ -146,9 +143,9 @@ struct Plan {
 }
 
 /// Runs `req` as one transaction, numbered and logged whatever its outcome.
-pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Undone {
-    let label = match req.what {
-        What::File { rel, .. } => rel.to_owned(),
+pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
+    let label = match &req.what {
+        What::File { rel, .. } => rel.clone(),
         What::Tx(tx) => format!("transaction {tx}"),
     };
     let fail = |e: StoreError| wrap(req, vec![stamp(io_failure(e, String::new()), &label)]);
@@ -161,11 +158,11 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request<'_>, who: &Who) -> Undon
         Err(e) => return fail(e),
     };
     let entries = store.entries();
-    let plans = match req.what {
+    let plans = match &req.what {
         What::File { rel, to } => {
-            plan_file(store, &entries, root, rel, to, req.force).map(|p| vec![p])
+            plan_file(store, &entries, root, rel, *to, req.force).map(|p| vec![p])
         }
-        What::Tx(n) => plan_tx(store, &entries, root, n, req.force),
+        What::Tx(n) => plan_tx(store, &entries, root, *n, req.force),
     };
     let reports = match plans {
         Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
@@ -203,7 +200,7 @@ pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report
 }
 
 /// The reports as `req` wants them: one file's, or a transaction's.
-fn wrap(req: &Request<'_>, mut reports: Vec<Report>) -> Undone {
+fn wrap(req: &Request, mut reports: Vec<Report>) -> Undone {
     match req.what {
         What::File { .. } => Undone::File(reports.remove(0)),
         What::Tx(_) => {
@@ -279,6 +276,15 @@ fn plan_file(
     to: Option<u64>,
     force: bool,
 ) -> Result<Plan, Refusal> {
+    // Names read back from the log are checked as a request's are: a forged log
+    // line must not steer a restore into the state directory.
+    let rel = &project_path(rel).map_err(|why| {
+        refuse(
+            "bad_path",
+            format!("{rel}: {why}"),
+            "undo names a file inside the project, outside .editfs",
+        )
+    })?;
     let on_rel: Vec<&LogEntry> = entries
         .iter()
         .filter(|e| e.changed() && e.file(rel).is_some())
@@ -386,7 +392,7 @@ fn commit(
     tx: u64,
     root: Root<'_>,
     plans: &[Plan],
-    req: &Request<'_>,
+    req: &Request,
     who: &Who,
 ) -> Vec<Report> {
     // Restored files first, then removed ones: the order the store keeps them in.
@@ -525,7 +531,7 @@ mod tests {
         assert_eq!(
             r.what,
             What::File {
-                rel: "src/a.py",
+                rel: "src/a.py".into(),
                 to: Some(12)
             }
         );
@@ -534,11 +540,21 @@ mod tests {
         assert_eq!(
             Request::parse("./src/a.py").unwrap().what,
             What::File {
-                rel: "src/a.py",
+                rel: "src/a.py".into(),
                 to: None
             }
         );
-        for bad in ["", "a b c", "--tx", "--tx x", "a b", "--to 3"] {
+        for bad in [
+            "",
+            "a b c",
+            "--tx",
+            "--tx x",
+            "a b",
+            "--to 3",
+            ".editfs/log --force",
+            "./.editfs/txid",
+            "a/../.editfs/log 3",
+        ] {
             assert!(Request::parse(bad).is_err(), "{bad:?}");
         }
     }

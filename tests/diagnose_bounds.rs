@@ -1,0 +1,66 @@
+//! A SEARCH that misses on a file of very long lines (minified code, one-line
+//! JSON) is diagnosed in bounded time, with a report of bounded size.
+
+use std::time::{Duration, Instant};
+
+use editfs::engine::{Options, Outcome, apply};
+
+/// Far below what would stall other transactions, far above a normal diagnosis.
+const BUDGET: Duration = Duration::from_millis(900);
+
+fn one_line(len: usize) -> String {
+    let unit = "var a=function(b){return b*2+1};";
+    let mut s = unit.repeat(len / unit.len() + 1);
+    s.truncate(len);
+    s.push('\n');
+    s
+}
+
+/// `line` with every 97th character changed: alike enough to be the closest
+/// region, different enough that a character diff is far from linear.
+fn scattered_changes(line: &str) -> String {
+    line.char_indices()
+        .map(|(i, c)| if i % 97 == 96 && c != '\n' { '#' } else { c })
+        .collect()
+}
+
+/// Applies a one-block payload whose SEARCH is missing; `tolerant: false` keeps
+/// the match ladder (whose cost is not the diagnosis's) out of the measure.
+fn miss_on(file: &str, search: &str) -> (Duration, editfs::engine::Report) {
+    let payload = format!("<<<<<<< SEARCH\n{search}=======\nx\n>>>>>>> REPLACE\n");
+    let opts = Options {
+        max_payload: 64 << 20,
+        tolerant: false,
+        ..Options::default()
+    };
+    let began = Instant::now();
+    let edit = apply("min.js", Some(file.as_bytes()), payload.as_bytes(), &opts);
+    (began.elapsed(), edit.report)
+}
+
+#[test]
+fn a_whole_line_miss_on_a_ten_megabyte_line_is_answered_quickly_and_briefly() {
+    let file = one_line(10 << 20);
+    let search = scattered_changes(&file);
+    let (took, report) = miss_on(&file, &search);
+    assert_eq!(report.outcome, Outcome::Failed);
+    assert!(took < BUDGET, "took {took:?}");
+    let text = report.to_string();
+    assert!(text.len() < 64 << 10, "report of {} bytes", text.len());
+    assert!(text.contains("line 1"), "{text}");
+}
+
+#[test]
+fn a_miss_on_a_hundred_kilobyte_line_still_names_where_it_parts() {
+    let file = one_line(100 << 10);
+    let mut search = file.clone();
+    search.replace_range(50_000..50_001, "#");
+    let (took, report) = miss_on(&file, &search);
+    assert!(took < BUDGET, "took {took:?}");
+    let text = report.to_string();
+    assert!(
+        text.contains("column 50001"),
+        "{}",
+        &text[..text.len().min(4000)]
+    );
+}
