@@ -25,7 +25,7 @@ impl fmt::Display for BadPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             BadPath::Empty => "the path names no file",
-            BadPath::Absolute => "absolute paths are refused: give the path relative to the root",
+            BadPath::Absolute => "the path is outside the project: an absolute path must lie inside the root (or the mount); give it relative to the root",
             BadPath::Parent => "`..` is refused: the path must stay inside the root",
             BadPath::Nul => "a path cannot contain a NUL byte",
             BadPath::StateDir => "the state directory (.editfs) cannot be edited or restored",
