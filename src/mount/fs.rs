@@ -232,6 +232,9 @@ pub struct Core {
     sent: Mutex<HashMap<u64, (FileAttr, Instant)>>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
+    /// The daemon's own umask, which the system applies to every node it makes
+    /// on top of the caller's; see `Core::unmask`.
+    pub(super) umask: u32,
     /// Direct writes whose pre-image is kept, by the handle that writes: recorded
     /// when it is released.
     pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
@@ -288,6 +291,14 @@ pub fn attr(st: &rustix::fs::Stat, ino: u64) -> FileAttr {
     }
 }
 
+/// The process umask. Reading it means setting it, so it is set back at once;
+/// this runs before any request is served, when nothing else creates files.
+fn daemon_umask() -> u32 {
+    let old = rustix::process::umask(rustix::fs::Mode::empty());
+    rustix::process::umask(old);
+    old.bits()
+}
+
 /// The node id a source file is known by; SOURCE itself is the root.
 pub fn id_of(st: &rustix::fs::Stat, is_root: bool) -> u64 {
     if is_root { ROOT } else { real_id(st.st_ino) }
@@ -319,6 +330,7 @@ impl Core {
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
             ),
+            umask: daemon_umask(),
             writes: Mutex::new(HashMap::new()),
         }
     }
@@ -416,6 +428,26 @@ impl Core {
             _ => None,
         })?;
         rustix::fs::fstat(&open).ok()
+    }
+
+    /// An open descriptor of real node `ino` to act through: the caller's own
+    /// (`fh`), or, when the node has no name left (unlinked while open), any
+    /// handle open on it, since `fstat` and `fchmod` reach us without one.
+    pub(super) fn file_of(&self, ino: u64, fh: Option<u64>) -> Option<Arc<Handle>> {
+        let is_file = |h: &Arc<Handle>| matches!(**h, Handle::File { ino: i, .. } if i == ino);
+        if let Some(h) = fh.and_then(|f| self.handle(f).ok()).filter(is_file) {
+            return Some(h);
+        }
+        if self.nodes.read().path(ino).is_some() {
+            return None;
+        }
+        self.handles.lock().values().find(|h| is_file(h)).cloned()
+    }
+
+    /// Whether a descriptor of real node `ino` is open through the mount.
+    pub(super) fn is_open(&self, ino: u64) -> bool {
+        let of = |h: &Arc<Handle>| matches!(**h, Handle::File { ino: i, .. } if i == ino);
+        self.handles.lock().values().any(of)
     }
 
     pub(super) fn drop_handle(&self, fh: u64) -> Option<Arc<Handle>> {

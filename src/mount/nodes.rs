@@ -2,8 +2,10 @@
 //!
 //! A real file's node id is its inode number in SOURCE, so `stat` shows stable
 //! inode numbers (git's index relies on them) and hard links share one node. A
-//! node keeps the name it was last looked up by, not a descriptor: a tree of
-//! 50,000 files must not hold 50,000 descriptors open. Virtual nodes (control
+//! node keeps the names it was looked up by, not a descriptor: a tree of 50,000
+//! files must not hold 50,000 descriptors open. It keeps every such name, not
+//! only the last, so a hard-linked file stays reachable when one of its names
+//! goes. Virtual nodes (control
 //! files, `.editfs/`) get ids from a range no inode number reaches.
 
 use std::collections::HashMap;
@@ -32,10 +34,38 @@ pub enum Kind {
 
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// The place the node is reached by: the last name it was looked up as that still exists.
     pub parent: u64,
     pub name: OsString,
     pub kind: Kind,
     lookups: u64,
+    /// Its other names (hard links), which take over when `parent`/`name` goes.
+    links: Vec<(u64, OsString)>,
+}
+
+impl Node {
+    /// Drops the place (`parent`, `name`); a remaining link takes over, or the node is detached.
+    fn lose(&mut self, parent: u64, name: &OsStr) {
+        if (self.parent, self.name.as_os_str()) == (parent, name) {
+            (self.parent, self.name) = self.links.pop().unwrap_or((DETACHED, OsString::new()));
+        } else {
+            self.links
+                .retain(|(p, n)| (*p, n.as_os_str()) != (parent, name));
+        }
+    }
+
+    /// Moves the place (`from`) to (`to`), whichever of the node's names it is.
+    fn moved(&mut self, from: (u64, &OsStr), to: (u64, &OsStr)) {
+        if (self.parent, self.name.as_os_str()) == from {
+            (self.parent, self.name) = (to.0, to.1.to_owned());
+        } else if let Some(l) = self
+            .links
+            .iter_mut()
+            .find(|(p, n)| (*p, n.as_os_str()) == from)
+        {
+            *l = (to.0, to.1.to_owned());
+        }
+    }
 }
 
 /// Parent pointer of a node whose name was unlinked: it lives on for open handles only.
@@ -70,6 +100,7 @@ impl Nodes {
             name: OsString::new(),
             kind: Kind::Real,
             lookups: 1,
+            links: Vec::new(),
         };
         nodes.nodes.insert(ROOT, root);
         nodes
@@ -94,17 +125,18 @@ impl Nodes {
         Some(parts.iter().rev().collect())
     }
 
-    fn detach(&mut self, id: Option<u64>) {
+    /// Node `id` no longer has the name (`parent`, `name`).
+    fn lose(&mut self, id: Option<u64>, parent: u64, name: &OsStr) {
         if let Some(n) = id.and_then(|id| self.nodes.get_mut(&id)) {
-            n.parent = DETACHED;
+            n.lose(parent, name);
         }
     }
 
-    /// Points (`parent`, `name`) at `id`, detaching whatever node held that name.
+    /// Points (`parent`, `name`) at `id`, taking the name from whatever node held it.
     fn bind(&mut self, id: u64, parent: u64, name: &OsStr) {
         let key = (parent, name.to_owned());
         let old = self.by_name.insert(key, id).filter(|&old| old != id);
-        self.detach(old);
+        self.lose(old, parent, name);
     }
 
     /// The node `name` in `parent` was last looked up as.
@@ -112,7 +144,8 @@ impl Nodes {
         self.by_name.get(&(parent, name.to_owned())).copied()
     }
 
-    /// Records a lookup of `name` in `parent` as real node `id`.
+    /// Records a lookup of `name` in `parent` as real node `id`: that name becomes
+    /// its place, and the names it had before stay as links.
     pub fn remember(&mut self, id: u64, parent: u64, name: &OsStr) {
         // The common case, a name looked up again: count it, allocate nothing.
         if let Some(n) = self.nodes.get_mut(&id)
@@ -128,17 +161,19 @@ impl Nodes {
             name: OsString::new(),
             kind: Kind::Real,
             lookups: 0,
+            links: Vec::new(),
         });
-        let old = (
-            node.parent,
-            std::mem::replace(&mut node.name, name.to_owned()),
-        );
+        node.links
+            .retain(|(p, n)| (*p, n.as_os_str()) != (parent, name));
+        if node.parent != DETACHED {
+            let old = std::mem::replace(&mut node.name, name.to_owned());
+            node.links.push((node.parent, old));
+        } else {
+            node.name = name.to_owned();
+        }
         node.parent = parent;
         node.kind = Kind::Real;
         node.lookups += 1;
-        if old != (parent, name.to_owned()) && self.by_name.get(&old) == Some(&id) {
-            self.by_name.remove(&old);
-        }
         self.bind(id, parent, name);
     }
 
@@ -158,6 +193,7 @@ impl Nodes {
             name: name.to_owned(),
             kind: kind.clone(),
             lookups: 0,
+            links: Vec::new(),
         });
         node.kind = kind;
         node.lookups += u64::from(count);
@@ -172,20 +208,24 @@ impl Nodes {
         };
         node.lookups = node.lookups.saturating_sub(n);
         if node.lookups == 0 && id != ROOT {
-            let key = (node.parent, node.name.clone());
-            if self.by_name.get(&key) == Some(&id) {
-                self.by_name.remove(&key);
+            let Some(node) = self.nodes.remove(&id) else {
+                return false;
+            };
+            for key in std::iter::once((node.parent, node.name)).chain(node.links) {
+                if self.by_name.get(&key) == Some(&id) {
+                    self.by_name.remove(&key);
+                }
             }
-            self.nodes.remove(&id);
             return true;
         }
         false
     }
 
-    /// The name `name` in `parent` is gone; the node it named is detached.
+    /// The name `name` in `parent` is gone; the node it named keeps its other
+    /// names, or is detached when it has none.
     pub fn unlinked(&mut self, parent: u64, name: &OsStr) {
         let id = self.by_name.remove(&(parent, name.to_owned()));
-        self.detach(id);
+        self.lose(id, parent, name);
     }
 
     /// `name` in `parent` now lives at `new_name` in `new_parent`.
@@ -195,7 +235,7 @@ impl Nodes {
             return;
         };
         if let Some(n) = self.nodes.get_mut(&id) {
-            (n.parent, n.name) = (new_parent, new_name.to_owned());
+            n.moved((parent, name), (new_parent, new_name));
         }
         self.bind(id, new_parent, new_name);
     }
@@ -204,10 +244,10 @@ impl Nodes {
     pub fn exchanged(&mut self, a: (u64, &OsStr), b: (u64, &OsStr)) {
         let ida = self.by_name.remove(&(a.0, a.1.to_owned()));
         let idb = self.by_name.remove(&(b.0, b.1.to_owned()));
-        for (id, (parent, name)) in [(ida, b), (idb, a)] {
+        for (id, from, (parent, name)) in [(ida, a, b), (idb, b, a)] {
             let Some(id) = id else { continue };
             if let Some(n) = self.nodes.get_mut(&id) {
-                (n.parent, n.name) = (parent, name.to_owned());
+                n.moved(from, (parent, name));
             }
             self.by_name.insert((parent, name.to_owned()), id);
         }
@@ -263,5 +303,39 @@ mod tests {
         n.exchanged((ROOT, OsStr::new("a")), (ROOT, OsStr::new("b")));
         assert_eq!(n.path(10), Some(PathBuf::from("b")));
         assert_eq!(n.path(11), Some(PathBuf::from("a")));
+    }
+
+    #[test]
+    fn a_hard_link_keeps_the_node_when_another_name_goes() {
+        let mut n = Nodes::new();
+        n.remember(10, ROOT, OsStr::new("a"));
+        n.remember(10, ROOT, OsStr::new("b"));
+        n.unlinked(ROOT, OsStr::new("b"));
+        assert_eq!(n.path(10), Some(PathBuf::from("a")));
+        n.unlinked(ROOT, OsStr::new("a"));
+        assert_eq!(n.path(10), None);
+    }
+
+    #[test]
+    fn a_rename_over_one_link_leaves_the_others() {
+        let mut n = Nodes::new();
+        n.remember(10, ROOT, OsStr::new("a"));
+        n.remember(10, ROOT, OsStr::new("b"));
+        n.remember(11, ROOT, OsStr::new("c"));
+        n.renamed(ROOT, OsStr::new("c"), ROOT, OsStr::new("b"));
+        assert_eq!(n.path(10), Some(PathBuf::from("a")));
+        assert_eq!(n.path(11), Some(PathBuf::from("b")));
+        n.renamed(ROOT, OsStr::new("a"), ROOT, OsStr::new("d"));
+        assert_eq!(n.path(10), Some(PathBuf::from("d")));
+    }
+
+    #[test]
+    fn forget_releases_every_name_of_a_node() {
+        let mut n = Nodes::new();
+        n.remember(10, ROOT, OsStr::new("a"));
+        n.remember(10, ROOT, OsStr::new("b"));
+        assert!(n.forget(10, 2));
+        assert_eq!(n.child(ROOT, OsStr::new("a")), None);
+        assert_eq!(n.child(ROOT, OsStr::new("b")), None);
     }
 }

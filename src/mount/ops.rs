@@ -98,6 +98,26 @@ fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> rustix::io::
     rustix::fs::chmod(format!("/proc/self/fd/{}", fd.as_raw_fd()), mode)
 }
 
+/// Opens `name` with `O_CREAT`, saying whether this call made it: only a file
+/// made here takes its maker's owner and permissions, never one that appeared
+/// under the name since the kernel looked it up.
+fn create_or_open(
+    dir: &impl AsFd,
+    name: &OsStr,
+    flags: OFlags,
+    perm: Mode,
+) -> Res<(OwnedFd, bool)> {
+    match rustix::fs::openat(dir, name, flags | OFlags::EXCL, perm) {
+        Ok(fd) => Ok((fd, true)),
+        Err(rustix::io::Errno::EXIST) if !flags.contains(OFlags::EXCL) => {
+            rustix::fs::openat(dir, name, flags - OFlags::CREATE, perm)
+                .map(|fd| (fd, false))
+                .map_err(errno)
+        }
+        Err(e) => Err(errno(e)),
+    }
+}
+
 /// Up to `size` bytes at `offset`, read into memory that is not zeroed first.
 fn read_at(file: &File, offset: u64, size: usize) -> Res<Vec<u8>> {
     let mut buf = Vec::with_capacity(size.max(1));
@@ -183,8 +203,7 @@ impl Core {
             )),
             Kind::State(rel) => Ok((self.state_attr(ino, rel)?, VIRTUAL_TTL)),
             Kind::Real => {
-                let handle = fh.and_then(|f| self.handle(f).ok());
-                if let Some(Handle::File { file, .. }) = handle.as_deref() {
+                if let Some(Handle::File { file, .. }) = self.file_of(ino, fh).as_deref() {
                     let st = rustix::fs::fstat(file).map_err(errno)?;
                     return Ok((self.sent(&attr(&st, ino)), REAL_TTL));
                 }
@@ -223,18 +242,34 @@ impl Core {
         self.dir_of(parent)
     }
 
-    /// Makes `name` in `parent` with `how`, gives it to its maker, and answers its entry.
+    /// Makes `name` in `parent` with `how` and permissions `perm`, gives it to its
+    /// maker, and answers its entry.
     fn make(
         &self,
         req: &Request,
         parent: u64,
         name: &OsStr,
+        perm: u32,
         how: impl FnOnce(&OwnedFd) -> rustix::io::Result<()>,
     ) -> Res<(FileAttr, std::time::Duration)> {
         let dir = self.new_name(parent, name)?;
         how(&dir).map_err(errno)?;
+        self.unmask(&*dir, name, perm)?;
         self.give_to(req, &*dir, name);
         self.entry_at(parent, &*dir, name)
+    }
+
+    /// Gives back to a new node the permission bits the daemon's own umask took:
+    /// the caller's umask is already in `perm`, and `mkdir -m 777` must get 777.
+    /// The daemon keeps its umask because the store's own files rely on it.
+    fn unmask(&self, dir: &impl AsFd, name: &OsStr, perm: u32) -> Res<()> {
+        let lost = perm & self.umask;
+        if lost == 0 {
+            return Ok(());
+        }
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        let mode = Mode::from_raw_mode(st.st_mode & 0o7777 | lost);
+        chmod_nofollow(dir.as_fd(), name, mode).map_err(errno)
     }
 
     /// Gives a new file to the user who made it when the daemon runs as root.
@@ -304,7 +339,7 @@ impl Core {
             size,
             times,
         } = set;
-        let handle = fh.and_then(|f| self.handle(f).ok());
+        let handle = self.file_of(ino, fh);
         let file = handle.as_deref().and_then(|h| match h {
             Handle::File { file, .. } => Some(file),
             _ => None,
@@ -671,9 +706,9 @@ impl Filesystem for EditFs {
         reply: ReplyEntry,
     ) {
         let kind = rustix::fs::FileType::from_raw_mode(mode);
-        let perm = Mode::from_raw_mode(mode & !umask & 0o7777);
-        let r = self.make(req, parent.0, name, |dir| {
-            rustix::fs::mknodat(dir, name, kind, perm, u64::from(rdev))
+        let perm = mode & !umask & 0o7777;
+        let r = self.make(req, parent.0, name, perm, |dir| {
+            rustix::fs::mknodat(dir, name, kind, Mode::from_raw_mode(perm), u64::from(rdev))
         });
         reply_entry(reply, r);
     }
@@ -687,9 +722,9 @@ impl Filesystem for EditFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let perm = Mode::from_raw_mode(mode & !umask & 0o7777);
-        let r = self.make(req, parent.0, name, |dir| {
-            rustix::fs::mkdirat(dir, name, perm)
+        let perm = mode & !umask & 0o7777;
+        let r = self.make(req, parent.0, name, perm, |dir| {
+            rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(perm))
         });
         reply_entry(reply, r);
     }
@@ -733,7 +768,7 @@ impl Filesystem for EditFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let r = self.make(req, parent.0, link_name, |dir| {
+        let r = self.make(req, parent.0, link_name, 0, |dir| {
             rustix::fs::symlinkat(target, dir, link_name)
         });
         reply_entry(reply, r);
@@ -1151,14 +1186,12 @@ impl Filesystem for EditFs {
                 | OFlags::CREATE
                 | OFlags::NOFOLLOW
                 | OFlags::CLOEXEC;
-            let fd = rustix::fs::openat(
-                &dir,
-                name,
-                flags,
-                Mode::from_raw_mode(mode & !umask & 0o7777),
-            )
-            .map_err(errno)?;
-            self.give_to(req, &dir, name);
+            let perm = mode & !umask & 0o7777;
+            let (fd, made) = create_or_open(&*dir, name, flags, Mode::from_raw_mode(perm))?;
+            if made {
+                self.unmask(&*dir, name, perm)?;
+                self.give_to(req, &dir, name);
+            }
             let st = rustix::fs::fstat(&fd).map_err(errno)?;
             let id = id_of(&st, false);
             self.nodes.write().remember(id, parent.0, name);

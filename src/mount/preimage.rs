@@ -13,6 +13,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
+use super::nodes::real_id;
 use crate::store::logline::Kind;
 use crate::transaction::Who;
 use crate::transaction::direct::{self, Pending};
@@ -130,9 +131,10 @@ impl Core {
         if !self.keeps(rel) {
             return unlink();
         }
-        let Some((_, size)) = open_regular(loc) else {
+        let Some((file, size)) = open_regular(loc) else {
             return unlink();
         };
+        let open = rustix::fs::fstat(&file).is_ok_and(|st| self.is_open(real_id(st.st_ino)));
         let name = rel.to_string_lossy();
         let who = Who::process(pid);
         if size > self.settings.preimages.max_size {
@@ -142,7 +144,7 @@ impl Core {
             }
             return Ok(());
         }
-        direct::remove(&self.store, loc.dir(), &loc.name, &name, &who, unlink)
+        direct::remove(&self.store, loc.dir(), &loc.name, &name, &who, open, unlink)
     }
 }
 

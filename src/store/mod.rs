@@ -448,17 +448,18 @@ impl Store {
     }
 
     /// Keeps the file `name` in `dir`, about to be removed, as the pre-image of
-    /// `rel` at `tx` (see `Objects::keep_file`); returns its bytes.
+    /// `rel` at `tx` (see `Objects::keep_file`, also for `open`); returns its bytes.
     pub fn keep_removed(
         &self,
         tx: u64,
         rel: &str,
         dir: BorrowedFd<'_>,
         name: &std::ffi::OsStr,
+        open: bool,
     ) -> Result<Vec<u8>, StoreError> {
         let bytes = self
             .objects
-            .keep_file(objects::Side::Pre, rel, tx, dir, name)?;
+            .keep_file(objects::Side::Pre, rel, tx, dir, name, open)?;
         self.objects.prune(rel, self.retention.keep);
         self.objects.cap(self.retention.cap);
         Ok(bytes)

@@ -133,7 +133,9 @@ impl Objects {
     /// and returns its bytes. When the content is new to the store, the file has no
     /// other name and the store is on its file system, its inode itself becomes the
     /// object (a hard link: nothing is copied), so keeping a file about to be
-    /// removed is cheap; otherwise its bytes are copied.
+    /// removed is cheap; otherwise its bytes are copied. A file still `open`
+    /// somewhere is copied too: whoever holds it can still write to it, and a kept
+    /// version never changes.
     pub fn keep_file(
         &self,
         side: Side,
@@ -141,6 +143,7 @@ impl Objects {
         tx: u64,
         dir: BorrowedFd<'_>,
         name: &OsStr,
+        open: bool,
     ) -> Result<Vec<u8>, StoreError> {
         let at = Path::new(rel);
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
@@ -151,12 +154,12 @@ impl Objects {
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.read_to_end(&mut bytes).map_err(io_err("read", at))?;
         let object = self.object(&sha256_hex(&bytes));
-        if meta.is_file() && meta.nlink() == 1 && !object.exists() {
+        if !open && meta.is_file() && meta.nlink() == 1 && !object.exists() {
             let objects = self.state.join("objects");
             fs::create_dir_all(&objects).map_err(io_err("create", &objects))?;
             match rustix::fs::linkat(dir, name, rustix::fs::CWD, &object, AtFlags::empty()) {
                 Ok(()) => {
-                    // Objects are read-only; the file had no other name to notice.
+                    // Objects are read-only; the file had no other name or open descriptor to notice.
                     let _ = rustix::fs::fchmod(&file, Mode::from(0o444));
                     self.adjust(bytes.len() as i64);
                 }

@@ -136,18 +136,20 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
 
 /// Removes the regular file `name` in `dir` (`rel` in the project) with `unlink`,
 /// keeping it first (see `Store::keep_removed`) and recording the removal once it
-/// happened. A store that fails costs the pre-image, never the removal.
+/// happened. A store that fails costs the pre-image, never the removal. `open`
+/// says the file is still open somewhere, so its inode must not become the kept copy.
 pub fn remove<E>(
     store: &Store,
     dir: BorrowedFd<'_>,
     name: &OsStr,
     rel: &str,
     who: &Who,
+    open: bool,
     unlink: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), E> {
     let kept = store.lock().and_then(|lock| {
         let tx = store.next_tx_quick(&lock)?;
-        let bytes = store.keep_removed(tx, rel, dir, name)?;
+        let bytes = store.keep_removed(tx, rel, dir, name, open)?;
         Ok((lock, tx, bytes))
     });
     let (lock, tx, bytes) = match kept {
