@@ -6,6 +6,7 @@
 
 mod control;
 mod fs;
+mod guard;
 mod ignored;
 mod names;
 mod nodes;
@@ -265,12 +266,13 @@ pub fn serve(
     config.acl = acl;
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
-    let mut session =
-        fuser::Session::new(fs, &mnt, &config).map_err(|source| MountError::Mount {
+    let mut session = fuser::Session::new(guard::Guarded(fs), &mnt, &config).map_err(|source| {
+        MountError::Mount {
             from: src.clone(),
             on: mnt.clone(),
             source,
-        })?;
+        }
+    })?;
     let _ = notifier.set(session.notifier());
     let signalled = Arc::new(OnceLock::new());
     watch_signals(session.unmount_callable(), signalled.clone())?;
