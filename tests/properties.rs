@@ -32,6 +32,15 @@ fn config(cases: u32) -> ProptestConfig {
     }
 }
 
+/// The case count of the fuzzing properties: `EDITFS_FUZZ_CASES` when set (as
+/// `scripts/fuzz.sh` sets it, to a million or more), else the short run CI makes.
+fn fuzz_cases(short: u32) -> u32 {
+    std::env::var("EDITFS_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(short)
+}
+
 fn exact_only() -> Options {
     Options {
         tolerant: false,
@@ -709,7 +718,7 @@ fn any_options() -> impl Strategy<Value = Options> {
 }
 
 proptest! {
-    #![proptest_config(config(3000))]
+    #![proptest_config(config(fuzz_cases(3000)))]
 
     #[test]
     fn never_panics_never_writes_on_failure(
@@ -864,7 +873,7 @@ fn partial_payload(p: &Partial, with_bad: bool, json: bool, style: &Style) -> Ve
 }
 
 proptest! {
-    #![proptest_config(config(800))]
+    #![proptest_config(config(fuzz_cases(800)))]
 
     #[test]
     fn never_partly_applies(
