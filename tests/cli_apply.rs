@@ -434,3 +434,19 @@ fn a_tool_call_must_name_the_file_apply_edits() {
     );
     assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
 }
+
+#[test]
+fn sections_naming_one_file_by_two_spellings_are_one_files_operations() {
+    let p = Project::new();
+    fs::write(p.path("x.txt"), "a\nb\nc\n").unwrap();
+    let payload = "./x.txt\n<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n\n\
+                   x.txt\n<<<<<<< SEARCH\nc\n=======\nC\n>>>>>>> REPLACE\n";
+    let out = p.editfs(&["apply", "--multi", "."], payload);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("x.txt"), "A\nb\nC\n");
+    assert!(
+        stdout(&out).contains("2 of 2 operation(s) applied"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -181,6 +181,31 @@ pub fn run<'p>(
     report
 }
 
+/// Checks each section's path and joins the sections that name one file, in
+/// payload order. An agent that writes `./a.txt` for one block and `a.txt` for the
+/// next means one file: its operations run together on one reading of it.
+fn by_file(files: Vec<(String, Payload)>, report: &mut MultiReport) -> Vec<(String, Payload)> {
+    let mut grouped: Vec<(String, Payload)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (given, ops) in files {
+        match project_path(&given) {
+            Err(why) => reject_path(report, &given, &why.to_string()),
+            Ok(rel) => match at.get(&rel) {
+                Some(&i) => {
+                    let same: &mut Payload = &mut grouped[i].1;
+                    same.operations.extend(ops.operations);
+                    same.notes.extend(ops.notes);
+                }
+                None => {
+                    at.insert(rel.clone(), grouped.len());
+                    grouped.push((rel, ops));
+                }
+            },
+        }
+    }
+    grouped
+}
+
 /// Runs every file's operations; records each file's report and the first failure.
 fn decide(
     root: Root<'_>,
@@ -189,24 +214,7 @@ fn decide(
     report: &mut MultiReport,
 ) -> Vec<Decided> {
     let mut decided = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (given, ops) in files {
-        let checked = project_path(&given)
-            .map_err(|why| why.to_string())
-            .and_then(|rel| {
-                if seen.insert(rel.clone()) {
-                    Ok(rel)
-                } else {
-                    Err(format!("{rel} is named twice: give each file one section"))
-                }
-            });
-        let rel = match checked {
-            Ok(rel) => rel,
-            Err(why) => {
-                reject_path(report, &given, &why);
-                continue;
-            }
-        };
+    for (rel, ops) in by_file(files, report) {
         match read(root, &rel) {
             Ok((file, original)) => {
                 let edit = engine::apply_parsed(&rel, original.as_deref(), ops, opts);
