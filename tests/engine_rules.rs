@@ -331,6 +331,51 @@ fn start_line_hint_resolves_ambiguity_in_the_default_mode() {
     assert_eq!(kind(&run(file, &tie)), "ambiguous");
 }
 
+/// Two Go methods with the same body; a unified diff copied from a viewer that
+/// shows tabs as four spaces, so its context matches both only by tolerance.
+const TWO_CLOSERS: &str = "package store\n\nimport \"errors\"\n\ntype Store struct{ db *DB }\n\nfunc (s *Store) Close() error {\n\tif s.db == nil {\n\t\treturn errors.New(\"closed\")\n\t}\n\treturn s.db.Close()\n}\n\ntype Replica struct{ db *DB }\n\nfunc (s *Replica) Close() error {\n\tif s.db == nil {\n\t\treturn errors.New(\"closed\")\n\t}\n\treturn s.db.Close()\n}\n";
+
+fn flush_hunk(line: usize) -> String {
+    format!(
+        "--- a/store.go\n+++ b/store.go\n@@ -{line},5 +{line},6 @@ func (s *Replica) Close() error {{\n     if s.db == nil {{\n         return errors.New(\"closed\")\n     }}\n+    s.db.Flush()\n     return s.db.Close()\n }}\n"
+    )
+}
+
+#[test]
+fn a_hunk_whose_context_matches_twice_only_tolerantly_takes_the_one_nearest_its_line() {
+    let r = run(TWO_CLOSERS, &flush_hunk(17));
+    assert_eq!(r.report.outcome, Outcome::Ok, "{}", r.report);
+    let flushed = "\t}\n\ts.db.Flush()\n\treturn s.db.Close()\n}\n";
+    let (head, _) = TWO_CLOSERS.rsplit_once("\t}\n").unwrap();
+    assert_eq!(text(&r), format!("{head}{flushed}"));
+    assert_eq!(r.report.operations[0].strategy, Some("indentation"));
+    assert_eq!(r.report.operations[0].lines, Some([17, 21]));
+    assert!(warnings(&r).contains("nearest line 17"), "{}", warnings(&r));
+    let r = run(TWO_CLOSERS, &flush_hunk(8));
+    let flushed = "\t}\n\ts.db.Flush()\n\treturn s.db.Close()\n}\n";
+    assert_eq!(r.report.operations[0].lines, Some([8, 12]), "{}", r.report);
+    let (first, rest) = text(&r).split_once("\ntype Replica").unwrap();
+    assert!(first.ends_with(flushed), "{first}");
+    assert!(!rest.contains("Flush"), "{rest}");
+}
+
+#[test]
+fn a_hint_halfway_between_two_tolerant_matches_picks_none() {
+    let payload = "<<<<<<< SEARCH\n:start_line:2\n-------\nfoo\n=======\nbar\n>>>>>>> REPLACE\n";
+    let r = run_with(
+        Some("foo  \nx\nfoo \n"),
+        payload,
+        &Options {
+            ambiguous: Ambiguity::First,
+            ..Options::default()
+        },
+    );
+    assert_eq!(kind(&r), "ambiguous", "{}", r.report);
+    assert!(!r.written);
+    let r = run("foo  \nx\nfoo \n", &payload.replace(":2", ":3"));
+    assert_eq!(text(&r), "foo  \nx\nbar\n");
+}
+
 #[test]
 fn a_deletion_with_a_typo_in_search_fails_instead_of_passing_as_a_replay() {
     for tolerant in [true, false] {

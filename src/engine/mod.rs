@@ -839,21 +839,20 @@ fn choose(
     if op.all || n == 1 {
         return Ok(((0..n).collect(), Vec::new()));
     }
-    if !exact {
-        return Err(Failure::new(
-            "ambiguous",
-            format!(
-                "SEARCH matches {n} places only when differences are tolerated (lines {}), so none was chosen",
-                list()
-            ),
-            "copy SEARCH from the file exactly, with enough surrounding lines to make it unique",
-        ));
-    }
     if let Some(near) = op.near {
         let distance = |k: usize| ranges[k][0].abs_diff(near);
         let best = (0..n).min_by_key(|&k| distance(k)).unwrap_or(0);
         let tied = (0..n).filter(|&k| distance(k) == distance(best)).count();
-        if tied == 1 || mode == Ambiguity::First {
+        // A tolerant match is never picked by position alone: only the hint,
+        // nearer to one match than to any other, may pick it.
+        if !exact && tied == 1 {
+            let w = format!(
+                "SEARCH matches {n} places only when differences are tolerated (lines {}); the one nearest line {near} was replaced",
+                list()
+            );
+            return Ok((vec![best], vec![w]));
+        }
+        if exact && (tied == 1 || mode == Ambiguity::First) {
             let which = if tied == 1 {
                 "the one nearest"
             } else {
@@ -865,6 +864,16 @@ fn choose(
             );
             return Ok((vec![best], vec![w]));
         }
+    }
+    if !exact {
+        return Err(Failure::new(
+            "ambiguous",
+            format!(
+                "SEARCH matches {n} places only when differences are tolerated (lines {}), so none was chosen",
+                list()
+            ),
+            "copy SEARCH from the file exactly, with enough surrounding lines to make it unique, or put `:start_line:N` at the top of SEARCH to take the match nearest line N",
+        ));
     }
     if mode == Ambiguity::Error {
         return Err(Failure::new(
