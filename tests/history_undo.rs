@@ -509,3 +509,152 @@ fn undoing_a_transaction_that_created_a_file_removes_it_and_that_can_be_undone()
     assert!(o.status.success(), "{}", out(&o));
     assert!(!p.path().join("src/new.py").exists());
 }
+
+fn read(p: &Path, rel: &str) -> Option<String> {
+    fs::read_to_string(p.join(rel)).ok()
+}
+
+#[test]
+fn a_begin_patch_that_deletes_and_moves_files_is_one_transaction_and_undo_brings_them_back() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    fs::write(p.path().join("src/run.sh"), "#!/bin/sh\necho old\n").unwrap();
+    fs::set_permissions(
+        p.path().join("src/run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let patch = "*** Begin Patch\n*** Delete File: b.txt\n*** Update File: src/run.sh\n*** Move to: scripts.sh\n@@\n #!/bin/sh\n-echo old\n+echo new\n*** Update File: src/a.py\n@@\n-a = 1\n+a = 2\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root, "--json"], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v = json(&o);
+    let strategies: Vec<(&str, Vec<&str>)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let ops = f["operations"].as_array().unwrap();
+            let s = ops
+                .iter()
+                .map(|o| o["strategy"].as_str().unwrap())
+                .collect();
+            (f["file"].as_str().unwrap(), s)
+        })
+        .collect();
+    assert_eq!(
+        strategies,
+        [
+            ("b.txt", vec!["delete"]),
+            ("src/run.sh", vec!["exact", "move"]),
+            ("src/a.py", vec!["exact"]),
+            ("scripts.sh", vec!["move"]),
+        ]
+    );
+    assert_eq!(read(p.path(), "b.txt"), None);
+    assert_eq!(read(p.path(), "src/run.sh"), None);
+    assert_eq!(
+        read(p.path(), "scripts.sh").as_deref(),
+        Some("#!/bin/sh\necho new\n")
+    );
+    let mode = fs::metadata(p.path().join("scripts.sh")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o755,
+        "a moved script stays executable"
+    );
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 2\n"));
+    let line = &log_lines(p.path())[0];
+    let files = line["files"].as_array().unwrap();
+    let flag = |name: &str, key: &str| {
+        files
+            .iter()
+            .find(|f| f["file"] == name)
+            .map(|f| f[key] == true)
+    };
+    assert_eq!(flag("b.txt", "removed"), Some(true), "{line}");
+    assert_eq!(flag("src/run.sh", "removed"), Some(true), "{line}");
+    assert_eq!(flag("scripts.sh", "created"), Some(true), "{line}");
+    // Undoing the delete alone brings b.txt back.
+    let o = editfs(&["undo", root, "b.txt"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
+    // Undoing the whole transaction puts the moved file back where it was.
+    let o = editfs(&["undo", root, "--tx", "1", "--force"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "scripts.sh"), None);
+    assert_eq!(
+        read(p.path(), "src/run.sh").as_deref(),
+        Some("#!/bin/sh\necho old\n")
+    );
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 1\n"));
+}
+
+#[test]
+fn git_diffs_that_delete_and_rename_apply_and_a_stale_delete_changes_nothing() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let diff = "diff --git a/b.txt b/b.txt\ndeleted file mode 100644\nindex 7d6a9c2..0000000\n--- a/b.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bee\ndiff --git a/src/a.py b/src/b.py\nsimilarity index 60%\nrename from src/a.py\nrename to src/b.py\nindex 3e1d7a1..98c1f0e 100644\n--- a/src/a.py\n+++ b/src/b.py\n@@ -1 +1 @@\n-a = 1\n+b = 1\n";
+    let stale = diff.replace("-bee\n", "-bees\n");
+    let o = editfs(&["apply", "--multi", root, "--json"], &stale, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 1\n"));
+    assert_eq!(read(p.path(), "src/b.py"), None);
+    // A diff that deletes a file that grew since: the extra line is not listed.
+    fs::write(p.path().join("b.txt"), "bee\nmore\n").unwrap();
+    let o = editfs(&["apply", "--multi", root], diff, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        out(&o).contains("1 line(s) it does not list remain"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\nmore\n"));
+    fs::write(p.path().join("b.txt"), "bee\n").unwrap();
+    let o = editfs(&["apply", "--multi", root], diff, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt"), None);
+    assert_eq!(read(p.path(), "src/a.py"), None);
+    assert_eq!(read(p.path(), "src/b.py").as_deref(), Some("b = 1\n"));
+    let tx = log_lines(p.path()).last().unwrap()["tx"].to_string();
+    let o = editfs(&["undo", root, "--tx", &tx], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 1\n"));
+    assert_eq!(read(p.path(), "src/b.py"), None);
+}
+
+#[test]
+fn a_move_onto_an_existing_file_or_out_of_the_project_changes_nothing() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    for to in ["b.txt", "../outside.py", ".editfs/log"] {
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: {to}\n*** End Patch\n"
+        );
+        let o = editfs(&["apply", "--multi", root], &patch, p.path());
+        assert_eq!(o.status.code(), Some(1), "{to}: {}", out(&o));
+        assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 1\n"));
+        assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
+    }
+    assert!(!p.path().parent().unwrap().join("outside.py").exists());
+}
+
+#[test]
+fn a_delete_sent_to_one_files_apply_is_refused_naming_the_multi_file_way() {
+    let p = project();
+    let patch = "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch\n";
+    let o = editfs(&["apply", "b.txt", "--json"], patch, p.path());
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let v = json(&o);
+    assert_eq!(v["outcome"], "rejected");
+    assert_eq!(v["error"]["kind"], "multi_file");
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains(".editfs/edit"),
+        "{v}"
+    );
+    assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
+}

@@ -299,3 +299,60 @@ fn git_diff_and_begin_patch_payloads_for_several_files() {
     assert!(text(&m, "shop.py").ends_with("return len(self.items) or 0\n"));
     assert_eq!(text(&m, "src/util.js"), "export const two = 2;\n");
 }
+
+#[test]
+fn an_apply_patch_that_deletes_and_moves_files_through_the_mount_and_its_undo() {
+    let m = mount!();
+    // The mount has looked at both files before, so stale cache would show.
+    m.ok("cat shop.py src/config.js > /dev/null");
+    let patch = "*** Begin Patch\n*** Delete File: src/config.js\n*** Update File: shop.py\n*** Move to: src/shop.py\n@@ class Cart:\n     def count(self):\n-        return len(self.items)\n+        return len(self.items) or 0\n*** End Patch";
+    m.ok(&send(".editfs/edit", patch));
+    let listing = m.ok("ls . src");
+    assert!(!listing.contains("config.js"), "{listing}");
+    assert_eq!(
+        m.ok("cat src/shop.py"),
+        SHOP.replace("return len(self.items)", "return len(self.items) or 0")
+    );
+    assert!(!m.sh("test -e shop.py").status.success());
+    let status = m.ok("cat .editfs/status");
+    assert!(status.contains("#1 applied (delete)"), "{status}");
+    assert!(status.contains("moved here from shop.py"), "{status}");
+    // One undo of the transaction brings both back, as they were.
+    let tx = m.ok("tail -n1 .editfs/log | sed 's/^{\"tx\":\\([0-9]*\\).*/\\1/'");
+    m.ok(&format!("echo '--tx {}' > .editfs/undo", tx.trim()));
+    assert_eq!(m.ok("cat src/config.js"), CONFIG);
+    assert_eq!(m.ok("cat shop.py"), SHOP);
+    assert!(!m.sh("test -e src/shop.py").status.success());
+}
+
+#[test]
+fn a_git_diff_that_deletes_a_file_through_the_mount_can_be_undone_by_path() {
+    let m = mount!();
+    let diff = format!(
+        "diff --git a/src/config.js b/src/config.js\ndeleted file mode 100644\nindex 1a2b3c4..0000000\n--- a/src/config.js\n+++ /dev/null\n@@ -1,7 +0,0 @@\n{}",
+        CONFIG
+            .lines()
+            .map(|l| format!("-{l}\n"))
+            .collect::<String>()
+    );
+    m.ok(&send(".editfs/edit", &diff));
+    assert!(!m.sh("test -e src/config.js").status.success());
+    m.ok("echo src/config.js > .editfs/undo");
+    assert_eq!(m.ok("cat src/config.js"), CONFIG);
+}
+
+#[test]
+fn a_delete_sent_to_a_files_own_control_file_is_refused_naming_the_multi_file_one() {
+    let m = mount!();
+    let patch = "*** Begin Patch\n*** Delete File: shop.py\n*** End Patch";
+    let out = m.sh(&send("shop.py.edit", patch));
+    assert!(!out.status.success(), "the close must fail");
+    assert_eq!(text(&m, "shop.py"), SHOP);
+    let status = m.ok("cat shop.py.status");
+    assert!(status.starts_with("REJECTED shop.py"), "{status}");
+    assert!(status.contains("error (multi_file)"), "{status}");
+    assert!(
+        status.contains("send the whole patch to .editfs/edit"),
+        "{status}"
+    );
+}

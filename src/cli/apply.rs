@@ -33,7 +33,8 @@ Payload formats (detected automatically):
   Cline's replace_in_file (XML or JSON arguments), Vibe's {\"file_path\", \"content\"},
   Desktop Commander's edit_block arguments; a path inside must name FILE.
   Patches: a unified diff (git diff, diff -u) or *** Begin Patch; each hunk is one
-  operation.
+  operation. With --multi, a patch may also delete and move files (*** Delete File,
+  *** Move to, +++ /dev/null, git's rename from/to), in the same transaction.
 
 Operations run in order; if one fails, the file is not touched at all. A SEARCH that
 is not found exactly is tried again ignoring trailing whitespace, then indentation,

@@ -25,6 +25,7 @@ use regex::bytes::Regex;
 use sha2::{Digest, Sha256};
 
 use doc::{Doc, Eol};
+pub use payload::FileAct;
 pub use payload::Received;
 use payload::{Find, Operation, text_lines};
 pub use report::{Closest, ErrorReport, OpOutcome, OpReport, Outcome, Report};
@@ -69,6 +70,8 @@ impl Default for Options {
 pub struct Edit {
     pub content: Option<Vec<u8>>,
     pub report: Report,
+    /// The file is removed, or moved with `content` as its bytes (a patch's act).
+    pub act: Option<FileAct>,
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -132,6 +135,7 @@ fn run_parsed(
             return Edit {
                 content: None,
                 report,
+                act: None,
             };
         }
     }
@@ -141,6 +145,8 @@ fn run_parsed(
         tracked: true,
         utf8: std::str::from_utf8(body).is_ok(),
         opts,
+        exists: original.is_some(),
+        act: None,
     };
     let ops: Vec<OpReport> = parsed
         .operations
@@ -157,6 +163,7 @@ pub fn rejected(e: payload::PayloadError, sha: String) -> Edit {
     Edit {
         content: None,
         report,
+        act: None,
     }
 }
 
@@ -203,18 +210,26 @@ fn finish(
         return Edit {
             content: None,
             report,
+            act: None,
         };
     }
     let body = before.strip_prefix(BOM).unwrap_or(before);
     let mut new = Vec::with_capacity(body.len() + 64);
     new.extend_from_slice(&before[..before.len() - body.len()]);
     tx.doc.write_lines(0..tx.doc.len(), &mut new);
-    let changed = original.is_none() || new != before;
+    let act = tx.act.clone().map(|(act, _)| act);
+    let changed = original.is_none() || new != before || act.is_some();
     let diff = match tx.tracked {
         true => diff::doc_diff(body, &tx.doc, name),
         false => None,
     };
-    let mut report = Report::new(Outcome::Ok, sha256_hex(&new));
+    // A removed or moved file has no bytes at its path after the transaction,
+    // so no hash (a moved file's is in the section of its new path).
+    let sha = match act {
+        Some(_) => String::new(),
+        None => sha256_hex(&new),
+    };
+    let mut report = Report::new(Outcome::Ok, sha);
     report.applied = ops
         .iter()
         .filter(|o| o.outcome == OpOutcome::Applied)
@@ -222,10 +237,14 @@ fn finish(
     report.total = total;
     report.operations = ops;
     report.notes = notes;
-    report.diff = Some(diff.unwrap_or_else(|| diff::file_diff(before, &new, name)));
+    report.diff = Some(match act {
+        Some(FileAct::Delete { .. }) => diff::file_diff(before, b"", name),
+        _ => diff.unwrap_or_else(|| diff::file_diff(before, &new, name)),
+    });
     Edit {
         content: changed.then_some(new),
         report,
+        act,
     }
 }
 
@@ -287,17 +306,26 @@ struct Transaction<'a, 'o> {
     tracked: bool,
     utf8: bool,
     opts: &'o Options,
+    /// Whether the file existed before the transaction.
+    exists: bool,
+    /// A removal or move an operation asked for, and that operation's index.
+    act: Option<(FileAct, usize)>,
 }
 
 impl Transaction<'_, '_> {
     fn run(&mut self, index: usize, op: &Operation) -> OpReport {
-        let result = self.reading(op).and_then(|op| {
-            if op.search.is_empty() {
-                self.create(&op)
-            } else {
-                self.edit(&op)
-            }
-        });
+        let result = self
+            .removed()
+            .and_then(|()| self.reading(op))
+            .and_then(|op| {
+                if let Some(act) = &op.act {
+                    self.file_act(index, act)
+                } else if op.search.is_empty() {
+                    self.create(&op)
+                } else {
+                    self.edit(&op)
+                }
+            });
         match result {
             Ok(d) => OpReport {
                 index,
@@ -322,6 +350,61 @@ impl Transaction<'_, '_> {
                 }),
             },
         }
+    }
+
+    /// Fails once an earlier operation removed the file: nothing is left to edit.
+    fn removed(&self) -> Result<(), Failure> {
+        match &self.act {
+            Some((FileAct::Delete { .. }, by)) => Err(Failure::new(
+                "deleted",
+                format!("operation {by} deletes the file, so no later operation can edit it"),
+                "edit the file before deleting it, or leave out the delete",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A patch's removal or move of the whole file, checked here and done by
+    /// the caller, which owns the file system.
+    fn file_act(&mut self, index: usize, act: &FileAct) -> Result<Done, Failure> {
+        if !self.exists {
+            let what = match act {
+                FileAct::Delete { .. } => "deletes",
+                FileAct::MoveTo(_) => "moves",
+            };
+            return Err(Failure::new(
+                "not_found",
+                format!("the patch {what} this file, but there is no such file"),
+                "check the path (a file deleted or moved before has nothing left to do so with)",
+            ));
+        }
+        if let Some((FileAct::MoveTo(to), by)) = &self.act {
+            return Err(Failure::new(
+                "malformed",
+                format!("operation {by} already moves the file to {to}"),
+                "move a file once per patch",
+            ));
+        }
+        let done = match act {
+            FileAct::Delete { listed: true } if !self.doc.is_empty() => {
+                let left = self.doc.len();
+                return Err(Failure::new(
+                    "not_found",
+                    format!(
+                        "the diff deletes the file, but {left} line(s) it does not list remain once its hunks are applied: the file changed since the diff was made"
+                    ),
+                    "read the file again and make the diff against its current content",
+                ));
+            }
+            FileAct::Delete { .. } => {
+                Done::applied("delete", None, vec!["the file is removed".into()])
+            }
+            FileAct::MoveTo(to) => {
+                Done::applied("move", None, vec![format!("the file moves to {to}")])
+            }
+        };
+        self.act = Some((act.clone(), index));
+        Ok(done)
     }
 
     /// A block with several divider lines (the file's own `=======` lines among
@@ -901,4 +984,68 @@ fn non_overlapping(chosen: &[usize], starts: &[usize], len: usize) -> Vec<usize>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(original: Option<&str>, patch: &str) -> Edit {
+        let parsed = payload::parse(patch.as_bytes(), DEFAULT_MAX_PAYLOAD).unwrap();
+        apply_parsed(
+            "x.py",
+            original.map(str::as_bytes),
+            parsed,
+            &Options::default(),
+        )
+    }
+
+    fn kind(e: &Edit) -> &str {
+        e.report.error.as_ref().map_or("", |e| e.kind)
+    }
+
+    #[test]
+    fn a_delete_removes_an_existing_file_and_nothing_may_edit_it_after() {
+        let delete = "*** Begin Patch\n*** Delete File: x.py\n*** End Patch\n";
+        let e = run(Some("a\n"), delete);
+        assert_eq!(e.act, Some(FileAct::Delete { listed: false }));
+        assert_eq!(e.report.outcome, Outcome::Ok);
+        assert_eq!(
+            e.report.diff.as_deref(),
+            Some("--- a/x.py\n+++ b/x.py\n@@ -1 +0,0 @@\n-a\n")
+        );
+        let e = run(None, delete);
+        assert_eq!(kind(&e), "not_found");
+        assert_eq!(e.act, None);
+        let then_edit = "*** Begin Patch\n*** Delete File: x.py\n*** Update File: x.py\n@@\n-a\n+b\n*** End Patch\n";
+        let e = run(Some("a\n"), then_edit);
+        assert_eq!(kind(&e), "deleted");
+        assert!(e.content.is_none() && e.act.is_none());
+    }
+
+    #[test]
+    fn a_diff_that_deletes_must_list_every_line_of_the_file() {
+        let diff = "--- a/x.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n";
+        assert_eq!(run(Some("a\nb\n"), diff).report.outcome, Outcome::Ok);
+        let e = run(Some("a\nb\nc\n"), diff);
+        assert_eq!(kind(&e), "not_found");
+        assert!(
+            e.report
+                .error
+                .unwrap()
+                .message
+                .contains("1 line(s) it does not list")
+        );
+    }
+
+    #[test]
+    fn a_move_carries_the_edited_content_even_when_unchanged() {
+        let rename =
+            "diff --git a/x.py b/y.py\nsimilarity index 100%\nrename from x.py\nrename to y.py\n";
+        let e = run(Some("a\n"), rename);
+        assert_eq!(e.act, Some(FileAct::MoveTo("y.py".into())));
+        assert_eq!(e.content.as_deref(), Some(&b"a\n"[..]));
+        let twice = "*** Begin Patch\n*** Update File: x.py\n*** Move to: y.py\n*** Update File: x.py\n*** Move to: z.py\n*** End Patch\n";
+        assert_eq!(kind(&run(Some("a\n"), twice)), "malformed");
+    }
 }

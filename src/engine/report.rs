@@ -148,7 +148,9 @@ impl fmt::Display for Report {
         for n in &self.notes {
             writeln!(f, "note: {n}")?;
         }
-        writeln!(f, "sha256 {}", self.sha256)?;
+        if !self.sha256.is_empty() {
+            writeln!(f, "sha256 {}", self.sha256)?;
+        }
         if let Some(s) = &self.snapshot {
             writeln!(f, "pre-image kept as {s}")?;
         }

@@ -236,7 +236,7 @@ pub fn tmp_dir_of(
 /// Puts the new content of `e` in place; does nothing if it already is (no temp file left).
 pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
     if e.remove {
-        return remove(root, e);
+        return remove(root, &e.rel);
     }
     let base = tmp_dir_of(root, tmp, e)?;
     let dir = parent_beneath(root, &e.rel)
@@ -282,23 +282,21 @@ fn copy_in_place(
         .map_err(|e| io_err("sync", Path::new(name))(e))
 }
 
-/// Removes the file of `e`; does nothing if it is gone already.
-fn remove(root: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
-    let dir = match parent_beneath(root, &e.rel) {
+/// Removes the file `rel` beneath `root`; does nothing if it is gone already.
+pub fn remove(root: BorrowedFd<'_>, rel: &str) -> Result<(), StoreError> {
+    let dir = match parent_beneath(root, rel) {
         Ok(dir) => dir,
         Err(rustix::io::Errno::NOENT) => return Ok(()),
         Err(err) => {
-            return Err(io_err("open the directory of", Path::new(&e.rel))(
-                err.into(),
-            ));
+            return Err(io_err("open the directory of", Path::new(rel))(err.into()));
         }
     };
-    match rustix::fs::unlinkat(&dir, file_name(&e.rel), AtFlags::empty()) {
+    match rustix::fs::unlinkat(&dir, file_name(rel), AtFlags::empty()) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        Err(err) => return Err(io_err("remove", Path::new(&e.rel))(err.into())),
+        Err(err) => return Err(io_err("remove", Path::new(rel))(err.into())),
     }
     rustix::fs::fsync(&dir)
-        .map_err(|err| io_err("sync the directory of", Path::new(&e.rel))(err.into()))
+        .map_err(|err| io_err("sync the directory of", Path::new(rel))(err.into()))
 }
 
 /// Removes the temporary file of `e`, if any.

@@ -379,8 +379,9 @@ impl Store {
                 .old
                 .and_then(|f| f.metadata().ok())
                 .map_or(1, |m| std::os::unix::fs::MetadataExt::nlink(&m));
-            // Renaming would cut the other names off from the new content.
-            let in_place = links > 1;
+            // Renaming would cut the other names off from the new content; a
+            // file moved here from elsewhere has no names here to keep.
+            let in_place = c.pre.is_some() && links > 1;
             if in_place {
                 log::info!(
                     "{} has {links} links: its content is rewritten in place to keep them",

@@ -11,11 +11,13 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
-use crate::engine::payload::{self, Payload};
-use crate::engine::{self, ErrorReport, OpOutcome, Options, Outcome, Received, Report};
+use crate::engine::payload::{self, Payload, Tree};
+use crate::engine::{
+    self, ErrorReport, FileAct, OpOutcome, OpReport, Options, Outcome, Received, Report,
+};
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
-use crate::store::{Change, Store};
+use crate::store::{Change, Removal, Store};
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]
@@ -109,6 +111,8 @@ struct Decided {
     file: Option<File>,
     original: Option<Vec<u8>>,
     edit: engine::Edit,
+    /// Where the file moves, beneath the root, once the move was checked.
+    moved_to: Option<String>,
 }
 
 /// Runs a multi-file `payload` against the files beneath `root`.
@@ -143,7 +147,9 @@ pub fn run<'p>(
     let decided = match payload::parse_multi(payload, opts.max_payload, &root) {
         Ok((files, notes)) => {
             report.notes = notes;
-            decide(root, files, opts, &mut report)
+            let mut decided = decide(root, files, opts, &mut report);
+            place_moves(root, &mut decided, &mut report);
+            decided
         }
         Err(e) => {
             report.outcome = Outcome::Rejected;
@@ -228,6 +234,7 @@ fn decide(
                     file,
                     original,
                     edit,
+                    moved_to: None,
                 });
             }
             Err(e) => {
@@ -240,6 +247,68 @@ fn decide(
         }
     }
     decided
+}
+
+/// Checks where each moved file goes: a path inside the root, free, and not
+/// edited by the payload too (its edits belong under the file's old path). A
+/// move that passes gets a section of its own, the new file's.
+fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut MultiReport) {
+    let rels: Vec<String> = decided.iter().map(|d| d.rel.clone()).collect();
+    for d in decided.iter_mut() {
+        let Some(FileAct::MoveTo(to)) = &d.edit.act else {
+            continue;
+        };
+        let checked = root
+            .locate(to)
+            .and_then(|rel| project_path(&rel).map_err(|why| format!("{to}: {why}")));
+        let refusal = match checked {
+            Err(why) => Some(("bad_path", why)),
+            Ok(rel) if rels.contains(&rel) => Some((
+                "malformed",
+                format!(
+                    "{} moves to {rel}, which the payload also edits: put those edits under the file's old path",
+                    d.rel
+                ),
+            )),
+            Ok(rel) if root.entry(&rel).is_some() => Some((
+                "file_exists",
+                format!(
+                    "{} would move to {rel}, which exists: a move never overwrites",
+                    d.rel
+                ),
+            )),
+            Ok(rel) => {
+                report.files.push(arrived(&d.rel, &rel, &d.edit));
+                d.moved_to = Some(rel);
+                None
+            }
+        };
+        if let Some((kind, why)) = refusal {
+            let e = ErrorReport::plain(kind, why, "move the file to a new path inside the project");
+            if let Some(r) = report.files.iter_mut().find(|r| r.file == d.rel) {
+                r.outcome = Outcome::Failed;
+                r.error = Some(e.clone());
+            }
+            report.fail(Outcome::Failed, &d.rel, &e);
+        }
+    }
+}
+
+/// The section of a file that a move creates at `to`.
+fn arrived(from: &str, to: &str, edit: &engine::Edit) -> Report {
+    let bytes = edit.content.as_deref().unwrap_or_default();
+    let mut r = stamp(Report::new(Outcome::Ok, engine::sha256_hex(bytes)), to);
+    r.total = 1;
+    r.applied = 1;
+    r.operations = vec![OpReport {
+        index: 1,
+        outcome: OpOutcome::Applied,
+        strategy: Some("move"),
+        lines: None,
+        warnings: vec![format!("moved here from {from}")],
+        error: None,
+    }];
+    r
 }
 
 /// Records that `given` was refused before anything was read.
@@ -263,27 +332,29 @@ fn commit(
     entry: crate::store::LogEntry,
     report: &mut MultiReport,
 ) {
-    let changing: Vec<&Decided> = decided
-        .iter()
-        .filter(|d| d.edit.content.is_some())
-        .collect();
-    let changes: Vec<Change<'_>> = changing
-        .iter()
-        .map(|d| Change {
-            rel: &d.rel,
-            old: d.file.as_ref(),
-            pre: d.original.as_deref(),
-            new: d.edit.content.as_deref().unwrap_or_default(),
-        })
-        .collect();
+    let (changes, removals) = writes(&decided);
     let result = match (store, lock) {
-        (Some(s), Some(l)) => s.commit(l, report.tx, (root.fd, root.path), &changes, entry),
-        _ => install_unjournaled(root, &changes).map(|()| vec![None; changes.len()]),
+        (Some(s), Some(l)) => s.commit_with(
+            l,
+            report.tx,
+            (root.fd, root.path),
+            &changes,
+            &removals,
+            entry,
+        ),
+        _ => install_unjournaled(root, &changes, &removals)
+            .map(|()| vec![None; changes.len() + removals.len()]),
     };
     match result {
         Ok(kept) => {
-            for (d, k) in changing.iter().zip(kept) {
-                if let Some(r) = report.files.iter_mut().find(|r| r.file == d.rel) {
+            // Each pre-image belongs to the file that was there before: a moved
+            // file's to its old path.
+            let before = changes
+                .iter()
+                .map(|c| c.rel)
+                .chain(removals.iter().map(|r| r.rel));
+            for (rel, k) in before.zip(kept).filter(|(_, k)| k.is_some()) {
+                if let Some(r) = report.files.iter_mut().find(|r| r.file == rel) {
                     r.snapshot = k;
                 }
             }
@@ -295,6 +366,39 @@ fn commit(
             not_written(report, &decided);
         }
     }
+}
+
+/// What the decisions write: new contents (a moved file's at its new path) and
+/// removals (deleted files, and moved files at their old paths).
+fn writes(decided: &[Decided]) -> (Vec<Change<'_>>, Vec<Removal<'_>>) {
+    let mut changes = Vec::new();
+    let mut removals = Vec::new();
+    for d in decided {
+        let removal = Removal {
+            rel: &d.rel,
+            pre: d.original.as_deref().unwrap_or_default(),
+        };
+        match (&d.edit.act, &d.moved_to, d.edit.content.as_deref()) {
+            (Some(FileAct::Delete { .. }), _, _) => removals.push(removal),
+            (Some(FileAct::MoveTo(_)), Some(to), Some(new)) => {
+                changes.push(Change {
+                    rel: to,
+                    old: d.file.as_ref(),
+                    pre: None,
+                    new,
+                });
+                removals.push(removal);
+            }
+            (_, _, Some(new)) => changes.push(Change {
+                rel: &d.rel,
+                old: d.file.as_ref(),
+                pre: d.original.as_deref(),
+                new,
+            }),
+            _ => {}
+        }
+    }
+    (changes, removals)
 }
 
 /// In a failed transaction, the sections of files whose own operations matched
@@ -331,17 +435,28 @@ fn not_written(report: &mut MultiReport, decided: &[Decided]) {
     }
 }
 
-/// Without a state directory there is no journal: each file is replaced atomically, in turn.
+/// Without a state directory there is no journal: each file is replaced
+/// atomically, in turn, then the removed ones go.
 fn install_unjournaled(
     root: Root<'_>,
     changes: &[Change<'_>],
+    removals: &[Removal<'_>],
 ) -> Result<(), crate::store::StoreError> {
     for c in changes {
         let dir = crate::store::journal::parent_beneath(root.fd, c.rel).map_err(|e| {
             crate::store::io_err("open the directory of", Path::new(c.rel))(e.into())
         })?;
         let name = Path::new(c.rel).file_name().unwrap_or_default();
-        crate::store::atomic::replace(std::os::fd::AsFd::as_fd(&dir), name, c.new, c.old, None)?;
+        // A file moved here keeps its mode, but its other links, if any, stay
+        // where they are rather than being written in place.
+        let old = c.old.filter(|f| {
+            c.pre.is_some()
+                || f.metadata()
+                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) == 1)
+        });
+        crate::store::atomic::replace(std::os::fd::AsFd::as_fd(&dir), name, c.new, old, None)?;
     }
-    Ok(())
+    removals
+        .iter()
+        .try_for_each(|r| crate::store::journal::remove(root.fd, r.rel))
 }

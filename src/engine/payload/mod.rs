@@ -28,6 +28,18 @@ pub enum Find {
     IgnoreCase(Regex),
 }
 
+/// What a patch does to a file as a whole, beside editing its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileAct {
+    /// `*** Delete File:`, or a diff whose new side is `/dev/null`. `listed`: the
+    /// patch listed the file's lines (a unified diff does), so any line its hunks
+    /// leave behind was unknown to its author, and the file is not removed.
+    Delete { listed: bool },
+    /// `*** Move to:`, or git's `rename to`: the file, with its edits, takes this
+    /// path (as written in the payload).
+    MoveTo(String),
+}
+
 /// One edit operation, in payload order.
 #[derive(Debug, Clone)]
 pub struct Operation {
@@ -57,6 +69,8 @@ pub struct Operation {
     /// an XML `<path>`): it selects the file in a multi-file payload and must be
     /// the edited file otherwise.
     pub path: Option<String>,
+    /// A patch's removal or move of the whole file: then SEARCH and REPLACE are empty.
+    pub act: Option<FileAct>,
 }
 
 impl Operation {
@@ -74,6 +88,7 @@ impl Operation {
             label: None,
             splits: Vec::new(),
             path: None,
+            act: None,
         }
     }
 }
@@ -111,6 +126,10 @@ pub enum PayloadError {
     Shape { looks_like: String, hint: String },
     #[error("the call names `{named}`, but it was sent to edit {file}")]
     OtherFile { named: String, file: String },
+    #[error(
+        "payload line {line}: the patch {what}, which the control file of one file does not do"
+    )]
+    WholeFile { line: usize, what: String },
 }
 
 impl PayloadError {
@@ -119,6 +138,7 @@ impl PayloadError {
         match self {
             PayloadError::TooLarge { .. } => "too_large",
             PayloadError::OtherFile { .. } => "wrong_file",
+            PayloadError::WholeFile { .. } => "multi_file",
             _ => "malformed",
         }
     }
@@ -134,6 +154,7 @@ impl PayloadError {
             PayloadError::OtherFile { named, .. } => format!(
                 "send it to the edit control file of `{named}` (or to .editfs/edit, which edits the files its calls name), or correct the path"
             ),
+            PayloadError::WholeFile { .. } => "send the whole patch to .editfs/edit (or `editfs apply --multi ROOT`): there it runs as one all-or-nothing transaction that keeps each removed file's content, so `editfs undo` brings it back".into(),
             _ => BLOCK_SHAPE.into(),
         }
     }
@@ -219,6 +240,9 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
 
 /// Reads a single-file payload for the file `name`: a path a tool call names
 /// must be that file, by `names` (the caller, who knows the file system, decides).
+/// A patch that removes or moves a file is refused: one file's control file
+/// edits that file, and a removal sent to it is more likely a patch sent to the
+/// wrong place than a wish to lose the file.
 pub fn parse_single<'a>(
     received: impl Into<Received<'a>>,
     limit: usize,
@@ -226,6 +250,16 @@ pub fn parse_single<'a>(
     names: &dyn Fn(&str) -> bool,
 ) -> Result<Payload, PayloadError> {
     let payload = parse(received, limit)?;
+    if let Some(op) = payload.operations.iter().find(|o| o.act.is_some()) {
+        let what = match &op.act {
+            Some(FileAct::MoveTo(to)) => format!("moves a file to {to}"),
+            _ => "deletes a file".to_owned(),
+        };
+        return Err(PayloadError::WholeFile {
+            line: op.payload_line,
+            what,
+        });
+    }
     match payload
         .operations
         .iter()

@@ -7,10 +7,11 @@
 //! all-or-nothing rules as a block. A file's header path labels its hunks, as
 //! the line before a block does: it selects the file in a multi-file payload.
 
-use super::{Find, Operation, Payload, PayloadError, text_lines};
+use super::{FileAct, Find, Operation, Payload, PayloadError, text_lines};
 
-/// Whether the text is a patch: `*** Begin Patch`, or a unified diff's
-/// `---`/`+++` header followed by a hunk.
+/// Whether the text is a patch: `*** Begin Patch`, a unified diff's `---`/`+++`
+/// header followed by a hunk, or git's `diff --git` header (a rename or a
+/// removal of an empty file has nothing more).
 pub fn detect(text: &str) -> bool {
     let lines: Vec<&str> = text.lines().collect();
     let begin = lines
@@ -20,7 +21,8 @@ pub fn detect(text: &str) -> bool {
     let unified = lines.windows(3).any(|w| {
         w[0].starts_with("--- ") && w[1].starts_with("+++ ") && hunk_header(w[2]).is_some()
     });
-    begin || unified
+    let git = lines.iter().any(|l| l.starts_with("diff --git "));
+    begin || unified || git
 }
 
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
@@ -33,15 +35,21 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
         Some(i) => begin_patch(&lines, i + 1)?,
         None => unified(&lines)?,
     };
-    let hunks = payload.operations.len();
     let form = if begin.is_some() {
         "a *** Begin Patch patch"
     } else {
         "a unified diff"
     };
-    payload.notes.push(format!(
-        "read as {form}: {hunks} hunk(s), each one operation"
-    ));
+    let count =
+        |f: fn(&Option<FileAct>) -> bool| payload.operations.iter().filter(|o| f(&o.act)).count();
+    let hunks = count(Option::is_none);
+    let deletes = count(|a| matches!(a, Some(FileAct::Delete { .. })));
+    let moves = count(|a| matches!(a, Some(FileAct::MoveTo(_))));
+    let mut note = format!("read as {form}: {hunks} hunk(s), each one operation");
+    if deletes + moves > 0 {
+        note += &format!(", {deletes} file deletion(s) and {moves} move(s)");
+    }
+    payload.notes.push(note);
     Ok(payload)
 }
 
@@ -127,30 +135,110 @@ impl Hunk {
     }
 }
 
+/// The file section of a unified diff being read: its path, and what its header
+/// lines said of the file as a whole, done once its hunks are read.
+#[derive(Default)]
+struct Section {
+    file: Option<String>,
+    /// A removal or move, and the payload line that asked for it.
+    act: Option<(FileAct, usize)>,
+    /// git's `new file mode`: a new file, perhaps empty (then it has no hunk).
+    new_file: Option<usize>,
+    /// Whether its `---`/`+++` header was read (a second one starts a new section).
+    headed: bool,
+    hunks: usize,
+}
+
+impl Section {
+    /// Ends the section: its removal, move or empty new file becomes an operation.
+    fn close(self, payload: &mut Payload) {
+        let label = |mut op: Operation| {
+            op.label = self.file.clone();
+            op
+        };
+        if let Some((act, line)) = self.act {
+            let mut op = label(Operation::new(
+                Find::Lines,
+                String::new(),
+                String::new(),
+                line,
+            ));
+            op.act = Some(act);
+            payload.operations.push(op);
+        } else if let (Some(line), 0) = (self.new_file, self.hunks) {
+            let op = Operation::new(Find::Lines, String::new(), String::new(), line);
+            payload.operations.push(label(op));
+        }
+    }
+
+    fn moves(&self) -> bool {
+        matches!(self.act, Some((FileAct::MoveTo(_), _)))
+    }
+}
+
+/// The path of `diff --git a/P b/P` when both sides name one file (a renamed
+/// file is named by its `rename from` line instead).
+fn git_path(rest: &str) -> Option<String> {
+    let half = rest.len().checked_sub(1)? / 2;
+    let (a, b) = (rest.get(..half)?, rest.get(half + 1..)?);
+    let a = a.strip_prefix("a/").unwrap_or(a);
+    let b = b.strip_prefix("b/").unwrap_or(b);
+    (rest.as_bytes().get(half) == Some(&b' ') && a == b && !a.is_empty()).then(|| a.to_owned())
+}
+
 fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
     let mut payload = Payload::default();
-    let mut file: Option<String> = None;
+    let mut section = Section::default();
     // Lines the hunks before shifted the file by, so each hint is where its
     // hunk starts once the ones before it are applied.
     let mut shift: isize = 0;
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
+        let at = i + 1;
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            std::mem::take(&mut section).close(&mut payload);
+            section.file = git_path(rest);
+            shift = 0;
+            i += 1;
+            continue;
+        }
+        if let Some(from) = line.strip_prefix("rename from ") {
+            section.file = Some(from.trim().to_owned());
+        } else if let Some(to) = line.strip_prefix("rename to ") {
+            section.act = Some((FileAct::MoveTo(to.trim().to_owned()), at));
+        } else if line.starts_with("deleted file mode") {
+            section.act = Some((FileAct::Delete { listed: true }, at));
+        } else if line.starts_with("new file mode") {
+            section.new_file = Some(at);
+        } else if line.starts_with("GIT binary patch")
+            || (line.starts_with("Binary files ") && line.ends_with(" differ"))
+        {
+            return Err(structure(
+                at,
+                format!("`{line}`: a change to a binary file"),
+                "a text patch (edit binary files another way)",
+            ));
+        }
         if let (Some(old), Some(new)) = (
             line.strip_prefix("--- "),
             lines.get(i + 1).and_then(|l| l.strip_prefix("+++ ")),
         ) {
-            file = match (header_path(old), header_path(new)) {
+            if section.headed {
+                std::mem::take(&mut section).close(&mut payload);
+                shift = 0;
+            }
+            section.headed = true;
+            section.file = match (header_path(old), header_path(new)) {
                 (Some(old), None) => {
-                    return Err(structure(
-                        i + 2,
-                        format!("a diff that deletes {old}"),
-                        "edits only (delete a file with rm)",
-                    ));
+                    if section.act.is_none() {
+                        section.act = Some((FileAct::Delete { listed: true }, i + 2));
+                    }
+                    Some(old)
                 }
+                (Some(old), Some(_)) if section.moves() => Some(old),
                 (_, new) => new,
             };
-            shift = 0;
             i += 2;
             continue;
         }
@@ -158,7 +246,6 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
             i += 1;
             continue;
         };
-        let at = i + 1;
         let mut hunk = Hunk::default();
         let (mut old_seen, mut new_seen) = (0, 0);
         i += 1;
@@ -198,17 +285,29 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
         }
         let near = (start > 0).then(|| start.saturating_add_signed(shift).max(1));
         shift += new_len as isize - old_len as isize;
+        section.hunks += 1;
         payload
             .operations
-            .push(hunk.operation(file.as_deref(), near, at));
+            .push(hunk.operation(section.file.as_deref(), near, at));
     }
+    section.close(&mut payload);
     Ok(payload)
+}
+
+/// A `*** Begin Patch` file section's operation that acts on the whole file.
+fn file_act(file: &str, act: FileAct, line: usize) -> Operation {
+    let mut op = Operation::new(Find::Lines, String::new(), String::new(), line);
+    op.label = Some(file.to_owned());
+    op.act = Some(act);
+    op
 }
 
 fn begin_patch(lines: &[&str], from: usize) -> Result<Payload, PayloadError> {
     let mut payload = Payload::default();
     let mut file: Option<String> = None;
     let mut hunk: Option<(Hunk, usize)> = None;
+    // `*** Move to:` of the file being updated, done after its hunks.
+    let mut moving: Option<Operation> = None;
     let mut ended = false;
     let flush = |hunk: &mut Option<(Hunk, usize)>, file: &Option<String>, payload: &mut Payload| {
         if let Some((h, at)) = hunk
@@ -222,24 +321,40 @@ fn begin_patch(lines: &[&str], from: usize) -> Result<Payload, PayloadError> {
     };
     for (k, line) in lines.iter().enumerate().skip(from) {
         let at = k + 1;
+        let header = ["*** Update File:", "*** Add File:", "*** Delete File:"]
+            .iter()
+            .find_map(|h| line.strip_prefix(h).map(|p| (*h, p.trim())));
+        if header.is_some() || line.trim_end() == "*** End Patch" {
+            flush(&mut hunk, &file, &mut payload);
+            payload.operations.extend(moving.take());
+        }
         if line.trim_end() == "*** End Patch" {
             ended = true;
             break;
         }
-        if let Some(p) = line.strip_prefix("*** Update File:") {
-            flush(&mut hunk, &file, &mut payload);
-            file = Some(p.trim().to_owned());
-            hunk = Some((Hunk::default(), at));
-        } else if let Some(p) = line.strip_prefix("*** Add File:") {
-            flush(&mut hunk, &file, &mut payload);
-            file = Some(p.trim().to_owned());
-            hunk = Some((Hunk::default(), at));
-        } else if line.starts_with("*** Delete File:") || line.starts_with("*** Move to:") {
-            return Err(structure(
-                at,
-                format!("`{}`", line.trim_end()),
-                "edits only: `*** Update File:` or `*** Add File:` (delete or move a file with rm or mv)",
-            ));
+        if let Some((kind, p)) = header {
+            file = Some(p.to_owned());
+            hunk = match kind {
+                "*** Delete File:" => {
+                    let delete = FileAct::Delete { listed: false };
+                    payload.operations.push(file_act(p, delete, at));
+                    None
+                }
+                _ => Some((Hunk::default(), at)),
+            };
+        } else if let Some(to) = line.strip_prefix("*** Move to:") {
+            match (&file, &hunk) {
+                (Some(f), Some((h, _))) if h.search.is_empty() && h.replace.is_empty() => {
+                    moving = Some(file_act(f, FileAct::MoveTo(to.trim().to_owned()), at));
+                }
+                _ => {
+                    return Err(structure(
+                        at,
+                        format!("`{}` not right after `*** Update File:`", line.trim_end()),
+                        "`*** Move to: NEW/PATH` on the line after `*** Update File: OLD/PATH`",
+                    ));
+                }
+            }
         } else if line.starts_with("@@") {
             flush(&mut hunk, &file, &mut payload);
             hunk = Some((Hunk::default(), at));
@@ -249,8 +364,8 @@ fn begin_patch(lines: &[&str], from: usize) -> Result<Payload, PayloadError> {
         } else if !line.trim().is_empty() {
             return Err(structure(
                 at,
-                format!("`{line}` before any `*** Update File:` or `*** Add File:`"),
-                "a file header first",
+                format!("`{line}` outside a file's hunks"),
+                "hunks after `*** Update File:` or `*** Add File:` (a deleted file has none)",
             ));
         }
     }
@@ -340,19 +455,88 @@ mod tests {
     }
 
     #[test]
-    fn deletions_moves_cut_hunks_and_unanchored_inserts_are_refused() {
+    fn cut_hunks_unanchored_inserts_binary_changes_and_stray_moves_are_refused() {
         for text in [
-            "--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
             "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n",
             "--- a/x\n+++ b/x\n@@ -3,0 +4 @@\n+new\n",
-            "*** Begin Patch\n*** Delete File: x\n*** End Patch\n",
             "*** Begin Patch\n*** Update File: x\n@@\n-a\n+b\n",
+            "*** Begin Patch\n*** Delete File: x\n*** Move to: y\n*** End Patch\n",
+            "*** Begin Patch\n*** Delete File: x\n-a\n*** End Patch\n",
+            "*** Begin Patch\n*** Update File: x\n@@\n-a\n+b\n*** Move to: y\n*** End Patch\n",
+            "diff --git a/logo.png b/logo.png\nindex 1..2 100644\nBinary files a/logo.png and b/logo.png differ\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
+            "diff --git a/x.bin b/x.bin\nindex 1..2\nGIT binary patch\nliteral 3\n",
         ] {
             assert!(
                 matches!(parse(text), Err(PayloadError::Structure { .. })),
                 "{text}"
             );
         }
+    }
+
+    /// (file, act) of each operation that acts on a whole file, and the file of each hunk.
+    fn acts(text: &str) -> Vec<(Option<String>, Option<FileAct>)> {
+        assert!(detect(text), "{text}");
+        parse(text)
+            .unwrap()
+            .operations
+            .into_iter()
+            .map(|o| (o.label, o.act))
+            .collect()
+    }
+
+    fn named(file: &str, act: Option<FileAct>) -> (Option<String>, Option<FileAct>) {
+        (Some(file.to_owned()), act)
+    }
+
+    #[test]
+    fn begin_patch_deletes_and_moves_after_the_files_hunks() {
+        let text = "*** Begin Patch\n*** Delete File: old/legacy.py\n*** Update File: src/app.py\n*** Move to: src/main.py\n@@ def main():\n-    run()\n+    run(debug=False)\n*** Update File: README.md\n*** Move to: docs/README.md\n*** End Patch\n";
+        let to = |p: &str| Some(FileAct::MoveTo(p.to_owned()));
+        assert_eq!(
+            acts(text),
+            [
+                named("old/legacy.py", Some(FileAct::Delete { listed: false })),
+                named("src/app.py", None),
+                named("src/app.py", to("src/main.py")),
+                named("README.md", to("docs/README.md")),
+            ]
+        );
+    }
+
+    #[test]
+    fn unified_diffs_delete_through_dev_null_and_move_through_git_renames() {
+        let delete = Some(FileAct::Delete { listed: true });
+        let diff_u = "--- notes.txt\t2024-05-01 09:00:00.000000000 +0200\n+++ /dev/null\t1970-01-01 01:00:00.000000000 +0100\n@@ -1,2 +0,0 @@\n-a\n-b\n";
+        assert_eq!(
+            acts(diff_u),
+            [named("notes.txt", None), named("notes.txt", delete.clone())]
+        );
+        let git = "diff --git a/src/old.rs b/src/old.rs\ndeleted file mode 100644\nindex 3b18e51..0000000\n--- a/src/old.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-fn old() {}\ndiff --git a/empty.txt b/empty.txt\ndeleted file mode 100644\nindex e69de29..0000000\ndiff --git a/lib/a.py b/lib/b.py\nsimilarity index 88%\nrename from lib/a.py\nrename to lib/b.py\nindex 1..2 100644\n--- a/lib/a.py\n+++ b/lib/b.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\ndiff --git a/same name.md b/same name.md\nsimilarity index 100%\nrename from same name.md\nrename to docs/same name.md\ndiff --git a/new.txt b/new.txt\nnew file mode 100644\nindex 0000000..e69de29\n";
+        let ops = parse(git).unwrap().operations;
+        let seen: Vec<_> = ops
+            .iter()
+            .map(|o| (o.label.clone(), o.act.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                named("src/old.rs", None),
+                named("src/old.rs", delete.clone()),
+                named("empty.txt", delete),
+                named("lib/a.py", None),
+                named("lib/a.py", Some(FileAct::MoveTo("lib/b.py".into()))),
+                named(
+                    "same name.md",
+                    Some(FileAct::MoveTo("docs/same name.md".into()))
+                ),
+                named("new.txt", None),
+            ]
+        );
+        let created = ops.last().unwrap();
+        assert_eq!(
+            (created.search.as_str(), created.replace.as_str()),
+            ("", "")
+        );
     }
 
     #[test]
