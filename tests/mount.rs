@@ -623,3 +623,45 @@ fn ambiguity_fails_by_default_and_a_resent_insertion_is_not_made_twice() {
     assert!(status.contains("already applied"), "{status}");
     assert_eq!(m.ok("grep -c @logged app.py").trim(), "1");
 }
+
+#[test]
+fn a_refused_edit_of_a_directory_or_an_outside_link_takes_the_next_id_and_one_log_line() {
+    let Some(m) = Mount::start(&[], |src| {
+        fs::write(src.join("a.txt"), "a\n").unwrap();
+        fs::create_dir(src.join("dir")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", src.join("out.txt")).unwrap();
+    }) else {
+        return;
+    };
+    let block = "printf '<<<<<<< SEARCH\\na\\n=======\\nb\\n>>>>>>> REPLACE\\n' | cat > ";
+    m.ok(&format!("{block}a.txt.edit"));
+    assert!(!m.sh(&format!("{block}dir.edit")).status.success());
+    assert!(!m.sh(&format!("{block}out.txt.edit")).status.success());
+    let log: Vec<serde_json::Value> = fs::read_to_string(m.src.join(".editfs/log"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(u64, &str, &str, &str)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["tx"].as_u64().unwrap(),
+                e["outcome"].as_str().unwrap(),
+                e["files"][0]["file"].as_str().unwrap(),
+                e["error"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, "ok", "a.txt", ""),
+            (2, "failed", "dir", "is_directory"),
+            (3, "failed", "out.txt", "outside_source"),
+        ]
+    );
+    assert!(m.ok("cat dir.status").starts_with("FAILED dir (tx 2,"));
+    let json: serde_json::Value = serde_json::from_str(&m.ok("cat out.txt.status.json")).unwrap();
+    assert_eq!(json["tx"], 3);
+}

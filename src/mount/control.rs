@@ -372,7 +372,12 @@ impl Core {
         let rel = self.path(parent)?.join(base);
         let report = match self.edited_file(&rel) {
             Ok(file) => self.commit_file(&rel, &file, payload, who),
-            Err(refused) => refused.report(&rel),
+            Err(refused) => transaction::refused(
+                &self.store,
+                refused.report(&rel),
+                &rel.to_string_lossy(),
+                who,
+            ),
         };
         let committed = Committed {
             text: report.to_string().into_bytes(),

@@ -167,6 +167,20 @@ fn stored(
     }
 }
 
+/// A transaction refused before its file was read, as the caller found that
+/// `rel` is no file to edit (a directory, a link out of the project): it still
+/// takes the next id and one log line, as every transaction does.
+pub fn refused(store: &Store, mut report: Report, rel: &str, who: &Who) -> Report {
+    let lock = store.lock();
+    match lock.and_then(|lock| Ok((store.next_tx(&lock)?, lock))) {
+        Ok((tx, _lock)) => unchanged(store, tx, Kind::Edit, report, rel, who),
+        Err(e) => {
+            report.notes.push(format!("not numbered or logged: {e}"));
+            report
+        }
+    }
+}
+
 /// A transaction that changed nothing: numbered `tx` and logged as it ended.
 pub fn unchanged(
     store: &Store,
