@@ -359,6 +359,34 @@ fn by_bigrams(
     top(scored)
 }
 
+/// HTML escapes and the characters they stand for.
+const ENTITIES: &[(&str, &str)] = &[
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&amp;", "&"),
+    ("&quot;", "\""),
+    ("&#39;", "'"),
+    ("&#x27;", "'"),
+    ("&#60;", "<"),
+    ("&#62;", ">"),
+];
+
+/// A SEARCH escaped for HTML on its way: it holds an entity the file's region
+/// does not, where the region has the character it stands for.
+fn html_entities(search: &[&str], region: &[&str]) -> Option<String> {
+    let region = region.concat();
+    let (j, (entity, ch)) = search.iter().enumerate().find_map(|(j, l)| {
+        ENTITIES
+            .iter()
+            .find(|(e, c)| l.contains(e) && !region.contains(e) && region.contains(c))
+            .map(|found| (j, found))
+    })?;
+    Some(format!(
+        "SEARCH line {} holds the HTML entity `{entity}` where the file has `{ch}`: the payload was escaped for HTML on its way; send `<`, `>`, `&` and quotes as they are",
+        j + 1
+    ))
+}
+
 /// The differences between SEARCH and the closest region, most useful first.
 fn explain(search: &[&str], region: &[&str], start: usize) -> String {
     // Keys of the lines' heads: two long lines that part further on pair up as
@@ -372,6 +400,9 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
             j + 1,
             clip(search[j].trim(), 0)
         ));
+    }
+    if let Some(hint) = html_entities(search, region) {
+        hints.insert(0, hint);
     }
     for op in capture_diff_slices(Algorithm::Myers, &sk, &rk) {
         match op {

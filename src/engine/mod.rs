@@ -502,7 +502,19 @@ impl Transaction<'_, '_> {
             refuse_placeholders(op)?;
         }
         let mut done = match &op.find {
-            Find::Lines => self.edit_lines(op, 0..self.doc.len()),
+            Find::Lines => match self.edit_lines(op, 0..self.doc.len()) {
+                Err(f) if f.kind == "ambiguous" => match self.anchored(op) {
+                    Some((scope, near)) => {
+                        let op = Operation {
+                            near: Some(near),
+                            ..op.clone()
+                        };
+                        self.edit_lines(&op, scope)
+                    }
+                    None => Err(f),
+                },
+                done => done,
+            },
             Find::Text => self.edit_text(op),
             Find::Regex(re) => self.edit_pattern(op, re, "regex"),
             Find::IgnoreCase(re) => self.edit_pattern(op, re, "ignore_case"),
@@ -513,6 +525,20 @@ impl Transaction<'_, '_> {
                 .push("SEARCH and REPLACE are identical: nothing to change".into());
         }
         Ok(done)
+    }
+
+    /// Where a hunk with an `@@ def f():` line lies, when it matches several
+    /// places: from the file's one line of that text on, the match nearest it
+    /// winning. `None` without such a line, or when the file has that text on
+    /// several lines (or none): then several matches still fail.
+    fn anchored(&self, op: &Operation) -> Option<(Range<usize>, usize)> {
+        let anchor = op.anchor.as_deref()?.trim();
+        let mut at =
+            (0..self.doc.len()).filter(|&i| self.doc.line(i).trim_ascii() == anchor.as_bytes());
+        let (Some(line), None) = (at.next(), at.next()) else {
+            return None;
+        };
+        Some((line..self.doc.len(), op.near.unwrap_or(line + 1)))
     }
 
     /// Lines `scope` (1-based, inclusive) as 0-based line indices.

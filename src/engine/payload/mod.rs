@@ -71,6 +71,9 @@ pub struct Operation {
     pub path: Option<String>,
     /// A patch's removal or move of the whole file: then SEARCH and REPLACE are empty.
     pub act: Option<FileAct>,
+    /// A `*** Begin Patch` hunk's `@@ def f():` line: the hunk lies after the
+    /// file's line of that text, when the file has exactly one.
+    pub anchor: Option<String>,
 }
 
 impl Operation {
@@ -89,6 +92,7 @@ impl Operation {
             splits: Vec::new(),
             path: None,
             act: None,
+            anchor: None,
         }
     }
 }

@@ -94,6 +94,8 @@ fn header_path(rest: &str) -> Option<String> {
 /// The lines of one hunk, split into what it searches and what it puts there.
 #[derive(Default)]
 struct Hunk {
+    /// The text after a `*** Begin Patch` hunk's `@@`, if any.
+    anchor: Option<String>,
     search: Vec<String>,
     replace: Vec<String>,
     /// `\ No newline at end of file` after the last added line.
@@ -131,6 +133,7 @@ impl Hunk {
         let mut op = Operation::new(Find::Lines, joined(self.search), replace, line);
         op.near = near;
         op.label = file.map(str::to_owned);
+        op.anchor = self.anchor;
         op
     }
 }
@@ -246,34 +249,23 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
             i += 1;
             continue;
         };
-        let mut hunk = Hunk::default();
-        let (mut old_seen, mut new_seen) = (0, 0);
-        i += 1;
-        while i < lines.len() && (old_seen < old_len || new_seen < new_len) {
-            let l = lines[i];
-            match l.as_bytes().first() {
-                Some(b'-') => old_seen += 1,
-                Some(b'+') => new_seen += 1,
-                Some(b'\\') => {}
-                _ => {
-                    old_seen += 1;
-                    new_seen += 1;
-                }
-            }
-            hunk.take(l);
-            i += 1;
-        }
-        if lines.get(i).is_some_and(|l| l.starts_with('\\')) {
-            hunk.take(lines[i]);
-            i += 1;
-        }
-        if old_seen < old_len || new_seen < new_len {
+        let Some((body, recounted)) = hunk_body(lines, i + 1, old_len, new_len) else {
             return Err(structure(
                 lines.len(),
                 format!(
-                    "the hunk at line {at} ends early ({old_seen} of {old_len} old and {new_seen} of {new_len} new lines)"
+                    "the hunk at line {at} ends early (its header counts {old_len} old and {new_len} new lines)"
                 ),
                 "the whole hunk, as many lines as its @@ header counts",
+            ));
+        };
+        i += 1 + body.len();
+        let mut hunk = Hunk::default();
+        for l in &body {
+            hunk.take(l);
+        }
+        if recounted {
+            payload.notes.push(format!(
+                "the hunk at line {at} has other line counts than its header says ({old_len} old, {new_len} new): it was read by its lines"
             ));
         }
         if hunk.search.is_empty() && start > 0 {
@@ -284,7 +276,7 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
             ));
         }
         let near = (start > 0).then(|| start.saturating_add_signed(shift).max(1));
-        shift += new_len as isize - old_len as isize;
+        shift += hunk.replace.len() as isize - hunk.search.len() as isize;
         section.hunks += 1;
         payload
             .operations
@@ -292,6 +284,64 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
     }
     section.close(&mut payload);
     Ok(payload)
+}
+
+/// Whether line `i` can be part of a hunk: a context, removed or added line, a
+/// `\ No newline` line, or an empty line (a context line that lost its space),
+/// and not the start of the next hunk or file.
+fn body_line(lines: &[&str], i: usize) -> bool {
+    let l = lines[i];
+    let next_file =
+        l.starts_with("--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "));
+    let header = hunk_header(l).is_some() || l.starts_with("diff ") || next_file;
+    !header && (l.is_empty() || l.starts_with([' ', '-', '+', '\\']))
+}
+
+/// The lines of the hunk that starts at `from`, and whether they disagree with
+/// the header's counts. Agents often miscount: a hunk whose lines go on past its
+/// count, or stop short of it before a line that is no hunk line (the next hunk,
+/// a closing fence, prose), is read as its lines show, since dropping a counted-out
+/// line would apply part of the change and report success. `None` when the payload
+/// ends short of the count: it was cut off.
+fn hunk_body<'a>(
+    lines: &[&'a str],
+    from: usize,
+    old_len: usize,
+    new_len: usize,
+) -> Option<(Vec<&'a str>, bool)> {
+    let (mut old, mut new) = (0, 0);
+    let mut end = from;
+    while end < lines.len() && (old < old_len || new < new_len) && body_line(lines, end) {
+        match lines[end].as_bytes().first() {
+            Some(b'-') => old += 1,
+            Some(b'+') => new += 1,
+            Some(b'\\') => {}
+            _ => {
+                old += 1;
+                new += 1;
+            }
+        }
+        end += 1;
+    }
+    let counted = old >= old_len && new >= new_len;
+    if !counted && end >= lines.len() {
+        return None;
+    }
+    if lines.get(end).is_some_and(|l| l.starts_with('\\')) {
+        end += 1;
+    }
+    let mut recounted = !counted;
+    if counted {
+        while end < lines.len() && !lines[end].is_empty() && body_line(lines, end) {
+            end += 1;
+            recounted = true;
+        }
+    } else {
+        while end > from && lines[end - 1].is_empty() {
+            end -= 1;
+        }
+    }
+    Some((lines[from..end].to_vec(), recounted))
 }
 
 /// A `*** Begin Patch` file section's operation that acts on the whole file.
@@ -355,9 +405,16 @@ fn begin_patch(lines: &[&str], from: usize) -> Result<Payload, PayloadError> {
                     ));
                 }
             }
-        } else if line.starts_with("@@") {
+        } else if let Some(anchor) = line.strip_prefix("@@") {
             flush(&mut hunk, &file, &mut payload);
-            hunk = Some((Hunk::default(), at));
+            let anchor = Some(anchor.trim().to_owned()).filter(|a| !a.is_empty());
+            hunk = Some((
+                Hunk {
+                    anchor,
+                    ..Hunk::default()
+                },
+                at,
+            ));
         } else if line.trim_end() == "*** End of File" {
         } else if let Some((h, _)) = hunk.as_mut() {
             h.take(line);

@@ -20,8 +20,8 @@ pub fn diagnose(text: &str) -> Option<PayloadError> {
 pub fn escaped(text: &str) -> Option<PayloadError> {
     let (looks_like, hint) = if json_escaped(text) {
         (
-            "marker blocks escaped as a JSON string (`\\n` written as two characters, not as line breaks)",
-            "send the blocks themselves, with real line breaks: decode the string first, or send it inside a JSON object such as {\"file_path\": ..., \"content\": ...}",
+            "an edit (marker blocks or a patch) escaped as a JSON string (`\\n` written as two characters, not as line breaks)",
+            "send the edit itself, with real line breaks: decode the string first, or send it inside a JSON object such as {\"file_path\": ..., \"content\": ...}",
         )
     } else if html_escaped(text) {
         (
@@ -37,13 +37,16 @@ pub fn escaped(text: &str) -> Option<PayloadError> {
     })
 }
 
-/// A literal `\n` next to a marker: the line breaks were escaped.
+/// A literal `\n` next to a marker or a patch's header: the line breaks were escaped.
 fn json_escaped(text: &str) -> bool {
     [
         "SEARCH\\n",
         "\\n=======",
         "\\n>>>>>>> REPLACE",
         "\\n+++++++ REPLACE",
+        "*** Begin Patch\\n",
+        "\\n+++ ",
+        "\\n@@ -",
     ]
     .iter()
     .any(|m| text.contains(m))

@@ -1,0 +1,263 @@
+//! Payloads as agents really send them, imperfect in the ways they usually are:
+//! fenced with a language tag, CRLF files, placeholders for kept code, escaped
+//! on their way, patches with git's and diff's extra lines. Each must end in the
+//! edit the agent meant, or in a failure that says why: never in a success that
+//! wrote something else.
+
+use editfs::engine::{Options, Outcome, Report, apply};
+
+struct Run {
+    content: String,
+    written: bool,
+    report: Report,
+}
+
+fn run(file: &str, payload: &str) -> Run {
+    let edit = apply(
+        "f",
+        Some(file.as_bytes()),
+        payload.as_bytes(),
+        &Options::default(),
+    );
+    let written = edit.content.is_some();
+    let content = match edit.content {
+        Some(c) => String::from_utf8(c).unwrap(),
+        None => file.to_owned(),
+    };
+    Run {
+        content,
+        written,
+        report: edit.report,
+    }
+}
+
+fn block(search: &str, replace: &str) -> String {
+    format!("<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
+}
+
+fn kind(r: &Run) -> &str {
+    r.report.error.as_ref().map_or("", |e| e.kind)
+}
+
+/// The report's whole text, for what it must name.
+fn said(r: &Run) -> String {
+    r.report.to_string()
+}
+
+fn refused(r: &Run) {
+    assert_ne!(r.report.outcome, Outcome::Ok, "{}", said(r));
+    assert!(!r.written);
+}
+
+const PY_CRLF: &str = "import os\r\n\r\ndef load(path):\r\n    \"\"\"Read the file.\"\"\"\r\n    with open(path) as f:\r\n        return f.read()\r\n";
+
+#[test]
+fn a_fenced_python_block_with_prose_edits_a_crlf_file_and_keeps_it_crlf() {
+    let payload = format!(
+        "Sure! Here is the fix:\n\n```python\n{}```\n\nThis handles encodings.\n",
+        block(
+            "    with open(path) as f:\n        return f.read()\n",
+            "    with open(path, encoding=\"utf-8\") as f:\n        return f.read()\n"
+        )
+    );
+    let r = run(PY_CRLF, &payload);
+    assert_eq!(
+        r.content,
+        PY_CRLF.replace("open(path)", "open(path, encoding=\"utf-8\")")
+    );
+    assert_eq!(r.report.notes.len(), 1, "{}", said(&r));
+}
+
+#[test]
+fn a_payload_sent_with_crlf_line_ends_edits_an_lf_file_in_lf() {
+    let file = "fn main() {\n    println!(\"hi\");\n}\n";
+    let payload =
+        block("    println!(\"hi\");\n", "    println!(\"hello\");\n").replace('\n', "\r\n");
+    let r = run(file, &payload);
+    assert_eq!(r.content, "fn main() {\n    println!(\"hello\");\n}\n");
+}
+
+#[test]
+fn placeholder_comments_in_replace_are_refused_in_each_language() {
+    let python = "def total(items):\n    \"\"\"Sum the prices.\"\"\"\n    s = 0\n    for i in items:\n        s += i.price\n    return s\n";
+    let rust = "fn total(items: &[Item]) -> u64 {\n    let mut s = 0;\n    for i in items {\n        s += i.price;\n    }\n    s\n}\n";
+    let js = "function total(items) {\n  let s = 0;\n  for (const i of items) {\n    s += i.price;\n  }\n  return s;\n}\n";
+    let cases = [
+        (
+            python,
+            "def total(items):\n    \"\"\"Sum the prices.\"\"\"\n    s = 0\n    for i in items:\n        s += i.price\n    return s\n",
+            "def total(items, tax=0):\n    # ... rest of the function unchanged\n    return s * (1 + tax)\n",
+        ),
+        (
+            rust,
+            "fn total(items: &[Item]) -> u64 {\n    let mut s = 0;\n    for i in items {\n        s += i.price;\n    }\n    s\n}\n",
+            "fn total(items: &[Item]) -> u64 {\n    // ... existing code ...\n    s * 2\n}\n",
+        ),
+        (
+            js,
+            "function total(items) {\n  let s = 0;\n  for (const i of items) {\n    s += i.price;\n  }\n  return s;\n}\n",
+            "function total(items) {\n  /* ... */\n  return Math.round(s);\n}\n",
+        ),
+        (
+            python,
+            "    s = 0\n    for i in items:\n        s += i.price\n    return s\n",
+            "    …\n    return round(s, 2)\n",
+        ),
+    ];
+    for (file, search, replace) in cases {
+        let r = run(file, &block(search, replace));
+        refused(&r);
+        assert_eq!(kind(&r), "placeholder", "{}", said(&r));
+    }
+}
+
+#[test]
+fn a_python_stub_body_of_ellipsis_is_code_not_a_placeholder() {
+    let file = "class Store(Protocol):\n    def get(self, key: str) -> bytes:\n        raise NotImplementedError\n";
+    let r = run(
+        file,
+        &block("        raise NotImplementedError\n", "        ...\n"),
+    );
+    assert_eq!(
+        r.content,
+        "class Store(Protocol):\n    def get(self, key: str) -> bytes:\n        ...\n"
+    );
+}
+
+#[test]
+fn a_payload_escaped_as_one_json_string_is_rejected_naming_it() {
+    let file = "x = 1\n";
+    let escaped = block("x = 1\n", "x = 2\n").replace('\n', "\\n");
+    let r = run(file, &escaped);
+    refused(&r);
+    assert!(said(&r).contains("JSON string"), "{}", said(&r));
+}
+
+#[test]
+fn a_payload_escaped_for_html_is_rejected_naming_it() {
+    let file = "if a < b:\n    pass\n";
+    let html = block("if a < b:\n", "if a <= b:\n")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let r = run(file, &html);
+    refused(&r);
+    assert!(said(&r).contains("HTML"), "{}", said(&r));
+}
+
+#[test]
+fn html_entities_inside_a_block_fail_and_the_hint_names_them() {
+    let file = "if a < b and c > d:\n    swap()\n";
+    let r = run(
+        file,
+        &block(
+            "if a &lt; b and c &gt; d:\n",
+            "if a &lt;= b and c &gt; d:\n",
+        ),
+    );
+    refused(&r);
+    assert!(said(&r).contains("HTML"), "{}", said(&r));
+}
+
+#[test]
+fn an_escaped_unified_diff_is_rejected_naming_it() {
+    let file = "a\nb\n";
+    let diff = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n".replace('\n', "\\n");
+    let r = run(file, &diff);
+    refused(&r);
+    assert!(said(&r).contains("JSON string"), "{}", said(&r));
+}
+
+#[test]
+fn a_git_diff_with_index_lines_and_no_final_newline_keeps_the_file_without_one() {
+    let file = "[package]\nname = \"demo\"\nversion = \"0.1.0\"";
+    let diff = "diff --git a/Cargo.toml b/Cargo.toml\nindex 4f2c1a3..8b9d0e7 100644\n--- a/Cargo.toml\n+++ b/Cargo.toml\n@@ -1,3 +1,3 @@\n [package]\n name = \"demo\"\n-version = \"0.1.0\"\n\\ No newline at end of file\n+version = \"0.2.0\"\n\\ No newline at end of file\n";
+    let r = run(file, diff);
+    assert_eq!(r.content, "[package]\nname = \"demo\"\nversion = \"0.2.0\"");
+}
+
+#[test]
+fn a_diff_u_with_timestamps_applies_to_a_markdown_file() {
+    let file = "# Tool\n\n## Install\n\nRun `make`.\n\n## Usage\n\nRun `tool`.\n";
+    let diff = "--- README.md\t2024-03-01 12:00:00.000000000 +0100\n+++ README.md.new\t2024-03-01 12:05:00.000000000 +0100\n@@ -3,4 +3,4 @@\n ## Install\n \n-Run `make`.\n+Run `make install`.\n \n";
+    let r = run(file, diff);
+    assert_eq!(
+        r.content,
+        file.replace("Run `make`.", "Run `make install`.")
+    );
+}
+
+#[test]
+fn a_fenced_diff_with_prose_around_it_applies() {
+    let file = "def f():\n    return 1\n";
+    let payload = "Here's the patch:\n\n```diff\n--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n```\n\nLet me know if you need more.\n";
+    let r = run(file, payload);
+    assert_eq!(r.content, "def f():\n    return 2\n");
+}
+
+#[test]
+fn a_hunk_whose_header_undercounts_its_lines_applies_every_line_or_none() {
+    let file = "def f():\n    a = 1\n    b = 2\n    return a + b\n";
+    // The header counts 2 old and 2 new lines; the hunk has 4 and 4.
+    let diff = "--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n def f():\n     a = 1\n-    b = 2\n+    b = 3\n     return a + b\n";
+    let r = run(file, diff);
+    assert_eq!(
+        r.content,
+        "def f():\n    a = 1\n    b = 3\n    return a + b\n",
+        "{}",
+        said(&r)
+    );
+}
+
+#[test]
+fn a_hunk_whose_header_overcounts_before_the_next_hunk_applies_both() {
+    let file = "a\nb\nc\nd\ne\nf\ng\nh\n";
+    let diff = "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n@@ -6,3 +6,3 @@\n f\n-g\n+G\n h\n";
+    let r = run(file, diff);
+    assert_eq!(r.content, "a\nB\nc\nd\ne\nf\nG\nh\n", "{}", said(&r));
+}
+
+#[test]
+fn apply_patch_context_headers_pick_the_function_whose_lines_repeat() {
+    let file = "def load(path):\n    data = read(path)\n    return parse(data)\n\n\ndef reload(path):\n    data = read(path)\n    return parse(data)\n";
+    let patch = "*** Begin Patch\n*** Update File: f.py\n@@ def reload(path):\n     data = read(path)\n-    return parse(data)\n+    return parse(data, fresh=True)\n*** End Patch\n";
+    let r = run(file, patch);
+    assert_eq!(
+        r.content,
+        file.replacen(
+            "def reload(path):\n    data = read(path)\n    return parse(data)",
+            "def reload(path):\n    data = read(path)\n    return parse(data, fresh=True)",
+            1
+        ),
+        "{}",
+        said(&r)
+    );
+}
+
+#[test]
+fn a_markdown_block_holding_a_code_fence_edits_the_fence_content() {
+    let file = "# Use\n\n```sh\nmake\n```\n\nDone.\n";
+    let payload = format!(
+        "```markdown\n{}```\n",
+        block("```sh\nmake\n```\n", "```sh\nmake install\n```\n")
+    );
+    let r = run(file, &payload);
+    assert_eq!(
+        r.content,
+        "# Use\n\n```sh\nmake install\n```\n\nDone.\n",
+        "{}",
+        said(&r)
+    );
+}
+
+#[test]
+fn an_rst_file_with_underlines_in_both_search_and_replace() {
+    let file = "Usage\n=====\n\nRun it.\n\nOptions\n=======\n\n-v  verbose\n";
+    let payload = "<<<<<<< SEARCH\nOptions\n=======\n\n-v  verbose\n=======\nOptions\n=======\n\n-v  verbose\n-q  quiet\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(
+        r.content,
+        "Usage\n=====\n\nRun it.\n\nOptions\n=======\n\n-v  verbose\n-q  quiet\n",
+        "{}",
+        said(&r)
+    );
+}
