@@ -261,3 +261,20 @@ fn an_rst_file_with_underlines_in_both_search_and_replace() {
         said(&r)
     );
 }
+
+#[test]
+fn context_lines_that_lost_their_leading_space_are_still_context() {
+    let file = "def f():\n    return 1\n";
+    let diff = "--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\ndef f():\n-    return 1\n+    return 2\n";
+    let r = run(file, diff);
+    assert_eq!(r.content, "def f():\n    return 2\n", "{}", said(&r));
+}
+
+#[test]
+fn a_diff_cut_off_inside_a_hunk_changes_nothing() {
+    let file = "a\nb\nc\nd\n";
+    let diff = "--- a/x\n+++ b/x\n@@ -1,4 +1,4 @@\n a\n-b\n+B\n c\n";
+    let r = run(file, diff);
+    refused(&r);
+    assert!(said(&r).contains("ends early"), "{}", said(&r));
+}

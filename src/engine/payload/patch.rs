@@ -286,21 +286,26 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
     Ok(payload)
 }
 
-/// Whether line `i` can be part of a hunk: a context, removed or added line, a
-/// `\ No newline` line, or an empty line (a context line that lost its space),
-/// and not the start of the next hunk or file.
-fn body_line(lines: &[&str], i: usize) -> bool {
+/// Whether line `i` starts the next hunk or file, or closes a fence: no hunk
+/// goes on past it.
+fn hunk_ends(lines: &[&str], i: usize) -> bool {
     let l = lines[i];
     let next_file =
         l.starts_with("--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "));
-    let header = hunk_header(l).is_some() || l.starts_with("diff ") || next_file;
-    !header && (l.is_empty() || l.starts_with([' ', '-', '+', '\\']))
+    hunk_header(l).is_some() || l.starts_with("diff ") || l.starts_with("```") || next_file
+}
+
+/// Whether line `i`, past a hunk's count, still reads as one of its lines: a
+/// context, removed or added line (not an empty one: that ends a diff as often
+/// as it is a context line that lost its space).
+fn more_of_the_hunk(lines: &[&str], i: usize) -> bool {
+    !hunk_ends(lines, i) && lines[i].starts_with([' ', '-', '+', '\\'])
 }
 
 /// The lines of the hunk that starts at `from`, and whether they disagree with
 /// the header's counts. Agents often miscount: a hunk whose lines go on past its
-/// count, or stop short of it before a line that is no hunk line (the next hunk,
-/// a closing fence, prose), is read as its lines show, since dropping a counted-out
+/// count, or stop short of it before the next hunk or file or a closing fence,
+/// is read as its lines show, since dropping a counted-out
 /// line would apply part of the change and report success. `None` when the payload
 /// ends short of the count: it was cut off.
 fn hunk_body<'a>(
@@ -311,7 +316,7 @@ fn hunk_body<'a>(
 ) -> Option<(Vec<&'a str>, bool)> {
     let (mut old, mut new) = (0, 0);
     let mut end = from;
-    while end < lines.len() && (old < old_len || new < new_len) && body_line(lines, end) {
+    while end < lines.len() && (old < old_len || new < new_len) && !hunk_ends(lines, end) {
         match lines[end].as_bytes().first() {
             Some(b'-') => old += 1,
             Some(b'+') => new += 1,
@@ -332,7 +337,7 @@ fn hunk_body<'a>(
     }
     let mut recounted = !counted;
     if counted {
-        while end < lines.len() && !lines[end].is_empty() && body_line(lines, end) {
+        while end < lines.len() && more_of_the_hunk(lines, end) {
             end += 1;
             recounted = true;
         }
