@@ -374,13 +374,19 @@ const ENTITIES: &[(&str, &str)] = &[
 /// A SEARCH escaped for HTML on its way: it holds an entity the file's region
 /// does not, where the region has the character it stands for.
 fn html_entities(search: &[&str], region: &[&str]) -> Option<String> {
-    let region = region.concat();
-    let (j, (entity, ch)) = search.iter().enumerate().find_map(|(j, l)| {
-        ENTITIES
-            .iter()
-            .find(|(e, c)| l.contains(e) && !region.contains(e) && region.contains(c))
-            .map(|found| (j, found))
-    })?;
+    // Lines' heads only, so a huge line costs no more than a short one.
+    let has = |s: &str| region.iter().any(|l| capped(l).contains(s));
+    let (j, (entity, ch)) = search
+        .iter()
+        .map(|l| capped(l))
+        .enumerate()
+        .filter(|(_, l)| l.contains('&'))
+        .find_map(|(j, l)| {
+            ENTITIES
+                .iter()
+                .find(|(e, c)| l.contains(e) && !has(e) && has(c))
+                .map(|found| (j, found))
+        })?;
     Some(format!(
         "SEARCH line {} holds the HTML entity `{entity}` where the file has `{ch}`: the payload was escaped for HTML on its way; send `<`, `>`, `&` and quotes as they are",
         j + 1
