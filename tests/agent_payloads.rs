@@ -278,3 +278,21 @@ fn a_diff_cut_off_inside_a_hunk_changes_nothing() {
     refused(&r);
     assert!(said(&r).contains("ends early"), "{}", said(&r));
 }
+
+#[test]
+fn a_hunk_that_also_adds_a_final_newline_says_the_ending_is_kept() {
+    let file = "a\nold";
+    let diff = "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-old\n\\ No newline at end of file\n+new\n";
+    let r = run(file, diff);
+    assert_eq!(r.content, "a\nnew");
+    assert!(
+        said(&r).contains("changes whether the file ends with a newline"),
+        "{}",
+        said(&r)
+    );
+    // Both sides without one: nothing to say.
+    let same = diff.replace("+new\n", "+new\n\\ No newline at end of file\n");
+    let r = run(file, &same);
+    assert_eq!(r.content, "a\nnew");
+    assert!(!said(&r).contains("ends with a newline"), "{}", said(&r));
+}

@@ -98,18 +98,29 @@ struct Hunk {
     anchor: Option<String>,
     search: Vec<String>,
     replace: Vec<String>,
-    /// `\ No newline at end of file` after the last added line.
-    no_final_newline: bool,
+    /// `\ No newline at end of file` after the last removed or context line
+    /// (the old side's) and after the last added or context line (the new side's).
+    old_unended: bool,
+    new_unended: bool,
+    /// The first byte of the line taken last.
+    last: u8,
 }
 
 impl Hunk {
     fn take(&mut self, line: &str) {
-        match line.as_bytes().first() {
-            Some(b'-') => self.search.push(line[1..].to_owned()),
-            Some(b'+') => self.replace.push(line[1..].to_owned()),
-            Some(b'\\') => self.no_final_newline = true,
+        let first = line.as_bytes().first().copied().unwrap_or(b' ');
+        if first != b'\\' {
+            self.last = first;
+        }
+        match first {
+            b'-' => self.search.push(line[1..].to_owned()),
+            b'+' => self.replace.push(line[1..].to_owned()),
+            b'\\' => {
+                self.old_unended |= self.last != b'+';
+                self.new_unended |= self.last != b'-';
+            }
             // A context line; an empty one lost its leading space on the way.
-            Some(b' ') => {
+            b' ' if !line.is_empty() => {
                 self.search.push(line[1..].to_owned());
                 self.replace.push(line[1..].to_owned());
             }
@@ -127,7 +138,7 @@ impl Hunk {
         };
         let creates = self.search.is_empty();
         let mut replace = joined(self.replace);
-        if creates && self.no_final_newline {
+        if creates && self.new_unended {
             replace.pop();
         }
         let mut op = Operation::new(Find::Lines, joined(self.search), replace, line);
@@ -262,6 +273,11 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
         let mut hunk = Hunk::default();
         for l in &body {
             hunk.take(l);
+        }
+        if hunk.old_unended != hunk.new_unended && !hunk.search.is_empty() {
+            payload.notes.push(format!(
+                "the hunk at line {at} also changes whether the file ends with a newline; the file keeps its ending as it is"
+            ));
         }
         if recounted {
             payload.notes.push(format!(
