@@ -658,3 +658,26 @@ fn a_delete_sent_to_one_files_apply_is_refused_naming_the_multi_file_way() {
     );
     assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
 }
+
+#[test]
+fn a_patch_adds_and_moves_files_into_directories_that_do_not_exist_yet() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let patch = "*** Begin Patch\n*** Add File: pkg/sub/__init__.py\n+from .core import run\n*** Update File: src/a.py\n*** Move to: pkg/sub/core.py\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(
+        read(p.path(), "pkg/sub/__init__.py").as_deref(),
+        Some("from .core import run\n")
+    );
+    assert_eq!(
+        read(p.path(), "pkg/sub/core.py").as_deref(),
+        Some("a = 1\n")
+    );
+    assert_eq!(read(p.path(), "src/a.py"), None);
+    // An edit of a file in a missing directory is still a missing file.
+    let edit = "*** Begin Patch\n*** Update File: nowhere/x.py\n@@\n-a\n+b\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root], edit, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(!p.path().join("nowhere").exists());
+}

@@ -356,3 +356,15 @@ fn a_delete_sent_to_a_files_own_control_file_is_refused_naming_the_multi_file_on
         "{status}"
     );
 }
+
+#[test]
+fn an_apply_patch_adds_a_file_in_a_new_directory_seen_at_once_through_the_mount() {
+    let m = mount!();
+    // The kernel has been told `pkg` is not there.
+    assert!(!m.sh("ls pkg").status.success());
+    let patch = "*** Begin Patch\n*** Add File: pkg/util/__init__.py\n+VERSION = 1\n*** Update File: shop.py\n*** Move to: pkg/shop.py\n*** End Patch";
+    m.ok(&send(".editfs/edit", patch));
+    assert_eq!(m.ok("cat pkg/util/__init__.py"), "VERSION = 1\n");
+    assert_eq!(m.ok("cat pkg/shop.py"), SHOP);
+    assert!(!m.sh("test -e shop.py").status.success());
+}

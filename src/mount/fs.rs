@@ -480,20 +480,33 @@ impl Core {
 
     /// Tells the kernel to forget what it cached of the file at `rel` (after a
     /// transaction that did not come through that file's own control file).
+    /// When a directory on the way is unknown here, the kernel may hold that it
+    /// does not exist (a transaction may just have made it): that is forgotten.
     pub(super) fn invalidate_path(&self, rel: &std::path::Path) {
         let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
             return;
         };
         let found = {
             let nodes = self.nodes.read();
-            let mut at = Some(ROOT);
+            let mut at = ROOT;
+            let mut unknown = None;
             for c in parent.components() {
-                at = at.and_then(|p| nodes.child(p, c.as_os_str()));
+                match nodes.child(at, c.as_os_str()) {
+                    Some(child) => at = child,
+                    None => {
+                        unknown = Some(c.as_os_str().to_owned());
+                        break;
+                    }
+                }
             }
-            at.map(|p| (p, nodes.child(p, name)))
+            match unknown {
+                Some(dir) => Err((at, dir)),
+                None => Ok((at, nodes.child(at, name))),
+            }
         };
-        if let Some((parent, file)) = found {
-            self.invalidate(parent, name, file);
+        match found {
+            Ok((parent, file)) => self.invalidate(parent, name, file),
+            Err((parent, dir)) => self.invalidate(parent, &dir, None),
         }
     }
 

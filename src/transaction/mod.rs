@@ -292,6 +292,26 @@ pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>)
     Ok((Some(file), Some(bytes)))
 }
 
+/// Creates the missing directories of `rel` beneath `root`: those a removed tree
+/// had (undo), or those a patch's new or moved file goes into.
+pub(crate) fn make_parents(root: Root<'_>, rel: &str) -> Result<(), StoreError> {
+    let Some(parent) = Path::new(rel).parent() else {
+        return Ok(());
+    };
+    let mut sofar = std::path::PathBuf::new();
+    for part in parent.components() {
+        sofar.push(part);
+        let name = sofar.to_string_lossy();
+        let dir = parent_beneath(root.fd, &name)
+            .map_err(|e| io_err("open the directory of", Path::new(rel))(e.into()))?;
+        match rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(io_err("create the directory", &sofar)(e.into())),
+        }
+    }
+    Ok(())
+}
+
 pub fn io_failure(e: StoreError, sha: String) -> Report {
     let mut report = Report::new(Outcome::Failed, sha);
     let hint = "the edit itself was not the problem; fix the file system error and send it again";

@@ -221,7 +221,7 @@ fn decide(
 ) -> Vec<Decided> {
     let mut decided = Vec::new();
     for (rel, ops) in by_file(files, report) {
-        match read(root, &rel) {
+        match read(root, &rel).or_else(|e| in_new_directory(e, &ops)) {
             Ok((file, original)) => {
                 let edit = engine::apply_parsed(&rel, original.as_deref(), ops, opts);
                 let r = stamp(edit.report.clone(), &rel);
@@ -247,6 +247,24 @@ fn decide(
         }
     }
     decided
+}
+
+/// A file whose directory does not exist yet is absent, when its first
+/// operation creates it: the commit makes the directory (as `*** Add File:`
+/// into a new package needs).
+fn in_new_directory(
+    e: crate::store::StoreError,
+    ops: &Payload,
+) -> Result<(Option<File>, Option<Vec<u8>>), crate::store::StoreError> {
+    let missing = matches!(&e, crate::store::StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound);
+    let creates = ops
+        .operations
+        .first()
+        .is_some_and(|op| op.search.is_empty() && op.act.is_none());
+    match missing && creates {
+        true => Ok((None, None)),
+        false => Err(e),
+    }
 }
 
 /// Checks where each moved file goes: a path inside the root, free, and not
@@ -333,7 +351,13 @@ fn commit(
     report: &mut MultiReport,
 ) {
     let (changes, removals) = writes(&decided);
-    let result = match (store, lock) {
+    // New files, moved ones among them, may go into directories that do not
+    // exist yet; those stay if the commit then fails, empty.
+    let made = changes
+        .iter()
+        .filter(|c| c.pre.is_none())
+        .try_for_each(|c| super::make_parents(root, c.rel));
+    let result = made.and_then(|()| match (store, lock) {
         (Some(s), Some(l)) => s.commit_with(
             l,
             report.tx,
@@ -344,7 +368,7 @@ fn commit(
         ),
         _ => install_unjournaled(root, &changes, &removals)
             .map(|()| vec![None; changes.len() + removals.len()]),
-    };
+    });
     match result {
         Ok(kept) => {
             // Each pre-image belongs to the file that was there before: a moved

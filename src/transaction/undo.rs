@@ -10,17 +10,15 @@
 
 use std::fmt;
 use std::fs::File;
-use std::path::Path;
 
 use super::multi::MultiReport;
-use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
+use super::{Root, Who, failed_commit, io_failure, log_entry, make_parents, now, read, stamp};
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
-use crate::store::journal::parent_beneath;
 use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::Side;
 use crate::store::rel::project_path;
-use crate::store::{Change, Lock, Removal, Store, StoreError, io_err};
+use crate::store::{Change, Lock, Removal, Store, StoreError};
 
 /// What to restore.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -468,25 +466,6 @@ fn restored_report(tx: u64, p: &Plan) -> Report {
         error: None,
     }];
     r
-}
-
-/// Creates the missing directories of `rel` beneath `root`, as a removed tree had them.
-fn make_parents(root: Root<'_>, rel: &str) -> Result<(), StoreError> {
-    let Some(parent) = Path::new(rel).parent() else {
-        return Ok(());
-    };
-    let mut sofar = std::path::PathBuf::new();
-    for part in parent.components() {
-        sofar.push(part);
-        let name = sofar.to_string_lossy();
-        let dir = parent_beneath(root.fd, &name)
-            .map_err(|e| io_err("open the directory of", Path::new(rel))(e.into()))?;
-        match rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(io_err("create the directory", &sofar)(e.into())),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
