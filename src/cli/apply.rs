@@ -38,8 +38,9 @@ Payload formats (detected automatically):
 
 Operations run in order; if one fails, the file is not touched at all. A SEARCH that
 is not found exactly is tried again ignoring trailing whitespace, then indentation,
-then typographic quotes and dashes, then line-number prefixes; such a match is used
-only if it is the only one, and is reported as a warning.
+then typographic quotes and dashes, then line-number prefixes, then indentation that
+differs line by line, then a fragment of a line found once as text; such a match is
+used only if it is the only one, and is reported as a warning.
 
 Snapshots of each file before it changes go to --state-dir, else to the nearest
 ancestor's .editfs/ directory (as git finds .git), else none are kept.";
