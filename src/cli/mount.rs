@@ -281,7 +281,13 @@ fn daemonize(args: &MountArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let state = mount::state_dir(&source, args.state_dir.as_ref().map(absolute).as_deref());
+    let state = match mount::state_dir(&source, args.state_dir.as_ref().map(absolute).as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("editfs mount: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let log = fs::create_dir_all(&state).and_then(|()| {
         OpenOptions::new()
             .create(true)

@@ -49,6 +49,8 @@ pub enum MountError {
     MountPoint { path: PathBuf, reason: String },
     #[error("state directory: {0}")]
     Store(#[from] StoreError),
+    #[error("state directory {}: {reason}", path.display())]
+    StateDir { path: PathBuf, reason: String },
     #[error("cannot mount {} on {}: {source}", from.display(), on.display())]
     Mount {
         from: PathBuf,
@@ -157,9 +159,47 @@ pub fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf
     Ok((src, mnt))
 }
 
-/// The state directory the mount uses.
-pub fn state_dir(source: &Path, explicit: Option<&Path>) -> PathBuf {
-    explicit.map_or_else(|| source.join(STATE_DIR), Path::to_owned)
+/// The state directory the mount uses, SOURCE being canonical.
+///
+/// One inside SOURCE under another name than `.editfs` is refused: the mount would
+/// show it as an ordinary directory, so any user of the mount could read every kept
+/// version (whatever its file's mode) and write the counter or the log.
+pub fn state_dir(source: &Path, explicit: Option<&Path>) -> Result<PathBuf, MountError> {
+    let Some(dir) = explicit else {
+        return Ok(source.join(STATE_DIR));
+    };
+    let real = canonical_to_be(dir);
+    if real.starts_with(source) && real != source.join(STATE_DIR) {
+        return Err(MountError::StateDir {
+            path: dir.to_owned(),
+            reason: format!(
+                "must not be inside SOURCE ({}): the mount would show it to every user of the mount; \
+                 keep it outside SOURCE, or leave it out to use SOURCE/{STATE_DIR}, which the mount hides",
+                source.display()
+            ),
+        });
+    }
+    Ok(dir.to_owned())
+}
+
+/// `path` made canonical as far as it exists, the missing rest joined on as given,
+/// so a directory yet to be created is placed where it will be.
+fn canonical_to_be(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut missing = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return missing.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                at = parent;
+            }
+            _ => return abs,
+        }
+    }
 }
 
 /// Splits `-o` values into FUSE mount options and the session's access rule.
@@ -249,7 +289,7 @@ pub fn serve(
     ready: impl FnOnce() + Send + 'static,
 ) -> Result<Stopped, MountError> {
     let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
-    let store = Store::open_with(&state_dir(&src, cfg.state_dir.as_deref()), cfg.retention)?;
+    let store = Store::open_with(&state_dir(&src, cfg.state_dir.as_deref())?, cfg.retention)?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
     }
@@ -371,6 +411,27 @@ mod tests {
             check_paths(&tmp.path().join("nope"), tmp.path()),
             Err(MountError::Source { .. })
         ));
+    }
+
+    #[test]
+    fn a_state_dir_inside_source_under_another_name_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir(src.join("sub")).unwrap();
+        for inside in ["state", "sub/state", "sub/../x", "."] {
+            assert!(
+                matches!(
+                    state_dir(&src, Some(&src.join(inside))),
+                    Err(MountError::StateDir { .. })
+                ),
+                "{inside}"
+            );
+        }
+        let own = src.join(STATE_DIR);
+        assert_eq!(state_dir(&src, Some(&own)).unwrap(), own);
+        assert_eq!(state_dir(&src, None).unwrap(), own);
+        let outside = src.with_extension("state");
+        assert_eq!(state_dir(&src, Some(&outside)).unwrap(), outside);
     }
 
     #[test]
