@@ -5,6 +5,7 @@
 mod common;
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,4 +66,113 @@ fn run_briefly(mut cmd: Command, mnt: &Path) -> (bool, String) {
     let out = child.wait_with_output().unwrap();
     let ok = status.is_some_and(|s| s.success()) || mounted;
     (ok, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A project `nobody` may write in, mounted by root for every user; `fill` adds
+/// to it (as root, in SOURCE).
+fn mount_for_nobody(args: &[&str], fill: impl FnOnce(&Path)) -> Option<common::Mount> {
+    let m = common::Mount::start(&[&["-o", "allow_other"], args].concat(), |src: &Path| {
+        fs::write(src.join("mine.txt"), "one\ntwo\n").unwrap();
+        fs::set_permissions(src, fs::Permissions::from_mode(0o777)).unwrap();
+        fs::set_permissions(src.join("mine.txt"), fs::Permissions::from_mode(0o666)).unwrap();
+        fill(src);
+    })?;
+    let top = m.mnt.parent().unwrap();
+    fs::set_permissions(top, fs::Permissions::from_mode(0o755)).unwrap();
+    Some(m)
+}
+
+/// Runs a bash script in the mount as `nobody`, with no supplementary groups.
+fn as_nobody(m: &common::Mount, script: &str) -> std::process::Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "bash",
+            "-c",
+        ])
+        .arg(script)
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn edit(rel: &str, search: &str, replace: &str) -> String {
+    format!(
+        "printf '%s\\n' '<<<<<<< SEARCH' '{search}' '=======' '{replace}' '>>>>>>> REPLACE' > {rel}.edit"
+    )
+}
+
+#[test]
+fn kept_versions_reports_history_and_log_show_a_user_only_what_that_user_may_read() {
+    let Some(m) = mount_for_nobody(&[], |src| {
+        fs::write(src.join("secret.txt"), "TOPSECRET one\n").unwrap();
+        fs::set_permissions(src.join("secret.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::create_dir(src.join("private")).unwrap();
+        fs::set_permissions(src.join("private"), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::write(src.join("private/p.txt"), "HIDDENNAME one\n").unwrap();
+    }) else {
+        return;
+    };
+    // Root edits its own files; nobody edits its own, then has a version of
+    // root's file kept by renaming over it (the directory lets it).
+    m.ok(&edit("secret.txt", "TOPSECRET one", "TOPSECRET two"));
+    m.ok("printf '%s\\n' private/p.txt '<<<<<<< SEARCH' 'HIDDENNAME one' '=======' 'HIDDENNAME two' '>>>>>>> REPLACE' > .editfs/edit");
+    let out = as_nobody(
+        &m,
+        &(edit("mine.txt", "one", "ONE") + " && echo mine > evil && mv evil secret.txt"),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let versions = m.ok("ls .editfs/snapshots/secret.txt .editfs/versions/secret.txt");
+    assert!(
+        versions
+            .lines()
+            .filter(|l| l.parse::<u64>().is_ok())
+            .count()
+            >= 3,
+        "{versions}"
+    );
+
+    let seen = as_nobody(
+        &m,
+        "for f in .editfs/snapshots/secret.txt/* .editfs/versions/secret.txt/* .editfs/snapshots/mine.txt/*; do echo \"== $f\"; cat \"$f\"; done; \
+         echo '== status'; cat .editfs/status; cat .editfs/status.json; \
+         echo '== history'; cat .editfs/history; echo '== log'; cat .editfs/log; \
+         echo '== F.status'; cat secret.txt.status; ls -l .editfs/snapshots/secret.txt",
+    );
+    let seen = text(&seen);
+    assert!(
+        !seen.contains("TOPSECRET"),
+        "root's file leaked to nobody:\n{seen}"
+    );
+    assert!(
+        !seen.contains("HIDDENNAME") && !seen.contains("private/p.txt"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("one\ntwo\n"),
+        "nobody reads its own file's version:\n{seen}"
+    );
+    assert!(
+        seen.contains("mine.txt"),
+        "nobody sees its own transactions:\n{seen}"
+    );
+    assert!(seen.contains("NOT SHOWN"), "{seen}");
+
+    let root =
+        m.ok("cat .editfs/snapshots/secret.txt/* .editfs/log .editfs/history .editfs/status");
+    assert!(
+        root.contains("TOPSECRET one") && root.contains("private/p.txt"),
+        "{root}"
+    );
+    let mode = fs::metadata(m.src.join(".editfs"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
 }

@@ -24,6 +24,7 @@ use fuser::{Errno, FileAttr, FileType, ReplyData, ReplyEmpty};
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
+use super::caller::Caller;
 use super::fs::{Core, Handle, Job, Res, file_type};
 use super::names::Control;
 use super::nodes::Kind;
@@ -62,6 +63,14 @@ pub struct EditBuffer {
     /// The file offset of the first read: `exec 3<>F.edit` shares one offset for
     /// writing and reading, so the report starts wherever the payload ended.
     read_base: Option<u64>,
+}
+
+/// The latest report of `.editfs/edit` or `.editfs/undo`, and the files it names:
+/// `.editfs/status` shows it only to a user who can read them all.
+pub struct StateReport {
+    text: String,
+    json: String,
+    files: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -505,7 +514,11 @@ impl Core {
             text: report.to_string().into_bytes(),
             errno: errno_for(&head),
         };
-        *self.state_report.lock() = Some((report.to_string(), report.to_json() + "\n"));
+        *self.state_report.lock() = Some(StateReport {
+            text: report.to_string(),
+            json: report.to_json() + "\n",
+            files: report.files.iter().map(|r| r.file.clone()).collect(),
+        });
         committed
     }
 
@@ -535,7 +548,7 @@ impl Core {
     /// file, `--tx TXID [--force]` every file of one transaction.
     fn commit_undo(&self, payload: &[u8], who: &Who) -> Committed {
         let text = String::from_utf8_lossy(payload);
-        let (text, json, head) = match undo::Request::parse(&text) {
+        let (text, json, head, files) = match undo::Request::parse(&text) {
             Ok(req) => {
                 let rels = undo::files(&self.store, &req);
                 let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
@@ -553,15 +566,20 @@ impl Core {
                         self.invalidate_path(Path::new(&r.file));
                     }
                 }
-                (undone.to_string(), undone.to_json(), head)
+                let files = undone.files().iter().map(|r| r.file.clone()).collect();
+                (undone.to_string(), undone.to_json(), head, files)
             }
             Err(why) => {
                 let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
                 let r = undo::rejected(&self.store, why, hint, who);
-                (r.to_string(), r.to_json(), r)
+                (r.to_string(), r.to_json(), r, Vec::new())
             }
         };
-        *self.state_report.lock() = Some((text.clone(), json + "\n"));
+        *self.state_report.lock() = Some(StateReport {
+            text: text.clone(),
+            json: json + "\n",
+            files,
+        });
         Committed {
             text: text.into_bytes(),
             errno: errno_for(&head),
@@ -583,20 +601,30 @@ impl Core {
                 CommitTarget::File { parent, base } => {
                     self.status_bytes(&self.path(parent)?.join(base), Control::Status)
                 }
-                _ => self.state_status(false),
+                // Not this handle's: `.editfs/status` shows the latest to whom may see it.
+                _ => b"NO TRANSACTION through this handle: nothing was written to it; the latest report of .editfs/edit or .editfs/undo is in .editfs/status\n".to_vec(),
             },
         };
         let base = *buf.lock().read_base.get_or_insert(offset);
         Ok(slice(&text, offset.saturating_sub(base), size).to_vec())
     }
 
-    /// `.editfs/status` (or `status.json`): the latest multi-file or undo report.
-    pub(super) fn state_status(&self, json: bool) -> Vec<u8> {
-        match (&*self.state_report.lock(), json) {
-            (Some((_, j)), true) => j.clone().into_bytes(),
-            (Some((t, _)), false) => t.clone().into_bytes(),
-            (None, true) => b"{\"outcome\": null, \"message\": \"no transaction through .editfs/edit or .editfs/undo yet\"}\n".to_vec(),
-            (None, false) => b"NO TRANSACTION YET through .editfs/edit or .editfs/undo\n".to_vec(),
+    /// `.editfs/status` (or `status.json`): the latest multi-file or undo report,
+    /// for a caller who can read every file it names.
+    pub(super) fn state_status(&self, json: bool, caller: &Caller) -> Vec<u8> {
+        let latest = self.state_report.lock();
+        let shown = latest.as_ref().filter(|r| {
+            r.files
+                .iter()
+                .all(|f| caller.reads_now(&self.source.root(), f))
+        });
+        match (shown, latest.is_some(), json) {
+            (Some(r), _, true) => r.json.clone().into_bytes(),
+            (Some(r), _, false) => r.text.clone().into_bytes(),
+            (None, true, true) => b"{\"outcome\": null, \"message\": \"the latest transaction through .editfs/edit or .editfs/undo was on files you cannot read\"}\n".to_vec(),
+            (None, true, false) => b"NOT SHOWN: the latest transaction through .editfs/edit or .editfs/undo was on files you cannot read\n".to_vec(),
+            (None, false, true) => b"{\"outcome\": null, \"message\": \"no transaction through .editfs/edit or .editfs/undo yet\"}\n".to_vec(),
+            (None, false, false) => b"NO TRANSACTION YET through .editfs/edit or .editfs/undo\n".to_vec(),
         }
     }
 
@@ -710,11 +738,29 @@ impl Core {
         }
     }
 
-    /// After a rename or unlink of a file, its report follows it (or goes).
+    /// After two names exchanged their files, each report follows its file.
+    pub(super) fn swap_reports(&self, a: PathBuf, b: PathBuf) {
+        let mut reports = self.reports.lock();
+        let (ra, rb) = (reports.remove(&a), reports.remove(&b));
+        if let Some(r) = ra {
+            reports.insert(b, r);
+        }
+        if let Some(r) = rb {
+            reports.insert(a, r);
+        }
+    }
+
+    /// After a rename or unlink of a file, its report follows it (or goes). The
+    /// report of a file renamed over goes with that file: `F.status` follows the
+    /// new file's mode and owner, and must not show the old one's content.
     pub(super) fn move_report(&self, from: PathBuf, to: Option<PathBuf>) {
         let mut reports = self.reports.lock();
-        if let (Some(r), Some(to)) = (reports.remove(&from), to) {
-            reports.insert(to, r);
+        let moved = reports.remove(&from);
+        if let Some(to) = to {
+            reports.remove(&to);
+            if let Some(r) = moved {
+                reports.insert(to, r);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@
 //!    takes them exclusively, a direct write shares one);
 //! 2. the store's lock (transactions, and pre-images of direct writes);
 //! 3. `nodes`, then `handles`, then a handle's own `EditBuffer` lock;
-//!    `reports`, `state_report`, `dirs` and `sent` are taken alone and briefly.
+//!    `reports`, `state_report`, `kept`, `dirs` and `sent` are taken alone and briefly.
 //!
 //! Two rules keep the kernel out of every cycle. No lock is held across a call
 //! into the kernel for the mount (`invalidate`, `invalidate_path`): the kernel
@@ -220,8 +220,10 @@ pub struct Core {
     next_fh: AtomicU64,
     /// The latest report of each file (by path relative to SOURCE).
     pub(super) reports: Mutex<HashMap<PathBuf, Arc<Report>>>,
-    /// The latest report of `.editfs/edit` or `.editfs/undo`: text and JSON.
-    pub(super) state_report: Mutex<Option<(String, String)>>,
+    /// The latest report of `.editfs/edit` or `.editfs/undo`.
+    pub(super) state_report: Mutex<Option<super::control::StateReport>>,
+    /// Who may read each kept version, from the log.
+    pub(super) kept: Mutex<super::state::KeptAccess>,
     pub(super) notifier: Arc<OnceLock<Notifier>>,
     stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
@@ -322,6 +324,7 @@ impl Core {
             next_fh: AtomicU64::new(1),
             reports: Mutex::new(HashMap::new()),
             state_report: Mutex::new(None),
+            kept: Mutex::new(super::state::KeptAccess::default()),
             notifier,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             dirs: Mutex::new(DirCache::default()),

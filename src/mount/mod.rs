@@ -4,6 +4,7 @@
 //! state directory, raise the descriptor limit, mount, install the signal
 //! handlers, tell the caller the mount is ready, serve until unmounted.
 
+mod caller;
 mod control;
 mod fs;
 mod guard;

@@ -18,6 +18,7 @@ use fuser::{
 };
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
+use super::caller::Caller;
 use super::control::{EditBuffer, slice};
 use super::fs::{
     Core, EditFs, Entry, Handle, Loc, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of,
@@ -590,8 +591,10 @@ impl Core {
             nodes.renamed(old.0, old.1, new.0, new.1);
         }
         drop(nodes);
-        if let (Some(from), false) = (from, exchange) {
-            self.move_report(from, to);
+        match (from, to) {
+            (Some(from), Some(to)) if exchange => self.swap_reports(from, to),
+            (Some(from), to) if !exchange => self.move_report(from, to),
+            _ => {}
         }
     }
 }
@@ -840,12 +843,14 @@ impl Filesystem for EditFs {
                 )))),
                 FopenFlags::FOPEN_DIRECT_IO,
             )),
-            Some((_, Kind::State(rel))) if !is_write(flags) => self.state_bytes(&rel).map(|b| {
-                (
-                    self.add_handle(Handle::Bytes(b)),
-                    FopenFlags::FOPEN_DIRECT_IO,
-                )
-            }),
+            Some((_, Kind::State(rel))) if !is_write(flags) => self
+                .state_bytes(&rel, &Caller::of(req.uid(), req.gid(), req.pid()))
+                .map(|b| {
+                    (
+                        self.add_handle(Handle::Bytes(b)),
+                        FopenFlags::FOPEN_DIRECT_IO,
+                    )
+                }),
             Some((_, Kind::State(_))) => Err(Errno::EROFS),
             Some((_, Kind::Real)) => self
                 .open_real(ino.0, flags, req.pid())

@@ -14,7 +14,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
 use super::nodes::real_id;
-use crate::store::logline::Kind;
+use crate::store::logline::{Access, Kind};
 use crate::transaction::Who;
 use crate::transaction::direct::{self, Pending};
 
@@ -106,9 +106,10 @@ impl Core {
             }
             return None;
         }
+        let access = file.metadata().ok().map(|m| Access::of(&m));
         let mut bytes = Vec::with_capacity(size as usize);
         file.read_to_end(&mut bytes).ok()?;
-        direct::begin(&self.store, &name, &bytes, &who)
+        direct::begin(&self.store, &name, (&bytes, access), &who)
             .map_err(|e| log::error!("cannot keep the pre-image of {name}: {e}"))
             .ok()
     }

@@ -7,15 +7,19 @@
 //! `status` / `status.json` (their latest report). Everything else is read-only;
 //! the lock, counter, journal and temporary files stay out of sight.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use fuser::{Errno, FileAttr, FileType};
+use rustix::fs::AtFlags;
 
+use super::caller::Caller;
 use super::fs::{Core, Entry, Res, errno};
 use super::nodes::{Kind, ROOT};
+use crate::store::logline::{Access, LogEntry};
 
 /// The name of the state directory in the mount.
 pub const NAME: &str = ".editfs";
@@ -40,11 +44,81 @@ pub fn is_control(rel: &Path) -> bool {
     rel == Path::new("edit") || rel == Path::new("undo")
 }
 
-/// Where a path of the view lives in the state directory, if it is a real one.
+/// Where a kept version or its directory lives in the state directory.
 fn backing(state: &Path, rel: &Path) -> Option<PathBuf> {
     let safe = rel.components().all(|c| matches!(c, Component::Normal(_)));
     let kept = rel.starts_with("snapshots") || rel.starts_with("versions");
-    (safe && (rel == Path::new("log") || kept)).then(|| state.join(rel))
+    (safe && kept).then(|| state.join(rel))
+}
+
+/// The project path and transaction of a kept version `snapshots/<path>/<tx>`.
+fn version_of(rel: &Path) -> Option<(String, u64)> {
+    let tx = rel.file_name()?.to_str()?.parse().ok()?;
+    let path = rel.parent()?.strip_prefix(rel.components().next()?).ok()?;
+    Some((path.to_str()?.to_owned(), tx))
+}
+
+/// Who may read each kept version: the `access` its log line recorded, indexed
+/// as the log grows, so a lookup reads only lines it has not seen.
+#[derive(Default)]
+pub struct KeptAccess {
+    known: HashMap<(String, u64), Access>,
+    /// The inode of the log read so far, and how many of its bytes.
+    read: (u64, u64),
+}
+
+impl KeptAccess {
+    fn get(&mut self, state: &Path, path: &str, tx: u64) -> Option<Access> {
+        let key = (path.to_owned(), tx);
+        if !self.known.contains_key(&key) {
+            self.catch_up(state);
+        }
+        self.known.get(&key).copied()
+    }
+
+    /// Reads the log's new lines; after a rotation (the log is a new file), it
+    /// starts over from both files, so what it keeps is bounded as the log is.
+    fn catch_up(&mut self, state: &Path) {
+        let [old, log] = crate::store::log_files(state);
+        let Ok(meta) = fs::metadata(&log) else { return };
+        if meta.ino() != self.read.0 {
+            self.known.clear();
+            self.read_from(&old, 0);
+            self.read = (meta.ino(), 0);
+        }
+        self.read.1 += self.read_from(&log, self.read.1);
+    }
+
+    /// Indexes the whole lines of `path` from `offset`; returns the bytes they took.
+    fn read_from(&mut self, path: &Path, offset: u64) -> u64 {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut bytes = Vec::new();
+        let read = fs::File::open(path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(offset))?;
+            f.read_to_end(&mut bytes)
+        });
+        if read.is_err() {
+            return 0;
+        }
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        for line in bytes[..whole].split(|&b| b == b'\n') {
+            let Ok(entry) = serde_json::from_slice::<LogEntry>(line) else {
+                continue;
+            };
+            for f in entry.files {
+                if let Some(a) = f.access {
+                    self.known.insert((f.file, entry.tx), a);
+                }
+            }
+        }
+        whole as u64
+    }
+}
+
+/// Directory bits for a file's read bits: whoever could read it may list it.
+fn listable(mode: u32) -> u16 {
+    let read = mode & 0o444;
+    (read | read >> 2) as u16
 }
 
 impl Core {
@@ -67,6 +141,9 @@ impl Core {
         self.state_attr(ino, &rel)
     }
 
+    /// Attributes of a file of the view. Those whose content depends on who reads
+    /// (status, history, log) say size 0, as `/proc` does: they are read with
+    /// direct I/O, to the end, and no stat renders them.
     pub(super) fn state_attr(&self, ino: u64, rel: &Path) -> Res<FileAttr> {
         let fixed =
             |text: &str| self.virtual_attr(ino, FileType::RegularFile, 0o444, text.len() as u64);
@@ -75,40 +152,100 @@ impl Core {
             Some("edit" | "undo") => {
                 return Ok(self.virtual_attr(ino, FileType::RegularFile, 0o644, 0));
             }
-            Some("status" | "status.json" | "history") => {
-                let size = self.state_bytes(rel)?.len() as u64;
-                return Ok(self.virtual_attr(ino, FileType::RegularFile, 0o444, size));
+            Some("status" | "status.json" | "history" | "log") => {
+                return Ok(self.virtual_attr(ino, FileType::RegularFile, 0o444, 0));
             }
             Some("README") => return Ok(fixed(README)),
             Some(".gitignore") => return Ok(fixed(GITIGNORE)),
-            Some("log") if !self.store.dir().join("log").exists() => return Ok(fixed("")),
             _ => {}
         }
         let path = backing(self.store.dir(), rel).ok_or(Errno::ENOENT)?;
         let meta = fs::symlink_metadata(&path).map_err(errno)?;
-        let (kind, perm) = if meta.is_dir() {
-            (FileType::Directory, 0o555)
-        } else {
-            (FileType::RegularFile, 0o444)
-        };
+        let (kind, perm, owner) = self.kept_access(rel, meta.is_dir());
         let mut a = self.virtual_attr(ino, kind, perm, meta.len());
+        if let Some((uid, gid)) = owner {
+            (a.uid, a.gid) = (uid, gid);
+        }
         a.mtime = meta.modified().unwrap_or(a.mtime);
         a.blocks = meta.blocks();
         Ok(a)
     }
 
-    /// The content of a file of the view, read now.
-    pub(super) fn state_bytes(&self, rel: &Path) -> Res<Vec<u8>> {
+    /// Type, permissions and owner (if not the daemon's) of a kept version or of
+    /// a directory of them, so that the kernel's permission check shows each only
+    /// to whom its file was readable. A version takes its file's mode and owner
+    /// from when it was kept (read-only); one the log says nothing of (an older
+    /// store, or a line rotated out) is the daemon's user's alone. A directory
+    /// takes the bits of the project's directory or file at its path now; one for
+    /// a path that is gone is open to all, and shows only version numbers.
+    fn kept_access(&self, rel: &Path, dir: bool) -> (FileType, u16, Option<(u32, u32)>) {
+        if !dir {
+            let access = version_of(rel)
+                .and_then(|(path, tx)| self.kept.lock().get(self.store.dir(), &path, tx));
+            return match access {
+                Some(a) => (
+                    FileType::RegularFile,
+                    (a.mode & 0o444) as u16,
+                    Some((a.uid, a.gid)),
+                ),
+                None => (FileType::RegularFile, 0o400, None),
+            };
+        }
+        let project: PathBuf = rel.components().skip(1).collect();
+        let now = (!project.as_os_str().is_empty())
+            .then(|| rustix::fs::statat(self.source.root(), &project, AtFlags::SYMLINK_NOFOLLOW))
+            .and_then(Result::ok);
+        match now {
+            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => (
+                FileType::Directory,
+                (st.st_mode & 0o555) as u16,
+                Some((st.st_uid, st.st_gid)),
+            ),
+            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => (
+                FileType::Directory,
+                listable(st.st_mode),
+                Some((st.st_uid, st.st_gid)),
+            ),
+            _ => (FileType::Directory, 0o555, None),
+        }
+    }
+
+    /// The content of a file of the view for `caller`, read now: only what
+    /// concerns files the caller may read (see `caller.rs`).
+    pub(super) fn state_bytes(&self, rel: &Path, caller: &Caller) -> Res<Vec<u8>> {
         match rel.to_str() {
-            Some("status") => Ok(self.state_status(false)),
-            Some("status.json") => Ok(self.state_status(true)),
-            Some("history") => Ok(crate::history::table(&self.store.entries(), None).into_bytes()),
-            Some("edit" | "undo") => Ok(self.state_status(false)),
+            Some("status") => Ok(self.state_status(false, caller)),
+            Some("status.json") => Ok(self.state_status(true, caller)),
+            Some("history") => {
+                let mut entries = self.store.entries();
+                entries.retain(|e| caller.sees(&self.source.root(), e));
+                Ok(crate::history::table(&entries, None).into_bytes())
+            }
+            Some("log") => Ok(self.log_for(caller)),
             Some("README") => Ok(README.as_bytes().to_vec()),
             Some(".gitignore") => Ok(GITIGNORE.as_bytes().to_vec()),
-            Some("log") if !self.store.dir().join("log").exists() => Ok(Vec::new()),
             _ => fs::read(backing(self.store.dir(), rel).ok_or(Errno::ENOENT)?).map_err(errno),
         }
+    }
+
+    /// The log's lines (both files, oldest first) on transactions `caller` may see.
+    /// It reads without the store's lock: commits go on while a reader reads.
+    fn log_for(&self, caller: &Caller) -> Vec<u8> {
+        let mut out = Vec::new();
+        for path in crate::store::log_files(self.store.dir()) {
+            let bytes = fs::read(path).unwrap_or_default();
+            if caller.is_root() {
+                out.extend_from_slice(&bytes);
+                continue;
+            }
+            for line in bytes.split_inclusive(|&b| b == b'\n') {
+                let entry = serde_json::from_slice::<LogEntry>(line);
+                if entry.is_ok_and(|e| caller.sees(&self.source.root(), &e)) {
+                    out.extend_from_slice(line);
+                }
+            }
+        }
+        out
     }
 
     pub(super) fn state_entries(&self, ino: u64, rel: &Path) -> Res<Vec<Entry>> {
@@ -161,18 +298,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_log_and_snapshots_are_backed() {
+    fn only_kept_versions_are_backed() {
         let s = Path::new("/state");
-        assert_eq!(
-            backing(s, Path::new("log")),
-            Some(PathBuf::from("/state/log"))
-        );
+        assert_eq!(backing(s, Path::new("log")), None);
         assert_eq!(
             backing(s, Path::new("snapshots/a/1")),
             Some(PathBuf::from("/state/snapshots/a/1"))
         );
         assert_eq!(backing(s, Path::new("lock")), None);
         assert_eq!(backing(s, Path::new("snapshots/../lock")), None);
+    }
+
+    #[test]
+    fn a_version_names_its_path_and_transaction() {
+        assert_eq!(
+            version_of(Path::new("snapshots/src/a.rs/12")),
+            Some(("src/a.rs".to_owned(), 12))
+        );
+        assert_eq!(
+            version_of(Path::new("versions/a/3")),
+            Some(("a".to_owned(), 3))
+        );
+        assert_eq!(version_of(Path::new("snapshots/src")), None);
+        assert_eq!(listable(0o640), 0o550);
+        assert_eq!(listable(0o600), 0o500);
     }
 
     #[test]

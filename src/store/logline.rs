@@ -91,6 +91,30 @@ pub struct FileEntry {
     /// Why no pre-image was kept, for a skipped one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The file's permission bits and owner before this transaction, where it
+    /// existed: through the mount, its kept versions are readable by whom the
+    /// file was then, whoever owns the name now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
+}
+
+/// A file's permission bits and owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Access {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Access {
+    pub fn of(meta: &std::fs::Metadata) -> Access {
+        use std::os::unix::fs::MetadataExt;
+        Access {
+            mode: meta.mode() & 0o7777,
+            uid: meta.uid(),
+            gid: meta.gid(),
+        }
+    }
 }
 
 /// One line of the log.

@@ -360,6 +360,10 @@ impl Store {
         // What only the store knows for sure: which files this made or removed.
         for f in &mut log.files {
             f.created |= changes.iter().any(|c| c.rel == f.file && c.pre.is_none());
+            let old = changes.iter().find(|c| c.rel == f.file).and_then(|c| c.old);
+            if let Some(meta) = old.and_then(|file| file.metadata().ok()) {
+                f.access = Some(logline::Access::of(&meta));
+            }
             if removals.iter().any(|r| r.rel == f.file) {
                 f.removed = true;
                 f.sha256 = None;
@@ -494,6 +498,7 @@ impl Store {
 
     fn log_with(&self, entry: &LogEntry, sync: bool) -> Result<(), StoreError> {
         let path = self.dir.join("log");
+        rotate(&path);
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -511,9 +516,32 @@ impl Store {
     }
 }
 
+/// Bytes past which the log starts anew, its lines moving to `log.1` (replacing
+/// the previous `log.1`): the log holds the latest 8 to 16 MiB of lines (tens of
+/// thousands of transactions), however many writers send however much.
+pub const LOG_ROTATE: u64 = 8 << 20;
+
+/// The name the log's older lines move to.
+const OLD_LOG: &str = "log.1";
+
+/// Moves the log at `path` to `log.1` once it has passed `LOG_ROTATE`; called
+/// with the transaction lock held, before a line is appended.
+fn rotate(path: &Path) {
+    if fs::metadata(path).is_ok_and(|m| m.len() >= LOG_ROTATE) {
+        let old = path.with_file_name(OLD_LOG);
+        if let Err(e) = fs::rename(path, &old) {
+            log::warn!("cannot move {} to {}: {e}", path.display(), old.display());
+        }
+    }
+}
+
 /// The highest id among the last lines of the log at `path` (its tail only, so
-/// a long log costs nothing more).
+/// a long log costs nothing more), or of `log.1` when the log was just moved.
 fn last_logged_tx(path: &Path) -> Option<u64> {
+    last_in(path).or_else(|| last_in(&path.with_file_name(OLD_LOG)))
+}
+
+fn last_in(path: &Path) -> Option<u64> {
     use std::io::{Read, Seek, SeekFrom};
     const TAIL: u64 = 64 << 10;
     let mut file = File::open(path).ok()?;
@@ -531,10 +559,20 @@ fn last_logged_tx(path: &Path) -> Option<u64> {
 /// Every line of the log in state directory `dir`, oldest first; reads only, so
 /// it works on a read-only state directory or the mount's `.editfs/` view.
 pub fn entries_in(dir: &Path) -> Vec<LogEntry> {
-    let text = fs::read_to_string(dir.join("log")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
+    log_files(dir)
+        .iter()
+        .flat_map(|path| {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            text.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect::<Vec<_>>()
+        })
         .collect()
+}
+
+/// The files the log's lines are in, oldest first.
+pub fn log_files(dir: &Path) -> [PathBuf; 2] {
+    [dir.join(OLD_LOG), dir.join("log")]
 }
 
 #[cfg(test)]
@@ -702,6 +740,35 @@ mod tests {
         let store = Store::open(&dir).unwrap();
         let lock = store.lock().unwrap();
         assert_eq!(store.next_tx(&lock).unwrap(), 42);
+    }
+
+    #[test]
+    fn the_log_moves_to_log_1_past_its_bound_and_both_are_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let big = LogEntry {
+            command: "x".repeat(200),
+            ..line(1)
+        };
+        let per_line = serde_json::to_string(&big).unwrap().len() as u64 + 1;
+        let lines = 2 * LOG_ROTATE / per_line + 10;
+        for tx in 1..=lines {
+            store.log_quick(&LogEntry { tx, ..big.clone() }).unwrap();
+        }
+        let size = |n: &str| fs::metadata(tmp.path().join(n)).map_or(0, |m| m.len());
+        assert!(size("log") < LOG_ROTATE + per_line, "{}", size("log"));
+        assert!(size("log.1") < LOG_ROTATE + per_line);
+        let txs: Vec<u64> = store.entries().iter().map(|e| e.tx).collect();
+        assert!(
+            txs.len() as u64 > LOG_ROTATE / per_line,
+            "what is kept is read"
+        );
+        assert!(
+            txs.windows(2).all(|w| w[1] == w[0] + 1),
+            "oldest first, no gap"
+        );
+        assert_eq!(txs.last(), Some(&lines));
+        assert_eq!(last_logged_tx(&tmp.path().join("log")), Some(lines));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::{Who, now};
 use crate::engine::sha256_hex;
-use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome};
+use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
 use crate::store::objects::Side;
 use crate::store::{Store, StoreError};
 
@@ -23,6 +23,7 @@ pub struct Pending {
     pub tx: u64,
     pub rel: String,
     before: String,
+    access: Option<Access>,
     time: String,
     who: Who,
 }
@@ -67,8 +68,14 @@ fn line_changes(before: &[u8], after: &[u8]) -> (usize, usize) {
     })
 }
 
-/// Keeps `bytes`, the content of `rel` before a direct write, under a new id.
-pub fn begin(store: &Store, rel: &str, bytes: &[u8], who: &Who) -> Result<Pending, StoreError> {
+/// Keeps `bytes`, the content of `rel` before a direct write, under a new id;
+/// `access` is the file's mode and owner then.
+pub fn begin(
+    store: &Store,
+    rel: &str,
+    (bytes, access): (&[u8], Option<Access>),
+    who: &Who,
+) -> Result<Pending, StoreError> {
     let lock = store.lock()?;
     let tx = store.next_tx_quick(&lock)?;
     store.keep_pre_image(tx, rel, bytes)?;
@@ -76,6 +83,7 @@ pub fn begin(store: &Store, rel: &str, bytes: &[u8], who: &Who) -> Result<Pendin
         tx,
         rel: rel.to_owned(),
         before: sha256_hex(bytes),
+        access,
         time: now(),
         who: who.clone(),
     })
@@ -122,6 +130,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         sha256: after.map(sha256_hex),
         lines_added,
         lines_removed,
+        access: p.access,
         ..FileEntry::default()
     };
     store.log_quick(&entry(
@@ -147,6 +156,13 @@ pub fn remove<E>(
     open: bool,
     unlink: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), E> {
+    let access = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| Access {
+            mode: st.st_mode & 0o7777,
+            uid: st.st_uid,
+            gid: st.st_gid,
+        });
     let kept = store.lock().and_then(|lock| {
         let tx = store.next_tx_quick(&lock)?;
         let bytes = store.keep_removed(tx, rel, dir, name, open)?;
@@ -168,6 +184,7 @@ pub fn remove<E>(
         before: Some(sha256_hex(&bytes)),
         lines_removed: line_changes(&bytes, b"").1,
         removed: true,
+        access,
         ..FileEntry::default()
     };
     if let Err(e) = store.log_quick(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {

@@ -1,0 +1,203 @@
+//! Who asks: the user and groups behind a request, and what of editfs's state
+//! that user may see through `MOUNT/.editfs/`: transactions on files the user can
+//! read now, and kept versions of files the user could read when they were kept.
+//!
+//! The check reads permission bits as the kernel does without ACLs: owner class
+//! first, then group (the primary group or any supplementary one), then others; root
+//! reads everything. POSIX ACLs are not consulted, so a file whose ACL denies a user
+//! what its bits grant shows its transactions to that user.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::store::logline::{Access, LogEntry};
+
+const READ: u32 = 4;
+const SEARCH: u32 = 1;
+
+/// The user a request comes from.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    uid: u32,
+    gid: u32,
+    groups: Vec<u32>,
+}
+
+/// The supplementary groups of process `pid`, as `/proc` tells them; none when
+/// the process is gone or out of sight (then only its primary group counts).
+fn groups_of(pid: u32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Groups:"))
+        .map(|g| {
+            g.split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Caller {
+    /// The caller of a request from `uid`/`gid`, process `pid`.
+    pub fn of(uid: u32, gid: u32, pid: u32) -> Caller {
+        let groups = if uid == 0 { Vec::new() } else { groups_of(pid) };
+        Caller { uid, gid, groups }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.uid == 0
+    }
+
+    /// Whether `access` grants this caller every bit of `want` (`rwx` as 4, 2, 1).
+    fn permits(&self, access: &Access, want: u32) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let shift = if self.uid == access.uid {
+            6
+        } else if self.gid == access.gid || self.groups.contains(&access.gid) {
+            3
+        } else {
+            0
+        };
+        (access.mode >> shift) & want == want
+    }
+
+    /// Whether the caller could read a file that had `access`.
+    pub fn reads(&self, access: &Access) -> bool {
+        self.permits(access, READ)
+    }
+
+    /// Whether the caller can read the regular file `rel` beneath `root` now: every
+    /// directory on the way searchable, the file readable, no symlink followed.
+    pub fn reads_now(&self, root: &impl AsFd, rel: &str) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        let Some((file, dirs)) = parts.split_last() else {
+            return false;
+        };
+        let stat = |dir: &dyn AsFd, name: &str| {
+            rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).ok()
+        };
+        let Ok(top) = rustix::fs::fstat(root) else {
+            return false;
+        };
+        if !self.permits(&access_of(&top), SEARCH) {
+            return false;
+        }
+        let mut held: Option<OwnedFd> = None;
+        for dir in dirs {
+            let at: &dyn AsFd = match &held {
+                Some(fd) => fd,
+                None => root,
+            };
+            let searchable = stat(at, dir).is_some_and(|st| {
+                st.st_mode & libc::S_IFMT == libc::S_IFDIR && self.permits(&access_of(&st), SEARCH)
+            });
+            let how = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            match rustix::fs::openat(at.as_fd(), *dir, how, Mode::empty()) {
+                Ok(fd) if searchable => held = Some(fd),
+                _ => return false,
+            }
+        }
+        let at: &dyn AsFd = match &held {
+            Some(fd) => fd,
+            None => root,
+        };
+        stat(at, file).is_some_and(|st| {
+            st.st_mode & libc::S_IFMT == libc::S_IFREG && self.reads(&access_of(&st))
+        })
+    }
+
+    /// Whether the caller may see transaction `entry`: it can read every file the
+    /// transaction named now, and could read it before the transaction as well
+    /// where the log says how it was (a file renamed over another user's must not
+    /// show that user's transactions). A file that is gone counts as it was.
+    pub fn sees(&self, root: &impl AsFd, entry: &LogEntry) -> bool {
+        self.is_root()
+            || entry.files.iter().all(|f| {
+                let then = f.access.map(|a| self.reads(&a));
+                if exists(root, &f.file) {
+                    then != Some(false) && self.reads_now(root, &f.file)
+                } else {
+                    then == Some(true)
+                }
+            })
+    }
+}
+
+fn exists(root: &impl AsFd, rel: &str) -> bool {
+    rustix::fs::statat(root, rel, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+}
+
+/// The permission bits and owner of a status.
+pub fn access_of(st: &rustix::fs::Stat) -> Access {
+    Access {
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(mode: u32, uid: u32, gid: u32) -> Access {
+        Access { mode, uid, gid }
+    }
+
+    #[test]
+    fn the_owner_class_comes_first_then_groups_then_others() {
+        let nobody = Caller {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![100],
+        };
+        assert!(!nobody.reads(&access(0o600, 0, 0)));
+        assert!(nobody.reads(&access(0o604, 0, 0)));
+        assert!(
+            nobody.reads(&access(0o640, 0, 100)),
+            "a supplementary group"
+        );
+        assert!(
+            !nobody.reads(&access(0o604, 0, 100)),
+            "group class, not others"
+        );
+        assert!(
+            !nobody.reads(&access(0o066, 65534, 0)),
+            "owner class, not others"
+        );
+        assert!(Caller::of(0, 0, 0).reads(&access(0o000, 1, 1)));
+    }
+
+    #[test]
+    fn every_directory_on_the_way_must_be_searchable() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let set = |p: &str, m: u32| {
+            std::fs::set_permissions(tmp.path().join(p), std::fs::Permissions::from_mode(m))
+                .unwrap()
+        };
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::fs::write(tmp.path().join("d/f"), "x").unwrap();
+        set("", 0o755);
+        set("d/f", 0o644);
+        let root = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let other = Caller {
+            uid: 4242,
+            gid: 4242,
+            groups: Vec::new(),
+        };
+        set("d", 0o755);
+        assert!(other.reads_now(&root, "d/f"));
+        set("d", 0o750);
+        assert!(!other.reads_now(&root, "d/f"));
+        assert!(!other.reads_now(&root, "d/missing"));
+        assert!(!other.reads_now(&root, ""));
+    }
+}
