@@ -176,3 +176,94 @@ fn kept_versions_reports_history_and_log_show_a_user_only_what_that_user_may_rea
         .mode();
     assert_eq!(mode & 0o777, 0o700);
 }
+
+/// One log line as editfs writes it, for a log filled before the mount.
+fn log_line(tx: u64) -> String {
+    format!(
+        "{{\"tx\":{tx},\"time\":\"2026-01-01T00:00:00Z\",\"kind\":\"edit\",\"outcome\":\"failed\",\"applied\":0,\"total\":1,\"files\":[{{\"file\":\"mine.txt\",\"sha256\":null,\"lines_added\":0,\"lines_removed\":0}}],\"error\":\"not_found\",\"pid\":1,\"command\":\"{}\"}}\n",
+        "x".repeat(200)
+    )
+}
+
+#[test]
+fn a_long_log_is_never_rendered_for_a_stat_and_a_reader_does_not_stall_commits() {
+    // Just under the size at which the log moves to log.1: all of it is current.
+    let lines = (7 << 20) / log_line(1).len() as u64;
+    let Some(m) = mount_for_nobody(&[], |src| {
+        fs::create_dir(src.join(".editfs")).unwrap();
+        let log: String = (1..=lines).map(log_line).collect();
+        fs::write(src.join(".editfs/log"), log).unwrap();
+        fs::write(src.join(".editfs/txid"), format!("{lines}\n")).unwrap();
+    }) else {
+        return;
+    };
+    // The same listings of a plain directory are the yardstick, so a busy machine
+    // slows both; rendering this log takes about 0.1 s, 8 s or more for 80.
+    let timed = |script: &str| {
+        let began = Instant::now();
+        m.ok(script);
+        began.elapsed()
+    };
+    m.ok("mkdir plain && touch plain/a plain/b plain/c");
+    let plain = timed(
+        "for i in $(seq 80); do ls -l plain > /dev/null; stat mine.txt plain/a > /dev/null; done",
+    );
+    let state = timed(
+        "for i in $(seq 80); do ls -l .editfs > /dev/null; stat mine.txt.status .editfs/status > /dev/null; done",
+    );
+    assert!(
+        state < plain * 3 + Duration::from_secs(2),
+        "80 listings of .editfs took {state:?}, of a plain directory {plain:?}: a stat renders the log"
+    );
+    // A reader that holds the log open and reads it slowly, while edits commit.
+    let reader = m.mnt.join(".editfs/log");
+    let slow = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut f = fs::File::open(reader).unwrap();
+        let mut buf = [0u8; 4096];
+        let mut n = 0;
+        for _ in 0..30 {
+            n += f.read(&mut buf).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        n
+    });
+    let long_arg = "y".repeat(100_000);
+    for i in 0..5 {
+        let replace = format!("line {i}");
+        let search = if i == 0 {
+            "two".to_owned()
+        } else {
+            format!("line {}", i - 1)
+        };
+        let payload = m.mnt.parent().unwrap().join("payload");
+        let body = format!("<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n");
+        fs::write(&payload, body).unwrap();
+        m.ok_within(
+            &format!(
+                "bash -c 'cat \"$0\" > mine.txt.edit' {} {long_arg}",
+                payload.display()
+            ),
+            Duration::from_secs(10),
+        );
+    }
+    assert!(slow.join().unwrap() > 0);
+    let log = fs::read_to_string(m.src.join(".editfs/log")).unwrap();
+    let last = log.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("{{\"tx\":{}", lines + 5)),
+        "{last}"
+    );
+    assert_eq!(m.src_file("mine.txt"), b"one\nline 4\n");
+    assert!(
+        last.len() < 1024,
+        "the stored command line is bounded: {} bytes",
+        last.len()
+    );
+    let history = m.ok("cat .editfs/history");
+    assert_eq!(
+        history.lines().count() as u64,
+        lines + 6,
+        "header and every entry"
+    );
+}

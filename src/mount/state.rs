@@ -5,7 +5,8 @@
 //! `versions/<path>/<tx>` (after it, for `editfs show`) and a `.gitignore` of `*`, and the control
 //! files `edit` (multi-file transactions), `undo` (`PATH [TXID] [--force]`) and
 //! `status` / `status.json` (their latest report). Everything else is read-only;
-//! the lock, counter, journal and temporary files stay out of sight.
+//! the lock, counter, journal and temporary files stay out of sight. Each user
+//! sees only what concerns files that user may read (see `caller.rs`).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
