@@ -267,3 +267,226 @@ fn a_long_log_is_never_rendered_for_a_stat_and_a_reader_does_not_stall_commits()
         "header and every entry"
     );
 }
+
+/// Runs a Python script in the mount (as root; the script may fork and drop to
+/// `nobody` itself); returns its output.
+fn python(m: &common::Mount, script: &str) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_write_past_the_size_limit_fails_at_once_with_efbig() {
+    let Some(m) = mount_for_nobody(&["--max-content-size", "100K"], |_| {}) else {
+        return;
+    };
+    let out = python(
+        &m,
+        r#"
+import errno, os
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+fd = os.open('mine.txt.edit', os.O_WRONLY | os.O_TRUNC)
+total = 0
+try:
+    while total < 50_000_000:
+        total += os.write(fd, b'x' * 65536)
+    print('accepted', total)
+except OSError as e:
+    print('write', errno.errorcode[e.errno], total)
+try:
+    os.close(fd)
+    print('close ok')
+except OSError as e:
+    print('close', errno.errorcode[e.errno])
+"#,
+    );
+    assert_eq!(out, "write EFBIG 65536\nclose EFBIG\n");
+    let status = m.ok("cat mine.txt.status");
+    assert!(
+        status.contains("too_large") && status.contains("102400"),
+        "{status}"
+    );
+    assert_eq!(m.src_file("mine.txt"), b"one\ntwo\n");
+}
+
+/// Opens `mine.txt.edit` again and again, writing 90,000 bytes to each and
+/// keeping it open, until a write fails: prints the user's tag, how many handles
+/// hold a payload, and the errno.
+const FILL: &str = r#"
+import errno, os
+def fill(tag):
+    fds = []
+    while len(fds) < 200:
+        fd = os.open('mine.txt.edit', os.O_WRONLY)
+        try:
+            os.write(fd, b'x' * 90000)
+            fds.append(fd)
+        except OSError as e:
+            print(tag, len(fds), errno.errorcode[e.errno], flush=True)
+            fds.append(fd)
+            return fds
+    print(tag, len(fds), 'unbounded', flush=True)
+    return fds
+def close(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+"#;
+
+#[test]
+fn open_edit_handles_buffer_at_most_a_cap_per_user_and_one_overall() {
+    let args = [
+        "--max-buffered-per-user",
+        "1000000",
+        "--max-buffered",
+        "1500000",
+    ];
+    let Some(m) = mount_for_nobody(&args, |_| {}) else {
+        return;
+    };
+    let out = python(
+        &m,
+        &(FILL.to_owned()
+            + r#"
+full, go = os.pipe(), os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+    fds = fill('nobody')
+    os.write(full[1], b'1')
+    os.read(go[0], 1)
+    close(fds)
+    close(fill('nobody again'))
+    os._exit(0)
+os.read(full[0], 1)
+fds = fill('root')
+close(fds)
+os.write(go[1], b'1')
+os.waitpid(pid, 0)
+"#),
+    );
+    assert_eq!(
+        out, "nobody 11 EDQUOT\nroot 5 ENOSPC\nnobody again 11 EDQUOT\n",
+        "one user fills its share, the next what is left, and a close gives it back"
+    );
+    let status = m.ok("cat mine.txt.status");
+    assert!(!status.starts_with("OK"), "{status}");
+    assert_eq!(m.src_file("mine.txt"), b"one\ntwo\n");
+}
+
+/// The daemon serving `m`, found by its command line.
+fn daemon_pid(m: &common::Mount) -> u32 {
+    let src = m.src.to_string_lossy().into_owned();
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            let cmd = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+            args.get(1) == Some(&&b"mount"[..]) && args.get(2) == Some(&src.as_bytes())
+        })
+        .expect("the daemon's process")
+}
+
+/// The daemon's resident memory in KiB and how many descriptors it holds.
+fn footprint(pid: u32) -> (u64, usize) {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    let fds = fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    (rss, fds)
+}
+
+/// 10,000 open `F.edit` handles, each holding an unfinished payload of 100 KB from
+/// one user, then of 4 KB (all of which fit): the daemon's memory grows by about
+/// the per-user cap at most and comes back when they close, and its descriptors do
+/// not grow at all. Prints the figures the README states. `cargo test --test mount_limits -- --ignored --nocapture`
+#[test]
+#[ignore = "takes a minute: 20,000 transactions"]
+fn ten_thousand_open_edit_handles_keep_memory_and_descriptors_bounded() {
+    let Some(m) = mount_for_nobody(&[], |_| {}) else {
+        return;
+    };
+    let pid = daemon_pid(&m);
+    let before = footprint(pid);
+    let mut peaks = Vec::new();
+    for size in [100_000, 4_000] {
+        let script = format!(
+            r#"
+import errno, os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+fds, failed = [], {{}}
+for i in range(10000):
+    fd = os.open('mine.txt.edit', os.O_WRONLY)
+    fds.append(fd)
+    try:
+        os.write(fd, b'x' * {size})
+    except OSError as e:
+        name = errno.errorcode[e.errno]
+        failed[name] = failed.get(name, 0) + 1
+print(len(fds), 'handles open, writes refused:', failed, flush=True)
+sys.stdin.read(1)
+for fd in fds:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+"#
+        );
+        let mut child = Command::new("/usr/bin/python3")
+            .arg("-c")
+            .arg(script)
+            .current_dir(&m.mnt)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut said,
+        )
+        .unwrap();
+        let held = footprint(pid);
+        println!(
+            "{size} bytes each: {}; daemon RSS {} KiB, {} descriptors",
+            said.trim(),
+            held.0,
+            held.1
+        );
+        peaks.push(held);
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+        let after = footprint(pid);
+        println!(
+            "after closing them: RSS {} KiB, {} descriptors",
+            after.0, after.1
+        );
+        assert!(
+            after.0 < before.0 + 16 * 1024,
+            "memory given back: {} KiB",
+            after.0
+        );
+    }
+    println!("before: RSS {} KiB, {} descriptors", before.0, before.1);
+    for (rss, fds) in peaks {
+        assert!(rss < before.0 + 64 * 1024 + 48 * 1024, "RSS {rss} KiB");
+        assert!(
+            fds <= before.1 + 8,
+            "{fds} descriptors, {} before",
+            before.1
+        );
+    }
+}

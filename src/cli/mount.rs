@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ArgAction;
 
-use editfs::mount::{self, MountConfig, Policy, Settings, Suffixes};
+use editfs::mount::{self, BufferCaps, MountConfig, Policy, Settings, Suffixes};
 use editfs::store::Retention;
 
 use super::options::EngineArgs;
@@ -101,6 +101,12 @@ pub struct MountArgs {
     /// Take no pre-image of direct writes and removals of files larger than this
     #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "16M")]
     snapshot_max_size: usize,
+    /// Bytes all open edit handles may buffer together; past it a write fails with ENOSPC
+    #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "256M")]
+    max_buffered: usize,
+    /// Bytes the open edit handles of one user may buffer; past it a write fails with EDQUOT
+    #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "64M")]
+    max_buffered_per_user: usize,
     /// Internal: report readiness on standard output (used by --daemon)
     #[arg(long, hide = true)]
     ready_on_stdout: bool,
@@ -134,6 +140,10 @@ impl MountArgs {
                 edits_only: self.edits_only,
                 engine: self.engine.options(),
                 preimages,
+                buffers: BufferCaps {
+                    total: self.max_buffered as u64,
+                    per_user: self.max_buffered_per_user as u64,
+                },
             },
             options: self
                 .options
@@ -187,6 +197,11 @@ impl MountArgs {
         a.push(format!("--keep={}", self.keep));
         a.push(format!("--keep-bytes={}", self.keep_bytes));
         a.push(format!("--snapshot-max-size={}", self.snapshot_max_size));
+        a.push(format!("--max-buffered={}", self.max_buffered));
+        a.push(format!(
+            "--max-buffered-per-user={}",
+            self.max_buffered_per_user
+        ));
         a.extend(
             self.no_snapshot
                 .iter()
@@ -201,6 +216,18 @@ fn absolute(p: &PathBuf) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.clone())
 }
 
+/// Makes every allocation of 64 KiB or more a mapping of its own, returned to the
+/// system when freed: payloads buffered in open edit handles are such, and without
+/// this the C library keeps their memory after the handles close (in one heap per
+/// thread), so the daemon's footprint would stay at its highest.
+fn give_big_buffers_back() {
+    // SAFETY: mallopt only sets a tuning parameter of the C library's allocator;
+    // it runs before the daemon starts any thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
+    }
+}
+
 pub fn run(args: MountArgs) -> ExitCode {
     if args.daemon {
         return daemonize(&args);
@@ -210,6 +237,7 @@ pub fn run(args: MountArgs) -> ExitCode {
         // Leave the caller's session, so its hang-up does not reach the daemon.
         let _ = rustix::process::setsid();
     }
+    give_big_buffers_back();
     let (source, mountpoint) = (args.source.clone(), args.mountpoint.clone());
     let config = match args.config() {
         Ok(c) => c,

@@ -24,6 +24,7 @@ use fuser::{Errno, FileAttr, FileType, ReplyData, ReplyEmpty};
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
+use super::budget::Charge;
 use super::caller::Caller;
 use super::fs::{Core, Handle, Job, Res, file_type};
 use super::names::Control;
@@ -63,6 +64,11 @@ pub struct EditBuffer {
     /// The file offset of the first read: `exec 3<>F.edit` shares one offset for
     /// writing and reading, so the report starts wherever the payload ended.
     read_base: Option<u64>,
+    /// The buffer's bytes, charged to the user who opened the handle.
+    charge: Option<Charge>,
+    /// Why a write was refused for want of buffer space: the payload is
+    /// incomplete, so it is refused whole rather than committed.
+    lost: Option<Errno>,
 }
 
 /// The latest report of `.editfs/edit` or `.editfs/undo`, and the files it names:
@@ -80,6 +86,23 @@ pub struct Committed {
 }
 
 impl Committed {
+    /// A payload that was not received whole: the mount's buffers for open edit
+    /// handles were full (ENOSPC), or the user's share of them (EDQUOT).
+    fn lost(e: Errno) -> Committed {
+        let which = if e == Errno::EDQUOT {
+            "your open edit handles hold as much as one user may (--max-buffered-per-user)"
+        } else {
+            "the open edit handles of all users hold as much as the mount allows (--max-buffered)"
+        };
+        Committed {
+            text: format!(
+                "REJECTED: the payload was not received whole, so nothing was changed: {which}\nhint: close edit handles you do not need, then send the payload again\n"
+            )
+            .into_bytes(),
+            errno: Some(e),
+        }
+    }
+
     /// A commit that could not run at all (its control file's directory went away).
     fn error(e: Errno) -> Committed {
         Committed {
@@ -193,6 +216,38 @@ impl EditBuffer {
         }
     }
 
+    /// The buffer, its bytes charged to `charge`.
+    pub fn charged_to(self, charge: Charge) -> EditBuffer {
+        EditBuffer {
+            charge: Some(charge),
+            ..self
+        }
+    }
+
+    /// Makes room for `len` bytes, charging what the buffer grows by; a buffer
+    /// never grows past `limit`.
+    fn room(&mut self, len: usize, limit: usize) -> Res<()> {
+        if len <= self.data.capacity() {
+            return Ok(());
+        }
+        let cap = len
+            .max(self.data.capacity().saturating_mul(2))
+            .min(limit.max(len));
+        if let Some(c) = &mut self.charge {
+            c.hold(cap as u64)?;
+        }
+        self.data.reserve_exact(cap - self.data.len());
+        Ok(())
+    }
+
+    /// Drops the payload's bytes and gives them back.
+    fn free(&mut self) {
+        self.data = Vec::new();
+        if let Some(c) = &mut self.charge {
+            let _ = c.hold(0);
+        }
+    }
+
     /// A payload that is neither committed nor being committed.
     fn pending(&self) -> bool {
         (self.written || self.truncated) && !self.committing && self.committed.is_none()
@@ -218,27 +273,45 @@ impl EditBuffer {
     /// limit at most) and the size the payload really had.
     fn take(&mut self) -> (Vec<u8>, usize) {
         self.committing = true;
-        (std::mem::take(&mut self.data), self.size)
+        let data = std::mem::take(&mut self.data);
+        self.free();
+        (data, self.size)
     }
 
-    /// Takes bytes at `offset`; past the limit they are dropped and the payload
-    /// is marked oversized, so a huge write costs no memory.
+    /// Takes bytes at `offset`. A write that would take the payload past `limit`
+    /// fails with EFBIG, keeping nothing of it, so the writer stops at once and the
+    /// transaction is refused as too large (its report states the limit and the
+    /// size the payload had reached); one that finds the buffers full fails with
+    /// ENOSPC or EDQUOT (see `budget.rs`), and the payload is refused whole.
     pub fn write(&mut self, offset: u64, data: &[u8], limit: usize) -> Res<u32> {
         if self.committed.is_some() || self.committing {
             // One handle, one transaction: a new payload needs a new open.
             return Err(Errno::EINVAL);
         }
         self.written = true;
+        if let Some(e) = self.lost {
+            return Err(e);
+        }
         let start = usize::try_from(offset).map_err(|_| Errno::EFBIG)?;
         let end = start.saturating_add(data.len());
-        let keep = end.min(limit.saturating_add(1));
-        self.size = self.size.max(end);
-        if keep > start {
-            if self.data.len() < keep {
-                self.data.resize(keep, 0);
-            }
-            self.data[start..keep].copy_from_slice(&data[..keep - start]);
+        if end > limit {
+            self.size = self.size.max(end);
+            self.free();
+            return Err(Errno::EFBIG);
         }
+        if self.size > limit {
+            return Err(Errno::EFBIG);
+        }
+        if let Err(e) = self.room(end, limit) {
+            self.lost = Some(e);
+            self.free();
+            return Err(e);
+        }
+        if self.data.len() < end {
+            self.data.resize(end, 0);
+        }
+        self.data[start..end].copy_from_slice(data);
+        self.size = self.size.max(end);
         Ok(data.len() as u32)
     }
 }
@@ -297,18 +370,20 @@ impl Core {
         }
     }
 
-    /// Opens a control file of `base` in `parent`; `truncate` is the open's `O_TRUNC`.
+    /// Opens a control file of `base` in `parent` for user `uid`; `truncate` is the
+    /// open's `O_TRUNC`.
     pub(super) fn open_control(
         &self,
         parent: u64,
         base: &OsStr,
         control: Control,
-        write: bool,
-        truncate: bool,
+        (write, truncate): (bool, bool),
+        uid: u32,
     ) -> Res<u64> {
         match control {
             Control::Edit => {
-                Ok(self.add_handle(Handle::Edit(Mutex::new(EditBuffer::opened(truncate)))))
+                let buf = EditBuffer::opened(truncate).charged_to(self.budget.account(uid));
+                Ok(self.add_handle(Handle::Edit(Mutex::new(buf))))
             }
             _ if write => Err(Errno::EACCES),
             _ => {
@@ -339,6 +414,10 @@ impl Core {
         let payload = {
             let mut b = buf.lock();
             if !b.pending() {
+                return b.committed.clone();
+            }
+            if let Some(e) = b.lost {
+                b.committed = Some(Committed::lost(e));
                 return b.committed.clone();
             }
             b.take()
@@ -779,14 +858,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_at_offsets_and_drops_what_is_over_the_limit() {
+    fn a_write_past_the_limit_fails_at_once_and_keeps_nothing() {
         let mut b = EditBuffer::default();
         assert_eq!(b.write(0, b"abc", 10), Ok(3));
         assert_eq!(b.write(3, b"def", 10), Ok(3));
         assert_eq!(b.data, b"abcdef");
-        assert_eq!(b.write(6, &[b'x'; 100], 10), Ok(100));
-        assert_eq!(b.size, 106);
-        assert_eq!(b.data.len(), 11);
+        assert_eq!(b.write(6, &[b'x'; 100], 10), Err(Errno::EFBIG));
+        assert_eq!(
+            b.write(6, b"y", 10),
+            Err(Errno::EFBIG),
+            "and so do later ones"
+        );
+        assert_eq!(b.size, 106, "the report states the size reached");
+        assert!(b.data.capacity() == 0, "nothing is kept");
+        assert!(
+            b.pending(),
+            "the close sends it, to be refused as too large"
+        );
+    }
+
+    #[test]
+    fn buffers_are_charged_to_their_user_and_given_back() {
+        use super::super::budget::{Budget, BufferCaps};
+        let budget = Budget::new(BufferCaps {
+            total: 1000,
+            per_user: 100,
+        });
+        let mut a = EditBuffer::opened(false).charged_to(budget.account(7));
+        assert_eq!(a.write(0, &[b'a'; 60], 500), Ok(60));
+        assert!(budget.used() >= 60);
+        let mut b = EditBuffer::opened(false).charged_to(budget.account(7));
+        assert_eq!(b.write(0, &[b'b'; 60], 500), Err(Errno::EDQUOT));
+        assert_eq!(
+            b.write(60, b"more", 500),
+            Err(Errno::EDQUOT),
+            "refused whole"
+        );
+        let Some(c) = (b.pending().then(|| b.lost)).flatten() else {
+            panic!("a payload that lost bytes must be refused, not committed");
+        };
+        assert_eq!(Committed::lost(c).errno, Some(Errno::EDQUOT));
+        let (data, _) = a.take();
+        assert_eq!(data.len(), 60);
+        assert_eq!(budget.used(), 0, "committing gives the bytes back");
+        drop(b);
+        assert_eq!(budget.used(), 0);
     }
 
     #[test]

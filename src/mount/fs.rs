@@ -94,6 +94,8 @@ pub struct Settings {
     pub engine: engine::Options,
     /// Which direct writes get a pre-image.
     pub preimages: super::preimage::Policy,
+    /// What open edit handles may buffer.
+    pub buffers: super::budget::BufferCaps,
 }
 
 /// A name in an open directory: where `*at` calls act.
@@ -242,6 +244,8 @@ pub struct Core {
     pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
     /// Requests for the commit thread.
     jobs: mpsc::Sender<Job>,
+    /// The bytes open edit handles buffer, against their caps.
+    pub(super) budget: Arc<super::budget::Budget>,
 }
 
 /// `Errno` from a system error.
@@ -316,6 +320,7 @@ impl Core {
     ) -> Core {
         Core {
             jobs,
+            budget: super::budget::Budget::new(settings.buffers),
             source,
             store,
             settings,

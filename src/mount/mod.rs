@@ -4,6 +4,7 @@
 //! state directory, raise the descriptor limit, mount, install the signal
 //! handlers, tell the caller the mount is ready, serve until unmounted.
 
+mod budget;
 mod caller;
 mod control;
 mod fs;
@@ -24,6 +25,7 @@ use fuser::{Config, MountOption, SessionACL};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+pub use budget::BufferCaps;
 pub use fs::Settings;
 pub use names::Suffixes;
 pub use preimage::Policy;

@@ -835,12 +835,18 @@ impl Filesystem for EditFs {
         let r = match node.map(|n| (n.parent, n.kind)) {
             None => Err(Errno::ENOENT),
             Some((parent, Kind::Control { base, control })) => self
-                .open_control(parent, &base, control, is_write(flags), truncates(flags))
+                .open_control(
+                    parent,
+                    &base,
+                    control,
+                    (is_write(flags), truncates(flags)),
+                    req.uid(),
+                )
                 .map(|fh| (fh, FopenFlags::FOPEN_DIRECT_IO)),
             Some((_, Kind::State(rel))) if state::is_control(&rel) => Ok((
-                self.add_handle(Handle::Edit(parking_lot::Mutex::new(EditBuffer::opened(
-                    truncates(flags),
-                )))),
+                self.add_handle(Handle::Edit(parking_lot::Mutex::new(
+                    EditBuffer::opened(truncates(flags)).charged_to(self.budget.account(req.uid())),
+                ))),
                 FopenFlags::FOPEN_DIRECT_IO,
             )),
             Some((_, Kind::State(rel))) if !is_write(flags) => self
