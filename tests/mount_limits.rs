@@ -116,12 +116,15 @@ fn kept_versions_reports_history_and_log_show_a_user_only_what_that_user_may_rea
         fs::create_dir(src.join("private")).unwrap();
         fs::set_permissions(src.join("private"), fs::Permissions::from_mode(0o700)).unwrap();
         fs::write(src.join("private/p.txt"), "HIDDENNAME one\n").unwrap();
+        fs::write(src.join("root.txt"), "ROOTONLY one\n").unwrap();
+        fs::set_permissions(src.join("root.txt"), fs::Permissions::from_mode(0o600)).unwrap();
     }) else {
         return;
     };
     // Root edits its own files; nobody edits its own, then has a version of
     // root's file kept by renaming over it (the directory lets it).
     m.ok(&edit("secret.txt", "TOPSECRET one", "TOPSECRET two"));
+    m.ok(&edit("root.txt", "ROOTONLY one", "ROOTONLY two"));
     m.ok("printf '%s\\n' private/p.txt '<<<<<<< SEARCH' 'HIDDENNAME one' '=======' 'HIDDENNAME two' '>>>>>>> REPLACE' > .editfs/edit");
     let out = as_nobody(
         &m,
@@ -143,12 +146,17 @@ fn kept_versions_reports_history_and_log_show_a_user_only_what_that_user_may_rea
         "for f in .editfs/snapshots/secret.txt/* .editfs/versions/secret.txt/* .editfs/snapshots/mine.txt/*; do echo \"== $f\"; cat \"$f\"; done; \
          echo '== status'; cat .editfs/status; cat .editfs/status.json; \
          echo '== history'; cat .editfs/history; echo '== log'; cat .editfs/log; \
-         echo '== F.status'; cat secret.txt.status; ls -l .editfs/snapshots/secret.txt",
+         echo '== F.status'; cat secret.txt.status root.txt.status root.txt.status.json; \
+         ls -l .editfs/snapshots/secret.txt",
     );
     let seen = text(&seen);
     assert!(
         !seen.contains("TOPSECRET"),
         "root's file leaked to nobody:\n{seen}"
+    );
+    assert!(
+        !seen.contains("ROOTONLY") && !seen.contains("root.txt\""),
+        "{seen}"
     );
     assert!(
         !seen.contains("HIDDENNAME") && !seen.contains("private/p.txt"),

@@ -894,7 +894,8 @@ mod tests {
             Err(Errno::EDQUOT),
             "refused whole"
         );
-        let Some(c) = (b.pending().then(|| b.lost)).flatten() else {
+        assert!(b.pending());
+        let Some(c) = b.lost else {
             panic!("a payload that lost bytes must be refused, not committed");
         };
         assert_eq!(Committed::lost(c).errno, Some(Errno::EDQUOT));
