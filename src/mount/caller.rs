@@ -117,18 +117,26 @@ impl Caller {
     /// transaction named now, and could read it before the transaction as well
     /// where the log says how it was (a file renamed over another user's must not
     /// show that user's transactions). A file that is gone counts as it was.
-    pub fn sees(&self, root: &impl AsFd, entry: &LogEntry) -> bool {
+    /// `now` remembers each file's state across the entries of one rendering, so
+    /// a long log costs one look per file, not per line.
+    pub fn sees(&self, root: &impl AsFd, entry: &LogEntry, now: &mut Now) -> bool {
         self.is_root()
             || entry.files.iter().all(|f| {
                 let then = f.access.map(|a| self.reads(&a));
-                if exists(root, &f.file) {
-                    then != Some(false) && self.reads_now(root, &f.file)
+                let (exists, readable) = *now
+                    .entry(f.file.clone())
+                    .or_insert_with(|| (exists(root, &f.file), self.reads_now(root, &f.file)));
+                if exists {
+                    then != Some(false) && readable
                 } else {
                     then == Some(true)
                 }
             })
     }
 }
+
+/// Whether each file exists, and whether the caller can read it, now.
+pub type Now = std::collections::HashMap<String, (bool, bool)>;
 
 fn exists(root: &impl AsFd, rel: &str) -> bool {
     rustix::fs::statat(root, rel, AtFlags::SYMLINK_NOFOLLOW).is_ok()

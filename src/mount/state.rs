@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use fuser::{Errno, FileAttr, FileType};
 use rustix::fs::AtFlags;
 
-use super::caller::Caller;
+use super::caller::{Caller, Now};
 use super::fs::{Core, Entry, Res, errno};
 use super::nodes::{Kind, ROOT};
 use crate::store::logline::{Access, LogEntry};
@@ -219,7 +219,8 @@ impl Core {
             Some("status.json") => Ok(self.state_status(true, caller)),
             Some("history") => {
                 let mut entries = self.store.entries();
-                entries.retain(|e| caller.sees(&self.source.root(), e));
+                let mut now = Now::new();
+                entries.retain(|e| caller.sees(&self.source.root(), e, &mut now));
                 Ok(crate::history::table(&entries, None).into_bytes())
             }
             Some("log") => Ok(self.log_for(caller)),
@@ -233,6 +234,7 @@ impl Core {
     /// It reads without the store's lock: commits go on while a reader reads.
     fn log_for(&self, caller: &Caller) -> Vec<u8> {
         let mut out = Vec::new();
+        let mut now = Now::new();
         for path in crate::store::log_files(self.store.dir()) {
             let bytes = fs::read(path).unwrap_or_default();
             if caller.is_root() {
@@ -241,7 +243,7 @@ impl Core {
             }
             for line in bytes.split_inclusive(|&b| b == b'\n') {
                 let entry = serde_json::from_slice::<LogEntry>(line);
-                if entry.is_ok_and(|e| caller.sees(&self.source.root(), &e)) {
+                if entry.is_ok_and(|e| caller.sees(&self.source.root(), &e, &mut now)) {
                     out.extend_from_slice(line);
                 }
             }
