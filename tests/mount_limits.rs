@@ -147,7 +147,8 @@ fn kept_versions_reports_history_and_log_show_a_user_only_what_that_user_may_rea
          echo '== status'; cat .editfs/status; cat .editfs/status.json; \
          echo '== history'; cat .editfs/history; echo '== log'; cat .editfs/log; \
          echo '== F.status'; cat secret.txt.status root.txt.status root.txt.status.json; \
-         ls -l .editfs/snapshots/secret.txt",
+         ls -l .editfs/snapshots/secret.txt; ls .editfs/snapshots/private .editfs/versions/private; \
+         cat .editfs/snapshots/private/p.txt/*",
     );
     let seen = text(&seen);
     assert!(
@@ -159,7 +160,10 @@ fn kept_versions_reports_history_and_log_show_a_user_only_what_that_user_may_rea
         "{seen}"
     );
     assert!(
-        !seen.contains("HIDDENNAME") && !seen.contains("private/p.txt"),
+        !seen.contains("HIDDENNAME")
+            && !seen.contains("\"private/p.txt\"")
+            && !seen.contains("private/p.txt  ")
+            && seen.contains("cannot open directory '.editfs/versions/private': Permission denied"),
         "{seen}"
     );
     assert!(
