@@ -508,3 +508,33 @@ for fd in fds:
         );
     }
 }
+
+#[test]
+fn a_rendered_log_held_open_counts_against_its_readers_buffer_budget() {
+    let lines = (7 << 20) / log_line(1).len() as u64;
+    let args = ["--max-buffered-per-user", "10M"];
+    let Some(m) = mount_for_nobody(&args, |src| {
+        fs::create_dir(src.join(".editfs")).unwrap();
+        let log: String = (1..=lines).map(log_line).collect();
+        fs::write(src.join(".editfs/log"), log).unwrap();
+        fs::write(src.join(".editfs/txid"), format!("{lines}\n")).unwrap();
+    }) else {
+        return;
+    };
+    let out = python(
+        &m,
+        r#"
+import errno, os
+first = os.open('.editfs/log', os.O_RDONLY)
+try:
+    os.open('.editfs/log', os.O_RDONLY)
+    print('second open ok')
+except OSError as e:
+    print('second open', errno.errorcode[e.errno])
+os.close(first)
+os.close(os.open('.editfs/log', os.O_RDONLY))
+print('after close ok')
+"#,
+    );
+    assert_eq!(out, "second open EDQUOT\nafter close ok\n");
+}

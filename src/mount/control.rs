@@ -269,8 +269,9 @@ impl EditBuffer {
         }
     }
 
-    /// Takes the payload out for the commit thread: the bytes kept (one past the
-    /// limit at most) and the size the payload really had.
+    /// Takes the payload out for the commit thread: the bytes kept (none once it
+    /// passed the limit) and the size it reached. Its charge is given back now: one
+    /// payload at a time is committed, so what the commit holds stays bounded.
     fn take(&mut self) -> (Vec<u8>, usize) {
         self.committing = true;
         let data = std::mem::take(&mut self.data);
@@ -388,7 +389,10 @@ impl Core {
             _ if write => Err(Errno::EACCES),
             _ => {
                 let bytes = self.status_bytes(&self.path(parent)?.join(base), control);
-                Ok(self.add_handle(Handle::Bytes(bytes)))
+                Ok(self.add_handle(Handle::Bytes {
+                    bytes,
+                    _charge: None,
+                }))
             }
         }
     }

@@ -118,8 +118,12 @@ pub enum Handle {
     },
     Dir(Vec<Entry>),
     Edit(Mutex<EditBuffer>),
-    /// A virtual file's content, fixed when it was opened.
-    Bytes(Vec<u8>),
+    /// A virtual file's content, fixed when it was opened; what `.editfs/`
+    /// renders for a reader (a long log) is charged to the reader's buffer budget.
+    Bytes {
+        bytes: Vec<u8>,
+        _charge: Option<super::budget::Charge>,
+    },
 }
 
 /// One directory entry, as listed.

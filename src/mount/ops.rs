@@ -851,11 +851,16 @@ impl Filesystem for EditFs {
             )),
             Some((_, Kind::State(rel))) if !is_write(flags) => self
                 .state_bytes(&rel, &Caller::of(req.uid(), req.gid(), req.pid()))
-                .map(|b| {
-                    (
-                        self.add_handle(Handle::Bytes(b)),
+                .and_then(|b| {
+                    let mut charge = self.budget.account(req.uid());
+                    charge.hold(b.len() as u64)?;
+                    Ok((
+                        self.add_handle(Handle::Bytes {
+                            bytes: b,
+                            _charge: Some(charge),
+                        }),
                         FopenFlags::FOPEN_DIRECT_IO,
-                    )
+                    ))
                 }),
             Some((_, Kind::State(_))) => Err(Errno::EROFS),
             Some((_, Kind::Real)) => self
@@ -885,7 +890,7 @@ impl Filesystem for EditFs {
         };
         let r = match &*h {
             Handle::File { file, .. } => read_at(file, offset, size as usize),
-            Handle::Bytes(b) => Ok(slice(b, offset, size).to_vec()),
+            Handle::Bytes { bytes, .. } => Ok(slice(bytes, offset, size).to_vec()),
             Handle::Edit(_) => return self.read_edit(ino.0, h, req.pid(), (offset, size), reply),
             Handle::Dir(_) => Err(Errno::EISDIR),
         };
