@@ -268,3 +268,126 @@ fn daemon_reports_a_failure_to_start_its_child() {
     assert!(err.contains("cannot start the daemon"), "{err}");
     assert!(!mounted(&mnt));
 }
+
+/// `editfs mount ARGS --daemon`, run from `dir`: its exit code and what it said.
+fn daemon_mount(dir: &std::path::Path, args: &[&std::path::Path]) -> (Option<i32>, String) {
+    let out = within_10s(
+        editfs()
+            .current_dir(dir)
+            .arg("mount")
+            .args(args)
+            .arg("--daemon"),
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), said)
+}
+
+#[test]
+fn a_second_mount_of_one_project_is_refused_however_spelt_and_names_the_first() {
+    let Some(m) = Mount::start(&[], |src| fs::write(src.join("f.txt"), "a\n").unwrap()) else {
+        return;
+    };
+    let root = m.src.parent().unwrap().to_owned();
+    let pid = pids_with(&format!("mount {}", m.src.display()));
+    assert_eq!(pid.len(), 1, "{pid:?}");
+    let other = root.join("other");
+    fs::create_dir(&other).unwrap();
+    std::os::unix::fs::symlink(&m.src, root.join("link")).unwrap();
+    let spellings = [
+        m.src.clone(),
+        root.join("link"),
+        root.join("link/"),
+        root.join("mnt/../src/"),
+        "src/".into(),
+        "./link".into(),
+    ];
+    for source in &spellings {
+        let (code, said) = daemon_mount(&root, &[source, &other]);
+        assert_eq!(
+            code,
+            Some(1),
+            "{} was mounted twice: {said}",
+            source.display()
+        );
+        assert!(
+            said.contains(&format!("editfs pid {}", pid[0]))
+                && said.contains(&m.mnt.display().to_string())
+                && said.contains("--state-dir"),
+            "{said}"
+        );
+        assert!(!mounted(&other));
+    }
+
+    // The same state directory under another SOURCE is the same project's store.
+    let src2 = root.join("src2");
+    fs::create_dir(&src2).unwrap();
+    let (code, said) = daemon_mount(
+        &root,
+        &[
+            &src2,
+            &other,
+            std::path::Path::new("--state-dir=src/.editfs/"),
+        ],
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains(&format!("editfs pid {}", pid[0])), "{said}");
+
+    // Its own state directory makes a second mount of SOURCE a separate project.
+    let (code, said) = daemon_mount(
+        &root,
+        &[&m.src, &other, std::path::Path::new("--state-dir=state2")],
+    );
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(fs::read_to_string(other.join("f.txt")).unwrap(), "a\n");
+    assert!(
+        editfs()
+            .arg("unmount")
+            .arg(&other)
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+#[test]
+fn a_daemon_killed_with_sigkill_does_not_block_the_next_mount_of_its_project() {
+    let Some(m) = Mount::start(&[], |src| fs::write(src.join("f.txt"), "a\n").unwrap()) else {
+        return;
+    };
+    let root = m.src.parent().unwrap().to_owned();
+    let pids = pids_with(&format!("mount {}", m.src.display()));
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    Command::new("kill")
+        .args(["-9", &pids[0]])
+        .status()
+        .unwrap();
+    for _ in 0..100 {
+        if !std::path::Path::new(&format!("/proc/{}", pids[0])).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The dead mount stays where it was; the project mounts again elsewhere.
+    let again = root.join("again");
+    fs::create_dir(&again).unwrap();
+    let (code, said) = daemon_mount(&root, &[&m.src, &again]);
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(fs::read_to_string(again.join("f.txt")).unwrap(), "a\n");
+    assert!(
+        editfs()
+            .arg("unmount")
+            .arg(&again)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        editfs()
+            .arg("unmount")
+            .arg(&m.mnt)
+            .status()
+            .unwrap()
+            .success()
+    );
+}

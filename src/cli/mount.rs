@@ -39,7 +39,9 @@ keep a pre-image too, except under .git/ and in paths .gitignore ignores
 
 Everything else passes through to SOURCE. Ctrl-C, SIGTERM or SIGHUP unmounts and
 exits 0. A mount point that is already mounted is refused; a dead mount left by a
-killed daemon is named as such, and `editfs unmount MOUNT` clears it. Under systemd
+killed daemon is named as such, and `editfs unmount MOUNT` clears it. One daemon
+serves a project: a second mount of the same SOURCE or state directory is refused,
+naming the first one's pid and mount point, unless it has its own --state-dir. Under systemd
 (Type=notify) it reports READY=1 once the mount answers and STOPPING=1 on the way out.
 
 Every option above may also be given in -o as NAME[=VALUE] (`-o keep=50,edits_only`).

@@ -13,6 +13,7 @@ mod ignored;
 mod names;
 mod nodes;
 mod ops;
+mod owner;
 mod preimage;
 mod source;
 mod state;
@@ -54,6 +55,11 @@ pub enum MountError {
     Store(#[from] StoreError),
     #[error("state directory {}: {reason}", path.display())]
     StateDir { path: PathBuf, reason: String },
+    #[error("state directory {}: {source}", state.display())]
+    Owner {
+        state: PathBuf,
+        source: owner::OwnerError,
+    },
     #[error("cannot mount {} on {}: {source}", from.display(), on.display())]
     Mount {
         from: PathBuf,
@@ -292,7 +298,13 @@ pub fn serve(
     ready: impl FnOnce() + Send + 'static,
 ) -> Result<Stopped, MountError> {
     let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
-    let store = Store::open_with(&state_dir(&src, cfg.state_dir.as_deref())?, cfg.retention)?;
+    let state = state_dir(&src, cfg.state_dir.as_deref())?;
+    // Before the store opens: its recovery must never run under a live daemon.
+    let _owner = owner::Owner::take(&state, &mnt).map_err(|source| MountError::Owner {
+        state: state.clone(),
+        source,
+    })?;
+    let store = Store::open_with(&state, cfg.retention)?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
     }
