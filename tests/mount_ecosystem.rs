@@ -321,3 +321,99 @@ fn sighup_from_a_closed_terminal_unmounts_and_exits_zero() {
     assert!(status.success(), "{status}");
     assert!(!mounted(&mnt), "still mounted after SIGHUP");
 }
+
+/// Offsets of SEEK_DATA and SEEK_HOLE from a few starting points, or ENXIO.
+const PROBE_HOLES: &str = r#"
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+out = []
+for start in (0, 4096, 600000, 700000, 1048575, 1048576, 5000000):
+    for whence in (os.SEEK_DATA, os.SEEK_HOLE):
+        try:
+            out.append(str(os.lseek(fd, start, whence)))
+        except OSError as e:
+            out.append(os.strerror(e.errno))
+print(" ".join(out))
+"#;
+
+#[test]
+fn holes_and_copy_file_range_pass_through_to_source_without_warnings() {
+    let Some(m) = common::Mount::start(&[], |src| {
+        let sparse = fs::File::create(src.join("sparse.bin")).unwrap();
+        sparse.set_len(1 << 20).unwrap();
+        std::os::unix::fs::FileExt::write_at(&sparse, &[7; 5000], 600_000).unwrap();
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        fs::write(src.join("data.bin"), bytes).unwrap();
+        fs::write(src.join("old.txt"), "old\n").unwrap();
+        fs::write(src.join("a.py"), "x = 1\n").unwrap();
+        fs::write(
+            src.join("payload"),
+            "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
+        )
+        .unwrap();
+    }) else {
+        return;
+    };
+    let probe = m.src.parent().unwrap().join("probe.py");
+    fs::write(&probe, PROBE_HOLES).unwrap();
+    let native = m.ok(&format!(
+        "python3 {} {}/sparse.bin",
+        probe.display(),
+        m.src.display()
+    ));
+    let through = m.ok(&format!("python3 {} sparse.bin", probe.display()));
+    assert_eq!(
+        through, native,
+        "SEEK_DATA/SEEK_HOLE through the mount differ from SOURCE"
+    );
+    assert!(
+        native.starts_with("598016 0 "),
+        "the file system here keeps no holes: {native}"
+    );
+
+    // A status file has no holes: its data runs to the size fstat gives.
+    let status = m.ok(&format!("python3 {} a.py.status", probe.display()));
+    let size = m.ok("stat -c %s a.py.status");
+    assert!(
+        status.starts_with(&format!("0 {}", size.trim())),
+        "{status} vs size {size}"
+    );
+
+    let copied = m.ok(r#"python3 -c '
+import os
+src = os.open("data.bin", os.O_RDONLY)
+dst = os.open("copy.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+done = 0
+while True:
+    n = os.copy_file_range(src, dst, 1 << 20)
+    if n == 0:
+        break
+    done += n
+old = os.open("old.txt", os.O_WRONLY)
+os.copy_file_range(src, old, 4, 0, 0)
+os.close(old)
+print(done)
+'"#);
+    assert_eq!(copied.trim(), "300000");
+    assert_eq!(m.src_file("copy.bin"), m.src_file("data.bin"));
+    assert_eq!(m.src_file("old.txt"), m.src_file("data.bin")[..4]);
+    // A copy into an existing file is a direct write: its pre-image is kept.
+    assert_eq!(m.ok("cat .editfs/snapshots/old.txt/*"), "old\n");
+
+    m.ok("cp data.bin cp.bin && cp --reflink=auto data.bin reflink.bin && cmp cp.bin data.bin && cmp reflink.bin data.bin");
+    m.ok("cp --sparse=always sparse.bin sparse-copy.bin && cmp sparse.bin sparse-copy.bin");
+    let blocks = m.ok("stat -c %b sparse-copy.bin");
+    assert!(
+        blocks.trim().parse::<u64>().unwrap() * 512 < 1 << 19,
+        "holes filled: {blocks} blocks"
+    );
+    // A control file takes a payload copied in, through cp's fallback to write.
+    m.ok("cp payload a.py.edit && python3 -c 'print(open(\"a.py\").read())' > /dev/null");
+    assert_eq!(m.src_file("a.py"), b"x = 2\n");
+
+    let log = fs::read_to_string(m.src.parent().unwrap().join("daemon.log")).unwrap();
+    assert!(
+        !log.contains("WARN") && !log.contains("Not Implemented"),
+        "warnings for normal requests:\n{log}"
+    );
+}

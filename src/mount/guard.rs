@@ -374,4 +374,55 @@ impl<F: Filesystem> Filesystem for Guarded<F> {
             self.0.fallocate(req, ino, fh, offset, length, mode, reply)
         });
     }
+
+    fn ioctl(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        flags: fuser::IoctlFlags,
+        cmd: u32,
+        in_data: &[u8],
+        out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        guard("ioctl", || {
+            self.0
+                .ioctl(req, ino, fh, flags, cmd, in_data, out_size, reply)
+        });
+    }
+
+    fn lseek(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: fuser::ReplyLseek,
+    ) {
+        guard("lseek", || {
+            self.0.lseek(req, ino, fh, offset, whence, reply)
+        });
+    }
+
+    fn copy_file_range(
+        &self,
+        req: &Request,
+        ino_in: INodeNo,
+        fh_in: FileHandle,
+        offset_in: u64,
+        ino_out: INodeNo,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        flags: fuser::CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        guard("copy_file_range", || {
+            self.0.copy_file_range(
+                req, ino_in, fh_in, offset_in, ino_out, fh_out, offset_out, len, flags, reply,
+            )
+        });
+    }
 }

@@ -15,6 +15,7 @@ mod nodes;
 mod ops;
 mod owner;
 mod preimage;
+mod ranges;
 mod source;
 mod state;
 

@@ -195,7 +195,11 @@ impl Core {
         Ok((self.control_attr(ino, parent, &base, control)?, VIRTUAL_TTL))
     }
 
-    fn getattr_of(&self, ino: u64, fh: Option<u64>) -> Res<(FileAttr, std::time::Duration)> {
+    pub(super) fn getattr_of(
+        &self,
+        ino: u64,
+        fh: Option<u64>,
+    ) -> Res<(FileAttr, std::time::Duration)> {
         let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ENOENT)?;
         match &node.kind {
             Kind::Control { base, control } => Ok((
@@ -411,6 +415,15 @@ impl Core {
             .map_err(errno)?;
         }
         Ok(())
+    }
+
+    /// A write to real file `ino` through a handle open for writing (`write`,
+    /// `fallocate`, `copy_file_range`): the file's pre-image was taken when the
+    /// handle was opened, and the write waits while a transaction on it commits.
+    pub(super) fn direct_write<T>(&self, ino: u64, write: impl FnOnce() -> Res<T>) -> Res<T> {
+        let _shared = self.stripe(ino).read();
+        self.touched(ino);
+        write()
     }
 
     fn open_real(&self, ino: u64, flags: OpenFlags, pid: u32) -> Res<u64> {
@@ -913,11 +926,9 @@ impl Filesystem for EditFs {
         reply: ReplyWrite,
     ) {
         let r = self.handle(fh.0).and_then(|h| match &*h {
-            Handle::File { file, ino } => {
-                let _shared = self.stripe(*ino).read();
-                self.touched(*ino);
+            Handle::File { file, ino } => self.direct_write(*ino, || {
                 file.write_at(data, offset).map(|n| n as u32).map_err(errno)
-            }
+            }),
             Handle::Edit(buf) => buf
                 .lock()
                 .write(offset, data, self.settings.engine.max_payload),
@@ -1251,15 +1262,47 @@ impl Filesystem for EditFs {
         reply: ReplyEmpty,
     ) {
         let r = self.handle(fh.0).and_then(|h| match &*h {
-            Handle::File { file, ino } => {
-                let _shared = self.stripe(*ino).read();
-                self.touched(*ino);
+            Handle::File { file, ino } => self.direct_write(*ino, || {
                 let how = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
                 rustix::fs::fallocate(file, how, offset, length).map_err(errno)
-            }
+            }),
             _ => Err(Errno::EOPNOTSUPP),
         });
         reply_empty(reply, r);
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: fuser::ReplyLseek,
+    ) {
+        match self.seek(ino.0, fh.0, offset, whence) {
+            Ok(at) => reply.offset(at),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        _ino_in: INodeNo,
+        fh_in: FileHandle,
+        offset_in: u64,
+        _ino_out: INodeNo,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        _flags: fuser::CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        match self.copy_range((fh_in.0, offset_in), (fh_out.0, offset_out), len) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
     }
 }
 
