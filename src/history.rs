@@ -11,34 +11,41 @@ use crate::engine::diff::file_diff;
 use crate::store::logline::{Kind, LogEntry, Outcome};
 use crate::store::objects::{Objects, Side};
 
+/// The first line of `table`.
+pub const HEADER: &str =
+    "TX     TIME                  OUTCOME   KIND    LINES       FILES  (WHO)\n";
+
 /// One line per transaction (on `path` only, if given), oldest first.
 pub fn table(entries: &[LogEntry], path: Option<&str>) -> String {
-    let mut out =
-        String::from("TX     TIME                  OUTCOME   KIND    LINES       FILES  (WHO)\n");
+    let mut out = String::from(HEADER);
     for e in entries {
-        if path.is_some_and(|p| e.file(p).is_none()) {
-            continue;
-        }
-        let added: usize = e.files.iter().map(|f| f.lines_added).sum();
-        let removed: usize = e.files.iter().map(|f| f.lines_removed).sum();
-        let names: Vec<&str> = e.files.iter().map(|f| f.file.as_str()).collect();
-        let who = match (e.pid, e.command.as_str()) {
-            (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {cmd})"),
-            (pid, _) if pid > 0 => format!("  (pid {pid})"),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<6} {:<21} {:<9} {:<7} {:<11} {}{who}",
-            e.tx,
-            e.time,
-            e.outcome.as_str(),
-            e.kind.as_str(),
-            format!("+{added} -{removed}"),
-            names.join(" "),
-        );
+        out.push_str(&row(e, path));
     }
     out
+}
+
+/// `e`'s line of the table, or nothing when `path` is given and `e` did not touch it.
+pub fn row(e: &LogEntry, path: Option<&str>) -> String {
+    if path.is_some_and(|p| e.file(p).is_none()) {
+        return String::new();
+    }
+    let added: usize = e.files.iter().map(|f| f.lines_added).sum();
+    let removed: usize = e.files.iter().map(|f| f.lines_removed).sum();
+    let names: Vec<&str> = e.files.iter().map(|f| f.file.as_str()).collect();
+    let who = match (e.pid, e.command.as_str()) {
+        (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {cmd})"),
+        (pid, _) if pid > 0 => format!("  (pid {pid})"),
+        _ => String::new(),
+    };
+    format!(
+        "{:<6} {:<21} {:<9} {:<7} {:<11} {}{who}\n",
+        e.tx,
+        e.time,
+        e.outcome.as_str(),
+        e.kind.as_str(),
+        format!("+{added} -{removed}"),
+        names.join(" "),
+    )
 }
 
 /// Transaction `tx` as a diff of each file it changed, from the log and kept

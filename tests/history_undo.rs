@@ -681,3 +681,120 @@ fn a_patch_adds_and_moves_files_into_directories_that_do_not_exist_yet() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(!p.path().join("nowhere").exists());
 }
+
+#[test]
+fn undo_dry_run_prints_the_diff_and_changes_nothing_also_with_json() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let o = editfs(&["apply", "--multi", root], TWO_FILES, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let log_before = fs::read(p.path().join(".editfs/log")).unwrap();
+    let txid_before = fs::read(p.path().join(".editfs/txid")).unwrap();
+
+    let o = editfs(&["undo", root, "src/a.py", "--dry-run"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let text = out(&o);
+    assert!(text.contains("-a = 2\n+a = 1\n"), "{text}");
+    assert!(text.contains("dry run: nothing was changed"), "{text}");
+
+    let o = editfs(
+        &["undo", root, "--tx", "1", "--dry-run", "--json"],
+        "",
+        p.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v = json(&o);
+    assert_eq!(v["tx"], 0, "{v}");
+    let diffs: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["diff"].as_str().unwrap())
+        .collect();
+    assert_eq!(diffs.len(), 2, "{v}");
+    assert!(diffs.iter().any(|d| d.contains("-BEE\n+bee\n")), "{v}");
+
+    // A refused undo is refused in the dry run too, with the same reason.
+    fs::write(p.path().join("b.txt"), "by hand\n").unwrap();
+    let o = editfs(&["undo", root, "b.txt", "--dry-run"], "", p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("outside editfs"), "{}", out(&o));
+
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/a.py")).unwrap(),
+        "a = 2\n"
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("b.txt")).unwrap(),
+        "by hand\n"
+    );
+    assert_eq!(
+        fs::read(p.path().join(".editfs/log")).unwrap(),
+        log_before,
+        "logged"
+    );
+    assert_eq!(
+        fs::read(p.path().join(".editfs/txid")).unwrap(),
+        txid_before,
+        "an id was taken"
+    );
+}
+
+#[test]
+fn history_follow_streams_new_transactions_until_killed() {
+    use std::io::BufRead;
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let block =
+        |from: &str, to: &str| format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n");
+    assert!(
+        editfs(&["apply", "b.txt"], &block("bee", "one"), p.path())
+            .status
+            .success()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["history", root, "--follow"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || {
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("no line within 10 s")
+    };
+    assert!(next().starts_with("TX "));
+    assert!(next().starts_with("1 "));
+    assert!(
+        editfs(&["apply", "b.txt"], &block("one", "two"), p.path())
+            .status
+            .success()
+    );
+    assert!(
+        editfs(&["apply", "src/a.py"], &block("a = 1", "a = 2"), p.path())
+            .status
+            .success()
+    );
+    let (second, third) = (next(), next());
+    assert!(
+        second.starts_with("2 ") && second.contains("b.txt"),
+        "{second}"
+    );
+    assert!(
+        third.starts_with("3 ") && third.contains("src/a.py"),
+        "{third}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "--follow ended by itself"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

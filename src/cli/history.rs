@@ -1,13 +1,15 @@
 //! `editfs history`, `editfs show` and `editfs undo`: what happened, and taking it back.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use editfs::engine::Outcome;
 use editfs::history;
+use editfs::store::logline::LogEntry;
+use editfs::store::objects::Objects;
 use editfs::store::{STATE_DIR, Store, atomic, entries_in};
 use editfs::transaction::{Root, Who, undo};
 
@@ -25,6 +27,9 @@ pub struct HistoryArgs {
     /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// After the table, print each new transaction as it is logged, until interrupted
+    #[arg(long, short = 'f')]
+    follow: bool,
 }
 
 #[derive(clap::Args)]
@@ -53,8 +58,8 @@ mount, write `PATH [TXID] [--force]` or `--tx TXID [--force]` to .editfs/undo an
 )]
 #[command(
     group(clap::ArgGroup::new("what").required(true).args(["path", "tx"])),
-    override_usage = "editfs undo SOURCE PATH [--to TXID] [--force] [--json]\n       \
-editfs undo SOURCE --tx TXID [--force] [--json]"
+    override_usage = "editfs undo SOURCE PATH [--to TXID] [--force] [--json] [--dry-run]\n       \
+editfs undo SOURCE --tx TXID [--force] [--json] [--dry-run]"
 )]
 pub struct UndoArgs {
     /// The project directory (the one that was mounted)
@@ -73,6 +78,10 @@ pub struct UndoArgs {
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
+    /// Print what the undo would change (a diff per file) and change nothing: no file,
+    /// no transaction id, no log line; exit 1 if it would be refused
+    #[arg(long)]
+    dry_run: bool,
     /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
@@ -91,9 +100,10 @@ fn state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-fn open(source: &Path, state: Option<&Path>) -> Result<Store, String> {
+/// The state directory an undo works on: never the mount's read-only view of
+/// it, which has the control file `undo` but no lock.
+fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
     let dir = state_dir(source, state)?;
-    // The mount's read-only view has the control file `undo` but no lock.
     if dir.join("undo").exists() && !dir.join("lock").exists() {
         return Err(format!(
             "{} is an editfs mount point: give the project directory, or undo through the mount with `echo 'PATH [TXID]' > {}`",
@@ -101,7 +111,11 @@ fn open(source: &Path, state: Option<&Path>) -> Result<Store, String> {
             dir.join("undo").display()
         ));
     }
-    let store = Store::open(&dir).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
+fn open(dir: &Path) -> Result<Store, String> {
+    let store = Store::open(dir).map_err(|e| e.to_string())?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
     }
@@ -125,7 +139,7 @@ fn note_interrupted(dir: &Path) {
 }
 
 pub fn history(args: HistoryArgs) -> ExitCode {
-    let run = || -> Result<String, String> {
+    let run = || -> Result<(), String> {
         let dir = state_dir(&args.source, args.state_dir.as_deref())?;
         let path = args
             .path
@@ -133,14 +147,76 @@ pub fn history(args: HistoryArgs) -> ExitCode {
             .map(|p| history::project_path(&args.source, p))
             .transpose()?;
         note_interrupted(&dir);
-        Ok(history::table(&entries_in(&dir), path.as_deref()))
+        let mut log = LogTail::default();
+        let mut text = history::HEADER.to_owned();
+        text.extend(
+            log.new_entries(&dir)
+                .iter()
+                .map(|e| history::row(e, path.as_deref())),
+        );
+        // A reader that went away (`| head`) ends the command quietly.
+        let mut out = std::io::stdout();
+        if out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return Ok(());
+        }
+        while args.follow {
+            std::thread::sleep(FOLLOW_EVERY);
+            let rows: String = log
+                .new_entries(&dir)
+                .iter()
+                .map(|e| history::row(e, path.as_deref()))
+                .collect();
+            if out
+                .write_all(rows.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                break;
+            }
+        }
+        Ok(())
     };
     match run() {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail("history", e),
+    }
+}
+
+/// How often `history --follow` looks for new lines in the log.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The log read as it grows: it is only ever appended to, a whole line at a time.
+#[derive(Default)]
+struct LogTail {
+    /// Bytes of the log already read, up to the end of a complete line.
+    read: u64,
+}
+
+impl LogTail {
+    /// The entries of the lines completed since the last call. A log that shrank
+    /// was replaced: reading goes on from its end, as nothing in it is new.
+    fn new_entries(&mut self, state: &Path) -> Vec<LogEntry> {
+        let Ok(mut file) = fs::File::open(state.join("log")) else {
+            return Vec::new();
+        };
+        let len = file.metadata().map_or(0, |m| m.len());
+        if len < self.read {
+            self.read = len;
+        }
+        let mut bytes = Vec::new();
+        if file.seek(SeekFrom::Start(self.read)).is_err() || file.read_to_end(&mut bytes).is_err() {
+            return Vec::new();
+        }
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        self.read += complete as u64;
+        String::from_utf8_lossy(&bytes[..complete])
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 }
 
@@ -161,7 +237,7 @@ pub fn show(args: ShowArgs) -> ExitCode {
 
 pub fn undo(args: UndoArgs) -> ExitCode {
     let run = || -> Result<(String, Outcome), String> {
-        let store = open(&args.source, args.state_dir.as_deref())?;
+        let state = undo_state_dir(&args.source, args.state_dir.as_deref())?;
         let root = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
         let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
         let who = Who {
@@ -190,7 +266,11 @@ pub fn undo(args: UndoArgs) -> ExitCode {
             path: &root,
             mount: None,
         };
-        let undone = undo::run(&store, root, &req, &who);
+        let undone = if args.dry_run {
+            undo::preview(&Objects::new(&state), &entries_in(&state), root, &req)
+        } else {
+            undo::run(&open(&state)?, root, &req, &who)
+        };
         let text = if args.json {
             undone.to_json() + "\n"
         } else {

@@ -16,7 +16,7 @@ use super::{Root, Who, failed_commit, io_failure, log_entry, make_parents, now, 
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
 use crate::store::logline::{Kind, LogEntry};
-use crate::store::objects::Side;
+use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
 use crate::store::{Change, Lock, Removal, Store, StoreError};
 
@@ -62,6 +62,14 @@ impl Request {
             _ => return Err(format!("expected {SYNTAX}, got {:?}", text.trim())),
         };
         Ok(Request { what, force })
+    }
+
+    /// What a report names when the undo fails before it reaches a file.
+    fn label(&self) -> String {
+        match &self.what {
+            What::File { rel, .. } => rel.clone(),
+            What::Tx(tx) => format!("transaction {tx}"),
+        }
     }
 }
 
@@ -142,10 +150,7 @@ struct Plan {
 
 /// Runs `req` as one transaction, numbered and logged whatever its outcome.
 pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
-    let label = match &req.what {
-        What::File { rel, .. } => rel.clone(),
-        What::Tx(tx) => format!("transaction {tx}"),
-    };
+    let label = req.label();
     let fail = |e: StoreError| wrap(req, vec![stamp(io_failure(e, String::new()), &label)]);
     let lock = match store.lock() {
         Ok(l) => l,
@@ -155,13 +160,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         Ok(tx) => tx,
         Err(e) => return fail(e),
     };
-    let entries = store.entries();
-    let plans = match &req.what {
-        What::File { rel, to } => {
-            plan_file(store, &entries, root, rel, *to, req.force).map(|p| vec![p])
-        }
-        What::Tx(n) => plan_tx(store, &entries, root, *n, req.force),
-    };
+    let plans = plan(store.objects(), &store.entries(), root, req);
     let reports = match plans {
         Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
         Err(e) => {
@@ -176,6 +175,30 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     let undone = wrap(req, reports);
     if undone.head().outcome != Outcome::Ok {
         log_failure(store, &undone, who);
+    }
+    undone
+}
+
+/// What `run` would do, decided the same way but written nowhere: no file
+/// changes, no id is taken, nothing is logged. The reports carry tx 0 and a note
+/// saying so; their diffs are what `run` would apply now.
+/// It reads the state directory without opening the store, so it works on a
+/// read-only one and never runs a recovery.
+pub fn preview(objects: &Objects, entries: &[LogEntry], root: Root<'_>, req: &Request) -> Undone {
+    let plans = plan(objects, entries, root, req);
+    let note = "dry run: nothing was changed or logged".to_owned();
+    let reports = match plans {
+        Ok(plans) => plans.iter().map(|p| restored_report(0, p)).collect(),
+        Err(e) => {
+            let mut r = stamp(Report::new(Outcome::Failed, String::new()), &req.label());
+            r.error = Some(*e);
+            vec![r]
+        }
+    };
+    let mut undone = wrap(req, reports);
+    match &mut undone {
+        Undone::File(r) => r.notes.push(note),
+        Undone::Tx(m) => m.notes.push(note),
     }
     undone
 }
@@ -221,9 +244,24 @@ fn log_failure(store: &Store, undone: &Undone, who: &Who) {
     let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &files, who));
 }
 
+/// How each file `req` names is restored, or why the undo is refused.
+fn plan(
+    objects: &Objects,
+    entries: &[LogEntry],
+    root: Root<'_>,
+    req: &Request,
+) -> Result<Vec<Plan>, Refusal> {
+    match &req.what {
+        What::File { rel, to } => {
+            plan_file(objects, entries, root, rel, *to, req.force).map(|p| vec![p])
+        }
+        What::Tx(n) => plan_tx(objects, entries, root, *n, req.force),
+    }
+}
+
 /// Every file transaction `n` changed, each to restore as before `n`.
 fn plan_tx(
-    store: &Store,
+    objects: &Objects,
     entries: &[LogEntry],
     root: Root<'_>,
     n: u64,
@@ -240,7 +278,7 @@ fn plan_tx(
     entry
         .files
         .iter()
-        .map(|f| plan_file(store, entries, root, &f.file, Some(n), force))
+        .map(|f| plan_file(objects, entries, root, &f.file, Some(n), force))
         .collect()
 }
 
@@ -267,7 +305,7 @@ fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
 
 /// Decides how `rel` is restored to what it was before `to` (its latest if `None`).
 fn plan_file(
-    store: &Store,
+    objects: &Objects,
     entries: &[LogEntry],
     root: Root<'_>,
     rel: &str,
@@ -311,7 +349,7 @@ fn plan_file(
         .find(|e| e.tx == to)
         .and_then(|e| e.file(rel))
         .is_some_and(|f| f.created);
-    let restored = match store.objects().read(Side::Pre, rel, to) {
+    let restored = match objects.read(Side::Pre, rel, to) {
         Some(bytes) => Some(bytes),
         None if created => None,
         None => {
