@@ -798,3 +798,79 @@ fn history_follow_streams_new_transactions_until_killed() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Runs `editfs ARGS` with a terminal as standard output (through script(1));
+/// `None` where script(1) is missing.
+fn on_a_terminal(args: &str, env: &[(&str, &str)], cwd: &Path) -> Option<String> {
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_editfs"));
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm-256color")
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn diffs_are_colored_on_a_terminal_only_and_never_with_no_color_or_in_the_log() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let block = "<<<<<<< SEARCH\nbee\n=======\nBEE\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", "b.txt", "--color=always"], block, p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("\x1b[31m-bee\x1b[0m\n") && text.contains("\x1b[32m+BEE\x1b[0m\n"),
+        "{text:?}"
+    );
+    assert!(
+        text.starts_with("OK b.txt"),
+        "only diff lines are colored: {text:?}"
+    );
+    let log = fs::read_to_string(p.path().join(".editfs/log")).unwrap();
+    assert!(!log.contains('\x1b'), "{log:?}");
+
+    let piped = out(&editfs(&["show", root, "1"], "", p.path()));
+    assert!(
+        piped.contains("-bee\n") && !piped.contains('\x1b'),
+        "{piped:?}"
+    );
+    let json = out(&editfs(
+        &[
+            "undo",
+            root,
+            "b.txt",
+            "--dry-run",
+            "--json",
+            "--color=always",
+        ],
+        "",
+        p.path(),
+    ));
+    assert!(!json.contains('\x1b'), "{json:?}");
+
+    let Some(tty) = on_a_terminal(&format!("show {root} 1"), &[], p.path()) else {
+        eprintln!("\n*** SKIPPING the terminal half: no script(1) ***\n");
+        return;
+    };
+    assert!(tty.contains("\x1b[32m+BEE"), "{tty:?}");
+    let no_color =
+        on_a_terminal(&format!("show {root} 1"), &[("NO_COLOR", "1")], p.path()).unwrap();
+    assert!(
+        no_color.contains("+BEE") && !no_color.contains('\x1b'),
+        "{no_color:?}"
+    );
+    let never = on_a_terminal(
+        &format!("undo {root} b.txt --dry-run --color never"),
+        &[],
+        p.path(),
+    )
+    .unwrap();
+    assert!(
+        never.contains("+bee") && !never.contains('\x1b'),
+        "{never:?}"
+    );
+}

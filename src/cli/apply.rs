@@ -1,7 +1,7 @@
 //! `editfs apply`: the engine, snapshots and reports, without FUSE.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -282,7 +282,9 @@ fn read_payload(source: Option<&Path>, limit: usize) -> Result<(Vec<u8>, usize),
 }
 
 fn print(p: Printed) -> ExitCode {
-    let _ = io::stdout().lock().write_all(p.text.as_bytes());
+    // JSON has no line a diff could start on (its strings escape newlines), so it
+    // goes out as it is.
+    let _ = super::color::print(&p.text);
     ExitCode::from(match p.outcome {
         Outcome::Ok => 0,
         Outcome::Failed => 1,

@@ -228,7 +228,7 @@ pub fn show(args: ShowArgs) -> ExitCode {
     };
     match run() {
         Ok(text) => {
-            print!("{text}");
+            let _ = super::color::print(&text);
             ExitCode::SUCCESS
         }
         Err(e) => fail("show", e),
@@ -280,7 +280,7 @@ pub fn undo(args: UndoArgs) -> ExitCode {
     };
     match run() {
         Ok((text, outcome)) => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
+            let _ = super::color::print(&text);
             ExitCode::from(if outcome == Outcome::Ok { 0 } else { 1 })
         }
         Err(e) => fail("undo", e),

@@ -4,6 +4,7 @@
 //! (nothing was written), 2 the payload was rejected or the command line was wrong.
 
 mod apply;
+mod color;
 mod fstab;
 mod generate;
 mod history;
@@ -34,6 +35,9 @@ Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Color the diffs printed: `auto` on a terminal unless NO_COLOR is set
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = color::When::Auto)]
+    color: color::When,
 }
 
 #[derive(Subcommand)]
@@ -54,6 +58,7 @@ pub const USAGE: u8 = 2;
 pub fn main() -> ExitCode {
     logging::init();
     let cli = Cli::parse_from(args());
+    color::init(cli.color);
     match cli.command {
         Command::Apply(args) => apply::run(args),
         Command::Mount(args) => mount::run(args),
