@@ -391,3 +391,38 @@ fn a_daemon_killed_with_sigkill_does_not_block_the_next_mount_of_its_project() {
             .success()
     );
 }
+
+#[test]
+fn dash_o_options_that_would_change_how_the_daemon_runs_are_refused_with_what_to_use() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, mnt) = (root.path().join("src"), root.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["mount", "-o", "daemon"], "use --daemon"),
+        (
+            &["mount", "--daemon", "-o", "rw,ready_on_stdout"],
+            "internal to --daemon",
+        ),
+        (&["mount", "-o", "foreground"], "give -f"),
+        (&["mount", "-o", "debug"], "RUST_LOG=debug"),
+        (&["-o", "rw,max_threads=8"], "--threads"),
+        (
+            &["mount", "-o", "relatime"],
+            "unknown mount option `relatime`",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut cmd = editfs();
+        match args.split_first() {
+            Some((&"mount", rest)) => cmd.arg("mount").arg(&src).arg(&mnt).args(rest),
+            _ => cmd.arg(&src).arg(&mnt).args(args),
+        };
+        let out = within_10s(&mut cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!mounted(&mnt), "{args:?} mounted");
+        assert!(!src.join(".editfs").exists(), "{args:?} started something");
+    }
+}

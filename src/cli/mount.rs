@@ -76,7 +76,8 @@ pub struct MountArgs {
     #[arg(long, value_name = "SUFFIX", default_value = ".status")]
     status_suffix: String,
     /// Mount options, comma separated: FUSE's (allow_other, allow_root, ro, noexec,
-    /// fsname=NAME, ...) and this command's own as NAME[=VALUE]
+    /// fsname=NAME, ...) and this command's own as NAME[=VALUE]; others, and those that
+    /// would change how the process runs (daemon, foreground, debug), are refused
     #[arg(short = 'o', value_name = "OPTIONS", action = ArgAction::Append)]
     options: Vec<String>,
     /// Return once the mount is ready (or failed, with the reason), saying the daemon's pid
@@ -129,6 +130,13 @@ impl MountArgs {
             self.snapshot_ignored,
         )
         .map_err(|e| format!("--no-snapshot: {e}"))?;
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .flat_map(|o| o.split(','))
+            .map(str::to_owned)
+            .collect();
+        mount::check_options(&options).map_err(|e| format!("-o: {e}"))?;
         Ok(MountConfig {
             source: self.source.clone(),
             mountpoint: self.mountpoint.clone(),
@@ -147,12 +155,7 @@ impl MountArgs {
                     per_user: self.max_buffered_per_user as u64,
                 },
             },
-            options: self
-                .options
-                .iter()
-                .flat_map(|o| o.split(','))
-                .map(str::to_owned)
-                .collect(),
+            options,
             threads: self.threads,
             retention: Retention {
                 keep: self.keep,
@@ -231,6 +234,14 @@ fn give_big_buffers_back() {
 }
 
 pub fn run(args: MountArgs) -> ExitCode {
+    // A usage error is told before any process starts.
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("editfs mount: {e}");
+            return ExitCode::from(super::USAGE);
+        }
+    };
     if args.daemon {
         return daemonize(&args);
     }
@@ -241,13 +252,6 @@ pub fn run(args: MountArgs) -> ExitCode {
     }
     give_big_buffers_back();
     let (source, mountpoint) = (args.source.clone(), args.mountpoint.clone());
-    let config = match args.config() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("editfs mount: {e}");
-            return ExitCode::from(super::USAGE);
-        }
-    };
     let settings = args.settings_line();
     let started = Arc::new(AtomicBool::new(false));
     let serving = started.clone();
