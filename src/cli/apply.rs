@@ -73,6 +73,8 @@ pub struct Args {
     /// Versions kept per file, before and after (the oldest go first)
     #[arg(long, value_name = "N", default_value_t = 100)]
     keep: usize,
+    #[command(flatten)]
+    color: super::color::ColorArg,
 }
 
 /// What `apply` prints, and the outcome that picks the exit code.
@@ -104,7 +106,7 @@ pub fn run(args: Args) -> ExitCode {
         None => execute(&args, &opts),
     };
     match result {
-        Ok(p) => print(p),
+        Ok(p) => print(p, args.color),
         Err(message) => {
             eprintln!("editfs apply: {message}");
             ExitCode::from(super::USAGE)
@@ -281,10 +283,10 @@ fn read_payload(source: Option<&Path>, limit: usize) -> Result<(Vec<u8>, usize),
     Ok((buf, size))
 }
 
-fn print(p: Printed) -> ExitCode {
+fn print(p: Printed, color: super::color::ColorArg) -> ExitCode {
     // JSON has no line a diff could start on (its strings escape newlines), so it
     // goes out as it is.
-    let _ = super::color::print(&p.text);
+    let _ = color.print(&p.text);
     ExitCode::from(match p.outcome {
         Outcome::Ok => 0,
         Outcome::Failed => 1,

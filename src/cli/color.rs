@@ -8,30 +8,37 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
-/// When to color, as `--color` takes it.
-#[derive(Clone, Copy, Debug, Default, clap::ValueEnum)]
-pub enum When {
-    /// On a terminal, unless NO_COLOR is set
-    #[default]
+/// `--color`, for the commands that print diffs.
+#[derive(clap::Args, Clone, Copy)]
+pub struct ColorArg {
+    /// Color the diffs printed: `auto` on a terminal unless NO_COLOR is set
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = When::Auto)]
+    color: When,
+}
+
+/// When to color.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum When {
+    /// On a terminal, unless NO_COLOR is set (CLICOLOR_FORCE=1 forces it)
     Auto,
+    /// Also through a pipe or into a file
     Always,
+    /// Not even on a terminal
     Never,
 }
 
-/// Makes `when` the rule for everything printed through [`print`].
-pub fn init(when: When) {
-    anstream::ColorChoice::write_global(match when {
-        When::Auto => anstream::ColorChoice::Auto,
-        When::Always => anstream::ColorChoice::Always,
-        When::Never => anstream::ColorChoice::Never,
-    });
-}
-
-/// Prints a report or a diff on standard output, its diffs colored when wanted.
-pub fn print(text: &str) -> io::Result<()> {
-    let mut out = anstream::stdout().lock();
-    out.write_all(styled(text).as_bytes())?;
-    out.flush()
+impl ColorArg {
+    /// Prints a report or a diff on standard output, its diffs colored when wanted.
+    pub fn print(self, text: &str) -> io::Result<()> {
+        let choice = match self.color {
+            When::Auto => anstream::ColorChoice::Auto,
+            When::Always => anstream::ColorChoice::Always,
+            When::Never => anstream::ColorChoice::Never,
+        };
+        let mut out = anstream::AutoStream::new(io::stdout().lock(), choice);
+        out.write_all(styled(text).as_bytes())?;
+        out.flush()
+    }
 }
 
 const HEADER: Style = Style::new().bold();

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use editfs::engine::Outcome;
+
+use super::color::ColorArg;
 use editfs::history;
 use editfs::store::logline::LogEntry;
 use editfs::store::objects::Objects;
@@ -45,6 +47,8 @@ pub struct ShowArgs {
     /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    color: ColorArg,
 }
 
 #[derive(clap::Args)]
@@ -85,6 +89,8 @@ pub struct UndoArgs {
     /// The state directory, when it is not SOURCE/.editfs
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    color: ColorArg,
 }
 
 /// The state directory of `source`, which must exist.
@@ -228,7 +234,7 @@ pub fn show(args: ShowArgs) -> ExitCode {
     };
     match run() {
         Ok(text) => {
-            let _ = super::color::print(&text);
+            let _ = args.color.print(&text);
             ExitCode::SUCCESS
         }
         Err(e) => fail("show", e),
@@ -280,7 +286,7 @@ pub fn undo(args: UndoArgs) -> ExitCode {
     };
     match run() {
         Ok((text, outcome)) => {
-            let _ = super::color::print(&text);
+            let _ = args.color.print(&text);
             ExitCode::from(if outcome == Outcome::Ok { 0 } else { 1 })
         }
         Err(e) => fail("undo", e),

@@ -27,7 +27,8 @@ changed, and, when a block does not match, where the closest text is and what di
 `editfs mount SOURCE MOUNT` mirrors a project so that writing blocks to MOUNT/F.edit edits F \
 and `cat MOUNT/F.status` shows the report; `editfs apply FILE` does the same without FUSE.",
     after_help = "Exit codes of apply: 0 applied, 1 failed (nothing written), 2 payload rejected or bad \
-usage. Of mount: 0 unmounted cleanly, 1 could not mount, 2 bad usage.\n\
+usage. Of mount: 0 unmounted cleanly, 1 could not mount, 2 bad usage. Of undo: 0 restored \
+(with --dry-run: would restore), 1 refused or failed.\n\
 mount(8) and fstab: `editfs SOURCE MOUNT -o OPTIONS` (what `mount -t fuse.editfs` runs) is \
 `editfs mount` in the background; see `editfs mount --help`.\n\
 Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
@@ -35,9 +36,6 @@ Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Color the diffs printed: `auto` on a terminal unless NO_COLOR is set
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = color::When::Auto)]
-    color: color::When,
 }
 
 #[derive(Subcommand)]
@@ -58,7 +56,6 @@ pub const USAGE: u8 = 2;
 pub fn main() -> ExitCode {
     logging::init();
     let cli = Cli::parse_from(args());
-    color::init(cli.color);
     match cli.command {
         Command::Apply(args) => apply::run(args),
         Command::Mount(args) => mount::run(args),
