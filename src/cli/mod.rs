@@ -20,6 +20,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[command(
     name = "editfs",
     version,
+    propagate_version = true,
     about = "Edit files with SEARCH/REPLACE transactions: through a FUSE mount, or directly",
     long_about = "editfs applies the SEARCH/REPLACE blocks that coding agents write to files, as \
 one all-or-nothing transaction per payload, with a report that says exactly what matched, what \
