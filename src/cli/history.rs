@@ -155,34 +155,20 @@ pub fn history(args: HistoryArgs) -> ExitCode {
         note_interrupted(&dir);
         let mut log = LogTail::default();
         let mut text = history::HEADER.to_owned();
-        text.extend(
-            log.new_entries(&dir)
-                .iter()
-                .map(|e| history::row(e, path.as_deref())),
-        );
-        // A reader that went away (`| head`) ends the command quietly.
         let mut out = std::io::stdout();
-        if out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            return Ok(());
-        }
-        while args.follow {
-            std::thread::sleep(FOLLOW_EVERY);
-            let rows: String = log
-                .new_entries(&dir)
-                .iter()
-                .map(|e| history::row(e, path.as_deref()))
-                .collect();
-            if out
-                .write_all(rows.as_bytes())
-                .and_then(|()| out.flush())
-                .is_err()
-            {
+        loop {
+            text.extend(
+                log.new_entries(&dir)
+                    .iter()
+                    .map(|e| history::row(e, path.as_deref())),
+            );
+            // A reader that went away (`| head`) ends the command quietly.
+            let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            if written.is_err() || !args.follow {
                 break;
             }
+            text.clear();
+            std::thread::sleep(FOLLOW_EVERY);
         }
         Ok(())
     };
