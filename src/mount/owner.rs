@@ -134,10 +134,12 @@ mod tests {
     fn a_lock_file_left_unlocked_does_not_block() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join(LOCK_FILE), "1\n/mnt/gone\n").unwrap();
-        Owner::take(tmp.path(), Path::new("/mnt/new")).unwrap();
+        let owner = Owner::take(tmp.path(), Path::new("/mnt/new")).unwrap();
         assert_eq!(
             fs::read_to_string(tmp.path().join(LOCK_FILE)).unwrap(),
             format!("{}\n/mnt/new\n", std::process::id())
         );
+        drop(owner);
+        assert_eq!(fs::read_to_string(tmp.path().join(LOCK_FILE)).unwrap(), "");
     }
 }
