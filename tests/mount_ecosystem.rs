@@ -337,7 +337,7 @@ print(" ".join(out))
 "#;
 
 #[test]
-fn holes_and_copy_file_range_pass_through_to_source_without_warnings() {
+fn holes_copy_file_range_and_poll_answer_as_source_does_without_warnings() {
     let Some(m) = common::Mount::start(&[], |src| {
         let sparse = fs::File::create(src.join("sparse.bin")).unwrap();
         sparse.set_len(1 << 20).unwrap();
@@ -407,6 +407,15 @@ print(done)
         blocks.trim().parse::<u64>().unwrap() * 512 < 1 << 19,
         "holes filled: {blocks} blocks"
     );
+    // select(2) and poll(2) find a file ready, as on disk.
+    let polled = m.ok(r#"python3 -c '
+import select
+f = open("data.bin", "rb")
+p = select.poll()
+p.register(f, select.POLLIN | select.POLLOUT)
+print(p.poll(0)[0][1] & select.POLLIN != 0, select.select([f], [], [], 0)[0] == [f])
+'"#);
+    assert_eq!(polled.trim(), "True True");
     // A control file takes a payload copied in, through cp's fallback to write.
     m.ok("cp payload a.py.edit && python3 -c 'print(open(\"a.py\").read())' > /dev/null");
     assert_eq!(m.src_file("a.py"), b"x = 2\n");

@@ -392,6 +392,21 @@ impl<F: Filesystem> Filesystem for Guarded<F> {
         });
     }
 
+    fn poll(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        ph: fuser::PollNotifier,
+        events: fuser::PollEvents,
+        flags: fuser::PollFlags,
+        reply: fuser::ReplyPoll,
+    ) {
+        guard("poll", || {
+            self.0.poll(req, ino, fh, ph, events, flags, reply)
+        });
+    }
+
     fn lseek(
         &self,
         req: &Request,

@@ -1271,6 +1271,22 @@ impl Filesystem for EditFs {
         reply_empty(reply, r);
     }
 
+    /// Every file here is always ready, as a file on disk is: poll(2) and select(2)
+    /// get the kernel's default answer for files, without a warning per call.
+    fn poll(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _ph: fuser::PollNotifier,
+        _events: fuser::PollEvents,
+        _flags: fuser::PollFlags,
+        reply: fuser::ReplyPoll,
+    ) {
+        use fuser::PollEvents as E;
+        reply.poll(E::POLLIN | E::POLLOUT | E::POLLRDNORM | E::POLLWRNORM);
+    }
+
     fn lseek(
         &self,
         _req: &Request,
