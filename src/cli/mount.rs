@@ -289,8 +289,11 @@ pub fn run(args: MountArgs) -> ExitCode {
             if report_ready {
                 println!("{e}");
             }
+            let pid = std::process::id();
             if started.load(Ordering::SeqCst) {
-                log_line(&format!("editfs (pid {}) stopped: {e}", std::process::id()));
+                log_line(&format!("editfs (pid {pid}) stopped: {e}"));
+            } else if report_ready {
+                log_line(&format!("editfs (pid {pid}) did not start: {e}"));
             } else {
                 eprintln!("editfs mount: {e}");
             }
