@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use editfs::engine::Outcome;
-
-use super::color::ColorArg;
 use editfs::history;
 use editfs::store::logline::LogEntry;
 use editfs::store::objects::Objects;
 use editfs::store::{STATE_DIR, Store, atomic, entries_in};
 use editfs::transaction::{Root, Who, undo};
+
+use super::color::ColorArg;
 
 #[derive(clap::Args)]
 #[command(
