@@ -696,6 +696,10 @@ fn undo_dry_run_prints_the_diff_and_changes_nothing_also_with_json() {
     let text = out(&o);
     assert!(text.contains("-a = 2\n+a = 1\n"), "{text}");
     assert!(text.contains("dry run: nothing was changed"), "{text}");
+    assert!(
+        text.contains("would restore src/a.py as it was before transaction 1"),
+        "{text}"
+    );
 
     let o = editfs(
         &["undo", root, "--tx", "1", "--dry-run", "--json"],

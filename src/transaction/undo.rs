@@ -188,7 +188,7 @@ pub fn preview(objects: &Objects, entries: &[LogEntry], root: Root<'_>, req: &Re
     let plans = plan(objects, entries, root, req);
     let note = "dry run: nothing was changed or logged".to_owned();
     let reports = match plans {
-        Ok(plans) => plans.iter().map(|p| restored_report(0, p)).collect(),
+        Ok(plans) => plans.iter().map(|p| restored_report(None, p)).collect(),
         Err(e) => {
             let mut r = stamp(Report::new(Outcome::Failed, String::new()), &req.label());
             r.error = Some(*e);
@@ -435,7 +435,7 @@ fn commit(
     let (restores, removes): (Vec<&Plan>, Vec<&Plan>) =
         plans.iter().partition(|p| p.restored.is_some());
     let plans: Vec<&Plan> = restores.iter().chain(&removes).copied().collect();
-    let mut reports: Vec<Report> = plans.iter().map(|p| restored_report(tx, p)).collect();
+    let mut reports: Vec<Report> = plans.iter().map(|p| restored_report(Some(tx), p)).collect();
     let made = restores.iter().try_for_each(|p| make_parents(root, &p.rel));
     let changes: Vec<Change<'_>> = restores
         .iter()
@@ -478,22 +478,27 @@ fn commit(
     }
 }
 
-/// The report of restoring one plan, before it is written.
-fn restored_report(tx: u64, p: &Plan) -> Report {
+/// The report of restoring one plan as transaction `tx`, before it is written;
+/// `None` for a dry run, which says what it would do.
+fn restored_report(tx: Option<u64>, p: &Plan) -> Report {
     let current = p.current.as_deref().unwrap_or_default();
     let after = p.restored.as_deref();
     let mut r = Report::new(Outcome::Ok, after.map(sha256_hex).unwrap_or_default());
-    r.tx = tx;
+    r.tx = tx.unwrap_or(0);
     r.file = p.rel.clone();
     r.time = now();
     r.total = 1;
     r.applied = 1;
     r.diff = Some(file_diff(current, after.unwrap_or_default(), &p.rel));
     let (rel, to) = (&p.rel, p.to);
+    let [removed, recreated, restored] = match tx {
+        Some(_) => ["removed", "recreated", "restored"],
+        None => ["would remove", "would recreate", "would restore"],
+    };
     let what = match (&p.current, after) {
-        (_, None) => format!("removed {rel}: transaction {to} created it"),
-        (None, Some(_)) => format!("recreated {rel} as it was before transaction {to}"),
-        (Some(_), Some(_)) => format!("restored {rel} as it was before transaction {to}"),
+        (_, None) => format!("{removed} {rel}: transaction {to} created it"),
+        (None, Some(_)) => format!("{recreated} {rel} as it was before transaction {to}"),
+        (Some(_), Some(_)) => format!("{restored} {rel} as it was before transaction {to}"),
     };
     r.operations = vec![OpReport {
         index: 1,
