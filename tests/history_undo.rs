@@ -745,7 +745,7 @@ fn undo_dry_run_prints_the_diff_and_changes_nothing_also_with_json() {
 }
 
 #[test]
-fn history_follow_streams_new_transactions_until_killed() {
+fn history_follow_streams_new_transactions_until_killed_across_a_moved_log() {
     use std::io::BufRead;
     let p = project();
     let root = p.path().to_str().unwrap();
@@ -799,6 +799,18 @@ fn history_follow_streams_new_transactions_until_killed() {
         child.try_wait().unwrap().is_none(),
         "--follow ended by itself"
     );
+    // The store moves a long log to log.1 and starts a new one: following goes on.
+    let state = p.path().join(".editfs");
+    fs::rename(state.join("log"), state.join("log.1")).unwrap();
+    assert!(
+        editfs(&["apply", "b.txt"], &block("two", "three"), p.path())
+            .status
+            .success()
+    );
+    let fourth = next();
+    assert!(fourth.starts_with("4 "), "{fourth}");
+    let all = out(&editfs(&["history", root], "", p.path()));
+    assert_eq!(all.lines().count(), 5, "{all}");
     child.kill().unwrap();
     child.wait().unwrap();
 }

@@ -1,8 +1,10 @@
 //! `editfs history`, `editfs show` and `editfs undo`: what happened, and taking it back.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -181,35 +183,66 @@ pub fn history(args: HistoryArgs) -> ExitCode {
 /// How often `history --follow` looks for new lines in the log.
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// The log read as it grows: it is only ever appended to, a whole line at a time.
+/// The log read as it grows. Lines are only appended, whole; past a bound the
+/// store moves the log to `log.1` and starts a new one, and the mount's view of
+/// it is rendered anew, so a file that changed or shrank is read again from its
+/// start, and transactions already printed are skipped.
 #[derive(Default)]
 struct LogTail {
     /// Bytes of the log already read, up to the end of a complete line.
     read: u64,
+    /// The inode of the log being read; none before the first read.
+    ino: Option<u64>,
+    printed: HashSet<u64>,
 }
 
 impl LogTail {
-    /// The entries of the lines completed since the last call. A log that shrank
-    /// was replaced: reading goes on from its end, as nothing in it is new.
+    /// The entries logged since the last call (at the first, every one kept).
     fn new_entries(&mut self, state: &Path) -> Vec<LogEntry> {
-        let Ok(mut file) = fs::File::open(state.join("log")) else {
+        let Ok(file) = fs::File::open(state.join("log")) else {
             return Vec::new();
         };
-        let len = file.metadata().map_or(0, |m| m.len());
-        if len < self.read {
-            self.read = len;
-        }
-        let mut bytes = Vec::new();
-        if file.seek(SeekFrom::Start(self.read)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        let Ok(meta) = file.metadata() else {
             return Vec::new();
+        };
+        let old = state.join("log.1");
+        let mut out = Vec::new();
+        match self.ino {
+            None => out.extend(lines_from(fs::File::open(&old).ok(), &mut 0)),
+            Some(ino) if ino != meta.ino() => {
+                // The log moved to log.1: first the rest of it, then the new one.
+                let moved = fs::File::open(&old)
+                    .ok()
+                    .filter(|f| f.metadata().is_ok_and(|m| m.ino() == ino));
+                out.extend(lines_from(moved, &mut self.read));
+                self.read = 0;
+            }
+            Some(_) if meta.len() < self.read => self.read = 0,
+            Some(_) => {}
         }
-        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        self.read += complete as u64;
-        String::from_utf8_lossy(&bytes[..complete])
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        self.ino = Some(meta.ino());
+        out.extend(lines_from(Some(file), &mut self.read));
+        out.retain(|e| self.printed.insert(e.tx));
+        out
     }
+}
+
+/// The entries of the complete lines of `file` past byte `read`, which moves
+/// to the end of the last of them.
+fn lines_from(file: Option<fs::File>, read: &mut u64) -> Vec<LogEntry> {
+    let mut bytes = Vec::new();
+    let Some(mut file) = file else {
+        return Vec::new();
+    };
+    if file.seek(SeekFrom::Start(*read)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    *read += complete as u64;
+    String::from_utf8_lossy(&bytes[..complete])
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 pub fn show(args: ShowArgs) -> ExitCode {
