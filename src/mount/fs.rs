@@ -7,7 +7,8 @@
 //!    takes them exclusively, a direct write shares one);
 //! 2. the store's lock (transactions, and pre-images of direct writes);
 //! 3. `nodes`, then `handles`, then a handle's own `EditBuffer` lock;
-//!    `reports`, `state_report`, `kept`, `dirs` and `sent` are taken alone and briefly.
+//!    `reports`, `state_report`, `kept`, `dirs`, `sent` and `backings` are taken
+//!    alone and briefly.
 //!
 //! Two rules keep the kernel out of every cycle. No lock is held across a call
 //! into the kernel for the mount (`invalidate`, `invalidate_path`): the kernel
@@ -24,6 +25,12 @@
 //! SOURCE show within a second while warm reads never reach the daemon. A commit
 //! drops the file's pages at once. Virtual files live 0 s and are opened with
 //! direct I/O, so a status is never stale and never torn.
+//!
+//! Where the kernel allows it, real files are passed through (`passthrough.rs`):
+//! their reads, writes and maps go from the kernel to SOURCE with no request
+//! here and no page cache of the mount's own. Such a write takes no stripe: like
+//! any other process writing F natively, it lands in the inode it opened, and a
+//! commit renames a new inode over the name.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -250,6 +257,8 @@ pub struct Core {
     jobs: mpsc::Sender<Job>,
     /// The bytes open edit handles buffer, against their caps.
     pub(super) budget: Arc<super::budget::Budget>,
+    /// How each open real file reaches its data: passed through by the kernel or not.
+    pub(super) backings: super::passthrough::Backings,
 }
 
 /// `Errno` from a system error.
@@ -344,6 +353,7 @@ impl Core {
             ),
             umask: daemon_umask(),
             writes: Mutex::new(HashMap::new()),
+            backings: Default::default(),
         }
     }
 
@@ -411,7 +421,12 @@ impl Core {
     }
 
     /// Attributes the kernel was given less than a TTL ago, with what is left of it.
+    /// A file open for writing is never answered from here: passed through, its
+    /// writes change size and times with no request reaching the daemon.
     pub(super) fn still_sent(&self, ino: u64) -> Option<(FileAttr, Duration)> {
+        if self.backings.written(ino) {
+            return None;
+        }
         let (a, at) = *self.sent.lock().get(&ino)?;
         let left = (at + REAL_TTL).checked_duration_since(Instant::now())?;
         (left > Duration::from_millis(50)).then_some((a, left))

@@ -15,6 +15,7 @@ mod nodes;
 mod ops;
 mod options;
 mod owner;
+mod passthrough;
 mod preimage;
 mod ranges;
 mod source;

@@ -155,6 +155,30 @@ struct Set {
     times: (Option<TimeOrNow>, Option<TimeOrNow>),
 }
 
+/// How a passed-through file is opened. No flush: the daemon has nothing to do
+/// at a close of a real file (its writes went straight to SOURCE), so a close
+/// costs no round trip.
+const PASSED: FopenFlags = FopenFlags::FOPEN_NOFLUSH;
+
+/// How a real file that is not passed through is opened: its pages stay cached
+/// across opens (dropped when attributes show a change). A read-only open has
+/// nothing to flush; one that writes does (pages written through a shared map).
+fn cached(flags: OpenFlags) -> FopenFlags {
+    if flags.acc_mode() == OpenAccMode::O_RDONLY && !truncates(flags) {
+        FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH
+    } else {
+        FopenFlags::FOPEN_KEEP_CACHE
+    }
+}
+
+/// Whether a descriptor the daemon opened may write.
+fn writes(file: &File) -> bool {
+    rustix::fs::fcntl_getfl(file).is_ok_and(|f| {
+        let mode = f & OFlags::RWMODE;
+        mode == OFlags::WRONLY || mode == OFlags::RDWR
+    })
+}
+
 fn is_write(flags: OpenFlags) -> bool {
     flags.acc_mode() != OpenAccMode::O_RDONLY || truncates(flags)
 }
@@ -468,6 +492,22 @@ impl Core {
         Ok(fh)
     }
 
+    /// The backing id handle `fh` (a real file, `ino`) is passed through with,
+    /// if any; `register` asks the kernel for a new one.
+    fn backing(
+        &self,
+        ino: u64,
+        fh: u64,
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<fuser::BackingId>,
+    ) -> Option<Arc<fuser::BackingId>> {
+        let h = self.handle(fh).ok()?;
+        let Handle::File { file, .. } = &*h else {
+            return None;
+        };
+        self.backings
+            .open(ino, writes(file), file.as_fd(), register)
+    }
+
     fn list(&self, ino: u64) -> Res<Vec<Entry>> {
         if let Kind::State(rel) = self.kind(ino)? {
             return self.state_entries(ino, &rel);
@@ -644,6 +684,15 @@ impl Filesystem for EditFs {
         if let Err(missing) = config.add_capabilities(want) {
             log::info!("the kernel lacks {missing:?}");
             let _ = config.add_capabilities(want - missing);
+        }
+        // Depth 2: SOURCE may itself be on a stacked file system (a container's
+        // overlayfs); the price is that the mount cannot be a layer of one.
+        let through = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(2).is_ok();
+        if through {
+            self.backings.enable();
+        } else {
+            log::warn!("the kernel cannot pass files through: file data goes through the daemon");
         }
         Ok(())
     }
@@ -876,9 +925,15 @@ impl Filesystem for EditFs {
                     ))
                 }),
             Some((_, Kind::State(_))) => Err(Errno::EROFS),
-            Some((_, Kind::Real)) => self
-                .open_real(ino.0, flags, req.pid())
-                .map(|fh| (fh, FopenFlags::FOPEN_KEEP_CACHE)),
+            Some((_, Kind::Real)) => {
+                return match self.open_real(ino.0, flags, req.pid()) {
+                    Ok(fh) => match self.backing(ino.0, fh, |fd| reply.open_backing(fd)) {
+                        Some(id) => reply.opened_passthrough(FileHandle(fh), PASSED, &id),
+                        None => reply.opened(FileHandle(fh), cached(flags)),
+                    },
+                    Err(e) => reply.error(e),
+                };
+            }
         };
         match r {
             Ok((fh, f)) => reply.opened(FileHandle(fh), f),
@@ -965,6 +1020,13 @@ impl Filesystem for EditFs {
         reply: ReplyEmpty,
     ) {
         let handle = self.drop_handle(fh.0);
+        if let Some(Handle::File { file, ino }) = handle.as_deref() {
+            let writer = writes(file);
+            drop(self.backings.release(*ino, writer));
+            if writer {
+                self.touched(*ino);
+            }
+        }
         let pending = self.writes.lock().remove(&fh.0);
         if let Some(p) = pending {
             self.finish_write(&p, self.loc(ino.0).ok().as_ref());
@@ -1228,9 +1290,13 @@ impl Filesystem for EditFs {
             });
             Ok((attr(&st, id), fh))
         });
-        match r {
-            Ok((a, fh)) => reply.created(&REAL_TTL, &a, GEN, FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(e),
+        let (a, fh) = match r {
+            Ok(made) => made,
+            Err(e) => return reply.error(e),
+        };
+        match self.backing(a.ino.0, fh, |fd| reply.open_backing(fd)) {
+            Some(id) => reply.created_passthrough(&REAL_TTL, &a, GEN, FileHandle(fh), PASSED, &id),
+            None => reply.created(&REAL_TTL, &a, GEN, FileHandle(fh), FopenFlags::empty()),
         }
     }
 

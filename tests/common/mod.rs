@@ -171,6 +171,18 @@ impl Mount {
         let _ = rustix::mount::unmount(&self.mnt, rustix::mount::UnmountFlags::DETACH);
     }
 
+    /// Sends `signal` to the daemon and returns at once (SIGSTOP pauses it).
+    pub fn signal(&self, signal: rustix::process::Signal) {
+        if let Some(child) = &self.child {
+            let _ = rustix::process::kill_process(rustix::process::Pid::from_child(child), signal);
+        }
+    }
+
+    /// What the daemon logged so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self._root.path().join("daemon.log")).unwrap_or_default()
+    }
+
     pub fn src_file(&self, rel: &str) -> Vec<u8> {
         fs::read(self.src.join(rel)).unwrap()
     }
