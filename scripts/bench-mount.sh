@@ -7,7 +7,10 @@
 #   scripts/bench-mount.sh            # REPS=5 (fast workloads), HEAVY_REPS=3, RT_REPS=50
 #
 # Environment: REPS, HEAVY_REPS, RT_REPS (repetitions), BIG_MIB (size of the sequential
-# read file, default 1024), KEEP=1 (keep the temp dir and print its path).
+# read and write files, default 1024), KEEP=1 (keep the temp dir and print its path).
+# Cold reads drop the page cache (root only; the row is left out otherwise). The
+# real workload is a copy of regex-syntax from ~/.cargo/registry/src, built offline
+# (its optional and dev dependencies dropped); the row is left out without it.
 # Installs fuse3 (fusermount3) and bindfs with apt-get when they are missing (as root).
 # Everything lives in a temp dir under /tmp, removed at exit; every mount is unmounted
 # at exit, also on failure or Ctrl-C. A workload that fails on a view is shown as FAIL
@@ -160,17 +163,67 @@ cp "$repo_dir/Cargo.toml" "$src/repo/"
 )
 repo_files=$(cd "$src/repo" && git ls-files | wc -l)
 
+# a real crate: incremental cargo build and git status in it
+crate_src=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name 'regex-syntax-0.8.*' 2>/dev/null | sort | tail -1)
+if [ -n "$crate_src" ] && command -v cargo >/dev/null; then
+  cp -r "$crate_src" "$src/crate"
+  rm -f "$src/crate/Cargo.lock"
+  python3 - "$src/crate/Cargo.toml" <<'PY'
+import re, sys
+# Offline-buildable: optional and dev dependencies go, and the features naming them.
+p = sys.argv[1]
+blocks = re.split(r"(?m)^(?=\[)", open(p).read())
+dropped, keep = set(), []
+for b in blocks:
+    head = b.split("\n", 1)[0]
+    m = re.match(r"\[(?:target\..*\.)?dependencies\.([\w-]+)\]", head)
+    if "dev-dependencies" in head or (m and re.search(r"(?m)^optional\s*=\s*true", b)):
+        if m:
+            dropped.add(m.group(1))
+        continue
+    keep.append(b)
+def features(b):
+    if not b.startswith("[features]"):
+        return b
+    out = []
+    for l in b.splitlines(True):
+        k = re.match(r"\s*([\w-]+)\s*=", l)
+        if k and k.group(1) in dropped:
+            continue
+        for d in dropped:
+            l = re.sub(r'"(dep:)?%s(/[\w-]+)?"\s*,?\s*' % re.escape(d), "", l)
+        out.append(l)
+    return "".join(out)
+open(p, "w").write("".join(features(b) for b in keep))
+PY
+  (
+    cd "$src/crate"
+    git init -q
+    printf 'target/\n' >.gitignore
+    git add -A
+    git -c user.name=bench -c user.email=bench@example.invalid commit -q -m "real crate"
+  )
+  say "building $(basename "$crate_src") once, natively"
+  (cd "$src/crate" && cargo build --offline --quiet) >"$work/err/crate-build" 2>&1 ||
+    { cat "$work/err/crate-build" >&2; die "the crate copy does not build natively"; }
+  crate_name=$(basename "$crate_src")
+else
+  crate_name=""
+fi
+(cd "$src" && mkdir -p small && for i in $(seq 300); do head -c 4096 /dev/urandom >"small/f$i"; done)
+
 printf '<<<<<<< SEARCH\nmarker = alpha\n=======\nmarker = beta\n>>>>>>> REPLACE\n' >"$work/payload-a"
 printf '<<<<<<< SEARCH\nmarker = beta\n=======\nmarker = alpha\n>>>>>>> REPLACE\n' >"$work/payload-b"
 
 # ---------------------------------------------------------------- mounts
 say "mounting editfs and bindfs on $src"
-if ! "$editfs" mount "$src" "$mnt_e" --daemon --state-dir "$work/editfs-state" 2>"$work/err/mount-editfs"; then
+if ! "$editfs" mount "$src" "$mnt_e" --daemon --state-dir "$work/editfs-state" >"$work/err/mount-editfs" 2>&1; then
   cat "$work/err/mount-editfs" >&2
   [ -f "$work/editfs-state/daemon.log" ] && tail -20 "$work/editfs-state/daemon.log" >&2
   die "editfs could not mount $src on $mnt_e (see above)"
 fi
 is_mounted "$mnt_e" || die "editfs mount returned but $mnt_e is not a mount point"
+editfs_pid=$(grep -o 'by pid [0-9]*' "$work/err/mount-editfs" | grep -o '[0-9]*$' || true)
 [ -f "$mnt_e/big.bin" ] || die "editfs is mounted but $mnt_e/big.bin is missing"
 if ! bindfs "$src" "$mnt_b" 2>"$work/err/mount-bindfs"; then
   cat "$work/err/mount-bindfs" >&2
@@ -179,6 +232,7 @@ fi
 is_mounted "$mnt_b" || die "bindfs returned but $mnt_b is not a mount point"
 
 views=(native editfs bindfs)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A root=([native]=$src [editfs]=$mnt_e [bindfs]=$mnt_b)
 
 # ---------------------------------------------------------------- timing helpers
@@ -214,15 +268,44 @@ W_ORDER=()
 declare -A W_LABEL
 
 add_w() { W_ORDER+=("$1"); W_LABEL[$1]=$2; }
+can_drop=0
+[ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ] && can_drop=1
+add_w floor "one FUSE round trip (fstat, TTL 0), us"
+[ "$can_drop" = 0 ] || add_w cold "1 GiB sequential read (cat), cold"
 add_w seq "1 GiB sequential read (cat), warm"
+add_w write "1 GiB sequential write (dd bs=1M)"
+add_w overwrite "overwrite 300 files (O_TRUNC)"
 add_w find "find -printf %s, 50k files, warm"
 add_w grep "grep -r, 50k files, warm"
 add_w untar "tar xf 5k files"
 add_w rmrf "rm -rf 5k files"
 add_w git "git status, $repo_files files, warm"
+[ -z "$crate_name" ] || {
+  add_w cargo "cargo build, incremental, $crate_name"
+  add_w gitcrate "git status, $crate_name"
+}
 add_w rt "edit round trip, 100 KiB file"
 add_w cp "ref: cp 100 KiB file"
-[ "$BIG_MIB" = 1024 ] || W_LABEL[seq]="$BIG_MIB MiB sequential read (cat), warm"
+[ "$BIG_MIB" = 1024 ] || {
+  W_LABEL[seq]="$BIG_MIB MiB sequential read (cat), warm"
+  W_LABEL[cold]="$BIG_MIB MiB sequential read (cat), cold"
+  W_LABEL[write]="$BIG_MIB MiB sequential write (dd bs=1M)"
+}
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+# one request and its answer: fstat of an open F.status (attributes live 0 s), per call in us
+round_trip() {
+  python3 - "$1" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+best = []
+for _ in range(5):
+    t = time.perf_counter()
+    for _ in range(2000):
+        os.fstat(fd)
+    best.append((time.perf_counter() - t) / 2000 * 1e6)
+print(sorted(best)[2])
+PY
+}
 
 # correctness: each view must list/grep/git-status like the native directory
 check_same() { # workload view file-native file-view what
@@ -234,8 +317,48 @@ check_same() { # workload view file-native file-view what
 
 for v in "${views[@]}"; do
   r=${root[$v]}
+  say "$v: one round trip"
+  if [ "$v" = editfs ]; then f=$r/edit/big.txt.status; else f=$r/edit/big.txt; fi
+  RES[floor|$v]=$(round_trip "$f" 2>"$work/err/floor-$v") || fail floor "$v" "fstat $f" "$work/err/floor-$v"
+
+  if [ "$can_drop" = 1 ]; then
+    say "$v: sequential read, cold"
+    samples=()
+    for ((i = 0; i < HEAVY_REPS; i++)); do
+      drop_caches
+      t0=$(now_us)
+      cat "$r/big.bin" >/dev/null
+      t1=$(now_us)
+      samples+=("$((t1 - t0))")
+    done
+    RES[cold|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+  fi
+
   say "$v: sequential read"
   time_cmd seq "$v" "$HEAVY_REPS" 1 cat big.bin
+
+  say "$v: sequential write"
+  samples=()
+  for ((i = 0; i < HEAVY_REPS; i++)); do
+    rm -f "$src/written.bin"
+    sync
+    t0=$(now_us)
+    if ! dd if=/dev/zero of="$r/written.bin" bs=1M count="$BIG_MIB" status=none 2>"$work/err/write-$v"; then
+      fail write "$v" "dd of=$r/written.bin" "$work/err/write-$v"; break
+    fi
+    t1=$(now_us)
+    samples+=("$((t1 - t0))")
+  done
+  rm -f "$src/written.bin"
+  [ "${RES[write|$v]:-}" = FAIL ] || RES[write|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+
+  say "$v: overwrite 300 files"
+  time_cmd overwrite "$v" "$REPS" 1 python3 -c '
+import os
+for n in os.listdir("small"):
+    fd = os.open("small/" + n, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b"x" * 4096)
+    os.close(fd)'
 
   say "$v: find"
   (cd "$r" && find tree -printf '%p %s\n' | sort) >"$work/find-$v.out" 2>"$work/err/find-$v" ||
@@ -292,6 +415,28 @@ for v in "${views[@]}"; do
     fail git "$v" "cd $r/repo && git status --porcelain" "$work/err/git-$v"
   fi
 
+  if [ -n "$crate_name" ]; then
+    say "$v: cargo build and git status in $crate_name"
+    samples=()
+    (cd "$r/crate" && cargo build --offline --quiet) >/dev/null 2>&1 || true # this view's warm-up
+    for ((i = 0; i < HEAVY_REPS; i++)); do
+      touch "$r/crate/src/lib.rs"
+      t0=$(now_us)
+      if ! (cd "$r/crate" && timeout "$CMD_TIMEOUT" cargo build --offline --quiet) >/dev/null 2>"$work/err/cargo-$v"; then
+        fail cargo "$v" "cd $r/crate && cargo build --offline" "$work/err/cargo-$v"; break
+      fi
+      t1=$(now_us)
+      samples+=("$((t1 - t0))")
+    done
+    [ "${RES[cargo|$v]:-}" = FAIL ] || RES[cargo|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    git -C "$r/crate" status --porcelain >/dev/null 2>&1 || true
+    time_cmd gitcrate "$v" "$REPS" 1 git -C crate status --porcelain
+  fi
+
+  if [ "$v" = editfs ] && [ -n "$editfs_pid" ]; then
+    rss_kib=$(awk '/^VmRSS/ {print $2}' "/proc/$editfs_pid/status" 2>/dev/null || echo "")
+  fi
+
   say "$v: cp 100 KiB (reference)"
   time_cmd cp "$v" "$RT_REPS" 2 cp "$work/ref100k.bin" edit/copy.bin
   rm -f "$src/edit/copy.bin"
@@ -336,7 +481,8 @@ fmt() { case "$1" in FAIL | -) printf '%s' "$1" ;; *) awk -v x="$1" 'BEGIN {prin
 
 echo
 echo "editfs mount benchmark: $(nproc) CPUs, $(uname -r); medians in ms"
-echo "reps: $HEAVY_REPS (seq read, grep), $REPS (find, tar, rm, git), $RT_REPS (round trip, cp)"
+echo "load average before the run: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "reps: $HEAVY_REPS (reads, write, grep, cargo), $REPS (find, tar, rm, git, overwrite), $RT_REPS (edit round trip, cp)"
 printf '%-38s %9s %9s %9s %9s %9s  %s\n' workload native editfs bindfs e/native b/native "editfs vs bindfs"
 printf '%s\n' "$(printf '%.0s-' {1..112})"
 for w in "${W_ORDER[@]}"; do
@@ -344,6 +490,9 @@ for w in "${W_ORDER[@]}"; do
   printf '%-38s %9s %9s %9s %9s %9s  %s\n' "${W_LABEL[$w]}" "$(fmt "$n")" "$(fmt "$e")" "$(fmt "$b")" \
     "$(ratio "$e" "$n")" "$(ratio "$b" "$n")" "$(verdict "$e" "$b")"
 done
+[ -z "${rss_kib:-}" ] || echo "editfs daemon RSS after walking 50,000 files (find, grep -r) and the rows above: $((rss_kib / 1024)) MiB"
+echo "round trip = fstat of an open file, in us: on editfs a status file (attributes live 0 s),"
+echo "so each call is one request to the daemon; native and bindfs: a real file."
 echo "edit round trip = cat PAYLOAD > F.edit; cat F.status (editfs only; native and bindfs"
 echo "have no control files). The cp row is a reference: a plain 100 KiB write on each view."
 for k in "${!NOTE[@]}"; do echo "note: $k: ${NOTE[$k]}"; done
