@@ -118,6 +118,7 @@ fn who() -> Who {
     Who {
         pid: std::process::id(),
         command: "editfs apply".into(),
+        caller: None,
     }
 }
 
@@ -189,6 +190,8 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         rel: &rel,
         label: &label,
         who: &who,
+        dir: None,
+        meant: None,
     };
     let report = transaction::run(
         store.as_ref(),

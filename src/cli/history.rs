@@ -268,6 +268,7 @@ pub fn undo(args: UndoArgs) -> ExitCode {
         let who = Who {
             pid: std::process::id(),
             command: "editfs undo".into(),
+            caller: None,
         };
         let rel = args
             .path

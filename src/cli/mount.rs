@@ -20,8 +20,9 @@ Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
   F.edit         write SEARCH/REPLACE blocks (or JSON) to it: one open handle is
                  one all-or-nothing transaction, committed at close (or at the
                  first read on the same handle, which then returns the report);
-                 close fails (EINVAL rejected, EIO failed, ESTALE stale, EFBIG too
-                 large) when the transaction did
+                 close fails (EINVAL rejected, EIO failed, ESTALE stale or F
+                 replaced since the open, EACCES the opener may not read and
+                 write F, EFBIG too large) when the transaction did
   F.status       the latest report on F, as text
   F.status.json  the same report as one JSON object
 Control files work for a file that does not exist yet: an empty SEARCH creates it.

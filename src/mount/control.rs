@@ -31,7 +31,7 @@ use super::names::Control;
 use super::nodes::Kind;
 use crate::engine::{Outcome, Received, Report};
 use crate::store::journal::parent_beneath;
-use crate::transaction::{self, Root, Target, Who, multi, undo};
+use crate::transaction::{self, Meant, Root, Target, Who, multi, undo};
 
 /// What a committing handle acts on.
 enum CommitTarget {
@@ -43,10 +43,25 @@ enum CommitTarget {
     Undo,
 }
 
+/// Stripes held exclusively by a commit.
+type Stripes<'a> = Vec<parking_lot::RwLockWriteGuard<'a, ()>>;
+
+/// The file an `F.edit` handle's transaction edits.
+struct Edited<'a> {
+    /// F, as the handle names it.
+    rel: &'a Path,
+    /// The file edited: F, or the file the symlink F leads to.
+    file: &'a Path,
+    /// F's directory, as the kernel looked it up (when `file` is F).
+    dir: Option<&'a std::os::fd::OwnedFd>,
+    /// The file F meant when its handle was opened, and when that was.
+    meant: Option<(Meant, u64)>,
+}
+
 /// The payload of one `F.edit` handle, and its result once committed.
 ///
 /// Its lock is held only to copy bytes in or out, never through a transaction:
-/// the commit thread takes the payload out (`committing`), runs the transaction
+/// a commit thread takes the payload out (`committing`), runs the transaction
 /// unlocked, and puts the result back.
 #[derive(Default)]
 pub struct EditBuffer {
@@ -58,7 +73,7 @@ pub struct EditBuffer {
     /// Opened with `O_TRUNC` (`>`, `open(..., "w")`): the opener is sending a
     /// payload, so closing it unwritten sends an empty one.
     truncated: bool,
-    /// The commit thread has taken the payload out and is running it.
+    /// A commit thread has taken the payload out and is running it.
     committing: bool,
     committed: Option<Committed>,
     /// The file offset of the first read: `exec 3<>F.edit` shares one offset for
@@ -69,6 +84,11 @@ pub struct EditBuffer {
     /// Why a write was refused for want of buffer space: the payload is
     /// incomplete, so it is refused whole rather than committed.
     lost: Option<Errno>,
+    /// Who opened the handle: the transaction is checked against that user.
+    caller: Option<transaction::Caller>,
+    /// The file F's name meant when the handle was opened, and the point in
+    /// the lineage of replacements it was opened at.
+    meant: Option<(Meant, u64)>,
 }
 
 /// The latest report of `.editfs/edit` or `.editfs/undo`, and the files it names:
@@ -195,23 +215,31 @@ fn errno_for(report: &Report) -> Option<Errno> {
         (_, "too_large") => Some(Errno::EFBIG),
         (Outcome::Rejected, _) => Some(Errno::EINVAL),
         (_, "stale") => Some(Errno::ESTALE),
+        (_, "permission_denied") => Some(Errno::EACCES),
         (Outcome::Failed, _) => Some(Errno::EIO),
     }
 }
 
 /// What a request on an edit handle does, decided under the handle's lock.
 pub enum Next {
-    /// Commit first: the request goes to the commit thread.
+    /// Commit first: the request goes to a commit thread.
     Commit,
     /// Nothing to commit: answer at once.
     Answer(Option<Committed>),
 }
 
 impl EditBuffer {
-    /// A buffer for a handle opened with `truncate` (`O_TRUNC`) or without.
-    pub fn opened(truncate: bool) -> EditBuffer {
+    /// A buffer for a handle opened with `truncate` (`O_TRUNC`) or without, by
+    /// `caller`, when F's name meant `meant`.
+    pub fn opened(
+        truncate: bool,
+        caller: Option<transaction::Caller>,
+        meant: Option<(Meant, u64)>,
+    ) -> EditBuffer {
         EditBuffer {
             truncated: truncate,
+            caller,
+            meant,
             ..EditBuffer::default()
         }
     }
@@ -258,8 +286,8 @@ impl EditBuffer {
         self.truncated && !self.written && !self.committing && self.committed.is_none()
     }
 
-    /// What a flush or read of this handle does now. While the commit thread runs
-    /// the payload, a request waits for it there (it takes jobs in order), so a
+    /// What a flush or read of this handle does now. While a commit thread runs
+    /// the payload, a request waits for it on another one (`Core::settle`), so a
     /// second close of a dup'ed descriptor gets the outcome, not a premature OK.
     pub fn next(&self) -> Next {
         if self.pending() || self.committing {
@@ -269,9 +297,10 @@ impl EditBuffer {
         }
     }
 
-    /// Takes the payload out for the commit thread: the bytes kept (none once it
-    /// passed the limit) and the size it reached. Its charge is given back now: one
-    /// payload at a time is committed, so what the commit holds stays bounded.
+    /// Takes the payload out for a commit thread: the bytes kept (none once it
+    /// passed the limit) and the size it reached. Its charge is given back now:
+    /// at most one payload per commit thread is being committed, so what the
+    /// commits hold stays bounded.
     fn take(&mut self) -> (Vec<u8>, usize) {
         self.committing = true;
         let data = std::mem::take(&mut self.data);
@@ -371,19 +400,21 @@ impl Core {
         }
     }
 
-    /// Opens a control file of `base` in `parent` for user `uid`; `truncate` is the
+    /// Opens a control file of `base` in `parent` for `caller`; `truncate` is the
     /// open's `O_TRUNC`.
     pub(super) fn open_control(
         &self,
-        parent: u64,
-        base: &OsStr,
+        (parent, base): (u64, &OsStr),
         control: Control,
+        caller: transaction::Caller,
         (write, truncate): (bool, bool),
-        uid: u32,
     ) -> Res<u64> {
         match control {
             Control::Edit => {
-                let buf = EditBuffer::opened(truncate).charged_to(self.budget.account(uid));
+                let since = self.lineage.lock().mark();
+                let meant = self.meant(parent, base).map(|m| (m, since));
+                let account = self.budget.account(caller.uid);
+                let buf = EditBuffer::opened(truncate, Some(caller), meant).charged_to(account);
                 Ok(self.add_handle(Handle::Edit(Mutex::new(buf))))
             }
             _ if write => Err(Errno::EACCES),
@@ -412,11 +443,16 @@ impl Core {
         }
     }
 
-    /// Commits the handle's payload if it has one to commit; runs on the commit
-    /// thread only, for a request that was decided to commit when it came.
+    /// Commits the handle's payload if it has one to commit; runs on a commit
+    /// thread only, for a request that was decided to commit when it came. A
+    /// payload another commit thread is running is waited for.
     fn settle(&self, ino: u64, buf: &Mutex<EditBuffer>, pid: u32) -> Option<Committed> {
-        let payload = {
+        let (payload, caller, meant) = {
             let mut b = buf.lock();
+            if b.committing {
+                drop(b);
+                return self.wait_settled(buf);
+            }
             if !b.pending() {
                 return b.committed.clone();
             }
@@ -424,24 +460,75 @@ impl Core {
                 b.committed = Some(Committed::lost(e));
                 return b.committed.clone();
             }
-            b.take()
+            (b.take(), b.caller.clone(), b.meant)
         };
         let (data, size) = payload;
         let payload = Received::cut(&data, size);
         // No lock is held here: the transaction, then the kernel's invalidation.
-        let who = Who::process(pid);
+        let who = Who {
+            caller,
+            ..Who::process(pid)
+        };
         let committed = match self.commit_target(ino) {
             Ok(CommitTarget::File { parent, base }) => self
-                .commit(parent, &base, payload, &who)
+                .commit((parent, &base), payload, &who, meant)
                 .unwrap_or_else(Committed::error),
             Ok(CommitTarget::Multi) => self.commit_multi(payload, &who),
             Ok(CommitTarget::Undo) => self.commit_undo(&data, &who),
             Err(e) => Committed::error(e),
         };
-        let mut b = buf.lock();
-        b.committing = false;
-        b.committed = Some(committed.clone());
+        {
+            let mut b = buf.lock();
+            b.committing = false;
+            b.committed = Some(committed.clone());
+        }
+        let _announce = self.settling.lock();
+        self.settled.notify_all();
         Some(committed)
+    }
+
+    /// The outcome of a payload another commit thread is running, once it is in
+    /// place. `settling` is held from the look to the wait, and taken by the
+    /// committing thread to announce: no announcement goes unheard.
+    fn wait_settled(&self, buf: &Mutex<EditBuffer>) -> Option<Committed> {
+        let mut waiting = self.settling.lock();
+        loop {
+            {
+                let b = buf.lock();
+                if !b.committing {
+                    return b.committed.clone();
+                }
+            }
+            self.settled.wait(&mut waiting);
+        }
+    }
+
+    /// Takes the files at `rels` for one commit: once the latest commit on them
+    /// has told the kernel (`Telling`, kept until this commit has told it in
+    /// turn), and then their stripes, exclusively, against direct writes. A
+    /// file replaced while its stripe was awaited (a new inode, maybe another
+    /// stripe) has its stripes taken again.
+    fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, super::fs::Telling<'_>) {
+        /// Enough for any honest run of replacements; past it the store's own
+        /// check (`Opened::current`, under its lock) still keeps every edit.
+        const TRIES: usize = 8;
+        let mut tries = 1;
+        loop {
+            self.await_told(rels);
+            let Some(telling) = self.telling(rels) else {
+                continue;
+            };
+            let mut inos = self.inodes_of(rels);
+            loop {
+                let held = self.stripes_for(&inos);
+                let now = self.inodes_of(rels);
+                if now == inos || tries >= TRIES {
+                    return (held, telling);
+                }
+                tries += 1;
+                inos = now;
+            }
+        }
     }
 
     fn root(&self) -> Root<'_> {
@@ -453,17 +540,27 @@ impl Core {
     }
 
     /// Runs one transaction on `base` in `parent` (or on the file a symlink there
-    /// leads to) and publishes its report.
+    /// leads to), which must still be the file `meant`, and publishes its report.
     fn commit(
         &self,
-        parent: u64,
-        base: &OsStr,
+        (parent, base): (u64, &OsStr),
         payload: Received<'_>,
         who: &Who,
+        meant: Option<(Meant, u64)>,
     ) -> Res<Committed> {
         let rel = self.path(parent)?.join(base);
         let report = match self.edited_file(&rel) {
-            Ok(file) => self.commit_file(&rel, &file, payload, who),
+            Ok(file) => {
+                // F itself is found in the directory node the kernel looked up.
+                let dir = (file == rel).then(|| self.real_dir(parent)).transpose()?;
+                let at = Edited {
+                    rel: &rel,
+                    file: &file,
+                    dir: dir.as_deref(),
+                    meant,
+                };
+                self.commit_file(at, payload, who)
+            }
             Err(refused) => transaction::refused(
                 &self.store,
                 refused.report(&rel),
@@ -485,20 +582,35 @@ impl Core {
         Ok(committed)
     }
 
-    /// Runs the transaction on `file` (reached as `rel`), its stripe held, then
-    /// drops what the kernel cached of both names, with no lock held.
-    fn commit_file(&self, rel: &Path, file: &Path, payload: Received<'_>, who: &Who) -> Report {
-        let old = self.inodes_of(&[&file.to_string_lossy()]);
-        let report = {
-            let _excl = self.stripes_for(&old);
-            let name = file.to_string_lossy();
+    /// Runs the transaction on `at.file` (reached as `at.rel`), its stripe held,
+    /// then drops what the kernel cached of both names, with no lock held.
+    fn commit_file(&self, at: Edited<'_>, payload: Received<'_>, who: &Who) -> Report {
+        let Edited {
+            rel,
+            file,
+            dir,
+            meant,
+        } = at;
+        let name = file.to_string_lossy();
+        // Kept until the kernel was told, below.
+        let (report, _telling) = {
+            let (_excl, telling) = self.lock_files(&[&name]);
+            let before = self.identities(&[&name]);
             let target = Target {
                 root: self.root(),
                 rel: &name,
                 label: &name,
                 who,
+                dir: dir.map(std::os::fd::AsFd::as_fd),
+                // What its own earlier transactions made of the file is still it.
+                meant: meant.map(|(m, since)| self.lineage.lock().now(&name, m, since)),
             };
-            transaction::run(Some(&self.store), &target, payload, &self.settings.engine)
+            let report =
+                transaction::run(Some(&self.store), &target, payload, &self.settings.engine);
+            if report.outcome == Outcome::Ok {
+                self.record_lineage(&[&name], before);
+            }
+            (report, telling)
         };
         if file != rel {
             self.reports
@@ -508,6 +620,53 @@ impl Core {
         }
         self.invalidate_path(file);
         report
+    }
+
+    /// The directory node `parent`, open, and checked to be that directory: the
+    /// descriptor is reopened by path when not cached, and a path may lead
+    /// elsewhere by now.
+    fn real_dir(&self, parent: u64) -> Res<Arc<std::os::fd::OwnedFd>> {
+        let dir = self.dir_of(parent)?;
+        let st = rustix::fs::fstat(&*dir).map_err(super::fs::errno)?;
+        if super::fs::id_of(&st, parent == super::nodes::ROOT) != parent {
+            return Err(Errno::ESTALE);
+        }
+        Ok(dir)
+    }
+
+    /// The file an edit of `base` in `parent` would change now, if any.
+    fn meant(&self, parent: u64, base: &OsStr) -> Option<Meant> {
+        let rel = self.path(parent).ok()?.join(base);
+        let file = self.edited_file(&rel).ok()?;
+        self.identities(&[&file.to_string_lossy()]).pop()
+    }
+
+    /// What the files at `rels` are now (beneath SOURCE, symlinks not followed last).
+    fn identities(&self, rels: &[&str]) -> Vec<Meant> {
+        let id = |rel: &&str| {
+            let Ok(dir) = parent_beneath(self.source.root(), rel) else {
+                return Meant::Absent;
+            };
+            let name = Path::new(rel).file_name().unwrap_or_default();
+            match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => Meant::File {
+                    dev: st.st_dev,
+                    ino: st.st_ino,
+                },
+                Err(_) => Meant::Absent,
+            }
+        };
+        rels.iter().map(id).collect()
+    }
+
+    /// Records what a committed transaction made of the files at `rels`, which
+    /// were `before`; call with their stripes held.
+    fn record_lineage(&self, rels: &[&str], before: Vec<Meant>) {
+        let after = self.identities(rels);
+        let mut lineage = self.lineage.lock();
+        for ((rel, b), a) in rels.iter().zip(before).zip(after) {
+            lineage.record(rel, b, a);
+        }
     }
 
     /// The file an edit of `rel` changes: `rel` itself (existing or to be made), or
@@ -565,17 +724,24 @@ impl Core {
 
     /// `.editfs/edit`: a multi-file transaction.
     fn commit_multi(&self, payload: Received<'_>, who: &Who) -> Committed {
-        let report = {
+        // Kept until the kernel was told, below.
+        let (report, _telling) = {
             // Direct writes to these files wait while they commit, as for one file.
-            let inos = self.inodes_named_in(payload.bytes);
-            let _excl = self.stripes_for(&inos);
-            multi::run(
+            let named = self.named_in(payload.bytes);
+            let rels: Vec<&str> = named.iter().map(String::as_str).collect();
+            let (_excl, telling) = self.lock_files(&rels);
+            let before = self.identities(&rels);
+            let report = multi::run(
                 Some(&self.store),
                 self.root(),
                 payload,
                 &self.settings.engine,
                 who,
-            )
+            );
+            if report.outcome == Outcome::Ok {
+                self.record_lineage(&rels, before);
+            }
+            (report, telling)
         };
         let done = report.outcome == Outcome::Ok;
         for r in report
@@ -605,15 +771,20 @@ impl Core {
         committed
     }
 
-    /// The node ids of the existing files a multi-file payload names.
-    fn inodes_named_in(&self, payload: &[u8]) -> Vec<u64> {
+    /// The files a multi-file payload names, spelled as their F.edit names them.
+    fn named_in(&self, payload: &[u8]) -> Vec<String> {
         let limit = self.settings.engine.max_payload;
         let Ok((files, _)) = crate::engine::payload::parse_multi(payload, limit, &self.root())
         else {
             return Vec::new();
         };
-        let rels: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();
-        self.inodes_of(&rels)
+        let mut rels: Vec<String> = files
+            .iter()
+            .filter_map(|(given, _)| crate::store::rel::project_path(given).ok())
+            .collect();
+        rels.sort();
+        rels.dedup();
+        rels
     }
 
     /// The node ids of the existing files at `rels`, beneath SOURCE.
@@ -635,10 +806,15 @@ impl Core {
             Ok(req) => {
                 let rels = undo::files(&self.store, &req);
                 let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
-                let inos = self.inodes_of(&rels);
-                let undone = {
-                    let _excl = self.stripes_for(&inos);
-                    undo::run(&self.store, self.root(), &req, who)
+                // Kept until the kernel was told, below.
+                let (undone, _telling) = {
+                    let (_excl, telling) = self.lock_files(&rels);
+                    let before = self.identities(&rels);
+                    let undone = undo::run(&self.store, self.root(), &req, who);
+                    if undone.head().outcome == Outcome::Ok {
+                        self.record_lineage(&rels, before);
+                    }
+                    (undone, telling)
                 };
                 let head = undone.head();
                 if head.outcome == Outcome::Ok {
@@ -712,7 +888,7 @@ impl Core {
     }
 
     /// A flush of an edit handle: answered at once unless it commits, in which
-    /// case the commit thread answers it. The choice is made when the flush comes
+    /// case a commit thread answers it. The choice is made when the flush comes
     /// (what the buffer holds then, under its lock), so a flush that found nothing
     /// written never commits a payload whose writes are still on their way.
     pub(super) fn flush_edit(&self, ino: u64, handle: Arc<Handle>, pid: u32, reply: ReplyEmpty) {
@@ -782,7 +958,7 @@ impl Core {
         }
     }
 
-    /// Answers a committing request; runs on the commit thread.
+    /// Answers a committing request; runs on a commit thread.
     pub(super) fn run(&self, job: Job) {
         match job {
             Job::Flush {
@@ -888,10 +1064,10 @@ mod tests {
             total: 1000,
             per_user: 100,
         });
-        let mut a = EditBuffer::opened(false).charged_to(budget.account(7));
+        let mut a = EditBuffer::opened(false, None, None).charged_to(budget.account(7));
         assert_eq!(a.write(0, &[b'a'; 60], 500), Ok(60));
         assert!(budget.used() >= 60);
-        let mut b = EditBuffer::opened(false).charged_to(budget.account(7));
+        let mut b = EditBuffer::opened(false, None, None).charged_to(budget.account(7));
         assert_eq!(b.write(0, &[b'b'; 60], 500), Err(Errno::EDQUOT));
         assert_eq!(
             b.write(60, b"more", 500),
@@ -912,17 +1088,17 @@ mod tests {
 
     #[test]
     fn a_truncating_open_is_a_payload_even_unwritten() {
-        let b = EditBuffer::opened(true);
+        let b = EditBuffer::opened(true, None, None);
         assert!(b.unsent_empty());
         assert!(matches!(b.next(), Next::Commit));
-        let b = EditBuffer::opened(false);
+        let b = EditBuffer::opened(false, None, None);
         assert!(!b.unsent_empty());
         assert!(matches!(b.next(), Next::Answer(None)));
     }
 
     #[test]
     fn while_committing_writes_are_refused_and_requests_wait_for_the_outcome() {
-        let mut b = EditBuffer::opened(false);
+        let mut b = EditBuffer::opened(false, None, None);
         assert_eq!(b.write(0, b"x", 10), Ok(1));
         assert!(matches!(b.next(), Next::Commit));
         assert_eq!(b.take(), (b"x".to_vec(), 1));

@@ -3,17 +3,22 @@
 //!
 //! Requests run on several threads. Lock order, the one place it is written:
 //!
-//! 1. a file's stripes (`stripes_for`: ascending index; only the commit thread
-//!    takes them exclusively, a direct write shares one);
+//! 1. a file's stripes (`stripes_for`: ascending index; only commit threads
+//!    take them exclusively, a direct write shares one);
 //! 2. the store's lock (transactions, and pre-images of direct writes);
-//! 3. `nodes`, then `handles`, then a handle's own `EditBuffer` lock;
-//!    `reports`, `state_report`, `kept`, `dirs`, `sent` and `backings` are taken
-//!    alone and briefly.
+//! 3. `nodes`, then `handles`, then `settling`, then a handle's own
+//!    `EditBuffer` lock;
+//!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`
+//!    and `untold` are taken alone and briefly.
+//!
+//! A commit thread may wait, holding nothing, for another commit on the same
+//! file to have told the kernel (`Telling`): no FUSE worker ever waits for
+//! that, so the kernel's wait for a worker cannot come back to it.
 //!
 //! Two rules keep the kernel out of every cycle. No lock is held across a call
 //! into the kernel for the mount (`invalidate`, `invalidate_path`): the kernel
 //! may have to wait for a page or directory lock held by a process whose own
-//! request waits for a FUSE worker, and that worker for our lock. And the commit
+//! request waits for a FUSE worker, and that worker for our lock. And a commit
 //! thread never waits for a FUSE worker: workers hold a stripe or an
 //! `EditBuffer` only while copying bytes or calling into SOURCE, never while
 //! waiting on the kernel, and never run a transaction themselves (a flush or
@@ -32,7 +37,7 @@
 //! any other process writing F natively, it lands in the inode it opened, and a
 //! commit renames a new inode over the name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
@@ -50,6 +55,7 @@ use super::nodes::{Kind, Nodes, ROOT, real_id};
 use super::source::Source;
 use crate::engine::{self, Report};
 use crate::store::Store;
+use crate::transaction::Meant;
 
 pub const REAL_TTL: Duration = Duration::from_secs(1);
 pub const VIRTUAL_TTL: Duration = Duration::ZERO;
@@ -141,10 +147,10 @@ pub struct Entry {
     pub name: OsString,
 }
 
-/// The file system as the kernel sees it: the shared state, and the thread that
-/// commits transactions.
+/// The file system as the kernel sees it: the shared state, and the threads that
+/// commit transactions.
 ///
-/// Transactions run on their own thread, never on a FUSE worker: a commit waits
+/// Transactions run on their own threads, never on a FUSE worker: a commit waits
 /// for the store's lock and then for the kernel to drop cached entries and pages,
 /// and the kernel may need a worker to answer a request (a lookup holding the
 /// directory lock, a read holding a page) before it can. Were the workers the
@@ -153,7 +159,7 @@ pub struct EditFs {
     core: Arc<Core>,
 }
 
-/// A request that commits a transaction: answered by the commit thread.
+/// A request that commits a transaction: answered by a commit thread.
 pub enum Job {
     Flush {
         ino: u64,
@@ -187,6 +193,10 @@ impl std::ops::Deref for EditFs {
     }
 }
 
+/// Threads that commit transactions: a slow transaction (a huge file) keeps
+/// one busy, and the others go on with transactions on other files.
+const COMMIT_THREADS: usize = 4;
+
 impl EditFs {
     pub fn new(
         source: Source,
@@ -196,19 +206,28 @@ impl EditFs {
     ) -> EditFs {
         let (jobs, queue) = mpsc::channel::<Job>();
         let core = Arc::new(Core::new(source, store, settings, notifier, jobs));
-        let worker = core.clone();
-        let spawned = std::thread::Builder::new()
-            .name("editfs-commit".into())
-            .spawn(move || {
-                for job in queue {
-                    worker.run(job);
-                }
-            });
-        if let Err(e) = spawned {
-            log::error!("cannot start the commit thread: {e}");
+        let queue = Arc::new(Mutex::new(queue));
+        for n in 0..COMMIT_THREADS {
+            let (worker, queue) = (core.clone(), queue.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("editfs-commit-{n}"))
+                .spawn(move || {
+                    while let Some(job) = next_job(&queue) {
+                        worker.run(job);
+                    }
+                });
+            if let Err(e) = spawned {
+                log::error!("cannot start a commit thread: {e}");
+            }
         }
         EditFs { core }
     }
+}
+
+/// The next job for a commit thread; the queue is held only to take it, never
+/// while it runs.
+fn next_job(queue: &Mutex<mpsc::Receiver<Job>>) -> Option<Job> {
+    queue.lock().recv().ok()
 }
 
 impl Core {
@@ -259,6 +278,97 @@ pub struct Core {
     pub(super) budget: Arc<super::budget::Budget>,
     /// How each open real file reaches its data: passed through by the kernel or not.
     pub(super) backings: super::passthrough::Backings,
+    /// What editfs's own transactions made of the files they replaced.
+    pub(super) lineage: Mutex<Lineage>,
+    /// Files whose latest commit has not told the kernel yet (see `Telling`).
+    untold: Mutex<std::collections::HashSet<String>>,
+    /// Signalled whenever a commit has told the kernel.
+    told: parking_lot::Condvar,
+    /// Held to wait for, or announce, the end of a handle's commit (`settled`).
+    pub(super) settling: Mutex<()>,
+    /// Signalled whenever a commit thread has put a handle's outcome in place.
+    pub(super) settled: parking_lot::Condvar,
+}
+
+/// Which version of a file replaced which, by editfs's own transactions. An
+/// `F.edit` handle acts on the file its name meant when it was opened; a
+/// version a transaction installed since (a new inode, renamed over the old)
+/// is still that file, whereas anything else put under the name is not.
+///
+/// Replacements are kept in the order they happened, per path, and followed
+/// from the handle's opening on: an inode number the file system hands out
+/// again cannot make a chain loop back.
+#[derive(Default)]
+pub struct Lineage {
+    by_rel: HashMap<String, VecDeque<(u64, Meant, Meant)>>,
+    tick: u64,
+}
+
+impl Lineage {
+    /// Replacements kept per path: far more than happen while a handle is open.
+    const PER_FILE: usize = 64;
+    /// Paths kept; past it, those replaced longest ago are forgotten.
+    const FILES: usize = 4096;
+
+    /// The point in the history a handle opened now starts from.
+    pub fn mark(&self) -> u64 {
+        self.tick
+    }
+
+    /// What `meant` at `rel` became through the replacements recorded after `since`.
+    pub fn now(&self, rel: &str, meant: Meant, since: u64) -> Meant {
+        let Some(list) = self.by_rel.get(rel) else {
+            return meant;
+        };
+        list.iter()
+            .filter(|(tick, _, _)| *tick > since)
+            .fold(
+                meant,
+                |at, (_, before, after)| {
+                    if *before == at { *after } else { at }
+                },
+            )
+    }
+
+    /// A transaction replaced `before` at `rel` with `after`.
+    pub fn record(&mut self, rel: &str, before: Meant, after: Meant) {
+        if before == after {
+            return;
+        }
+        self.tick += 1;
+        let list = self.by_rel.entry(rel.to_owned()).or_default();
+        list.push_back((self.tick, before, after));
+        if list.len() > Self::PER_FILE {
+            list.pop_front();
+        }
+        if self.by_rel.len() > Self::FILES {
+            let oldest = self.tick.saturating_sub(Self::FILES as u64);
+            self.by_rel
+                .retain(|_, l| l.back().is_some_and(|(t, _, _)| *t > oldest));
+        }
+    }
+}
+
+/// Held by a commit from taking its files' stripes until it has told the kernel
+/// what it replaced; dropped, it lets the next commit on those files in. So
+/// commits on one file run strictly one after the other, each recording what
+/// it replaced (`Lineage`) before the next begins, and the kernel hears of each
+/// replacement before the next one is made, as when one thread committed
+/// everything: a process opening the file between two of them does not meet
+/// one replaced twice under its cached entry.
+pub struct Telling<'a> {
+    core: &'a Core,
+    rels: Vec<String>,
+}
+
+impl Drop for Telling<'_> {
+    fn drop(&mut self) {
+        let mut untold = self.core.untold.lock();
+        for r in &self.rels {
+            untold.remove(r);
+        }
+        self.core.told.notify_all();
+    }
 }
 
 /// `Errno` from a system error.
@@ -354,6 +464,11 @@ impl Core {
             umask: daemon_umask(),
             writes: Mutex::new(HashMap::new()),
             backings: Default::default(),
+            lineage: Mutex::new(Lineage::default()),
+            untold: Mutex::new(std::collections::HashSet::new()),
+            told: parking_lot::Condvar::new(),
+            settling: Mutex::new(()),
+            settled: parking_lot::Condvar::new(),
         }
     }
 
@@ -495,6 +610,27 @@ impl Core {
         idx.into_iter().map(|i| self.stripes[i].write()).collect()
     }
 
+    /// Waits, holding nothing, until the latest commit on any of the files at
+    /// `rels` has told the kernel what it replaced.
+    pub(super) fn await_told(&self, rels: &[&str]) {
+        let mut untold = self.untold.lock();
+        while rels.iter().any(|r| untold.contains(*r)) {
+            self.told.wait(&mut untold);
+        }
+    }
+
+    /// Marks the files at `rels` as being committed and not yet told, unless
+    /// another commit's are (`None`: wait for it and try again).
+    pub(super) fn telling(&self, rels: &[&str]) -> Option<Telling<'_>> {
+        let mut untold = self.untold.lock();
+        if rels.iter().any(|r| untold.contains(*r)) {
+            return None;
+        }
+        let rels: Vec<String> = rels.iter().map(|r| (*r).to_owned()).collect();
+        untold.extend(rels.iter().cloned());
+        Some(Telling { core: self, rels })
+    }
+
     /// Tells the kernel to forget what it cached of `name` in `parent` (node `old`).
     pub(super) fn invalidate(&self, parent: u64, name: &OsStr, old: Option<u64>) {
         let Some(n) = self.notifier.get() else { return };
@@ -557,5 +693,31 @@ impl Core {
             blksize: 4096,
             flags: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(ino: u64) -> Meant {
+        Meant::File { dev: 1, ino }
+    }
+
+    #[test]
+    fn a_handle_follows_the_replacements_made_after_it_opened_even_when_inodes_come_back() {
+        let mut l = Lineage::default();
+        l.record("a", file(1), file(2));
+        let since = l.mark();
+        // The file system hands inode 1 out again.
+        l.record("a", file(2), file(1));
+        l.record("a", file(1), file(2));
+        l.record("a", file(2), file(3));
+        assert_eq!(l.now("a", file(2), since), file(3));
+        assert_eq!(l.now("a", file(9), since), file(9), "not ours: unchanged");
+        assert_eq!(l.now("b", file(2), since), file(2));
+        assert_eq!(l.now("a", Meant::Absent, 0), Meant::Absent);
+        l.record("new", Meant::Absent, file(7));
+        assert_eq!(l.now("new", Meant::Absent, since), file(7));
     }
 }

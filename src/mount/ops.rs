@@ -101,17 +101,34 @@ fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> rustix::io::
 
 /// Opens `name` with `O_CREAT`, saying whether this call made it: only a file
 /// made here takes its maker's owner and permissions, never one that appeared
-/// under the name since the kernel looked it up.
+/// under the name since the kernel looked it up. Such a file is opened only
+/// once `allowed` (the caller's rights) passed on it, so nothing (a
+/// truncation, a device's open) happens to it first.
 fn create_or_open(
     dir: &impl AsFd,
     name: &OsStr,
-    flags: OFlags,
-    perm: Mode,
+    (flags, perm): (OFlags, Mode),
+    allowed: impl FnOnce(BorrowedFd<'_>) -> Res<()>,
 ) -> Res<(OwnedFd, bool)> {
     match rustix::fs::openat(dir, name, flags | OFlags::EXCL, perm) {
         Ok(fd) => Ok((fd, true)),
         Err(rustix::io::Errno::EXIST) if !flags.contains(OFlags::EXCL) => {
-            rustix::fs::openat(dir, name, flags - OFlags::CREATE, perm)
+            let pinned = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(errno)?;
+            let st = rustix::fs::fstat(&pinned).map_err(errno)?;
+            if file_type(st.st_mode) == FileType::Symlink {
+                return Err(Errno::ELOOP);
+            }
+            allowed(pinned.as_fd())?;
+            // Through its descriptor's own link: exactly the file checked.
+            let link = format!("/proc/self/fd/{}", pinned.as_raw_fd());
+            let flags = flags - OFlags::CREATE - OFlags::NOFOLLOW;
+            rustix::fs::openat(rustix::fs::CWD, link.as_str(), flags, perm)
                 .map(|fd| (fd, false))
                 .map_err(errno)
         }
@@ -177,6 +194,26 @@ fn writes(file: &File) -> bool {
         let mode = f & OFlags::RWMODE;
         mode == OFlags::WRONLY || mode == OFlags::RDWR
     })
+}
+
+/// The process behind `req`, whose user a transaction it opens is checked against.
+fn caller(req: &Request) -> crate::transaction::Caller {
+    crate::transaction::Caller::of(req.uid(), req.gid(), req.pid())
+}
+
+/// The access an open with `flags` asks of an existing file.
+fn access_for(flags: OFlags) -> rustix::fs::Access {
+    use rustix::fs::Access;
+    let mode = match flags & (OFlags::RDONLY | OFlags::WRONLY | OFlags::RDWR) {
+        f if f == OFlags::WRONLY => Access::WRITE_OK,
+        f if f == OFlags::RDWR => Access::READ_OK | Access::WRITE_OK,
+        _ => Access::READ_OK,
+    };
+    if flags.contains(OFlags::TRUNC) {
+        mode | Access::WRITE_OK
+    } else {
+        mode
+    }
 }
 
 fn is_write(flags: OpenFlags) -> bool {
@@ -455,24 +492,31 @@ impl Core {
             return Err(Errno::EROFS);
         }
         let loc = self.loc(ino)?;
+        let open = || {
+            let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
+            let flags = OFlags::from_bits_retain((flags.0 & !strip) as u32)
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC;
+            let opened = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty());
+            // A commit may have renamed a new file over the name since the kernel
+            // looked it up: ESTALE makes the kernel look it up again and open that.
+            opened.and_then(|fd| match rustix::fs::fstat(&fd) {
+                Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
+                Ok(_) => Ok(fd),
+                Err(e) => Err(e),
+            })
+        };
+        // An open that does not truncate changes nothing: it is made before the
+        // pre-image is kept (which may wait for commits), so the file is met as
+        // the kernel just looked it up, not maybe replaced by then.
+        let early = (!truncates(flags)).then(open);
         let mut pending = None;
         if is_write(flags) {
             pending = self.keep_before_write(&self.path(ino)?, &loc, pid);
             // O_TRUNC changes the size without a write.
             self.touched(ino);
         }
-        let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
-        let flags = OFlags::from_bits_retain((flags.0 & !strip) as u32)
-            | OFlags::NOFOLLOW
-            | OFlags::CLOEXEC;
-        let opened = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty());
-        // A commit may have renamed a new file over the name since the kernel
-        // looked it up: ESTALE makes the kernel look it up again and open that.
-        let opened = opened.and_then(|fd| match rustix::fs::fstat(&fd) {
-            Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
-            Ok(_) => Ok(fd),
-            Err(e) => Err(e),
-        });
+        let opened = early.unwrap_or_else(open);
         let fd = match opened {
             Ok(fd) => fd,
             Err(e) => {
@@ -898,16 +942,16 @@ impl Filesystem for EditFs {
             None => Err(Errno::ENOENT),
             Some((parent, Kind::Control { base, control })) => self
                 .open_control(
-                    parent,
-                    &base,
+                    (parent, &base),
                     control,
+                    caller(req),
                     (is_write(flags), truncates(flags)),
-                    req.uid(),
                 )
                 .map(|fh| (fh, FopenFlags::FOPEN_DIRECT_IO)),
             Some((_, Kind::State(rel))) if state::is_control(&rel) => Ok((
                 self.add_handle(Handle::Edit(parking_lot::Mutex::new(
-                    EditBuffer::opened(truncates(flags)).charged_to(self.budget.account(req.uid())),
+                    EditBuffer::opened(truncates(flags), Some(caller(req)), None)
+                        .charged_to(self.budget.account(req.uid())),
                 ))),
                 FopenFlags::FOPEN_DIRECT_IO,
             )),
@@ -1276,7 +1320,12 @@ impl Filesystem for EditFs {
                 | OFlags::NOFOLLOW
                 | OFlags::CLOEXEC;
             let perm = mode & !umask & 0o7777;
-            let (fd, made) = create_or_open(&*dir, name, flags, Mode::from_raw_mode(perm))?;
+            // A file another user made since the kernel looked the name up had
+            // no permission checked by the kernel: it is asked here.
+            let allowed =
+                |fd: BorrowedFd<'_>| caller(req).may(fd, access_for(flags)).map_err(errno);
+            let how = (flags, Mode::from_raw_mode(perm));
+            let (fd, made) = create_or_open(&*dir, name, how, allowed)?;
             if made {
                 self.unmask(&*dir, name, perm)?;
                 self.give_to(req, &dir, name);
@@ -1391,6 +1440,21 @@ impl Filesystem for EditFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_open_asks_the_access_its_mode_and_truncation_need() {
+        use rustix::fs::Access;
+        assert_eq!(access_for(OFlags::RDONLY), Access::READ_OK);
+        assert_eq!(access_for(OFlags::WRONLY), Access::WRITE_OK);
+        assert_eq!(
+            access_for(OFlags::RDWR | OFlags::CREATE),
+            Access::READ_OK | Access::WRITE_OK
+        );
+        assert_eq!(
+            access_for(OFlags::RDONLY | OFlags::TRUNC),
+            Access::READ_OK | Access::WRITE_OK
+        );
+    }
 
     #[test]
     fn write_means_any_write_access_or_truncation() {

@@ -4,8 +4,10 @@
 //! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`: no `..` out of SOURCE, no symlink
 //! followed, whatever a user renamed or linked in the meantime. The last
 //! component is then used with `*at` calls that do not follow it either.
-//! (Transactions resolve their files with `RESOLVE_BENEATH` alone: see
-//! `store::journal::parent_beneath`.)
+//! (An `F.edit` transaction starts from the directory node the kernel looked
+//! up; the files of `.editfs/edit` and `.editfs/undo` are resolved with
+//! `RESOLVE_BENEATH` alone, with the caller's credentials: see
+//! `store::journal::parent_beneath_with`.)
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -65,13 +65,14 @@ pub fn open_existing(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<File>, 
 }
 
 /// Replaces `name` in `dir` with `bytes`, atomically and durably. `old` is the
-/// file being replaced, opened by `open_existing`, whose metadata is kept.
+/// file being replaced, opened by `open_existing`, whose metadata is kept
+/// (less its set-id bits when `writer` says a native write would clear them).
 pub fn replace(
     dir: BorrowedFd<'_>,
     name: &OsStr,
     bytes: &[u8],
     old: Option<&File>,
-    tmp_dir: Option<BorrowedFd<'_>>,
+    (tmp_dir, writer): (Option<BorrowedFd<'_>>, Writer),
 ) -> Result<(), StoreError> {
     let meta = old
         .map(rustix::fs::fstat)
@@ -84,14 +85,14 @@ pub fn replace(
             name.to_string_lossy(),
             m.st_nlink
         );
-        return write_in_place(dir, name, bytes);
+        return write_in_place(dir, name, bytes, writer.mode_after(m.st_mode));
     }
     let base = match tmp_dir {
         Some(t) if same_fs(t, dir) => t,
         _ => dir,
     };
     let tmp = tmp_name();
-    let result = write_tmp(base, &tmp, name, bytes, old).and_then(|()| {
+    let result = write_tmp(base, &tmp, name, bytes, (old, writer)).and_then(|()| {
         rustix::fs::renameat(base, &tmp, dir, name)
             .map_err(sys("rename a temporary file over", name))
     });
@@ -107,6 +108,27 @@ pub fn same_fs(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
     matches!((rustix::fs::fstat(a), rustix::fs::fstat(b)), (Ok(x), Ok(y)) if x.st_dev == y.st_dev)
 }
 
+/// Who writes a new version, as far as its set-id bits go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    /// The writer holds CAP_FSETID (root, or editfs for itself): the bits stay.
+    KeepsSetId,
+    /// Anyone else: as the kernel does on a write, set-user-ID goes, and
+    /// set-group-ID too where the group may execute the file.
+    ClearsSetId,
+}
+
+impl Writer {
+    /// `mode` after a write by this writer.
+    fn mode_after(self, mode: u32) -> u32 {
+        match self {
+            Writer::KeepsSetId => mode,
+            Writer::ClearsSetId if mode & 0o010 != 0 => mode & !0o6000,
+            Writer::ClearsSetId => mode & !0o4000,
+        }
+    }
+}
+
 /// Writes `bytes` to a new temporary file `tmp` in `base`, with the mode, owner and
 /// extended attributes of `old` (the file it will replace), and syncs it.
 pub fn write_tmp(
@@ -114,12 +136,16 @@ pub fn write_tmp(
     tmp: &OsStr,
     name: &OsStr,
     bytes: &[u8],
-    old: Option<&File>,
+    (old, writer): (Option<&File>, Writer),
 ) -> Result<(), StoreError> {
     let meta = old
         .map(rustix::fs::fstat)
         .transpose()
-        .map_err(sys("stat", name))?;
+        .map_err(sys("stat", name))?
+        .map(|mut m| {
+            m.st_mode = writer.mode_after(m.st_mode);
+            m
+        });
     let mode = meta.as_ref().map_or(0o644, |m| m.st_mode & 0o7777);
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(base, tmp, flags, Mode::from_raw_mode(mode))
@@ -209,14 +235,31 @@ pub fn xattr_value(fd: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<Vec<u8>>
     Some(buf)
 }
 
-fn write_in_place(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -> Result<(), StoreError> {
+/// Writes `bytes` over the content of `name`, which then gets `mode`.
+fn write_in_place(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), StoreError> {
     let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(sys("open", name))?;
     let mut file = File::from(fd);
     file.write_all(bytes)
         .map_err(|e| io_err("write", Path::new(name))(e))?;
+    set_mode(&file, mode, name)?;
     file.sync_all()
         .map_err(|e| io_err("sync", Path::new(name))(e))
+}
+
+/// Gives `file` the permission bits of `mode`, unless it has them already.
+pub fn set_mode(file: &File, mode: u32, name: &OsStr) -> Result<(), StoreError> {
+    let now = rustix::fs::fstat(file).map_err(sys("stat", name))?.st_mode & 0o7777;
+    if now == mode & 0o7777 {
+        return Ok(());
+    }
+    rustix::fs::fchmod(file, Mode::from_raw_mode(mode & 0o7777))
+        .map_err(sys("set the mode of", name))
 }
 
 /// Writes a new file that nothing else names yet (a snapshot, a counter), durably.
@@ -287,7 +330,7 @@ mod tests {
             name,
             bytes,
             old.as_ref(),
-            tmp.as_ref().map(|t| t.as_fd()),
+            (tmp.as_ref().map(|t| t.as_fd()), Writer::KeepsSetId),
         )
         .unwrap();
     }
@@ -302,6 +345,15 @@ mod tests {
         assert_eq!(fs::read(&f).unwrap(), b"new");
         assert_eq!(fs::metadata(&f).unwrap().mode() & 0o7777, 0o751);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_writer_without_fsetid_clears_set_id_bits_as_a_native_write_does() {
+        assert_eq!(Writer::ClearsSetId.mode_after(0o104755), 0o100755);
+        assert_eq!(Writer::ClearsSetId.mode_after(0o6775), 0o0775);
+        // Set-group-ID without group execute marks mandatory locking: it stays.
+        assert_eq!(Writer::ClearsSetId.mode_after(0o2664), 0o2664);
+        assert_eq!(Writer::KeepsSetId.mode_after(0o6775), 0o6775);
     }
 
     #[test]

@@ -87,17 +87,39 @@ impl std::fmt::Display for Recovered {
 
 /// Opens the directory of `rel` beneath `root`: no `..` or symlink leads out.
 pub fn parent_beneath(root: BorrowedFd<'_>, rel: &str) -> rustix::io::Result<OwnedFd> {
+    parent_beneath_with(root, rel, |walk| Ok(walk()))
+}
+
+/// `parent_beneath`, the walk itself run by `walk_as` (a caller's credentials on
+/// the thread, so the walk needs the search permissions that caller has). The
+/// walk opens the directory with `O_PATH`, which needs no read permission on it,
+/// and the directory is then reopened through that descriptor, not its path.
+pub fn parent_beneath_with(
+    root: BorrowedFd<'_>,
+    rel: &str,
+    walk_as: impl FnOnce(
+        &dyn Fn() -> rustix::io::Result<OwnedFd>,
+    ) -> rustix::io::Result<rustix::io::Result<OwnedFd>>,
+) -> rustix::io::Result<OwnedFd> {
     let parent = Path::new(rel)
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let dir = rustix::fs::openat2(
-        root,
-        parent,
-        flags,
+    let walk = || {
+        rustix::fs::openat2(
+            root,
+            parent,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+    };
+    let found = walk_as(&walk)??;
+    let dir = rustix::fs::openat(
+        &found,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
     )?;
     if in_state_dir(root, dir.as_fd())? {
         return Err(rustix::io::Errno::PERM);
@@ -220,27 +242,44 @@ impl Journal {
     }
 }
 
-/// The directory the temporary file of `e` lives in.
+/// The directory the temporary file of `e` lives in; `dir` is the directory of its file.
 pub fn tmp_dir_of(
-    root: BorrowedFd<'_>,
+    dir: BorrowedFd<'_>,
     tmp: BorrowedFd<'_>,
     e: &Entry,
 ) -> Result<OwnedFd, StoreError> {
-    match e.beside {
-        true => parent_beneath(root, &e.rel)
-            .map_err(|err| io_err("open the directory of", Path::new(&e.rel))(err.into())),
-        false => rustix::io::dup(tmp).map_err(|err| io_err("open", Path::new("tmp"))(err.into())),
+    let base = if e.beside { dir } else { tmp };
+    rustix::io::dup(base).map_err(|err| io_err("open", Path::new("tmp"))(err.into()))
+}
+
+/// Opens the directory of `e` beneath `root`, for recovery.
+fn dir_of(root: BorrowedFd<'_>, e: &Entry) -> Result<OwnedFd, StoreError> {
+    parent_beneath(root, &e.rel)
+        .map_err(|err| io_err("open the directory of", Path::new(&e.rel))(err.into()))
+}
+
+/// Recovery's `install_in`: the directory found again from `root`, as nothing
+/// is held open across a crash.
+pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
+    match dir_of(root, e) {
+        Ok(dir) => install_in(dir.as_fd(), tmp, e),
+        // A removal whose directory is gone is done.
+        Err(StoreError::Io { source, .. })
+            if e.remove && source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(())
+        }
+        Err(err) => Err(err),
     }
 }
 
-/// Puts the new content of `e` in place; does nothing if it already is (no temp file left).
-pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
+/// Puts the new content of `e` in place in `dir`, the directory its transaction
+/// held open since it read the file; does nothing if it already is (no temp file left).
+pub fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
     if e.remove {
-        return remove(root, &e.rel);
+        return remove(dir, &e.rel);
     }
-    let base = tmp_dir_of(root, tmp, e)?;
-    let dir = parent_beneath(root, &e.rel)
-        .map_err(|err| io_err("open the directory of", Path::new(&e.rel))(err.into()))?;
+    let base = tmp_dir_of(dir, tmp, e)?;
     let name = file_name(&e.rel);
     match rustix::fs::statat(&base, e.tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
         Err(rustix::io::Errno::NOENT) => return Ok(()),
@@ -248,14 +287,14 @@ pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(
         Ok(_) => {}
     }
     if e.in_place {
-        copy_in_place(base.as_fd(), &e.tmp, dir.as_fd(), name)?;
+        copy_in_place(base.as_fd(), &e.tmp, dir, name)?;
         rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty())
             .map_err(|err| io_err("remove", Path::new(&e.tmp))(err.into()))?;
     } else {
-        rustix::fs::renameat(&base, e.tmp.as_str(), &dir, name)
+        rustix::fs::renameat(&base, e.tmp.as_str(), dir, name)
             .map_err(|err| io_err("rename into place", Path::new(&e.rel))(err.into()))?;
     }
-    rustix::fs::fsync(&dir)
+    rustix::fs::fsync(dir)
         .map_err(|err| io_err("sync the directory of", Path::new(&e.rel))(err.into()))
 }
 
@@ -268,9 +307,9 @@ fn copy_in_place(
     let err = |action| move |e: rustix::io::Errno| io_err(action, Path::new(tmp))(e.into());
     let src = rustix::fs::openat(base, tmp, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
         .map_err(err("open"))?;
+    let mut src = File::from(src);
     let mut bytes = Vec::new();
-    File::from(src)
-        .read_to_end(&mut bytes)
+    src.read_to_end(&mut bytes)
         .map_err(|e| io_err("read", Path::new(tmp))(e))?;
     let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let dst =
@@ -278,33 +317,39 @@ fn copy_in_place(
     let mut dst = File::from(dst);
     dst.write_all(&bytes)
         .map_err(|e| io_err("write", Path::new(name))(e))?;
+    // The temporary file has the mode the new version must have (set-id bits
+    // cleared for a writer without the right to keep them).
+    let mode = src
+        .metadata()
+        .map_err(|e| io_err("stat", Path::new(tmp))(e))?;
+    atomic::set_mode(&dst, std::os::unix::fs::MetadataExt::mode(&mode), name)?;
     dst.sync_all()
         .map_err(|e| io_err("sync", Path::new(name))(e))
 }
 
-/// Removes the file `rel` beneath `root`; does nothing if it is gone already.
-pub fn remove(root: BorrowedFd<'_>, rel: &str) -> Result<(), StoreError> {
-    let dir = match parent_beneath(root, rel) {
-        Ok(dir) => dir,
-        Err(rustix::io::Errno::NOENT) => return Ok(()),
-        Err(err) => {
-            return Err(io_err("open the directory of", Path::new(rel))(err.into()));
-        }
-    };
-    match rustix::fs::unlinkat(&dir, file_name(rel), AtFlags::empty()) {
+/// Removes the file `rel` from `dir`, its directory; does nothing if it is gone already.
+pub fn remove(dir: BorrowedFd<'_>, rel: &str) -> Result<(), StoreError> {
+    match rustix::fs::unlinkat(dir, file_name(rel), AtFlags::empty()) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => {}
         Err(err) => return Err(io_err("remove", Path::new(rel))(err.into())),
     }
-    rustix::fs::fsync(&dir)
+    rustix::fs::fsync(dir)
         .map_err(|err| io_err("sync the directory of", Path::new(rel))(err.into()))
 }
 
-/// Removes the temporary file of `e`, if any.
-pub fn discard(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
+/// Removes the temporary file of `e`, if any; `dir` is the directory of its file.
+pub fn discard_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
     if e.remove {
         return;
     }
-    if let Ok(base) = tmp_dir_of(root, tmp, e) {
+    if let Ok(base) = tmp_dir_of(dir, tmp, e) {
         let _ = rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty());
+    }
+}
+
+/// Recovery's `discard_in`.
+pub fn discard(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
+    if let Ok(dir) = dir_of(root, e) {
+        discard_in(dir.as_fd(), tmp, e);
     }
 }

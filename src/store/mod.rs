@@ -44,6 +44,14 @@ pub enum StoreError {
     BadCounter { path: PathBuf, content: String },
     #[error("{} is a symbolic link; edit the file it points to", name.to_string_lossy())]
     Symlink { name: std::ffi::OsString },
+    #[error("{}: the user this transaction is for may not {what} outside the mount either ({source})", path.display())]
+    Denied {
+        path: PathBuf,
+        what: &'static str,
+        source: rustix::io::Errno,
+    },
+    #[error("{} is not the file it was when its edit handle was opened: it was replaced, renamed or created since", path.display())]
+    Stale { path: PathBuf },
 }
 
 /// Wraps an `io::Error` with what was being done and to which path.
@@ -80,17 +88,25 @@ impl Default for Retention {
 pub struct Change<'a> {
     /// Path relative to the project root.
     pub rel: &'a str,
+    /// Its directory, held open since the file was read: the new version is
+    /// installed there, whatever its path leads to by now.
+    pub dir: BorrowedFd<'a>,
     /// The file as it was opened to be read (for its mode, owner and attributes).
     pub old: Option<&'a File>,
     /// Its bytes before, if it existed.
     pub pre: Option<&'a [u8]>,
     pub new: &'a [u8],
+    /// Whether the new version keeps set-id bits, as a native write by the same
+    /// user would.
+    pub writer: atomic::Writer,
 }
 
 /// A file a commit removes (an undo of the transaction that created it).
 pub struct Removal<'a> {
     /// Path relative to the project root.
     pub rel: &'a str,
+    /// Its directory, held open since the file was read.
+    pub dir: BorrowedFd<'a>,
     /// Its bytes now, kept as its pre-image.
     pub pre: &'a [u8],
 }
@@ -316,8 +332,8 @@ impl Store {
             }
         };
         // Past the commit point: recovery finishes whatever is left undone here.
-        for e in &record.files {
-            journal::install(root.0, self.tmp.as_fd(), e)?;
+        for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
+            journal::install_in(dir, self.tmp.as_fd(), e)?;
         }
         // The transaction has happened: what fails from here is finished by the
         // next open's recovery (the record stays), never reported as a failure.
@@ -377,8 +393,6 @@ impl Store {
             log,
         };
         for c in changes {
-            let dir = journal::parent_beneath(root.0, c.rel)
-                .map_err(|e| io_err("open the directory of", Path::new(c.rel))(e.into()))?;
             let links = c
                 .old
                 .and_then(|f| f.metadata().ok())
@@ -395,7 +409,7 @@ impl Store {
             record.files.push(journal::Entry {
                 rel: c.rel.to_owned(),
                 tmp: atomic::tmp_name().to_string_lossy().into_owned(),
-                beside: !atomic::same_fs(self.tmp.as_fd(), dir.as_fd()),
+                beside: !atomic::same_fs(self.tmp.as_fd(), c.dir),
                 in_place,
                 remove: false,
             });
@@ -408,13 +422,13 @@ impl Store {
             remove: true,
         }));
         self.journal.write(&record)?;
-        let written = self.write_temps(root.0, &record, changes).and_then(|()| {
+        let written = self.write_temps(&record, changes).and_then(|()| {
             record.committed = true;
             self.journal.write(&record)
         });
         if let Err(e) = written {
-            for e in &record.files {
-                journal::discard(root.0, self.tmp.as_fd(), e);
+            for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
+                journal::discard_in(dir, self.tmp.as_fd(), e);
             }
             let _ = self.journal.remove(tx);
             return Err(e);
@@ -424,18 +438,17 @@ impl Store {
 
     fn write_temps(
         &self,
-        root: BorrowedFd<'_>,
         record: &journal::Record,
         changes: &[Change<'_>],
     ) -> Result<(), StoreError> {
         for (e, c) in record.files.iter().zip(changes) {
-            let base = journal::tmp_dir_of(root, self.tmp.as_fd(), e)?;
+            let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
             atomic::write_tmp(
                 base.as_fd(),
                 std::ffi::OsStr::new(&e.tmp),
                 std::ffi::OsStr::new(c.rel),
                 c.new,
-                c.old,
+                (c.old, c.writer),
             )?;
         }
         Ok(())
@@ -535,6 +548,17 @@ fn rotate(path: &Path) {
     }
 }
 
+/// The held directories of a commit's files, in the journal record's order.
+fn dirs<'a>(
+    changes: &'a [Change<'_>],
+    removals: &'a [Removal<'_>],
+) -> impl Iterator<Item = BorrowedFd<'a>> {
+    changes
+        .iter()
+        .map(|c| c.dir)
+        .chain(removals.iter().map(|r| r.dir))
+}
+
 /// The highest id among the last lines of the log at `path` (its tail only, so
 /// a long log costs nothing more), or of `log.1` when the log was just moved.
 fn last_logged_tx(path: &Path) -> Option<u64> {
@@ -615,18 +639,23 @@ mod tests {
         let store = Store::open(&root.join(".editfs")).unwrap();
         let lock = store.lock().unwrap();
         let rootfd = atomic::open_dir(&root).unwrap();
+        let d = atomic::open_dir(&root.join("d")).unwrap();
         let changes = [
             Change {
                 rel: "a",
+                dir: rootfd.as_fd(),
                 old: None,
                 pre: Some(b"old a"),
                 new: b"new a",
+                writer: atomic::Writer::KeepsSetId,
             },
             Change {
                 rel: "d/b",
+                dir: d.as_fd(),
                 old: None,
                 pre: None,
                 new: b"new b",
+                writer: atomic::Writer::KeepsSetId,
             },
         ];
         let kept = store
@@ -644,6 +673,34 @@ mod tests {
             0
         );
         assert_eq!(store.entries().len(), 1);
+    }
+
+    #[test]
+    fn a_commit_installs_in_the_directory_it_holds_whatever_its_path_names_by_then() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("p");
+        fs::create_dir_all(root.join("d")).unwrap();
+        fs::write(root.join("d/f"), "old").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let lock = store.lock().unwrap();
+        let rootfd = atomic::open_dir(&root).unwrap();
+        let held = atomic::open_dir(&root.join("d")).unwrap();
+        // The directory is moved away and another takes its name.
+        fs::rename(root.join("d"), root.join("moved")).unwrap();
+        fs::create_dir(root.join("d")).unwrap();
+        let change = Change {
+            rel: "d/f",
+            dir: held.as_fd(),
+            old: None,
+            pre: Some(b"old"),
+            new: b"new",
+            writer: atomic::Writer::KeepsSetId,
+        };
+        store
+            .commit(&lock, 1, (rootfd.as_fd(), &root), &[change], line(1))
+            .unwrap();
+        assert_eq!(fs::read(root.join("moved/f")).unwrap(), b"new");
+        assert!(!root.join("d/f").exists());
     }
 
     #[test]

@@ -7,22 +7,31 @@
 //! Transaction ids follow one rule for all of them: once a request holds the
 //! store's lock it takes the next id, before anything can fail, and leaves one log
 //! line under it, whatever its outcome (ok, failed or rejected). An id is never
-//! reused. A report with id 0 had none: there is no state directory, or the
+//! reused. Edits read their files and let the engine decide before they take the
+//! lock (a slow edit holds up no other), and decide again under it if a file
+//! changed meanwhile. A report with id 0 had none: there is no state directory, or the
 //! counter itself could not be advanced.
 
+pub mod caller;
 pub mod direct;
 pub mod multi;
 pub mod paths;
 pub mod undo;
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::SystemTime;
 
+use rustix::fs::{Access, AtFlags};
+
+pub use caller::Caller;
+
 use crate::engine::{self, ErrorReport, Options, Outcome, Received, Report};
-use crate::store::journal::parent_beneath;
+use crate::store::atomic::Writer;
+use crate::store::journal::parent_beneath_with;
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
 use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
 
@@ -43,6 +52,9 @@ pub struct Root<'a> {
 pub struct Who {
     pub pid: u32,
     pub command: String,
+    /// The user the transaction is checked against, file by file; `None`: the
+    /// daemon's own (`editfs apply`, run by that user itself).
+    pub caller: Option<Caller>,
 }
 
 /// Bytes of a command line the log keeps: enough to tell processes apart, and
@@ -61,7 +73,19 @@ impl Who {
             Ok(_) => bounded_command(&raw),
             Err(_) => String::new(),
         };
-        Who { pid, command }
+        Who {
+            pid,
+            command,
+            caller: None,
+        }
+    }
+
+    /// How the caller's writes treat set-id bits.
+    pub fn writer(&self) -> Writer {
+        match &self.caller {
+            Some(c) if !c.fsetid => Writer::ClearsSetId,
+            _ => Writer::KeepsSetId,
+        }
     }
 }
 
@@ -87,6 +111,84 @@ pub struct Target<'a> {
     /// Its name in the report.
     pub label: &'a str,
     pub who: &'a Who,
+    /// The directory the mount found the file in (the node the kernel looked
+    /// up), used instead of walking `rel` from the root again.
+    pub dir: Option<BorrowedFd<'a>>,
+    /// The file an `F.edit` handle's name meant when it was opened.
+    pub meant: Option<Meant>,
+}
+
+/// Which file a name meant: a transaction on another file under that name is stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Meant {
+    File { dev: u64, ino: u64 },
+    Absent,
+}
+
+impl Meant {
+    /// What `file` (`None`: no file) is.
+    pub fn of(file: Option<&File>) -> io::Result<Meant> {
+        match file {
+            None => Ok(Meant::Absent),
+            Some(f) => {
+                let st = rustix::fs::fstat(f)?;
+                Ok(Meant::File {
+                    dev: st.st_dev,
+                    ino: st.st_ino,
+                })
+            }
+        }
+    }
+}
+
+/// A file of a transaction, resolved once: its directory and the file itself
+/// stay open from the reading to the install, so no second walk of its path
+/// (which a directory swapped for a symlink meanwhile could redirect) happens,
+/// and the pre-image, the report and the new version all concern this file.
+pub struct Opened {
+    pub dir: OwnedFd,
+    pub file: Option<File>,
+    pub bytes: Option<Vec<u8>>,
+}
+
+impl Opened {
+    /// Whether `rel`, this file's name, still names it, with the bytes read:
+    /// what was decided without the store's lock still holds under it.
+    pub fn current(&self, rel: &str) -> bool {
+        let now = rustix::fs::statat(&self.dir, file_name(rel), AtFlags::SYMLINK_NOFOLLOW);
+        match (&self.file, now) {
+            (None, Err(rustix::io::Errno::NOENT)) => true,
+            (Some(file), Ok(st)) => {
+                let same = Meant::of(Some(file)).is_ok_and(|m| {
+                    m == Meant::File {
+                        dev: st.st_dev,
+                        ino: st.st_ino,
+                    }
+                });
+                same && self
+                    .bytes
+                    .as_deref()
+                    .is_some_and(|b| unchanged_bytes(file, b))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether `file` holds exactly `bytes`.
+fn unchanged_bytes(file: &File, bytes: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    if file.metadata().map(|m| m.len()).ok() != Some(bytes.len() as u64) {
+        return false;
+    }
+    let mut now = vec![0; bytes.len()];
+    file.read_exact_at(&mut now, 0).is_ok() && now == bytes
+}
+
+/// A file opened and the engine's decision on it, not yet numbered or written.
+struct Decision {
+    opened: Opened,
+    edit: engine::Edit,
 }
 
 pub fn now() -> String {
@@ -109,34 +211,52 @@ pub fn run<'p>(
         );
         return report;
     };
+    // The file is read and the engine decides without the store's lock, so a
+    // slow edit (a huge file) holds up no transaction on another file. The lock
+    // is taken to number and commit; a file that changed meanwhile is decided
+    // again under it.
+    let early = decide(target, payload, opts);
     let lock = match store.lock() {
         Ok(lock) => lock,
         Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
     };
-    stored(store, &lock, target, payload, opts)
+    let decided = match early {
+        Ok(d) if d.opened.current(target.rel) => Ok(d),
+        _ => decide(target, payload, opts),
+    };
+    stored(store, &lock, target, decided)
+}
+
+/// Opens the file of `target` and lets the engine decide on it.
+fn decide(
+    target: &Target<'_>,
+    payload: Received<'_>,
+    opts: &Options,
+) -> Result<Decision, StoreError> {
+    let opened = open_target(target)?;
+    let edit = apply(target, opened.bytes.as_deref(), payload, opts);
+    Ok(Decision { opened, edit })
 }
 
 fn stored(
     store: &Store,
     lock: &Lock,
     target: &Target<'_>,
-    payload: Received<'_>,
-    opts: &Options,
+    decided: Result<Decision, StoreError>,
 ) -> Report {
-    // The id comes first, so every outcome, even a file that cannot be read, has
-    // one and a log line (see `numbered`).
+    // Every outcome, even a file that cannot be read, has an id and a log line.
     let tx = match store.next_tx(lock) {
         Ok(tx) => tx,
         Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
     };
-    let (file, original) = match read(target.root, target.rel) {
-        Ok(o) => o,
+    let Decision { opened, edit } = match decided {
+        Ok(d) => d,
         Err(e) => {
             let report = stamp(io_failure(e, engine::sha256_hex(b"")), target.label);
             return unchanged(store, tx, Kind::Edit, report, target.rel, target.who);
         }
     };
-    let edit = apply(target, original.as_deref(), payload, opts);
+    let original = opened.bytes.as_deref();
     let mut report = stamp(edit.report, target.label);
     report.tx = tx;
     let Some(new) = edit.content else {
@@ -145,9 +265,11 @@ fn stored(
     let entry = log_entry(Kind::Edit, &report, &[(target.rel, &report)], target.who);
     let change = Change {
         rel: target.rel,
-        old: file.as_ref(),
-        pre: original.as_deref(),
+        dir: opened.dir.as_fd(),
+        old: opened.file.as_ref(),
+        pre: original,
         new: &new,
+        writer: target.who.writer(),
     };
     match store.commit(
         lock,
@@ -161,7 +283,7 @@ fn stored(
             report
         }
         Err(e) => {
-            let failed = failed_commit(e, report, original.as_deref());
+            let failed = failed_commit(e, report, original);
             logged(store, failed, Kind::Edit, target.rel, target.who)
         }
     }
@@ -207,29 +329,25 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 
 /// Without a state directory: no journal, no snapshot, one atomic rename.
 fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
-    let (file, original) = match read(target.root, target.rel) {
+    let opened = match open_target(target) {
         Ok(o) => o,
         Err(e) => return io_failure(e, engine::sha256_hex(b"")),
     };
-    let edit = apply(target, original.as_deref(), payload, opts);
+    let original = opened.bytes.as_deref();
+    let edit = apply(target, original, payload, opts);
     let Some(new) = edit.content else {
         return edit.report;
     };
-    let name = Path::new(target.rel).file_name().unwrap_or_default();
-    let written = parent_beneath(target.root.fd, target.rel)
-        .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into()))
-        .and_then(|dir| {
-            atomic::replace(
-                std::os::fd::AsFd::as_fd(&dir),
-                name,
-                &new,
-                file.as_ref(),
-                None,
-            )
-        });
+    let written = atomic::replace(
+        opened.dir.as_fd(),
+        file_name(target.rel),
+        &new,
+        opened.file.as_ref(),
+        (None, target.who.writer()),
+    );
     match written {
         Ok(()) => edit.report,
-        Err(e) => failed_commit(e, edit.report, original.as_deref()),
+        Err(e) => failed_commit(e, edit.report, original),
     }
 }
 
@@ -261,9 +379,45 @@ pub fn stamp(mut report: Report, label: &str) -> Report {
     report
 }
 
-/// The file `rel` beneath `root`, open, and its bytes; neither when it does not exist.
-pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>), StoreError> {
-    let dir = parent_beneath(root.fd, rel).map_err(|e| {
+/// The last part of `rel`: the name of its file in its directory.
+pub fn file_name(rel: &str) -> &OsStr {
+    Path::new(rel).file_name().unwrap_or_default()
+}
+
+/// Opens the file of `target`, where the mount found it or beneath the root,
+/// checked against the file its handle meant.
+fn open_target(target: &Target<'_>) -> Result<Opened, StoreError> {
+    let caller = target.who.caller.as_ref();
+    let dir = match target.dir {
+        Some(dir) => rustix::io::dup(dir)
+            .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into()))?,
+        None => walk(target.root, target.rel, caller)?,
+    };
+    let file = atomic::open_existing(dir.as_fd(), file_name(target.rel))?;
+    let now = Meant::of(file.as_ref()).map_err(io_err("stat", Path::new(target.rel)))?;
+    if target.meant.is_some_and(|meant| meant != now) {
+        return Err(StoreError::Stale {
+            path: target.rel.into(),
+        });
+    }
+    checked(dir, file, target.rel, caller)
+}
+
+/// The file `rel` beneath `root`, open with its directory, and its bytes (none
+/// when it does not exist), for `caller` (see `open_in`). The walk to its
+/// directory is made with the caller's credentials.
+pub fn open(root: Root<'_>, rel: &str, caller: Option<&Caller>) -> Result<Opened, StoreError> {
+    let dir = walk(root, rel, caller)?;
+    open_in(dir, rel, caller)
+}
+
+/// The directory of `rel` beneath `root`, reached with `caller`'s search rights.
+fn walk(root: Root<'_>, rel: &str, caller: Option<&Caller>) -> Result<OwnedFd, StoreError> {
+    parent_beneath_with(root.fd, rel, |walk| match caller {
+        Some(c) => c.with(walk),
+        None => Ok(walk()),
+    })
+    .map_err(|e| {
         let why = match e {
             rustix::io::Errno::XDEV => io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -273,28 +427,78 @@ pub fn read(root: Root<'_>, rel: &str) -> Result<(Option<File>, Option<Vec<u8>>)
                 io::ErrorKind::PermissionDenied,
                 "the path leads into the state directory (.editfs)",
             ),
+            rustix::io::Errno::ACCESS => {
+                return StoreError::Denied {
+                    path: rel.into(),
+                    what: "reach its directory",
+                    source: e,
+                };
+            }
             other => other.into(),
         };
         io_err("open the directory of", Path::new(rel))(why)
-    })?;
-    let name = Path::new(rel).file_name().unwrap_or_default();
-    let Some(mut file) = atomic::open_existing(std::os::fd::AsFd::as_fd(&dir), name)? else {
-        return Ok((None, None));
+    })
+}
+
+/// The file `rel` in `dir`, its directory, open, and its bytes. The file must be
+/// one `caller` may read and write natively, or, missing, one it may create.
+pub fn open_in(dir: OwnedFd, rel: &str, caller: Option<&Caller>) -> Result<Opened, StoreError> {
+    let file = atomic::open_existing(dir.as_fd(), file_name(rel))?;
+    checked(dir, file, rel, caller)
+}
+
+/// `open_in` once the file is open: checked against `caller`, then read.
+fn checked(
+    dir: OwnedFd,
+    file: Option<File>,
+    rel: &str,
+    caller: Option<&Caller>,
+) -> Result<Opened, StoreError> {
+    let denied = |what| {
+        move |source| StoreError::Denied {
+            path: rel.into(),
+            what,
+            source,
+        }
+    };
+    let Some(mut file) = file else {
+        if let Some(c) = caller {
+            c.may(dir.as_fd(), Access::WRITE_OK | Access::EXEC_OK)
+                .map_err(denied("create files in its directory"))?;
+        }
+        return Ok(Opened {
+            dir,
+            file: None,
+            bytes: None,
+        });
     };
     let meta = file.metadata().map_err(io_err("stat", Path::new(rel)))?;
     if !meta.is_file() {
         let e = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
         return Err(io_err("edit", Path::new(rel))(e));
     }
+    if let Some(c) = caller {
+        c.may(file.as_fd(), Access::READ_OK | Access::WRITE_OK)
+            .map_err(denied("read and write it"))?;
+    }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.read_to_end(&mut bytes)
         .map_err(io_err("read", Path::new(rel)))?;
-    Ok((Some(file), Some(bytes)))
+    Ok(Opened {
+        dir,
+        file: Some(file),
+        bytes: Some(bytes),
+    })
 }
 
 /// Creates the missing directories of `rel` beneath `root`: those a removed tree
-/// had (undo), or those a patch's new or moved file goes into.
-pub(crate) fn make_parents(root: Root<'_>, rel: &str) -> Result<(), StoreError> {
+/// had (undo), or those a patch's new or moved file goes into. They are made by
+/// `caller`, as it would make them natively.
+pub(crate) fn make_parents(
+    root: Root<'_>,
+    rel: &str,
+    caller: Option<&Caller>,
+) -> Result<(), StoreError> {
     let Some(parent) = Path::new(rel).parent() else {
         return Ok(());
     };
@@ -302,9 +506,13 @@ pub(crate) fn make_parents(root: Root<'_>, rel: &str) -> Result<(), StoreError> 
     for part in parent.components() {
         sofar.push(part);
         let name = sofar.to_string_lossy();
-        let dir = parent_beneath(root.fd, &name)
-            .map_err(|e| io_err("open the directory of", Path::new(rel))(e.into()))?;
-        match rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755)) {
+        let dir = walk(root, &name, caller)?;
+        let mkdir = || rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755));
+        let made = match caller {
+            Some(c) => c.with(mkdir).and_then(|r| r),
+            None => mkdir(),
+        };
+        match made {
             Ok(()) | Err(rustix::io::Errno::EXIST) => {}
             Err(e) => return Err(io_err("create the directory", &sofar)(e.into())),
         }
@@ -312,10 +520,39 @@ pub(crate) fn make_parents(root: Root<'_>, rel: &str) -> Result<(), StoreError> 
     Ok(())
 }
 
+/// The directory a new file `rel` goes into, made if it is missing, checked as
+/// `open` checks it; a file that appeared there since it was found missing
+/// makes the transaction stale.
+pub(crate) fn new_file_dir(
+    root: Root<'_>,
+    rel: &str,
+    caller: Option<&Caller>,
+) -> Result<OwnedFd, StoreError> {
+    make_parents(root, rel, caller)?;
+    let opened = open(root, rel, caller)?;
+    if opened.file.is_some() {
+        return Err(StoreError::Stale { path: rel.into() });
+    }
+    Ok(opened.dir)
+}
+
 pub fn io_failure(e: StoreError, sha: String) -> Report {
     let mut report = Report::new(Outcome::Failed, sha);
-    let hint = "the edit itself was not the problem; fix the file system error and send it again";
-    report.error = Some(ErrorReport::plain("io", e.to_string(), hint));
+    let (kind, hint) = match e {
+        StoreError::Denied { .. } => (
+            "permission_denied",
+            "the mount grants what your user has natively, no more; edit files your user may read and write",
+        ),
+        StoreError::Stale { .. } => (
+            "stale",
+            "open F.edit again and send the edit again: it applies to the file F is now",
+        ),
+        _ => (
+            "io",
+            "the edit itself was not the problem; fix the file system error and send it again",
+        ),
+    };
+    report.error = Some(ErrorReport::plain(kind, e.to_string(), hint));
     report
 }
 
@@ -375,6 +612,45 @@ mod tests {
         assert!(who.command.starts_with("sh -c read x"), "{}", who.command);
         assert!(who.command.len() <= MAX_COMMAND + '…'.len_utf8());
         assert!(who.command.ends_with('…'), "{}", who.command);
+    }
+
+    #[test]
+    fn a_file_is_opened_for_a_caller_only_if_that_user_may_read_and_write_it() {
+        use std::os::unix::fs::PermissionsExt;
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("not root: no other user's credentials to take; skipping");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let open_to_all = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(dir.path(), open_to_all).unwrap();
+        let set = |name: &str, mode| {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+            let perm = std::fs::Permissions::from_mode(mode);
+            std::fs::set_permissions(dir.path().join(name), perm).unwrap();
+        };
+        set("private", 0o600);
+        set("write-only", 0o622);
+        set("shared", 0o666);
+        let fd = std::fs::File::open(dir.path()).unwrap();
+        let root = Root {
+            fd: fd.as_fd(),
+            path: dir.path(),
+            mount: None,
+        };
+        let nobody = Caller::of(65534, 65534, u32::MAX);
+        for denied in ["private", "write-only", "new"] {
+            assert!(
+                matches!(
+                    open(root, denied, Some(&nobody)),
+                    Err(StoreError::Denied { .. })
+                ),
+                "{denied}"
+            );
+        }
+        let opened = open(root, "shared", Some(&nobody)).unwrap();
+        assert_eq!(opened.bytes.as_deref(), Some(&b"x"[..]));
+        assert!(open(root, "private", None).is_ok(), "the daemon itself may");
     }
 
     #[test]

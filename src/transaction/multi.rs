@@ -6,18 +6,23 @@
 
 use std::fmt;
 use std::fs::File;
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use serde::Serialize;
 
-use super::{Root, Who, failed_commit, io_failure, log_entry, now, read, stamp};
+use rustix::fs::Access;
+
+use super::{
+    Opened, Root, Who, failed_commit, file_name, io_failure, log_entry, new_file_dir, now, open,
+    stamp,
+};
 use crate::engine::payload::{self, Payload, Tree};
 use crate::engine::{
     self, ErrorReport, FileAct, OpOutcome, OpReport, Options, Outcome, Received, Report,
 };
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
-use crate::store::{Change, Removal, Store};
+use crate::store::{Change, Removal, Store, StoreError};
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]
@@ -108,8 +113,9 @@ impl fmt::Display for MultiReport {
 /// One file's decision, before anything is written.
 struct Decided {
     rel: String,
-    file: Option<File>,
-    original: Option<Vec<u8>>,
+    /// The file, open with its directory; `None` when its directory does not
+    /// exist yet (the commit makes it).
+    opened: Option<Opened>,
     edit: engine::Edit,
     /// Where the file moves, beneath the root, once the move was checked.
     moved_to: Option<String>,
@@ -123,6 +129,10 @@ pub fn run<'p>(
     opts: &Options,
     who: &Who,
 ) -> MultiReport {
+    let payload: Received<'p> = payload.into();
+    // Read and decided without the store's lock (see `super::run`), and again
+    // under it should any file have changed meanwhile.
+    let early = prepare(root, payload, opts, who);
     let lock = match store.map(Store::lock).transpose() {
         Ok(l) => l,
         Err(e) => {
@@ -131,32 +141,21 @@ pub fn run<'p>(
             return r;
         }
     };
-    let mut report = MultiReport::new(Outcome::Ok);
-    // The id comes before parsing, so a rejected payload is numbered and logged
-    // like a single-file one.
+    let (mut report, decided) = match early {
+        (r, d) if d.iter().all(Decided::current) => (r, d),
+        _ => prepare(root, payload, opts, who),
+    };
+    // A rejected payload is numbered and logged like a single-file one.
     if let (Some(s), Some(l)) = (store, &lock) {
         match s.next_tx(l) {
             Ok(tx) => report.tx = tx,
             Err(e) => {
-                report.error = io_failure(e, String::new()).error;
-                report.outcome = Outcome::Failed;
-                return report;
+                let mut r = MultiReport::new(Outcome::Failed);
+                r.error = io_failure(e, String::new()).error;
+                return r;
             }
         }
     }
-    let decided = match payload::parse_multi(payload, opts.max_payload, &root) {
-        Ok((files, notes)) => {
-            report.notes = notes;
-            let mut decided = decide(root, files, opts, &mut report);
-            place_moves(root, &mut decided, &mut report);
-            decided
-        }
-        Err(e) => {
-            report.outcome = Outcome::Rejected;
-            report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
-            Vec::new()
-        }
-    };
     for r in &mut report.files {
         r.tx = report.tx;
     }
@@ -175,7 +174,13 @@ pub fn run<'p>(
         return report;
     }
     let line = entry(&report);
-    commit(store, lock.as_ref(), root, decided, line, &mut report);
+    commit(
+        store,
+        (lock.as_ref(), root),
+        decided,
+        (line, who),
+        &mut report,
+    );
     if report.outcome != Outcome::Ok
         && let Some(s) = store
     {
@@ -185,6 +190,31 @@ pub fn run<'p>(
         report.notes.push("no state directory: no snapshot or log was kept, and a crash mid-commit could leave some files changed".into());
     }
     report
+}
+
+/// Parses `payload` and decides every file's edit: the report so far (not yet
+/// numbered) and the decisions.
+fn prepare(
+    root: Root<'_>,
+    payload: Received<'_>,
+    opts: &Options,
+    who: &Who,
+) -> (MultiReport, Vec<Decided>) {
+    let mut report = MultiReport::new(Outcome::Ok);
+    let decided = match payload::parse_multi(payload, opts.max_payload, &root) {
+        Ok((files, notes)) => {
+            report.notes = notes;
+            let mut decided = decide(root, files, (opts, who), &mut report);
+            place_moves(root, &mut decided, &mut report);
+            decided
+        }
+        Err(e) => {
+            report.outcome = Outcome::Rejected;
+            report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
+            Vec::new()
+        }
+    };
+    (report, decided)
 }
 
 /// Checks each section's path and joins the sections that name one file, in
@@ -216,14 +246,16 @@ fn by_file(files: Vec<(String, Payload)>, report: &mut MultiReport) -> Vec<(Stri
 fn decide(
     root: Root<'_>,
     files: Vec<(String, Payload)>,
-    opts: &Options,
+    (opts, who): (&Options, &Who),
     report: &mut MultiReport,
 ) -> Vec<Decided> {
     let mut decided = Vec::new();
     for (rel, ops) in by_file(files, report) {
-        match read(root, &rel).or_else(|e| in_new_directory(e, &ops)) {
-            Ok((file, original)) => {
-                let edit = engine::apply_parsed(&rel, original.as_deref(), ops, opts);
+        let opened = open(root, &rel, who.caller.as_ref()).map(Some);
+        match opened.or_else(|e| in_new_directory(e, &ops)) {
+            Ok(opened) => {
+                let original = opened.as_ref().and_then(|o| o.bytes.as_deref());
+                let edit = engine::apply_parsed(&rel, original, ops, opts);
                 let r = stamp(edit.report.clone(), &rel);
                 if let Some(e) = &r.error {
                     report.fail(r.outcome, &rel, e);
@@ -231,8 +263,7 @@ fn decide(
                 report.files.push(r);
                 decided.push(Decided {
                     rel,
-                    file,
-                    original,
+                    opened,
                     edit,
                     moved_to: None,
                 });
@@ -255,15 +286,31 @@ fn decide(
 fn in_new_directory(
     e: crate::store::StoreError,
     ops: &Payload,
-) -> Result<(Option<File>, Option<Vec<u8>>), crate::store::StoreError> {
+) -> Result<Option<Opened>, crate::store::StoreError> {
     let missing = matches!(&e, crate::store::StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound);
     let creates = ops
         .operations
         .first()
         .is_some_and(|op| op.search.is_empty() && op.act.is_none());
     match missing && creates {
-        true => Ok((None, None)),
+        true => Ok(None),
         false => Err(e),
+    }
+}
+
+impl Decided {
+    fn file(&self) -> Option<&File> {
+        self.opened.as_ref().and_then(|o| o.file.as_ref())
+    }
+
+    fn original(&self) -> Option<&[u8]> {
+        self.opened.as_ref().and_then(|o| o.bytes.as_deref())
+    }
+
+    /// Whether what was decided still holds (see `Opened::current`); a file
+    /// whose directory was missing is checked again when the commit makes it.
+    fn current(&self) -> bool {
+        self.opened.as_ref().is_none_or(|o| o.current(&self.rel))
     }
 }
 
@@ -344,40 +391,41 @@ fn reject_path(report: &mut MultiReport, given: &str, why: &str) {
 
 fn commit(
     store: Option<&Store>,
-    lock: Option<&crate::store::Lock>,
-    root: Root<'_>,
+    (lock, root): (Option<&crate::store::Lock>, Root<'_>),
     decided: Vec<Decided>,
-    entry: crate::store::LogEntry,
+    (entry, who): (crate::store::LogEntry, &Who),
     report: &mut MultiReport,
 ) {
-    let (changes, removals) = writes(&decided);
     // New files, moved ones among them, may go into directories that do not
-    // exist yet; those stay if the commit then fails, empty.
-    let made = changes
-        .iter()
-        .filter(|c| c.pre.is_none())
-        .try_for_each(|c| super::make_parents(root, c.rel));
-    let result = made.and_then(|()| match (store, lock) {
-        (Some(s), Some(l)) => s.commit_with(
-            l,
-            report.tx,
-            (root.fd, root.path),
-            &changes,
-            &removals,
-            entry,
-        ),
-        _ => install_unjournaled(root, &changes, &removals)
-            .map(|()| vec![None; changes.len() + removals.len()]),
+    // exist yet (made now, by the caller; they stay, empty, if the commit then
+    // fails); every other file is written where it was read.
+    let placed = places(root, &decided, who);
+    let result = placed.and_then(|dirs| {
+        let (changes, removals) = writes(&decided, &dirs, who);
+        let result = match (store, lock) {
+            (Some(s), Some(l)) => s.commit_with(
+                l,
+                report.tx,
+                (root.fd, root.path),
+                &changes,
+                &removals,
+                entry,
+            ),
+            _ => install_unjournaled(&changes, &removals)
+                .map(|()| vec![None; changes.len() + removals.len()]),
+        };
+        // Each pre-image belongs to the file that was there before: a moved
+        // file's to its old path.
+        let before: Vec<String> = changes
+            .iter()
+            .map(|c| c.rel.to_owned())
+            .chain(removals.iter().map(|r| r.rel.to_owned()))
+            .collect();
+        result.map(|kept| (before, kept))
     });
     match result {
-        Ok(kept) => {
-            // Each pre-image belongs to the file that was there before: a moved
-            // file's to its old path.
-            let before = changes
-                .iter()
-                .map(|c| c.rel)
-                .chain(removals.iter().map(|r| r.rel));
-            for (rel, k) in before.zip(kept).filter(|(_, k)| k.is_some()) {
+        Ok((before, kept)) => {
+            for (rel, k) in before.into_iter().zip(kept).filter(|(_, k)| k.is_some()) {
                 if let Some(r) = report.files.iter_mut().find(|r| r.file == rel) {
                     r.snapshot = k;
                 }
@@ -392,32 +440,83 @@ fn commit(
     }
 }
 
+/// The directories a commit writes in, each decision's: the one held since its
+/// file was read, and for a file that goes where nothing was read (a new file
+/// in a new directory, a moved file's new path) the one made for it now. A
+/// file removed (deleted, or moved away) needs the caller's right to write its
+/// directory.
+struct Places {
+    /// By decision: the directory of a new path (moved to, or in a new directory).
+    fresh: Vec<Option<OwnedFd>>,
+}
+
+fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, StoreError> {
+    let caller = who.caller.as_ref();
+    let mut fresh = Vec::with_capacity(decided.len());
+    for d in decided {
+        let removes = matches!(d.edit.act, Some(FileAct::Delete { .. }))
+            || (matches!(d.edit.act, Some(FileAct::MoveTo(_))) && d.moved_to.is_some());
+        if let (true, Some(c), Some(o)) = (removes, caller, &d.opened) {
+            c.may(o.dir.as_fd(), Access::WRITE_OK | Access::EXEC_OK)
+                .map_err(|source| StoreError::Denied {
+                    path: d.rel.clone().into(),
+                    what: "remove it from its directory",
+                    source,
+                })?;
+        }
+        let new_path = match (&d.edit.act, &d.moved_to, &d.opened) {
+            (Some(FileAct::MoveTo(_)), Some(to), _) => Some(to.as_str()),
+            (_, _, None) if d.edit.content.is_some() => Some(d.rel.as_str()),
+            _ => None,
+        };
+        fresh.push(
+            new_path
+                .map(|rel| new_file_dir(root, rel, caller))
+                .transpose()?,
+        );
+    }
+    Ok(Places { fresh })
+}
+
 /// What the decisions write: new contents (a moved file's at its new path) and
 /// removals (deleted files, and moved files at their old paths).
-fn writes(decided: &[Decided]) -> (Vec<Change<'_>>, Vec<Removal<'_>>) {
+fn writes<'a>(
+    decided: &'a [Decided],
+    places: &'a Places,
+    who: &Who,
+) -> (Vec<Change<'a>>, Vec<Removal<'a>>) {
     let mut changes = Vec::new();
     let mut removals = Vec::new();
-    for d in decided {
-        let removal = Removal {
-            rel: &d.rel,
-            pre: d.original.as_deref().unwrap_or_default(),
+    for (d, fresh) in decided.iter().zip(&places.fresh) {
+        let held: Option<BorrowedFd<'a>> = d.opened.as_ref().map(|o| o.dir.as_fd());
+        let Some(dir) = fresh.as_ref().map(|f| f.as_fd()).or(held) else {
+            continue;
         };
+        let removal = held.map(|at| Removal {
+            rel: &d.rel,
+            dir: at,
+            pre: d.original().unwrap_or_default(),
+        });
         match (&d.edit.act, &d.moved_to, d.edit.content.as_deref()) {
-            (Some(FileAct::Delete { .. }), _, _) => removals.push(removal),
+            (Some(FileAct::Delete { .. }), _, _) => removals.extend(removal),
             (Some(FileAct::MoveTo(_)), Some(to), Some(new)) => {
                 changes.push(Change {
                     rel: to,
-                    old: d.file.as_ref(),
+                    dir,
+                    old: d.file(),
                     pre: None,
                     new,
+                    writer: who.writer(),
                 });
-                removals.push(removal);
+                removals.extend(removal);
             }
             (_, _, Some(new)) => changes.push(Change {
                 rel: &d.rel,
-                old: d.file.as_ref(),
-                pre: d.original.as_deref(),
+                dir,
+                old: d.file(),
+                pre: d.original(),
                 new,
+                writer: who.writer(),
             }),
             _ => {}
         }
@@ -434,11 +533,7 @@ fn not_written(report: &mut MultiReport, decided: &[Decided]) {
     };
     for r in report.files.iter_mut().filter(|r| r.outcome == Outcome::Ok) {
         let original = decided.iter().find(|d| d.rel == r.file);
-        r.sha256 = engine::sha256_hex(
-            original
-                .and_then(|d| d.original.as_deref())
-                .unwrap_or_default(),
-        );
+        r.sha256 = engine::sha256_hex(original.and_then(|d| d.original()).unwrap_or_default());
         r.outcome = Outcome::Failed;
         r.applied = 0;
         r.diff = None;
@@ -461,16 +556,8 @@ fn not_written(report: &mut MultiReport, decided: &[Decided]) {
 
 /// Without a state directory there is no journal: each file is replaced
 /// atomically, in turn, then the removed ones go.
-fn install_unjournaled(
-    root: Root<'_>,
-    changes: &[Change<'_>],
-    removals: &[Removal<'_>],
-) -> Result<(), crate::store::StoreError> {
+fn install_unjournaled(changes: &[Change<'_>], removals: &[Removal<'_>]) -> Result<(), StoreError> {
     for c in changes {
-        let dir = crate::store::journal::parent_beneath(root.fd, c.rel).map_err(|e| {
-            crate::store::io_err("open the directory of", Path::new(c.rel))(e.into())
-        })?;
-        let name = Path::new(c.rel).file_name().unwrap_or_default();
         // A file moved here keeps its mode, but its other links, if any, stay
         // where they are rather than being written in place.
         let old = c.old.filter(|f| {
@@ -478,9 +565,9 @@ fn install_unjournaled(
                 || f.metadata()
                     .is_ok_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) == 1)
         });
-        crate::store::atomic::replace(std::os::fd::AsFd::as_fd(&dir), name, c.new, old, None)?;
+        crate::store::atomic::replace(c.dir, file_name(c.rel), c.new, old, (None, c.writer))?;
     }
     removals
         .iter()
-        .try_for_each(|r| crate::store::journal::remove(root.fd, r.rel))
+        .try_for_each(|r| crate::store::journal::remove(r.dir, r.rel))
 }

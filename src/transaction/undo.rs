@@ -10,15 +10,21 @@
 
 use std::fmt;
 use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::Access;
 
 use super::multi::MultiReport;
-use super::{Root, Who, failed_commit, io_failure, log_entry, make_parents, now, read, stamp};
+use super::{
+    Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, open, stamp,
+};
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
 use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
-use crate::store::{Change, Lock, Removal, Store, StoreError};
+use crate::store::{Change, Lock, Removal, Store, StoreError, io_err};
 
 /// What to restore.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +148,9 @@ fn refuse(kind: &'static str, message: String, hint: &str) -> Refusal {
 struct Plan {
     rel: String,
     to: u64,
+    /// The directory of the file, held open since it was read; `None` when it is
+    /// gone (created again for the restore).
+    dir: Option<OwnedFd>,
     file: Option<File>,
     current: Option<Vec<u8>>,
     /// `None`: the file did not exist before `to`, so it is removed.
@@ -160,7 +169,12 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         Ok(tx) => tx,
         Err(e) => return fail(e),
     };
-    let plans = plan(store.objects(), &store.entries(), root, req);
+    let plans = plan(
+        store.objects(),
+        &store.entries(),
+        (root, who.caller.as_ref()),
+        req,
+    );
     let reports = match plans {
         Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
         Err(e) => {
@@ -185,7 +199,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
 /// It reads the state directory without opening the store, so it works on a
 /// read-only one and never runs a recovery.
 pub fn preview(objects: &Objects, entries: &[LogEntry], root: Root<'_>, req: &Request) -> Undone {
-    let plans = plan(objects, entries, root, req);
+    let plans = plan(objects, entries, (root, None), req);
     let note = "dry run: nothing was changed or logged".to_owned();
     let reports = match plans {
         Ok(plans) => plans.iter().map(|p| restored_report(None, p)).collect(),
@@ -248,14 +262,14 @@ fn log_failure(store: &Store, undone: &Undone, who: &Who) {
 fn plan(
     objects: &Objects,
     entries: &[LogEntry],
-    root: Root<'_>,
+    at: (Root<'_>, Option<&Caller>),
     req: &Request,
 ) -> Result<Vec<Plan>, Refusal> {
     match &req.what {
         What::File { rel, to } => {
-            plan_file(objects, entries, root, rel, *to, req.force).map(|p| vec![p])
+            plan_file(objects, entries, at, rel, *to, req.force).map(|p| vec![p])
         }
-        What::Tx(n) => plan_tx(objects, entries, root, *n, req.force),
+        What::Tx(n) => plan_tx(objects, entries, at, *n, req.force),
     }
 }
 
@@ -263,7 +277,7 @@ fn plan(
 fn plan_tx(
     objects: &Objects,
     entries: &[LogEntry],
-    root: Root<'_>,
+    at: (Root<'_>, Option<&Caller>),
     n: u64,
     force: bool,
 ) -> Result<Vec<Plan>, Refusal> {
@@ -278,7 +292,7 @@ fn plan_tx(
     entry
         .files
         .iter()
-        .map(|f| plan_file(objects, entries, root, &f.file, Some(n), force))
+        .map(|f| plan_file(objects, entries, at, &f.file, Some(n), force))
         .collect()
 }
 
@@ -307,7 +321,7 @@ fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
 fn plan_file(
     objects: &Objects,
     entries: &[LogEntry],
-    root: Root<'_>,
+    (root, caller): (Root<'_>, Option<&Caller>),
     rel: &str,
     to: Option<u64>,
     force: bool,
@@ -360,17 +374,32 @@ fn plan_file(
             ));
         }
     };
-    let (file, current) = read(root, rel).or_else(|e| match e {
+    let as_refusal = |e: StoreError| {
+        Box::new(
+            io_failure(e, String::new())
+                .error
+                .unwrap_or_else(|| ErrorReport::plain("io", String::new(), "")),
+        )
+    };
+    let (dir, file, current) = match open(root, rel, caller) {
+        Ok(o) => (Some(o.dir), o.file, o.bytes),
         // The file's directory is gone too (`rm -r`): it is created again.
-        StoreError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            Ok((None, None))
+        Err(StoreError::Io { ref source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            (None, None, None)
         }
-        e => {
-            Err(Box::new(io_failure(e, String::new()).error.unwrap_or_else(
-                || ErrorReport::plain("io", String::new(), ""),
-            )))
-        }
-    })?;
+        Err(e) => return Err(as_refusal(e)),
+    };
+    if let (Some(c), Some(d), None) = (caller, &dir, &restored) {
+        // Removing a file natively takes writing its directory.
+        c.may(d.as_fd(), Access::WRITE_OK | Access::EXEC_OK)
+            .map_err(|source| {
+                as_refusal(StoreError::Denied {
+                    path: rel.into(),
+                    what: "remove it from its directory",
+                    source,
+                })
+            })?;
+    }
     if !force && let Some(last) = on_rel.last() {
         outside_change(last, rel, current.as_deref())?;
     }
@@ -384,6 +413,7 @@ fn plan_file(
     Ok(Plan {
         rel: rel.to_owned(),
         to,
+        dir,
         file,
         current,
         restored,
@@ -436,23 +466,38 @@ fn commit(
         plans.iter().partition(|p| p.restored.is_some());
     let plans: Vec<&Plan> = restores.iter().chain(&removes).copied().collect();
     let mut reports: Vec<Report> = plans.iter().map(|p| restored_report(Some(tx), p)).collect();
-    let made = restores.iter().try_for_each(|p| make_parents(root, &p.rel));
+    let dirs: Result<Vec<OwnedFd>, StoreError> = plans
+        .iter()
+        .map(|p| dir_for(root, p, who.caller.as_ref()))
+        .collect();
+    let dirs = match dirs {
+        Ok(d) => d,
+        Err(e) => {
+            let first = reports.remove(0);
+            return vec![failed_commit(e, first, plans[0].current.as_deref())];
+        }
+    };
     let changes: Vec<Change<'_>> = restores
         .iter()
-        .filter_map(|p| {
+        .zip(&dirs)
+        .filter_map(|(p, dir)| {
             Some(Change {
                 rel: &p.rel,
+                dir: dir.as_fd(),
                 old: p.file.as_ref(),
                 pre: p.current.as_deref(),
                 new: p.restored.as_deref()?,
+                writer: who.writer(),
             })
         })
         .collect();
     let removals: Vec<Removal<'_>> = removes
         .iter()
-        .filter_map(|p| {
+        .zip(&dirs[restores.len()..])
+        .filter_map(|(p, dir)| {
             Some(Removal {
                 rel: &p.rel,
+                dir: dir.as_fd(),
                 pre: p.current.as_deref()?,
             })
         })
@@ -464,7 +509,7 @@ fn commit(
     };
     let entry = log_entry(Kind::Undo, &head, &files, who);
     let root = (root.fd, root.path);
-    match made.and_then(|()| store.commit_with(lock, tx, root, &changes, &removals, entry)) {
+    match store.commit_with(lock, tx, root, &changes, &removals, entry) {
         Ok(kept) => {
             for (r, k) in reports.iter_mut().zip(kept) {
                 r.snapshot = k;
@@ -509,6 +554,16 @@ fn restored_report(tx: Option<u64>, p: &Plan) -> Report {
         error: None,
     }];
     r
+}
+
+/// The directory of plan `p`: the one held since it was read, or, when it was
+/// gone, the one made again for it.
+fn dir_for(root: Root<'_>, p: &Plan, caller: Option<&Caller>) -> Result<OwnedFd, StoreError> {
+    match &p.dir {
+        Some(dir) => rustix::io::dup(dir)
+            .map_err(|e| io_err("open the directory of", Path::new(&p.rel))(e.into())),
+        None => new_file_dir(root, &p.rel, caller),
+    }
 }
 
 #[cfg(test)]

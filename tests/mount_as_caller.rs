@@ -1,0 +1,291 @@
+//! An agent gets through the mount what its user could get natively, no more:
+//! the daemon runs as root with `allow_other`, the agent as `nobody`, and each
+//! test is an attack that reached root's files before.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::Mount;
+
+const NOBODY: u32 = 65534;
+
+/// What root keeps to itself; no report or read may ever show it to nobody.
+const SECRET: &str = "ROOT-SECRET";
+
+fn chmod(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn chown_nobody(path: &Path) {
+    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+}
+
+/// SOURCE with `shared/` (everyone may write in it, as in a project several
+/// users share), root's files in it, and `nb/`, nobody's own directory.
+fn mount_for_nobody() -> Option<Mount> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("these tests need root, to be root and nobody in turn; skipping");
+        return None;
+    }
+    let m = Mount::start(&["-o", "allow_other"], |src: &Path| {
+        chmod(src, 0o755);
+        let shared = src.join("shared");
+        fs::create_dir(&shared).unwrap();
+        chmod(&shared, 0o777);
+        fs::write(shared.join("secret.txt"), format!("#!/bin/sh\n{SECRET}\n")).unwrap();
+        chmod(&shared.join("secret.txt"), 0o600);
+        // Nobody may append to it, not read it.
+        fs::write(shared.join("drop.txt"), format!("#!/bin/sh\n{SECRET}\n")).unwrap();
+        chmod(&shared.join("drop.txt"), 0o622);
+        let nb = src.join("nb");
+        fs::create_dir_all(nb.join("d")).unwrap();
+        fs::write(nb.join("d/backup.sh"), "#!/bin/sh\nnobody's\n").unwrap();
+        fs::write(nb.join("nb.txt"), "#!/bin/sh\nnobody's\n").unwrap();
+        for p in [
+            &nb,
+            &nb.join("d"),
+            &nb.join("d/backup.sh"),
+            &nb.join("nb.txt"),
+        ] {
+            chown_nobody(p);
+        }
+        std::os::unix::fs::symlink("../rootdir", nb.join("dl")).unwrap();
+        std::os::unix::fs::lchown(nb.join("dl"), Some(NOBODY), Some(NOBODY)).unwrap();
+        let rootdir = src.join("rootdir");
+        fs::create_dir(&rootdir).unwrap();
+        chmod(&rootdir, 0o700);
+        fs::write(rootdir.join("backup.sh"), format!("#!/bin/sh\n{SECRET}\n")).unwrap();
+        chmod(&rootdir.join("backup.sh"), 0o700);
+    })?;
+    chmod(m.mnt.parent().unwrap(), 0o755);
+    Some(m)
+}
+
+/// Runs a bash script as nobody, in the mount.
+fn as_nobody(m: &Mount, script: &str) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["bash", "-c", script])
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A payload adding `line` after the first line of a shell script, written by
+/// `cat`, whose exit status tells whether the close (the commit) failed.
+fn payload(line: &str) -> String {
+    format!(
+        "printf '%s\\n' '<<<<<<< SEARCH' '#!/bin/sh' '=======' '#!/bin/sh' '{line}' '>>>>>>> REPLACE' | cat"
+    )
+}
+
+fn untouched(m: &Mount, rel: &str) {
+    let path = m.src.join(rel);
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        format!("#!/bin/sh\n{SECRET}\n"),
+        "{rel} was written"
+    );
+    assert_eq!(
+        fs::metadata(&path).unwrap().uid(),
+        0,
+        "{rel} was given away"
+    );
+}
+
+/// Nobody keeps exchanging its directory `d` with its symlink `dl -> ../rootdir`
+/// while editing `d/backup.sh`: the edit lands in nobody's file or nowhere,
+/// never in root's `rootdir/backup.sh`, and no report shows root's text.
+#[test]
+fn a_directory_swapped_for_a_symlink_mid_transaction_never_redirects_it() {
+    let Some(m) = mount_for_nobody() else { return };
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let (stop, nb) = (stop.clone(), m.mnt.join("nb"));
+        std::thread::spawn(move || {
+            // This thread alone becomes nobody (Linux keeps ids per thread).
+            let nobody = rustix::process::Gid::from_raw(NOBODY);
+            rustix::thread::set_thread_groups(&[]).unwrap();
+            rustix::thread::set_thread_res_gid(nobody, nobody, nobody).unwrap();
+            let nobody = rustix::process::Uid::from_raw(NOBODY);
+            rustix::thread::set_thread_res_uid(nobody, nobody, nobody).unwrap();
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let swapped = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    nb.join("d"),
+                    rustix::fs::CWD,
+                    nb.join("dl"),
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+                swaps += u64::from(swapped.is_ok());
+            }
+            swaps
+        })
+    };
+    let out = as_nobody(
+        &m,
+        &format!(
+            "cd nb; for i in $(seq 1 300); do {{ {} > d/backup.sh.edit; }} 2>/dev/null; cat d/backup.sh.status 2>/dev/null; done",
+            payload("ATTACK")
+        ),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let swaps = racer.join().unwrap();
+    assert!(swaps > 100, "the race did not run ({swaps} exchanges)");
+    let seen = text(&out);
+    assert!(!seen.contains(SECRET), "root's file leaked into a report");
+    untouched(&m, "rootdir/backup.sh");
+    let mine = [m.src.join("nb/d/backup.sh"), m.src.join("nb/dl/backup.sh")];
+    assert!(
+        mine.iter()
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .any(|t| t.contains("ATTACK")),
+        "no edit went through at all: the test proves nothing"
+    );
+}
+
+/// Nobody opens the edit handle of its own file, then renames root's file to
+/// that name before the payload commits: the transaction fails as stale, and
+/// root's file is neither shown nor changed.
+#[test]
+fn a_file_swapped_under_an_open_edit_handle_is_not_the_one_edited() {
+    let Some(m) = mount_for_nobody() else { return };
+    // nb.txt moves to shared/, where nobody may rename root's file too.
+    m.ok("mv nb/nb.txt shared/nb.txt");
+    // Written without a close (a close would commit), then read back.
+    let swap = r#"
+import os
+fd = os.open("nb.txt.edit", os.O_RDWR)
+os.write(fd, b"<<<<<<< SEARCH\n#!/bin/sh\n=======\n#!/bin/sh\nATTACK\n>>>>>>> REPLACE\n")
+os.rename("nb.txt", "mine.txt")
+os.rename("secret.txt", "nb.txt")
+print(os.read(fd, 1 << 16).decode())
+"#;
+    let out = as_nobody(
+        &m,
+        &format!("cd shared && PATH=/usr/bin:/bin python3 -c '{swap}'"),
+    );
+    let seen = text(&out);
+    assert!(seen.contains("stale"), "{seen}");
+    assert!(!seen.contains(SECRET), "root's file leaked: {seen}");
+    untouched(&m, "shared/nb.txt");
+    assert!(!m.src_file("shared/mine.txt").ends_with(b"ATTACK\n"));
+}
+
+/// The transaction is checked against the user who opened the handle: a file
+/// nobody may write but not read (0622) is not read for it, and a multi-file
+/// edit or an undo of root's 0600 file is refused, naming the reason.
+#[test]
+fn every_entry_point_checks_the_file_against_the_callers_own_rights() {
+    let Some(m) = mount_for_nobody() else { return };
+    // A transaction by root gives the secret a kept version an undo could restore.
+    m.ok(&format!("{} > shared/secret.txt.edit", payload("by root")));
+    let edit = as_nobody(&m, &format!("{} > shared/drop.txt.edit", payload("ATTACK")));
+    assert!(!edit.status.success());
+    let multi = as_nobody(
+        &m,
+        "printf '%s\\n' shared/secret.txt '<<<<<<< SEARCH' '#!/bin/sh' '=======' 'ATTACK' '>>>>>>> REPLACE' | cat > .editfs/edit; rc=$?; cat .editfs/status; exit $rc",
+    );
+    assert!(!multi.status.success());
+    let undo = as_nobody(
+        &m,
+        "echo 'shared/secret.txt --force' | cat > .editfs/undo; rc=$?; cat .editfs/status; exit $rc",
+    );
+    assert!(!undo.status.success());
+    for out in [&edit, &multi, &undo] {
+        let seen = text(out);
+        assert!(!seen.contains(SECRET), "root's file leaked: {seen}");
+    }
+    assert!(
+        text(&multi).contains("permission_denied"),
+        "{}",
+        text(&multi)
+    );
+    assert!(text(&undo).contains("permission_denied"), "{}", text(&undo));
+    untouched(&m, "shared/drop.txt");
+    let secret = fs::read_to_string(m.src.join("shared/secret.txt")).unwrap();
+    assert_eq!(secret, format!("#!/bin/sh\nby root\n{SECRET}\n"));
+    // Nobody's own file still edits, through every entry point.
+    as_nobody(&m, &format!("{} > nb/nb.txt.edit", payload("one")));
+    let own = as_nobody(
+        &m,
+        "printf '%s\\n' nb/nb.txt '<<<<<<< SEARCH' 'one' '=======' 'two' '>>>>>>> REPLACE' | cat > .editfs/edit",
+    );
+    assert!(own.status.success(), "{}", text(&own));
+    assert_eq!(m.src_file("nb/nb.txt"), b"#!/bin/sh\ntwo\nnobody's\n");
+}
+
+/// Nobody looks up a missing name (the kernel remembers it as missing), root
+/// makes the file with mode 0600, and nobody opens it with `O_RDWR|O_CREAT`
+/// before the kernel forgets: the open fails as it would natively.
+#[test]
+fn a_create_over_a_name_another_user_just_made_is_checked_and_not_given_away() {
+    let Some(m) = mount_for_nobody() else { return };
+    let late = m.src.join("shared/late.txt");
+    let script = format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups stat shared/late.txt >/dev/null 2>&1
+         (umask 077; echo {SECRET} > {late})
+         setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'exec 3<>shared/late.txt && cat <&3' 2>&1
+         true",
+        late = late.display()
+    );
+    let seen = m.ok(&script);
+    assert!(
+        !seen.contains(SECRET),
+        "root's new file was opened for nobody: {seen}"
+    );
+    assert_eq!(fs::metadata(&late).unwrap().uid(), 0, "given to nobody");
+    assert_eq!(fs::metadata(&late).unwrap().mode() & 0o777, 0o600);
+    // `>` (O_TRUNC): refused before anything happens to the file.
+    let truncated = m.src.join("shared/late2.txt");
+    m.ok(&format!(
+        "setpriv --reuid=65534 --regid=65534 --clear-groups stat shared/late2.txt >/dev/null 2>&1
+         (umask 077; echo {SECRET} > {late})
+         setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'echo mine > shared/late2.txt' 2>&1
+         true",
+        late = truncated.display()
+    ));
+    assert_eq!(
+        fs::read_to_string(&truncated).unwrap(),
+        format!("{SECRET}\n"),
+        "root's new file was truncated for nobody"
+    );
+}
+
+/// A transaction by a user without CAP_FSETID clears set-user-ID, and
+/// set-group-ID on a group-executable file, as the kernel does on a write.
+#[test]
+fn an_edit_by_another_user_clears_set_id_bits_as_a_native_write_does() {
+    let Some(m) = mount_for_nobody() else { return };
+    for (name, mode, after) in [("suid.sh", 0o4777, 0o777), ("sgid.sh", 0o2777, 0o777)] {
+        let path = m.src.join("shared").join(name);
+        fs::write(&path, "#!/bin/sh\n").unwrap();
+        chmod(&path, mode);
+        let out = as_nobody(&m, &format!("{} > shared/{name}.edit", payload("echo hi")));
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho hi\n");
+        let now = fs::metadata(&path).unwrap();
+        assert_eq!(now.mode() & 0o7777, after, "{name}");
+        assert_eq!(now.uid(), 0, "{name} keeps its owner");
+    }
+    // Root keeps them, as natively.
+    let path = m.src.join("shared/suid.sh");
+    chmod(&path, 0o4755);
+    m.ok(&format!("{} > shared/suid.sh.edit", payload("echo root")));
+    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o4755);
+}
