@@ -211,12 +211,11 @@ fn every_entry_point_checks_the_file_against_the_callers_own_rights() {
         let seen = text(out);
         assert!(!seen.contains(SECRET), "root's file leaked: {seen}");
     }
-    assert!(
-        text(&multi).contains("permission_denied"),
-        "{}",
-        text(&multi)
-    );
-    assert!(text(&undo).contains("permission_denied"), "{}", text(&undo));
+    // The close fails with EACCES; the report itself names files nobody
+    // cannot read, so `.editfs/status` does not show it to nobody.
+    for out in [&multi, &undo] {
+        assert!(text(out).contains("Permission denied"), "{}", text(out));
+    }
     untouched(&m, "shared/drop.txt");
     let secret = fs::read_to_string(m.src.join("shared/secret.txt")).unwrap();
     assert_eq!(secret, format!("#!/bin/sh\nby root\n{SECRET}\n"));
