@@ -63,3 +63,39 @@ fn new_nodes_get_the_callers_mode_whatever_the_daemons_umask() {
     assert_eq!(mode("f"), 0o666);
     assert_eq!(mode("p"), 0o666);
 }
+
+#[test]
+fn a_truncating_open_of_a_running_program_fails_etxtbsy_and_leaves_it_whole() {
+    let m = mount!();
+    let script = r#"cp "$(command -v sleep)" busy; chmod 755 busy; python3 - <<'EOF'
+import os, subprocess, time
+size = os.stat("busy").st_size
+proc = subprocess.Popen(["./busy", "30"])
+time.sleep(0.2)
+for flags in (os.O_WRONLY, os.O_RDWR, os.O_RDONLY | os.O_TRUNC):
+    try:
+        os.close(os.open("busy", flags))
+        print("opened")
+    except OSError as e:
+        print(os.strerror(e.errno))
+print(os.stat("busy").st_size == size, proc.poll() is None)
+proc.kill()
+proc.wait()
+EOF"#;
+    // The kernel must refuse before the file is truncated: a truncation first
+    // emptied the program under the running process.
+    let busy = "Text file busy\n";
+    assert_eq!(m.ok(script), format!("{busy}{busy}{busy}True True\n"));
+    assert!(!m.src_file("busy").is_empty());
+}
+
+#[test]
+fn truncating_opens_empty_files_and_control_files_as_before() {
+    let m = mount!();
+    // `O_RDONLY | O_TRUNC` truncates as natively; `> F.edit` sends an empty payload.
+    let script = r#"python3 -c 'import os; os.close(os.open("a", os.O_RDONLY | os.O_TRUNC))'
+stat -c %s a; echo two > a; cat a; : > a.edit; head -1 a.status"#;
+    let out = m.ok(script);
+    assert!(out.starts_with("0\ntwo\n"), "{out}");
+    assert!(!out.contains("NO TRANSACTION"), "{out}");
+}

@@ -272,6 +272,9 @@ pub struct Core {
     /// Direct writes whose pre-image is kept, by the handle that writes: recorded
     /// when it is released.
     pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
+    /// Handles the kernel opened to run a program from, with their node: see
+    /// `Core::refuse_busy_truncation`.
+    pub(super) running: Mutex<HashMap<u64, u64>>,
     /// Requests for the commit thread.
     jobs: mpsc::Sender<Job>,
     /// The bytes open edit handles buffer, against their caps.
@@ -469,6 +472,7 @@ impl Core {
             told: parking_lot::Condvar::new(),
             settling: Mutex::new(()),
             settled: parking_lot::Condvar::new(),
+            running: Mutex::new(HashMap::new()),
         }
     }
 

@@ -220,6 +220,9 @@ fn is_write(flags: OpenFlags) -> bool {
     flags.acc_mode() != OpenAccMode::O_RDONLY || truncates(flags)
 }
 
+/// The kernel's `__FMODE_EXEC`, set in the flags of the open that loads a program.
+const EXEC_OPEN: i32 = 0x20;
+
 fn truncates(flags: OpenFlags) -> bool {
     flags.0 & libc::O_TRUNC != 0
 }
@@ -487,10 +490,24 @@ impl Core {
         write()
     }
 
+    /// ETXTBSY for `open(O_RDONLY | O_TRUNC)` of a program being run. The kernel
+    /// refuses every other write to it before asking us, but this one it checks
+    /// only after our open has truncated the file (atomic `O_TRUNC`): the running
+    /// program was emptied under its process, and the open then failed anyway.
+    fn refuse_busy_truncation(&self, ino: u64, flags: OpenFlags) -> Res<()> {
+        let read_only = flags.acc_mode() == OpenAccMode::O_RDONLY;
+        if read_only && truncates(flags) && self.running.lock().values().any(|&i| i == ino) {
+            return Err(Errno::ETXTBSY);
+        }
+        Ok(())
+    }
+
     fn open_real(&self, ino: u64, flags: OpenFlags, pid: u32) -> Res<u64> {
         if self.settings.edits_only && is_write(flags) {
             return Err(Errno::EROFS);
         }
+        self.refuse_busy_truncation(ino, flags)?;
+        let runs = flags.0 & EXEC_OPEN != 0;
         let loc = self.loc(ino)?;
         let open = || {
             let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
@@ -532,6 +549,9 @@ impl Core {
         });
         if let Some(p) = pending {
             self.writes.lock().insert(fh, p);
+        }
+        if runs {
+            self.running.lock().insert(fh, ino);
         }
         Ok(fh)
     }
@@ -1071,6 +1091,7 @@ impl Filesystem for EditFs {
                 self.touched(*ino);
             }
         }
+        self.running.lock().remove(&fh.0);
         let pending = self.writes.lock().remove(&fh.0);
         if let Some(p) = pending {
             self.finish_write(&p, self.loc(ino.0).ok().as_ref());
