@@ -5,12 +5,13 @@
 #   scripts/posix.sh            # both, with fsx -N 20000
 #   FSX_OPS=200000 scripts/posix.sh
 #   PJD_FILTER=link:: scripts/posix.sh   # only the pjdfstest cases whose names match
+#   EDITFS=target/debug/editfs scripts/posix.sh   # that binary, not a release build
 #
 # Needs root (pjdfstest switches to two unprivileged users, nobody/nogroup and
 # daemon/daemon, and the mount uses allow_other). Installs what is missing:
-# libacl1-dev (pjdfstest links it), fuse3, and the two checkers from the crate
-# registry. Exits non-zero when either checker reports a failure; the logs stay
-# in the printed work directory.
+# fuse3, and the two checkers from the crate registry (pjdfstest's build needs
+# libacl1-dev). Exits non-zero when either checker reports a failure; the logs
+# stay in the printed work directory. `cargo test` runs it (tests/posix.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,19 +22,22 @@ fi
 
 need() { command -v "$1" >/dev/null 2>&1; }
 apt_missing=()
+export PATH="$HOME/.cargo/bin:$PATH"
 need fusermount3 || apt_missing+=(fuse3)
-dpkg -s libacl1-dev >/dev/null 2>&1 || apt_missing+=(libacl1-dev)
+need pjdfstest || dpkg -s libacl1-dev >/dev/null 2>&1 || apt_missing+=(libacl1-dev)
 if [ "${#apt_missing[@]}" -gt 0 ]; then
   echo "installing ${apt_missing[*]}" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_missing[@]}" >/dev/null
 fi
-export PATH="$HOME/.cargo/bin:$PATH"
 need pjdfstest || cargo install --locked pjdfstest@0.2.2
 need fsx || cargo install --locked fsx@0.3.2
 
-cargo build --release
-editfs=$PWD/target/release/editfs
+editfs=${EDITFS:-}
+if [ -z "$editfs" ]; then
+  cargo build --release
+  editfs=$PWD/target/release/editfs
+fi
 
 work=$(mktemp -d)
 chmod 755 "$work"
