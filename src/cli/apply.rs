@@ -290,9 +290,5 @@ fn print(p: Printed, color: super::color::ColorArg) -> ExitCode {
     // JSON has no line a diff could start on (its strings escape newlines), so it
     // goes out as it is.
     let _ = color.print(&p.text);
-    ExitCode::from(match p.outcome {
-        Outcome::Ok => 0,
-        Outcome::Failed => 1,
-        Outcome::Rejected => 2,
-    })
+    super::exit_code(p.outcome)
 }

@@ -307,7 +307,7 @@ pub fn undo(args: UndoArgs) -> ExitCode {
     match run() {
         Ok((text, outcome)) => {
             let _ = args.color.print(&text);
-            ExitCode::from(if outcome == Outcome::Ok { 0 } else { 1 })
+            super::exit_code(outcome)
         }
         Err(e) => fail("undo", e),
     }

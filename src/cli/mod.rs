@@ -51,6 +51,16 @@ enum Command {
     Man(generate::ManArgs),
 }
 
+/// The exit code of a transaction's outcome, for every command that runs one.
+fn exit_code(outcome: editfs::engine::Outcome) -> ExitCode {
+    use editfs::engine::Outcome;
+    ExitCode::from(match outcome {
+        Outcome::Ok => 0,
+        Outcome::Failed => 1,
+        Outcome::Rejected => USAGE,
+    })
+}
+
 /// Exit code for a usage error, as clap uses.
 pub const USAGE: u8 = 2;
 

@@ -28,7 +28,7 @@ use doc::{Doc, Eol};
 pub use payload::FileAct;
 pub use payload::Received;
 use payload::{Find, Operation, text_lines};
-pub use report::{Closest, ErrorReport, OpOutcome, OpReport, Outcome, Report};
+pub use report::{Closest, ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report};
 use text::Hit;
 pub use tolerant::Tier;
 
@@ -181,7 +181,7 @@ fn stale(ops: &[Operation], sha: &str) -> Option<ErrorReport> {
         .enumerate()
         .find_map(|(i, op)| op.if_match.as_deref().filter(|w| *w != sha).map(|w| (i, w)))?;
     Some(ErrorReport {
-        kind: "stale",
+        kind: ErrorKind::Stale,
         operation: Some(i + 1),
         message: format!(
             "the file changed since it was read: if_match is {want}, the file's SHA-256 is now {sha}"
@@ -250,14 +250,14 @@ fn finish(
 
 /// Why one operation did not apply.
 struct Failure {
-    kind: &'static str,
+    kind: ErrorKind,
     message: String,
     hint: Option<String>,
     closest: Option<Closest>,
 }
 
 impl Failure {
-    fn new(kind: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Failure {
+    fn new(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Failure {
         Failure {
             kind,
             message: message.into(),
@@ -356,7 +356,7 @@ impl Transaction<'_, '_> {
     fn removed(&self) -> Result<(), Failure> {
         match &self.act {
             Some((FileAct::Delete { .. }, by)) => Err(Failure::new(
-                "deleted",
+                ErrorKind::Deleted,
                 format!("operation {by} deletes the file, so no later operation can edit it"),
                 "edit the file before deleting it, or leave out the delete",
             )),
@@ -373,14 +373,14 @@ impl Transaction<'_, '_> {
                 FileAct::MoveTo(_) => "moves",
             };
             return Err(Failure::new(
-                "not_found",
+                ErrorKind::NotFound,
                 format!("the patch {what} this file, but there is no such file"),
                 "check the path (a file deleted or moved before has nothing left to do so with)",
             ));
         }
         if let Some((FileAct::MoveTo(to), by)) = &self.act {
             return Err(Failure::new(
-                "malformed",
+                ErrorKind::Malformed,
                 format!("operation {by} already moves the file to {to}"),
                 "move a file once per patch",
             ));
@@ -389,7 +389,7 @@ impl Transaction<'_, '_> {
             FileAct::Delete { listed: true } if !self.doc.is_empty() => {
                 let left = self.doc.len();
                 return Err(Failure::new(
-                    "not_found",
+                    ErrorKind::NotFound,
                     format!(
                         "the diff deletes the file, but {left} line(s) it does not list remain once its hunks are applied: the file changed since the diff was made"
                     ),
@@ -418,7 +418,7 @@ impl Transaction<'_, '_> {
         // Only a file that has such lines of its own makes a second divider content.
         if !scope.clone().any(|i| self.divider_like(i)) {
             return Err(Failure::new(
-                "malformed",
+                ErrorKind::Malformed,
                 format!(
                     "the block at payload line {} has {} `=======` lines, and the file has none of its own; one divider separates SEARCH from REPLACE",
                     op.payload_line,
@@ -440,7 +440,7 @@ impl Transaction<'_, '_> {
                 ..op.clone()
             })),
             _ => Err(Failure::new(
-                "malformed",
+                ErrorKind::Malformed,
                 format!(
                     "the block at payload line {} holds {} divider lines, so it reads {} ways, and {} of those SEARCH texts match the file",
                     op.payload_line,
@@ -487,7 +487,7 @@ impl Transaction<'_, '_> {
     fn create(&mut self, op: &Operation) -> Result<Done, Failure> {
         if !self.doc.is_empty() {
             return Err(Failure::new(
-                "file_exists",
+                ErrorKind::FileExists,
                 "an empty SEARCH creates a file, but this file already has content",
                 "put the lines to change in SEARCH, or to add text, SEARCH for the line next to where it goes and repeat it in REPLACE",
             ));
@@ -503,7 +503,7 @@ impl Transaction<'_, '_> {
         }
         let mut done = match &op.find {
             Find::Lines => match self.edit_lines(op, 0..self.doc.len()) {
-                Err(f) if f.kind == "ambiguous" => match self.anchored(op) {
+                Err(f) if f.kind == ErrorKind::Ambiguous => match self.anchored(op) {
                     Some((scope, near)) => {
                         let op = Operation {
                             near: Some(near),
@@ -726,7 +726,7 @@ impl Transaction<'_, '_> {
                 diagnose::replay_elsewhere(&self.doc, search, scope.clone(), one[0] - 1..one[1])
         {
             return Some(Err(Failure {
-                kind: "not_found",
+                kind: ErrorKind::NotFound,
                 message: "SEARCH text not found in the file".into(),
                 hint: Some(d.hint),
                 closest: d.closest,
@@ -738,14 +738,14 @@ impl Transaction<'_, '_> {
     fn not_found(&self, search: &[&str], scope: Range<usize>) -> Failure {
         if !self.utf8 {
             return Failure::new(
-                "not_text",
+                ErrorKind::NotText,
                 "the file is not UTF-8 text, so only byte-exact edits apply, and SEARCH is not in it byte for byte",
                 "copy SEARCH from the file byte for byte, or edit this file another way",
             );
         }
         let d = diagnose::not_found(&self.doc, search, scope);
         Failure {
-            kind: "not_found",
+            kind: ErrorKind::NotFound,
             message: "SEARCH text not found in the file".into(),
             hint: Some(d.hint),
             closest: d.closest,
@@ -819,7 +819,7 @@ impl Transaction<'_, '_> {
     ) -> Result<Done, Failure> {
         if !self.utf8 {
             return Err(Failure::new(
-                "not_text",
+                ErrorKind::NotText,
                 "the file is not UTF-8 text; regex and ignore_case edits need text",
                 "use a plain search that matches the file byte for byte",
             ));
@@ -829,7 +829,7 @@ impl Transaction<'_, '_> {
         let none_done = vec![false; hits.len()];
         if hits.is_empty() {
             return Err(Failure::new(
-                "not_found",
+                ErrorKind::NotFound,
                 format!("`{}` ({strategy}) matches nothing in the file", op.search),
                 "check the pattern against the file's current content; `(?m)` is on, so ^ and $ match at line ends",
             ));
@@ -898,7 +898,7 @@ fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
         [] => "SEARCH lines are".to_owned(),
     };
     Err(Failure::new(
-        "placeholder",
+        ErrorKind::Placeholder,
         format!(
             "REPLACE line {} {} stands for code that is not repeated: applied, it would be written into the file where {lines}, and the code it stands for would be deleted",
             loss.line + 1,
@@ -935,7 +935,7 @@ fn choose(
     if let Some(want) = op.expected {
         if want != n {
             return Err(Failure::new(
-                "count_mismatch",
+                ErrorKind::CountMismatch,
                 format!(
                     "expected {want} occurrence(s), found {n} (line(s) {})",
                     list()
@@ -976,7 +976,7 @@ fn choose(
     }
     if !exact {
         return Err(Failure::new(
-            "ambiguous",
+            ErrorKind::Ambiguous,
             format!(
                 "SEARCH matches {n} places only when differences are tolerated (lines {}), so none was chosen",
                 list()
@@ -986,7 +986,7 @@ fn choose(
     }
     if mode == Ambiguity::Error {
         return Err(Failure::new(
-            "ambiguous",
+            ErrorKind::Ambiguous,
             format!(
                 "SEARCH occurs {n} times (lines {}), so none was changed",
                 list()

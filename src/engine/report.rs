@@ -52,9 +52,74 @@ pub struct Closest {
     pub diff: String,
 }
 
+/// What went wrong, serialised as the name the contract gives `error.kind`.
+/// A new kind is one variant here and one arm in each exhaustive match on it
+/// (the errno a control file answers, the CLI's exit code): the compiler
+/// finds them, so no kind falls through to a default by a misspelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NotFound,
+    Ambiguous,
+    Malformed,
+    TooLarge,
+    Stale,
+    NotText,
+    Io,
+    BadPath,
+    CountMismatch,
+    FileExists,
+    NotWritten,
+    OutsideChanges,
+    Placeholder,
+    WrongFile,
+    IsDirectory,
+    OutsideSource,
+    DanglingLink,
+    NotAFile,
+    Deleted,
+    MultiFile,
+    PermissionDenied,
+}
+
+impl ErrorKind {
+    /// The name in reports, logs and history.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Ambiguous => "ambiguous",
+            ErrorKind::Malformed => "malformed",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::Stale => "stale",
+            ErrorKind::NotText => "not_text",
+            ErrorKind::Io => "io",
+            ErrorKind::BadPath => "bad_path",
+            ErrorKind::CountMismatch => "count_mismatch",
+            ErrorKind::FileExists => "file_exists",
+            ErrorKind::NotWritten => "not_written",
+            ErrorKind::OutsideChanges => "outside_changes",
+            ErrorKind::Placeholder => "placeholder",
+            ErrorKind::WrongFile => "wrong_file",
+            ErrorKind::IsDirectory => "is_directory",
+            ErrorKind::OutsideSource => "outside_source",
+            ErrorKind::DanglingLink => "dangling_link",
+            ErrorKind::NotAFile => "not_a_file",
+            ErrorKind::Deleted => "deleted",
+            ErrorKind::MultiFile => "multi_file",
+            ErrorKind::PermissionDenied => "permission_denied",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ErrorReport {
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     /// Index (from 1) of the operation that failed, when one did.
     pub operation: Option<usize>,
     pub message: String,
@@ -65,7 +130,7 @@ pub struct ErrorReport {
 impl ErrorReport {
     /// An error of the whole transaction (no operation, no closest region).
     pub fn plain(
-        kind: &'static str,
+        kind: ErrorKind,
         message: impl Into<String>,
         hint: impl Into<String>,
     ) -> ErrorReport {
@@ -207,4 +272,41 @@ fn write_error(f: &mut fmt::Formatter<'_>, e: &ErrorReport) -> fmt::Result {
         write!(f, "{}", c.diff)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind as K;
+
+    #[test]
+    fn error_kinds_serialise_to_the_names_the_contract_and_the_log_use() {
+        let names = [
+            (K::NotFound, "not_found"),
+            (K::Ambiguous, "ambiguous"),
+            (K::Malformed, "malformed"),
+            (K::TooLarge, "too_large"),
+            (K::Stale, "stale"),
+            (K::NotText, "not_text"),
+            (K::Io, "io"),
+            (K::BadPath, "bad_path"),
+            (K::CountMismatch, "count_mismatch"),
+            (K::FileExists, "file_exists"),
+            (K::NotWritten, "not_written"),
+            (K::OutsideChanges, "outside_changes"),
+            (K::Placeholder, "placeholder"),
+            (K::WrongFile, "wrong_file"),
+            (K::IsDirectory, "is_directory"),
+            (K::OutsideSource, "outside_source"),
+            (K::DanglingLink, "dangling_link"),
+            (K::NotAFile, "not_a_file"),
+            (K::Deleted, "deleted"),
+            (K::MultiFile, "multi_file"),
+            (K::PermissionDenied, "permission_denied"),
+        ];
+        for (kind, name) in names {
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(kind.to_string(), name);
+        }
+    }
 }

@@ -29,7 +29,7 @@ use super::caller::Caller;
 use super::fs::{Core, Handle, Job, Res, file_type};
 use super::names::Control;
 use super::nodes::Kind;
-use crate::engine::{Outcome, Received, Report};
+use crate::engine::{ErrorKind, Outcome, Received, Report};
 use crate::store::journal::parent_beneath;
 use crate::transaction::{self, Meant, Root, Target, Who, multi, undo};
 
@@ -154,23 +154,23 @@ impl Refused {
         let name = rel.display();
         let (kind, message, hint) = match self {
             Refused::Directory => (
-                "is_directory",
+                ErrorKind::IsDirectory,
                 format!("{name} is a directory, not a file"),
                 "edit a file inside it: DIR/FILE.edit".to_owned(),
             ),
             Refused::Outside => (
-                "outside_source",
+                ErrorKind::OutsideSource,
                 format!("{name} is a symlink that leads outside the project's files"),
                 "only files inside the mount can be edited; edit the link's target where it lives"
                     .to_owned(),
             ),
             Refused::Dangling => (
-                "dangling_link",
+                ErrorKind::DanglingLink,
                 format!("{name} is a symlink to a file that does not exist"),
                 "create the target through its own name, or remove the link first".to_owned(),
             ),
             Refused::NotAFile => (
-                "not_a_file",
+                ErrorKind::NotAFile,
                 format!("{name} is not a regular file (a FIFO, socket, device or symlink loop)"),
                 "only regular files can be edited".to_owned(),
             ),
@@ -206,17 +206,41 @@ fn answer_flush(reply: ReplyEmpty, committed: Option<Committed>) {
 
 /// The errno `close(2)` returns for a transaction's outcome.
 fn errno_for(report: &Report) -> Option<Errno> {
-    let kind = report.error.as_ref().map_or("", |e| e.kind);
-    match (report.outcome, kind) {
+    match (report.outcome, report.error.as_ref().map(|e| e.kind)) {
         (Outcome::Ok, _) => None,
-        (_, "is_directory") => Some(Errno::EISDIR),
-        (_, "outside_source") => Some(Errno::EXDEV),
-        (_, "dangling_link") => Some(Errno::ENOENT),
-        (_, "too_large") => Some(Errno::EFBIG),
-        (Outcome::Rejected, _) => Some(Errno::EINVAL),
-        (_, "stale") => Some(Errno::ESTALE),
-        (_, "permission_denied") => Some(Errno::EACCES),
-        (Outcome::Failed, _) => Some(Errno::EIO),
+        (outcome, Some(kind)) => Some(errno_of(outcome, kind)),
+        (Outcome::Rejected, None) => Some(Errno::EINVAL),
+        (Outcome::Failed, None) => Some(Errno::EIO),
+    }
+}
+
+/// The errno of a failed transaction, by the kind of its error. Exhaustive: a
+/// new kind must be given its errno here.
+fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
+    use ErrorKind as K;
+    match kind {
+        K::IsDirectory => Errno::EISDIR,
+        K::OutsideSource => Errno::EXDEV,
+        K::DanglingLink => Errno::ENOENT,
+        K::TooLarge => Errno::EFBIG,
+        _ if outcome == Outcome::Rejected => Errno::EINVAL,
+        K::Stale => Errno::ESTALE,
+        K::PermissionDenied => Errno::EACCES,
+        K::NotFound
+        | K::Ambiguous
+        | K::Malformed
+        | K::NotText
+        | K::Io
+        | K::BadPath
+        | K::CountMismatch
+        | K::FileExists
+        | K::NotWritten
+        | K::OutsideChanges
+        | K::Placeholder
+        | K::WrongFile
+        | K::NotAFile
+        | K::Deleted
+        | K::MultiFile => Errno::EIO,
     }
 }
 
@@ -1105,6 +1129,48 @@ mod tests {
         assert_eq!(b.write(1, b"y", 10), Err(Errno::EINVAL));
         assert!(matches!(b.next(), Next::Commit), "no premature answer");
         assert!(!b.pending(), "but no second commit");
+    }
+
+    #[test]
+    fn close_answers_the_errno_of_the_errors_kind() {
+        let failed = |outcome, kind| {
+            let mut r = Report::new(outcome, String::new());
+            r.error = Some(crate::engine::ErrorReport::plain(kind, "", ""));
+            errno_for(&r)
+        };
+        assert_eq!(
+            failed(Outcome::Failed, ErrorKind::IsDirectory),
+            Some(Errno::EISDIR)
+        );
+        assert_eq!(
+            failed(Outcome::Failed, ErrorKind::OutsideSource),
+            Some(Errno::EXDEV)
+        );
+        assert_eq!(
+            failed(Outcome::Failed, ErrorKind::DanglingLink),
+            Some(Errno::ENOENT)
+        );
+        assert_eq!(
+            failed(Outcome::Rejected, ErrorKind::TooLarge),
+            Some(Errno::EFBIG)
+        );
+        assert_eq!(
+            failed(Outcome::Rejected, ErrorKind::Malformed),
+            Some(Errno::EINVAL)
+        );
+        assert_eq!(
+            failed(Outcome::Failed, ErrorKind::Stale),
+            Some(Errno::ESTALE)
+        );
+        assert_eq!(
+            failed(Outcome::Failed, ErrorKind::PermissionDenied),
+            Some(Errno::EACCES)
+        );
+        assert_eq!(
+            failed(Outcome::Failed, ErrorKind::NotFound),
+            Some(Errno::EIO)
+        );
+        assert_eq!(errno_for(&Report::new(Outcome::Ok, String::new())), None);
     }
 
     #[test]

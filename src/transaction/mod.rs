@@ -29,7 +29,7 @@ use rustix::fs::{Access, AtFlags};
 
 pub use caller::Caller;
 
-use crate::engine::{self, ErrorReport, Options, Outcome, Received, Report};
+use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::atomic::Writer;
 use crate::store::journal::parent_beneath_with;
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
@@ -540,15 +540,15 @@ pub fn io_failure(e: StoreError, sha: String) -> Report {
     let mut report = Report::new(Outcome::Failed, sha);
     let (kind, hint) = match e {
         StoreError::Denied { .. } => (
-            "permission_denied",
+            ErrorKind::PermissionDenied,
             "the mount grants what your user has natively, no more; edit files your user may read and write",
         ),
         StoreError::Stale { .. } => (
-            "stale",
+            ErrorKind::Stale,
             "open F.edit again and send the edit again: it applies to the file F is now",
         ),
         _ => (
-            "io",
+            ErrorKind::Io,
             "the edit itself was not the problem; fix the file system error and send it again",
         ),
     };
@@ -579,7 +579,7 @@ pub fn log_entry(kind: Kind, head: &Report, files: &[(&str, &Report)], who: &Who
         applied: head.applied,
         total: head.total,
         files,
-        error: head.error.as_ref().map(|e| e.kind.to_owned()),
+        error: head.error.as_ref().map(|e| e.kind.as_str().to_owned()),
         pid: who.pid,
         command: who.command.clone(),
     }

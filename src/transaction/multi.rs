@@ -18,7 +18,7 @@ use super::{
 };
 use crate::engine::payload::{self, Payload, Tree};
 use crate::engine::{
-    self, ErrorReport, FileAct, OpOutcome, OpReport, Options, Outcome, Received, Report,
+    self, ErrorKind, ErrorReport, FileAct, OpOutcome, OpReport, Options, Outcome, Received, Report,
 };
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
@@ -327,16 +327,16 @@ fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut MultiReport
             .locate(to)
             .and_then(|rel| project_path(&rel).map_err(|why| format!("{to}: {why}")));
         let refusal = match checked {
-            Err(why) => Some(("bad_path", why)),
+            Err(why) => Some((ErrorKind::BadPath, why)),
             Ok(rel) if rels.contains(&rel) => Some((
-                "malformed",
+                ErrorKind::Malformed,
                 format!(
                     "{} moves to {rel}, which the payload also edits: put those edits under the file's old path",
                     d.rel
                 ),
             )),
             Ok(rel) if root.entry(&rel).is_some() => Some((
-                "file_exists",
+                ErrorKind::FileExists,
                 format!(
                     "{} would move to {rel}, which exists: a move never overwrites",
                     d.rel
@@ -379,7 +379,7 @@ fn arrived(from: &str, to: &str, edit: &engine::Edit) -> Report {
 /// Records that `given` was refused before anything was read.
 fn reject_path(report: &mut MultiReport, given: &str, why: &str) {
     let e = ErrorReport::plain(
-        "bad_path",
+        ErrorKind::BadPath,
         why.to_owned(),
         "use a path relative to the root, inside it, outside .editfs",
     );
@@ -545,7 +545,7 @@ fn not_written(report: &mut MultiReport, decided: &[Decided]) {
             op.outcome = OpOutcome::Matched;
         }
         r.error = Some(ErrorReport::plain(
-            "not_written",
+            ErrorKind::NotWritten,
             format!(
                 "its own operations matched, but {why}, and a transaction writes all its files or none"
             ),

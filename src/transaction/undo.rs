@@ -20,7 +20,7 @@ use super::{
     Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, open, stamp,
 };
 use crate::engine::diff::file_diff;
-use crate::engine::{ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
+use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
 use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
@@ -140,7 +140,7 @@ pub fn files(store: &Store, req: &Request) -> Vec<String> {
 /// Why an undo cannot be done; boxed, as it travels far and rarely.
 type Refusal = Box<ErrorReport>;
 
-fn refuse(kind: &'static str, message: String, hint: &str) -> Refusal {
+fn refuse(kind: ErrorKind, message: String, hint: &str) -> Refusal {
     Box::new(ErrorReport::plain(kind, message, hint))
 }
 
@@ -223,7 +223,7 @@ pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report
         Report::new(Outcome::Rejected, String::new()),
         ".editfs/undo",
     );
-    r.error = Some(ErrorReport::plain("malformed", message, hint));
+    r.error = Some(ErrorReport::plain(ErrorKind::Malformed, message, hint));
     let logged = store.lock().and_then(|lock| {
         r.tx = store.next_tx(&lock)?;
         store.log(&log_entry(Kind::Undo, &r, &[], who))
@@ -284,7 +284,7 @@ fn plan_tx(
     let entry = recorded(entries, n)?;
     if entry.files.is_empty() {
         return Err(refuse(
-            "not_found",
+            ErrorKind::NotFound,
             format!("the log names no file of transaction {n}"),
             "editfs show SOURCE TXID shows what it changed",
         ));
@@ -302,7 +302,7 @@ fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
     match entries.iter().find(|e| e.tx == n) {
         Some(e) if e.changed() => Ok(e),
         Some(e) => Err(refuse(
-            "not_found",
+            ErrorKind::NotFound,
             format!(
                 "transaction {n} changed nothing (it {}): there is nothing to undo",
                 e.outcome.as_str()
@@ -310,7 +310,7 @@ fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
             hint,
         )),
         None => Err(refuse(
-            "not_found",
+            ErrorKind::NotFound,
             format!("no transaction {n} in the log"),
             hint,
         )),
@@ -330,7 +330,7 @@ fn plan_file(
     // line must not steer a restore into the state directory.
     let rel = &project_path(rel).map_err(|why| {
         refuse(
-            "bad_path",
+            ErrorKind::BadPath,
             format!("{rel}: {why}"),
             "undo names a file inside the project, outside .editfs",
         )
@@ -343,7 +343,7 @@ fn plan_file(
         Some(n) => {
             recorded(entries, n)?.file(rel).ok_or_else(|| {
                 refuse(
-                    "not_found",
+                    ErrorKind::NotFound,
                     format!("transaction {n} did not change {rel}"),
                     "editfs history PATH lists the transactions on one file",
                 )
@@ -352,7 +352,7 @@ fn plan_file(
         }
         None => on_rel.last().map(|e| e.tx).ok_or_else(|| {
             refuse(
-                "not_found",
+                ErrorKind::NotFound,
                 format!("no recorded transaction changed {rel}"),
                 "editfs history shows what was kept",
             )
@@ -368,7 +368,7 @@ fn plan_file(
         None if created => None,
         None => {
             return Err(refuse(
-                "not_found",
+                ErrorKind::NotFound,
                 format!("no pre-image of {rel} from transaction {to}: it is no longer kept"),
                 "editfs history lists the transactions; older versions are pruned (--keep)",
             ));
@@ -378,7 +378,7 @@ fn plan_file(
         Box::new(
             io_failure(e, String::new())
                 .error
-                .unwrap_or_else(|| ErrorReport::plain("io", String::new(), "")),
+                .unwrap_or_else(|| ErrorReport::plain(ErrorKind::Io, String::new(), "")),
         )
     };
     let (dir, file, current) = match open(root, rel, caller) {
@@ -405,7 +405,7 @@ fn plan_file(
     }
     if restored.is_none() && current.is_none() {
         return Err(refuse(
-            "not_found",
+            ErrorKind::NotFound,
             format!("{rel} does not exist, as before transaction {to}: nothing to undo"),
             "editfs history PATH lists the transactions on one file",
         ));
@@ -442,7 +442,7 @@ fn outside_change(last: &LogEntry, rel: &str, current: Option<&[u8]>) -> Result<
         format!("its SHA-256 is now {s}")
     });
     Err(refuse(
-        "outside_changes",
+        ErrorKind::OutsideChanges,
         format!(
             "{rel} changed outside editfs since transaction {}, the latest editfs recorded on it ({state})",
             last.tx

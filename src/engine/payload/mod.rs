@@ -15,6 +15,8 @@ use std::path::Path;
 
 use regex::bytes::Regex;
 
+use super::ErrorKind;
+
 /// How an operation finds its target.
 #[derive(Debug, Clone)]
 pub enum Find {
@@ -138,12 +140,12 @@ pub enum PayloadError {
 
 impl PayloadError {
     /// The report's error kind.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            PayloadError::TooLarge { .. } => "too_large",
-            PayloadError::OtherFile { .. } => "wrong_file",
-            PayloadError::WholeFile { .. } => "multi_file",
-            _ => "malformed",
+            PayloadError::TooLarge { .. } => ErrorKind::TooLarge,
+            PayloadError::OtherFile { .. } => ErrorKind::WrongFile,
+            PayloadError::WholeFile { .. } => ErrorKind::MultiFile,
+            _ => ErrorKind::Malformed,
         }
     }
 
