@@ -566,14 +566,19 @@ impl Core {
         self.handles.lock().get(&fh).cloned().ok_or(Errno::EBADF)
     }
 
+    /// A handle open on real node `ino`, if any.
+    fn open_on(&self, ino: u64) -> Option<Arc<Handle>> {
+        let on = |h: &&Arc<Handle>| matches!(***h, Handle::File { ino: i, .. } if i == ino);
+        self.handles.lock().values().find(on).cloned()
+    }
+
     /// The status of real node `ino` through one of its open handles, if any:
     /// a file replaced or unlinked under its name lives on while open.
     pub(super) fn stat_open(&self, ino: u64) -> Option<rustix::fs::Stat> {
-        let open = self.handles.lock().values().find_map(|h| match &**h {
-            Handle::File { file, ino: i } if *i == ino => file.try_clone().ok(),
+        match &*self.open_on(ino)? {
+            Handle::File { file, .. } => rustix::fs::fstat(file).ok(),
             _ => None,
-        })?;
-        rustix::fs::fstat(&open).ok()
+        }
     }
 
     /// An open descriptor of real node `ino` to act through: the caller's own
@@ -587,13 +592,12 @@ impl Core {
         if self.nodes.read().path(ino).is_some() {
             return None;
         }
-        self.handles.lock().values().find(|h| is_file(h)).cloned()
+        self.open_on(ino)
     }
 
     /// Whether a descriptor of real node `ino` is open through the mount.
     pub(super) fn is_open(&self, ino: u64) -> bool {
-        let of = |h: &Arc<Handle>| matches!(**h, Handle::File { ino: i, .. } if i == ino);
-        self.handles.lock().values().any(of)
+        self.open_on(ino).is_some()
     }
 
     pub(super) fn drop_handle(&self, fh: u64) -> Option<Arc<Handle>> {
