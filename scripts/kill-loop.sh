@@ -12,6 +12,10 @@
 # Workload: per worker, single-file edits through F.edit, multi-file edits
 # through .editfs/edit, and direct writes (open, write, close) of a third file.
 # Needs FUSE. Exits non-zero at the first violation; the work directory stays.
+# A watchdog fails any step stuck over 30 s (STUCK_AFTER): it prints each
+# process involved with its state and kernel stack, aborts the FUSE connection
+# (which frees every process waiting on it) and stops; with KEEP_GOING=1 it
+# goes on to the next round instead and counts the hangs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +33,58 @@ src, mnt = os.path.join(work, "src"), os.path.join(work, "mnt")
 acks = os.path.join(work, "acks")
 os.makedirs(src); os.makedirs(mnt); os.makedirs(acks)
 WORKERS, LINES = 3, 200
+STUCK_AFTER = float(os.environ.get("STUCK_AFTER", "30"))
+KEEP_GOING = os.environ.get("KEEP_GOING") == "1"
+connection = None  # the mount's FUSE connection number, once mounted
+hangs = 0
+
+def describe(pid):
+    """A process's command, state, and the kernel stack of each of its threads."""
+    def read(path):
+        try:
+            with open(path) as fh:
+                return fh.read().strip()
+        except OSError as e:
+            return f"({e.strerror})"
+    out = [f"  pid {pid}: {read(f'/proc/{pid}/cmdline').replace(chr(0), ' ')}"]
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return out + ["    (gone)"]
+    for tid in tids:
+        t = f"/proc/{pid}/task/{tid}"
+        state = read(f"{t}/stat").rsplit(")", 1)[-1].split()[:1]
+        out.append(f"    thread {tid} {read(f'{t}/comm')} state {' '.join(state)} wchan {read(f'{t}/wchan')}")
+        out += ["      " + l for l in read(f"{t}/stack").splitlines()]
+    return out
+
+def stuck(what, pids):
+    """Fails the run: `what` took over STUCK_AFTER seconds."""
+    report = [f"FAIL: stuck over {STUCK_AFTER:.0f} s: {what}"]
+    for pid in pids:
+        report += describe(pid)
+    if connection is not None:
+        try:
+            with open(f"/sys/fs/fuse/connections/{connection}/abort", "w") as fh:
+                fh.write("1")
+            report.append(f"aborted FUSE connection {connection}")
+        except OSError as e:
+            report.append(f"cannot abort FUSE connection {connection}: {e}")
+    subprocess.run([editfs, "unmount", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=STUCK_AFTER)
+    if not KEEP_GOING:
+        sys.exit("\n".join(report))
+    global hangs
+    hangs += 1
+    print("\n".join(report), flush=True)
+
+def reap(pid, what):
+    """Waits for child `pid` to end, or fails the run as stuck."""
+    deadline = time.time() + STUCK_AFTER
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.time() > deadline:
+            stuck(what, [pid] + ([daemon.pid] if daemon.poll() is None else []))
+            deadline = time.time() + STUCK_AFTER
+        time.sleep(0.01)
 
 def body(v):
     return "".join(f"v{v} line {i}\n" for i in range(LINES))
@@ -106,17 +162,26 @@ def worker(w):
             time.sleep(0.01)
 
 def mounted():
+    """The FUSE connection number of the mount, or None when not mounted."""
     with open("/proc/self/mountinfo") as fh:
-        return any(l.split()[4] == mnt for l in fh)
+        for l in fh:
+            fields = l.split()
+            if fields[4] == mnt:
+                return int(fields[2].split(":")[1])
+    return None
 
 def start():
+    global connection
     log = open(os.path.join(work, "daemon.log"), "ab")
     d = subprocess.Popen([editfs, "mount", src, mnt], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     began = time.time()
-    while not mounted():
-        if d.poll() is not None or time.time() - began > 20:
+    while (conn := mounted()) is None:
+        if d.poll() is not None:
             sys.exit(f"FAIL: the daemon did not mount again (see {work}/daemon.log)")
+        if time.time() - began > STUCK_AFTER:
+            stuck("mounting again", [d.pid])
         time.sleep(0.01)
+    connection = conn
     return d
 
 for r in range(1, rounds + 1):
@@ -133,17 +198,28 @@ for r in range(1, rounds + 1):
         kids.append(pid)
     time.sleep(random.uniform(0.05, 1.5))
     daemon.send_signal(signal.SIGKILL)
-    daemon.wait()
+    try:
+        daemon.wait(timeout=STUCK_AFTER)
+    except subprocess.TimeoutExpired:
+        stuck("the daemon dying after SIGKILL", [daemon.pid] + kids)
+        daemon.wait(timeout=STUCK_AFTER)
     for pid in kids:
         os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    subprocess.run([editfs, "unmount", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        reap(pid, "a worker dying after SIGKILL")
+    try:
+        subprocess.run([editfs, "unmount", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=STUCK_AFTER)
+    except subprocess.TimeoutExpired:
+        stuck("editfs unmount", kids)
     if r % 10 == 0 or r == rounds:
-        print(f"round {r}/{rounds}: every file whole, every acknowledged edit kept", flush=True)
+        print(f"round {r}/{rounds}: every file whole, every acknowledged edit kept; {hangs} hangs", flush=True)
 
 daemon = start()
 check()
 daemon.send_signal(signal.SIGTERM)
-daemon.wait()
-print(f"kill loop: {rounds} kills, no torn file, no lost edit")
+try:
+    daemon.wait(timeout=STUCK_AFTER)
+except subprocess.TimeoutExpired:
+    stuck("the daemon stopping on SIGTERM", [daemon.pid])
+print(f"kill loop: {rounds} kills, no torn file, no lost edit, {hangs} hangs recovered by aborting the connection")
+sys.exit(1 if hangs else 0)
 PY
