@@ -35,7 +35,7 @@ fn block(search: &str, replace: &str) -> String {
 }
 
 fn kind(r: &Run) -> &str {
-    r.report.error.as_ref().map_or("", |e| e.kind)
+    r.report.error.as_ref().map_or("", |e| e.kind.as_str())
 }
 
 fn warnings(r: &Run) -> String {

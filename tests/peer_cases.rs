@@ -406,7 +406,7 @@ fn run(case: &Case) -> Run {
         report
             .error
             .as_ref()
-            .map_or("(no error kind)", |e| e.kind)
+            .map_or("(no error kind)", |e| e.kind.as_str())
             .to_owned()
     };
     let ours = match report.outcome {

@@ -1099,7 +1099,7 @@ fn replay_is_a_no_op_or_not_found(second: &Edit, same: bool) -> Result<(), TestC
         ),
         _ => {
             prop_assert!(!same, "{}", describe(second));
-            let kind = second.report.error.as_ref().map(|e| e.kind);
+            let kind = second.report.error.as_ref().map(|e| e.kind.as_str());
             prop_assert_eq!(kind, Some("not_found"), "{}", describe(second));
         }
     }
@@ -1220,7 +1220,7 @@ proptest! {
             }
             _ => {
                 // Only an earlier or equal tier finding several places may stop it.
-                let kind = edit.report.error.as_ref().map(|e| e.kind);
+                let kind = edit.report.error.as_ref().map(|e| e.kind.as_str());
                 prop_assert_eq!(kind, Some("ambiguous"), "tier {}: {}", tier, describe(&edit));
             }
         }

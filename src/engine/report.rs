@@ -111,6 +111,13 @@ impl ErrorKind {
     }
 }
 
+/// Kinds compare with their names, as tests and older callers spell them.
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -307,6 +314,7 @@ mod tests {
             assert_eq!(serde_json::to_value(kind).unwrap(), name);
             assert_eq!(kind.as_str(), name);
             assert_eq!(kind.to_string(), name);
+            assert_eq!(kind, name);
         }
     }
 }
