@@ -21,3 +21,76 @@ fn a_panicking_request_answers_eio_and_the_mount_keeps_serving() {
     }
     assert_eq!(m.ok("timeout 10 cat a"), "one\n");
 }
+
+/// The process watching the daemon of `m` for a stuck end (`editfs rescue`),
+/// waiting a little for it to start.
+fn watcher(m: &Mount) -> Option<u32> {
+    let began = std::time::Instant::now();
+    while began.elapsed() < std::time::Duration::from_secs(5) {
+        if let Some(pid) = find_watcher(m) {
+            return Some(pid);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
+
+fn find_watcher(m: &Mount) -> Option<u32> {
+    let mnt = fs::canonicalize(&m.mnt)
+        .ok()?
+        .to_string_lossy()
+        .into_owned();
+    fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<_> = cmdline
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(String::from_utf8_lossy)
+            .collect();
+        (args.get(1).is_some_and(|a| a == "rescue") && args.last().is_some_and(|a| *a == mnt))
+            .then_some(pid)
+    })
+}
+
+fn gone_within(pid: u32, limit: std::time::Duration) -> bool {
+    let began = std::time::Instant::now();
+    while began.elapsed() < limit {
+        // A zombie has no command line left; the watcher's parent may be dead too.
+        let alive = fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty());
+        if !alive {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn a_killed_daemons_watcher_aborts_its_connection_and_leaves() {
+    let Some(m) = Mount::start(&[], |src| fs::write(src.join("a"), "one\n").unwrap()) else {
+        return;
+    };
+    let w = watcher(&m).expect("a watcher runs beside the daemon");
+    let mnt = m.mnt.clone();
+    m.stop(rustix::process::Signal::KILL);
+    let gone = gone_within(w, std::time::Duration::from_secs(5));
+    let _ = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .arg("unmount")
+        .arg(&mnt)
+        .status();
+    assert!(gone, "the watcher outlived the killed daemon");
+}
+
+#[test]
+fn the_watcher_leaves_with_a_clean_unmount() {
+    let Some(m) = Mount::start(&[], |_| {}) else {
+        return;
+    };
+    let w = watcher(&m).expect("a watcher runs beside the daemon");
+    m.stop(rustix::process::Signal::TERM);
+    assert!(
+        gone_within(w, std::time::Duration::from_secs(5)),
+        "the watcher outlived the mount"
+    );
+}

@@ -49,6 +49,8 @@ enum Command {
     Undo(history::UndoArgs),
     Completions(generate::CompletionsArgs),
     Man(generate::ManArgs),
+    #[command(hide = true)]
+    Rescue(mount::RescueArgs),
 }
 
 /// The exit code of a transaction's outcome, for every command that runs one.
@@ -76,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Undo(args) => history::undo(args),
         Command::Completions(args) => generate::completions(args),
         Command::Man(args) => generate::man(args),
+        Command::Rescue(args) => mount::rescue(args),
     }
 }
 

@@ -123,6 +123,32 @@ pub struct UnmountArgs {
     mountpoint: PathBuf,
 }
 
+#[derive(clap::Args)]
+#[command(
+    about = "Abort the FUSE connection of a daemon that died with its mount still there (started by the daemon)"
+)]
+pub struct RescueArgs {
+    /// The daemon's process id
+    pid: u32,
+    /// The mount's FUSE connection number
+    connection: u32,
+    /// The mount point
+    mountpoint: PathBuf,
+}
+
+/// Runs the watcher a daemon starts for itself; see `editfs::mount::rescue`.
+pub fn rescue(args: RescueArgs) -> ExitCode {
+    // An inherited descriptor could be the connection itself, which would then
+    // never close.
+    // SAFETY: nothing in this process has opened a descriptor above 2 yet, so no
+    // owner is left holding a closed one.
+    unsafe {
+        libc::close_range(3, libc::c_uint::MAX, 0);
+    }
+    mount::rescue(args.pid, args.connection, args.mountpoint);
+    ExitCode::SUCCESS
+}
+
 impl MountArgs {
     fn config(&self) -> Result<MountConfig, String> {
         let preimages = Policy::new(

@@ -18,6 +18,7 @@ mod owner;
 mod passthrough;
 mod preimage;
 mod ranges;
+mod rescue;
 mod source;
 mod state;
 
@@ -34,6 +35,7 @@ pub use fs::Settings;
 pub use names::Suffixes;
 pub use options::check_options;
 pub use preimage::Policy;
+pub use rescue::rescue;
 
 use crate::store::{Retention, STATE_DIR, Store, StoreError};
 
@@ -299,6 +301,10 @@ pub fn serve(
         }
     })?;
     let _ = notifier.set(session.notifier());
+    match rescue::connection_of(&mnt) {
+        Some(connection) => rescue::watch(&mnt, connection),
+        None => log::warn!("no FUSE connection found for {}", mnt.display()),
+    }
     let signalled = Arc::new(OnceLock::new());
     watch_signals(session.unmount_callable(), signalled.clone())?;
     announce_when_answering(mnt.clone(), ready)?;

@@ -1,0 +1,124 @@
+//! Frees a mount whose daemon was killed while one of its threads waited in the
+//! kernel.
+//!
+//! A daemon killed with SIGKILL while its commit thread tells the kernel to drop
+//! a cached name cannot finish dying: the kernel makes that thread wait for the
+//! directory's lock, held by a request in that directory (a rename, a create)
+//! that waits for the killed daemon's answer. The connection stays open as long
+//! as the thread does, so both wait forever and so does every process that
+//! touches the mount. A small process outside the daemon watches it, and once
+//! the daemon's main thread is gone while the mount is still there, aborts the
+//! FUSE connection: the waiting requests fail, the lock is released, and the
+//! daemon's last thread exits.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often the daemon and the mount are looked at.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Starts the watcher of this daemon, which serves `mnt` over FUSE connection
+/// `connection`. It runs this program again (`editfs rescue`), so it shares no
+/// descriptor with the daemon, least of all the connection's.
+pub fn watch(mnt: &Path, connection: u32) {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return log::warn!("cannot watch for a stuck end of the daemon: {e}"),
+    };
+    let spawned = std::process::Command::new(exe)
+        .arg("rescue")
+        .arg(std::process::id().to_string())
+        .arg(connection.to_string())
+        .arg(mnt)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = spawned {
+        log::warn!("cannot watch for a stuck end of the daemon: {e}");
+    }
+}
+
+/// The FUSE connection number of the mount at `mnt` (its device's minor number).
+pub fn connection_of(mnt: &Path) -> Option<u32> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    connection_in(&table, mnt)
+}
+
+fn connection_in(mountinfo: &str, mnt: &Path) -> Option<u32> {
+    mountinfo.lines().rev().find_map(|l| {
+        let mut fields = l.split(' ');
+        let device = fields.nth(2)?;
+        let at = super::unescape(fields.nth(1)?);
+        let minor = device.split_once(':')?.1;
+        (Path::new(&at) == mnt).then(|| minor.parse().ok())?
+    })
+}
+
+/// The start time and state of process `pid` (fields 22 and 3 of its `stat`).
+fn started_and_state(pid: u32) -> Option<(u64, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&stat)
+}
+
+fn parse_stat(stat: &str) -> Option<(u64, char)> {
+    // The command name may hold spaces and parentheses: fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    Some((fields.get(19)?.parse().ok()?, state))
+}
+
+/// Runs the watcher (`editfs rescue PID CONNECTION MOUNT`) until the mount goes
+/// or the daemon `pid` is gone; aborts the connection in the second case. The
+/// caller must hold no descriptor of the connection.
+pub fn rescue(pid: u32, connection: u32, mnt: PathBuf) {
+    let Some((started, _)) = started_and_state(pid) else {
+        return;
+    };
+    loop {
+        std::thread::sleep(POLL);
+        if connection_of(&mnt) != Some(connection) {
+            return;
+        }
+        let alive = matches!(started_and_state(pid), Some((s, state)) if s == started && !matches!(state, 'Z' | 'X'));
+        if !alive {
+            abort(connection);
+            return;
+        }
+    }
+}
+
+fn abort(connection: u32) {
+    let path = format!("/sys/fs/fuse/connections/{connection}/abort");
+    match std::fs::write(&path, "1") {
+        Ok(()) => log::warn!(
+            "the daemon died with the mount still there: aborted FUSE connection {connection}"
+        ),
+        Err(e) => log::error!(
+            "the daemon died with the mount still there, and {path} cannot be written: {e}"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_is_the_minor_number_of_the_mount() {
+        let table = "36 25 0:44 / /tmp/a\\040b rw,nosuid - fuse.editfs editfs:/s rw\n\
+                     37 25 0:45 / /tmp/c rw - fuse.editfs editfs:/t rw\n";
+        assert_eq!(connection_in(table, Path::new("/tmp/a b")), Some(44));
+        assert_eq!(connection_in(table, Path::new("/tmp/c")), Some(45));
+        assert_eq!(connection_in(table, Path::new("/tmp/d")), None);
+    }
+
+    #[test]
+    fn stat_fields_are_read_after_the_command_name() {
+        let stat = "123 (a) b (c)) Z 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 1 2";
+        assert_eq!(parse_stat(stat), Some((987654, 'Z')));
+        assert_eq!(parse_stat("garbage"), None);
+        let me = started_and_state(std::process::id()).unwrap();
+        assert!(matches!(me.1, 'R' | 'S'));
+    }
+}
