@@ -7,9 +7,9 @@
 //! that waits for the killed daemon's answer. The connection stays open as long
 //! as the thread does, so both wait forever and so does every process that
 //! touches the mount. A small process outside the daemon watches it, and once
-//! the daemon's main thread is gone while the mount is still there, aborts the
-//! FUSE connection: the waiting requests fail, the lock is released, and the
-//! daemon's last thread exits.
+//! the daemon's main thread has exited while another of its threads lives on
+//! and the mount is still there, aborts the FUSE connection: the waiting
+//! requests fail, the lock is released, and the daemon's last thread exits.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -69,8 +69,8 @@ fn parse_stat(stat: &str) -> Option<(u64, char)> {
 }
 
 /// Runs the watcher (`editfs rescue PID CONNECTION MOUNT`) until the mount goes
-/// or the daemon `pid` is gone; aborts the connection in the second case. The
-/// caller must hold no descriptor of the connection.
+/// or the daemon `pid` is gone, aborting the connection if the daemon is stuck
+/// dying. The caller must hold no descriptor of the connection.
 pub fn rescue(pid: u32, connection: u32, mnt: PathBuf) {
     let Some((started, _)) = started_and_state(pid) else {
         return;
@@ -80,22 +80,30 @@ pub fn rescue(pid: u32, connection: u32, mnt: PathBuf) {
         if connection_of(&mnt) != Some(connection) {
             return;
         }
-        let alive = matches!(started_and_state(pid), Some((s, state)) if s == started && !matches!(state, 'Z' | 'X'));
-        if !alive {
-            abort(connection);
-            return;
+        match started_and_state(pid) {
+            Some((s, state)) if s == started && !matches!(state, 'Z' | 'X') => {}
+            Some((s, _)) if s == started && stuck_dying(pid) => return abort(connection),
+            // Gone, or wholly exited: closing its descriptors ended the connection,
+            // whose number another mount may already have.
+            _ => return,
         }
     }
+}
+
+/// Whether process `pid`, whose main thread has exited, still has a thread: one
+/// stuck in the kernel keeps the connection open, so its number is still ours.
+fn stuck_dying(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| tasks.count() > 1)
 }
 
 fn abort(connection: u32) {
     let path = format!("/sys/fs/fuse/connections/{connection}/abort");
     match std::fs::write(&path, "1") {
         Ok(()) => log::warn!(
-            "the daemon died with the mount still there: aborted FUSE connection {connection}"
+            "the daemon is stuck dying with the mount still there: aborted FUSE connection {connection}"
         ),
         Err(e) => log::error!(
-            "the daemon died with the mount still there, and {path} cannot be written: {e}"
+            "the daemon is stuck dying with the mount still there, and {path} cannot be written: {e}"
         ),
     }
 }
