@@ -36,7 +36,7 @@ fn block(search: &str, replace: &str) -> String {
 }
 
 fn kind(r: &Run) -> &str {
-    r.report.error.as_ref().map_or("", |e| e.kind)
+    r.report.error.as_ref().map_or("", |e| e.kind.as_str())
 }
 
 /// The report's whole text, for what it must name.

@@ -1027,7 +1027,7 @@ mod tests {
     }
 
     fn kind(e: &Edit) -> &str {
-        e.report.error.as_ref().map_or("", |e| e.kind)
+        e.report.error.as_ref().map_or("", |e| e.kind.as_str())
     }
 
     #[test]
