@@ -301,12 +301,13 @@ pub fn serve(
         }
     })?;
     let _ = notifier.set(session.notifier());
+    let signalled = Arc::new(OnceLock::new());
+    watch_signals(session.unmount_callable(), signalled.clone())?;
+    // After the signal handlers: a signal that comes once the mount is visible unmounts.
     match rescue::connection_of(&mnt) {
         Some(connection) => rescue::watch(&mnt, connection),
         None => log::warn!("no FUSE connection found for {}", mnt.display()),
     }
-    let signalled = Arc::new(OnceLock::new());
-    watch_signals(session.unmount_callable(), signalled.clone())?;
     announce_when_answering(mnt.clone(), ready)?;
     let served = session.run();
     tell_systemd(sd_notify::NotifyState::Stopping);
