@@ -130,8 +130,6 @@ pub struct UnmountArgs {
 pub struct RescueArgs {
     /// The daemon's process id
     pid: u32,
-    /// The mount's FUSE connection number
-    connection: u32,
     /// The mount point
     mountpoint: PathBuf,
 }
@@ -145,7 +143,7 @@ pub fn rescue(args: RescueArgs) -> ExitCode {
     unsafe {
         libc::close_range(3, libc::c_uint::MAX, 0);
     }
-    mount::rescue(args.pid, args.connection, args.mountpoint);
+    mount::rescue(args.pid, args.mountpoint);
     ExitCode::SUCCESS
 }
 

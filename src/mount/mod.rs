@@ -293,6 +293,7 @@ pub fn serve(
     config.acl = acl;
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
+    rescue::watch(&mnt);
     let mut session = fuser::Session::new(guard::Guarded(fs), &mnt, &config).map_err(|source| {
         MountError::Mount {
             from: src.clone(),
@@ -303,11 +304,6 @@ pub fn serve(
     let _ = notifier.set(session.notifier());
     let signalled = Arc::new(OnceLock::new());
     watch_signals(session.unmount_callable(), signalled.clone())?;
-    // After the signal handlers: a signal that comes once the mount is visible unmounts.
-    match rescue::connection_of(&mnt) {
-        Some(connection) => rescue::watch(&mnt, connection),
-        None => log::warn!("no FUSE connection found for {}", mnt.display()),
-    }
     announce_when_answering(mnt.clone(), ready)?;
     let served = session.run();
     tell_systemd(sd_notify::NotifyState::Stopping);

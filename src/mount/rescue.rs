@@ -17,10 +17,11 @@ use std::time::Duration;
 /// How often the daemon and the mount are looked at.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Starts the watcher of this daemon, which serves `mnt` over FUSE connection
-/// `connection`. It runs this program again (`editfs rescue`), so it shares no
-/// descriptor with the daemon, least of all the connection's.
-pub fn watch(mnt: &Path, connection: u32) {
+/// Starts the watcher of this daemon, which is about to mount `mnt`. It runs
+/// this program again (`editfs rescue`), so it shares no descriptor with the
+/// daemon, least of all the connection's; started before the mount, it is
+/// never seen half started beside a visible mount.
+pub fn watch(mnt: &Path) {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return log::warn!("cannot watch for a stuck end of the daemon: {e}"),
@@ -28,7 +29,6 @@ pub fn watch(mnt: &Path, connection: u32) {
     let spawned = std::process::Command::new(exe)
         .arg("rescue")
         .arg(std::process::id().to_string())
-        .arg(connection.to_string())
         .arg(mnt)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -68,12 +68,24 @@ fn parse_stat(stat: &str) -> Option<(u64, char)> {
     Some((fields.get(19)?.parse().ok()?, state))
 }
 
-/// Runs the watcher (`editfs rescue PID CONNECTION MOUNT`) until the mount goes
-/// or the daemon `pid` is gone, aborting the connection if the daemon is stuck
-/// dying. The caller must hold no descriptor of the connection.
-pub fn rescue(pid: u32, connection: u32, mnt: PathBuf) {
+/// Runs the watcher (`editfs rescue PID MOUNT`): waits for the daemon `pid` to
+/// mount `mnt`, then until the mount goes or the daemon is gone, aborting the
+/// connection if the daemon is stuck dying. The caller must hold no descriptor
+/// of the connection.
+pub fn rescue(pid: u32, mnt: PathBuf) {
     let Some((started, _)) = started_and_state(pid) else {
         return;
+    };
+    let alive = || matches!(started_and_state(pid), Some((s, state)) if s == started && !matches!(state, 'Z' | 'X'));
+    // The mount point is refused when already a mount, so the first one is the daemon's.
+    let connection = loop {
+        if let Some(c) = connection_of(&mnt) {
+            break c;
+        }
+        if !alive() {
+            return;
+        }
+        std::thread::sleep(POLL);
     };
     loop {
         std::thread::sleep(POLL);
