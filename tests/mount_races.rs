@@ -60,9 +60,6 @@ cat small.txt"#;
 }
 
 #[test]
-#[ignore = "known open bug: under load one open in a few hundred still fails with ENOENT \
-            while commits rename new versions over the file; the daemon answers ESTALE, the \
-            ENOENT comes from the kernel's retry; run with --ignored"]
 fn opens_of_a_file_never_fail_while_commits_rename_new_versions_over_it() {
     let Some(m) = Mount::start(&[], |src| {
         fs::write(src.join("f.txt"), "n: 0\n").unwrap();

@@ -476,12 +476,14 @@ impl Core {
         }
     }
 
+    /// A node the kernel still names but the table no longer holds was replaced
+    /// under its name: ESTALE, as for `path`, never ENOENT.
     pub(super) fn kind(&self, ino: u64) -> Res<Kind> {
         self.nodes
             .read()
             .get(ino)
             .map(|n| n.kind.clone())
-            .ok_or(Errno::ENOENT)
+            .ok_or(Errno::ESTALE)
     }
 
     /// A real node's path relative to SOURCE. A node with no place (its name, or a
