@@ -12,40 +12,14 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use crate::store::logline::{Access, LogEntry};
+pub(super) use crate::transaction::Caller;
 
 const READ: u32 = 4;
 const SEARCH: u32 = 1;
 
-/// The user a request comes from.
-#[derive(Clone, Debug)]
-pub struct Caller {
-    uid: u32,
-    gid: u32,
-    groups: Vec<u32>,
-}
-
-/// The supplementary groups of process `pid`, as `/proc` tells them; none when
-/// the process is gone or out of sight (then only its primary group counts).
-fn groups_of(pid: u32) -> Vec<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Groups:"))
-        .map(|g| {
-            g.split_whitespace()
-                .filter_map(|n| n.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
+// The one `Caller` type (transaction/caller.rs) says who asks; here are the
+// rules for what of the state directory that user may see.
 impl Caller {
-    /// The caller of a request from `uid`/`gid`, process `pid`.
-    pub fn of(uid: u32, gid: u32, pid: u32) -> Caller {
-        let groups = if uid == 0 { Vec::new() } else { groups_of(pid) };
-        Caller { uid, gid, groups }
-    }
-
     pub fn is_root(&self) -> bool {
         self.uid == 0
     }
@@ -165,6 +139,7 @@ mod tests {
             uid: 65534,
             gid: 65534,
             groups: vec![100],
+            fsetid: false,
         };
         assert!(!nobody.reads(&access(0o600, 0, 0)));
         assert!(nobody.reads(&access(0o604, 0, 0)));
@@ -200,6 +175,7 @@ mod tests {
             uid: 4242,
             gid: 4242,
             groups: Vec::new(),
+            fsetid: false,
         };
         set("d", 0o755);
         assert!(other.reads_now(&root, "d/f"));

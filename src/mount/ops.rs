@@ -18,7 +18,6 @@ use fuser::{
 };
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::caller::Caller;
 use super::control::{EditBuffer, slice};
 use super::fs::{
     Core, EditFs, Entry, Handle, Loc, REAL_TTL, Res, VIRTUAL_TTL, attr, errno, file_type, id_of,
@@ -27,6 +26,7 @@ use super::names::Control;
 use super::nodes::{Kind, ROOT, real_id};
 use super::state;
 use crate::store::STATE_DIR;
+use crate::transaction::Caller;
 
 const GEN: Generation = Generation(0);
 
@@ -197,8 +197,8 @@ fn writes(file: &File) -> bool {
 }
 
 /// The process behind `req`, whose user a transaction it opens is checked against.
-fn caller(req: &Request) -> crate::transaction::Caller {
-    crate::transaction::Caller::of(req.uid(), req.gid(), req.pid())
+fn caller(req: &Request) -> Caller {
+    Caller::of(req.uid(), req.gid(), req.pid())
 }
 
 /// The access an open with `flags` asks of an existing file.
@@ -975,9 +975,8 @@ impl Filesystem for EditFs {
                 ))),
                 FopenFlags::FOPEN_DIRECT_IO,
             )),
-            Some((_, Kind::State(rel))) if !is_write(flags) => self
-                .state_bytes(&rel, &Caller::of(req.uid(), req.gid(), req.pid()))
-                .and_then(|b| {
+            Some((_, Kind::State(rel))) if !is_write(flags) => {
+                self.state_bytes(&rel, &caller(req)).and_then(|b| {
                     let mut charge = self.budget.account(req.uid());
                     charge.hold(b.len() as u64)?;
                     Ok((
@@ -987,7 +986,8 @@ impl Filesystem for EditFs {
                         }),
                         FopenFlags::FOPEN_DIRECT_IO,
                     ))
-                }),
+                })
+            }
             Some((_, Kind::State(_))) => Err(Errno::EROFS),
             Some((_, Kind::Real)) => {
                 return match self.open_real(ino.0, flags, req.pid()) {
