@@ -105,14 +105,7 @@ impl Mount {
     /// Runs a bash script that must succeed; returns its standard output.
     pub fn ok(&self, script: &str) -> String {
         let out = self.sh(script);
-        assert!(
-            out.status.success(),
-            "script failed ({}):\n{script}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(script, &out)
     }
 
     /// Runs a bash script that must succeed within `limit`. A script still running
@@ -145,14 +138,7 @@ impl Mount {
             std::thread::sleep(Duration::from_millis(20));
         }
         let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "script failed ({}):\n{script}\nstdout:\n{}\nstderr:\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(script, &out)
     }
 
     /// Aborts the FUSE connection (every waiting request fails) and detaches the
@@ -226,4 +212,16 @@ fn skip_or_fail(why: &str) -> Option<Mount> {
     }
     eprintln!("\n*** SKIPPING A MOUNT TEST: FUSE cannot mount here: {why} ***\n");
     None
+}
+
+/// The standard output of `script`, which must have succeeded.
+fn succeeded(script: &str, out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "script failed ({}):\n{script}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
