@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fuser::Errno;
+use super::types::Errno;
 use parking_lot::Mutex;
 
 /// The caps, in bytes.

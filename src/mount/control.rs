@@ -20,15 +20,15 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fuser::{Errno, FileAttr, FileType, ReplyData, ReplyEmpty};
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::budget::Charge;
 use super::caller::Caller;
-use super::fs::{Core, Handle, Job, Res, file_type};
+use super::fs::{Core, Handle, Job, file_type};
 use super::names::Control;
 use super::nodes::Kind;
+use super::types::{Done, Errno, FileAttr, FileType, Res};
 use crate::engine::{ErrorKind, Outcome, Received, Report};
 use crate::store::journal::parent_beneath;
 use crate::transaction::{self, Meant, Root, Target, Who, multi, undo};
@@ -196,11 +196,11 @@ fn last_close(pid: u32, ino: u64) -> bool {
     })
 }
 
-/// Answers a flush with the outcome of the handle's transaction, if any.
-fn answer_flush(reply: ReplyEmpty, committed: Option<Committed>) {
+/// What a flush answers: the outcome of the handle's transaction, if any.
+fn flushed(committed: Option<Committed>) -> Res<()> {
     match committed.and_then(|c| c.errno) {
-        Some(e) => reply.error(e),
-        None => reply.ok(),
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
@@ -651,7 +651,7 @@ impl Core {
     /// elsewhere by now.
     fn real_dir(&self, parent: u64) -> Res<Arc<std::os::fd::OwnedFd>> {
         let dir = self.dir_of(parent)?;
-        let st = rustix::fs::fstat(&*dir).map_err(super::fs::errno)?;
+        let st = rustix::fs::fstat(&*dir).map_err(super::types::errno)?;
         if super::fs::id_of(&st, parent == super::nodes::ROOT) != parent {
             return Err(Errno::ESTALE);
         }
@@ -915,9 +915,9 @@ impl Core {
     /// case a commit thread answers it. The choice is made when the flush comes
     /// (what the buffer holds then, under its lock), so a flush that found nothing
     /// written never commits a payload whose writes are still on their way.
-    pub(super) fn flush_edit(&self, ino: u64, handle: Arc<Handle>, pid: u32, reply: ReplyEmpty) {
+    pub(super) fn flush_edit(&self, ino: u64, handle: Arc<Handle>, pid: u32, done: Done<()>) {
         let Handle::Edit(buf) = &*handle else {
-            return reply.ok();
+            return done(Ok(()));
         };
         let (next, empty) = {
             let b = buf.lock();
@@ -925,14 +925,14 @@ impl Core {
         };
         match next {
             // Not the last descriptor of an unwritten handle: the payload may still come.
-            Next::Commit if empty && !last_close(pid, ino) => reply.ok(),
+            Next::Commit if empty && !last_close(pid, ino) => done(Ok(())),
             Next::Commit => self.queue(Job::Flush {
                 ino,
                 handle,
                 pid,
-                reply,
+                done,
             }),
-            Next::Answer(c) => answer_flush(reply, c),
+            Next::Answer(c) => done(flushed(c)),
         }
     }
 
@@ -943,10 +943,10 @@ impl Core {
         handle: Arc<Handle>,
         pid: u32,
         (offset, size): (u64, u32),
-        reply: ReplyData,
+        done: Done<Vec<u8>>,
     ) {
         let Handle::Edit(buf) = &*handle else {
-            return reply.error(Errno::EBADF);
+            return done(Err(Errno::EBADF));
         };
         let next = buf.lock().next();
         match next {
@@ -956,12 +956,9 @@ impl Core {
                 pid,
                 offset,
                 size,
-                reply,
+                done,
             }),
-            Next::Answer(c) => match self.edit_text(ino, buf, c, offset, size) {
-                Ok(data) => reply.data(&data),
-                Err(e) => reply.error(e),
-            },
+            Next::Answer(c) => done(self.edit_text(ino, buf, c, offset, size)),
         }
     }
 
@@ -989,12 +986,12 @@ impl Core {
                 ino,
                 handle,
                 pid,
-                reply,
+                done,
             } => {
                 let Handle::Edit(buf) = &*handle else {
-                    return reply.ok();
+                    return done(Ok(()));
                 };
-                answer_flush(reply, self.settle(ino, buf, pid));
+                done(flushed(self.settle(ino, buf, pid)));
             }
             Job::Read {
                 ino,
@@ -1002,16 +999,13 @@ impl Core {
                 pid,
                 offset,
                 size,
-                reply,
+                done,
             } => {
                 let Handle::Edit(buf) = &*handle else {
-                    return reply.error(Errno::EBADF);
+                    return done(Err(Errno::EBADF));
                 };
                 let committed = self.settle(ino, buf, pid);
-                match self.edit_text(ino, buf, committed, offset, size) {
-                    Ok(data) => reply.data(&data),
-                    Err(e) => reply.error(e),
-                }
+                done(self.edit_text(ino, buf, committed, offset, size));
             }
             Job::Release { ino, handle, pid } => {
                 if let Handle::Edit(buf) = &*handle {

@@ -1,5 +1,7 @@
-//! The file system the kernel talks to: each FUSE request is mapped onto SOURCE
-//! (`ops.rs`), a control file (`control.rs`) or the state directory (`state.rs`).
+//! The file system the kernel talks to. `fuse.rs` decodes each FUSE request and
+//! calls one method of `Core` (`ops.rs` dispatches by node), which maps it onto
+//! SOURCE (`real.rs`, `dirs.rs`, `xattr.rs`), a control file (`control.rs`) or
+//! the state directory (`state.rs`). Nothing but `fuse.rs` knows fuser.
 //!
 //! Requests run on several threads. Lock order, the one place it is written:
 //!
@@ -46,13 +48,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fuser::{Errno, FileAttr, FileType, INodeNo, Notifier};
 use parking_lot::{Mutex, RwLock};
 
 use super::control::EditBuffer;
 use super::names::Suffixes;
 use super::nodes::{Kind, Nodes, ROOT, real_id};
 use super::source::Source;
+use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, errno};
 use crate::engine::{self, Report};
 use crate::store::Store;
 use crate::transaction::Meant;
@@ -166,7 +168,7 @@ pub enum Job {
         handle: Arc<Handle>,
         /// The process that closed, for the log.
         pid: u32,
-        reply: fuser::ReplyEmpty,
+        done: Done<()>,
     },
     Read {
         ino: u64,
@@ -174,7 +176,7 @@ pub enum Job {
         pid: u32,
         offset: u64,
         size: u32,
-        reply: fuser::ReplyData,
+        done: Done<Vec<u8>>,
     },
     /// The last close of a handle whose empty payload is still to be sent
     /// (already answered: a release's errors reach nobody).
@@ -202,7 +204,7 @@ impl EditFs {
         source: Source,
         store: Store,
         settings: Settings,
-        notifier: Arc<OnceLock<Notifier>>,
+        notifier: Arc<OnceLock<Box<dyn Kernel>>>,
     ) -> EditFs {
         let (jobs, queue) = mpsc::channel::<Job>();
         let core = Arc::new(Core::new(source, store, settings, notifier, jobs));
@@ -235,8 +237,8 @@ impl Core {
     pub(super) fn queue(&self, job: Job) {
         if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
             match job {
-                Job::Flush { reply, .. } => reply.error(Errno::EIO),
-                Job::Read { reply, .. } => reply.error(Errno::EIO),
+                Job::Flush { done, .. } => done(Err(Errno::EIO)),
+                Job::Read { done, .. } => done(Err(Errno::EIO)),
                 Job::Release { .. } => {}
             }
         }
@@ -256,7 +258,7 @@ pub struct Core {
     pub(super) state_report: Mutex<Option<super::control::StateReport>>,
     /// Who may read each kept version, from the log.
     pub(super) kept: Mutex<super::state::KeptAccess>,
-    pub(super) notifier: Arc<OnceLock<Notifier>>,
+    pub(super) notifier: Arc<OnceLock<Box<dyn Kernel>>>,
     stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
     /// The attributes each real node was last given to the kernel, and when. A
@@ -374,13 +376,6 @@ impl Drop for Telling<'_> {
     }
 }
 
-/// `Errno` from a system error.
-pub fn errno(e: impl Into<std::io::Error>) -> Errno {
-    Errno::from(e.into())
-}
-
-pub type Res<T> = Result<T, Errno>;
-
 fn time(sec: i64, nsec: i64) -> SystemTime {
     let base = if sec >= 0 {
         UNIX_EPOCH + Duration::from_secs(sec as u64)
@@ -405,13 +400,12 @@ pub fn file_type(mode: u32) -> FileType {
 /// A real file's attributes; `ino` is its node id.
 pub fn attr(st: &rustix::fs::Stat, ino: u64) -> FileAttr {
     FileAttr {
-        ino: INodeNo(ino),
+        ino,
         size: st.st_size as u64,
         blocks: st.st_blocks as u64,
         atime: time(st.st_atime, st.st_atime_nsec as i64),
         mtime: time(st.st_mtime, st.st_mtime_nsec as i64),
         ctime: time(st.st_ctime, st.st_ctime_nsec as i64),
-        crtime: UNIX_EPOCH,
         kind: file_type(st.st_mode),
         perm: (st.st_mode & 0o7777) as u16,
         nlink: st.st_nlink as u32,
@@ -419,7 +413,6 @@ pub fn attr(st: &rustix::fs::Stat, ino: u64) -> FileAttr {
         gid: st.st_gid,
         rdev: st.st_rdev as u32,
         blksize: st.st_blksize as u32,
-        flags: 0,
     }
 }
 
@@ -441,7 +434,7 @@ impl Core {
         source: Source,
         store: Store,
         settings: Settings,
-        notifier: Arc<OnceLock<Notifier>>,
+        notifier: Arc<OnceLock<Box<dyn Kernel>>>,
         jobs: mpsc::Sender<Job>,
     ) -> Core {
         Core {
@@ -537,7 +530,7 @@ impl Core {
 
     /// Records the attributes of a real node as just given to the kernel.
     pub(super) fn sent(&self, a: &FileAttr) -> FileAttr {
-        self.sent.lock().insert(a.ino.0, (*a, Instant::now()));
+        self.sent.lock().insert(a.ino, (*a, Instant::now()));
         *a
     }
 
@@ -645,10 +638,9 @@ impl Core {
     pub(super) fn invalidate(&self, parent: u64, name: &OsStr, old: Option<u64>) {
         let Some(n) = self.notifier.get() else { return };
         if let Some(ino) = old {
-            // Unknown to the kernel is fine: nothing was cached.
-            let _ = n.inval_inode(INodeNo(ino), 0, 0);
+            n.forget_node(ino);
         }
-        let _ = n.inval_entry(INodeNo(parent), name);
+        n.forget_entry(parent, name);
     }
 
     /// Tells the kernel to forget what it cached of the file at `rel` (after a
@@ -687,13 +679,12 @@ impl Core {
     pub(super) fn virtual_attr(&self, ino: u64, kind: FileType, perm: u16, size: u64) -> FileAttr {
         let now = SystemTime::now();
         FileAttr {
-            ino: INodeNo(ino),
+            ino,
             size,
             blocks: size.div_ceil(512),
             atime: now,
             mtime: now,
             ctime: now,
-            crtime: now,
             kind,
             perm,
             nlink: if kind == FileType::Directory { 2 } else { 1 },
@@ -701,7 +692,6 @@ impl Core {
             gid: self.owner.1,
             rdev: 0,
             blksize: 4096,
-            flags: 0,
         }
     }
 }

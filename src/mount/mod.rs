@@ -7,8 +7,9 @@
 mod budget;
 mod caller;
 mod control;
+mod dirs;
 mod fs;
-mod guard;
+mod fuse;
 mod ignored;
 mod names;
 mod nodes;
@@ -18,9 +19,12 @@ mod owner;
 mod passthrough;
 mod preimage;
 mod ranges;
+mod real;
 mod rescue;
 mod source;
 mod state;
+mod types;
+mod xattr;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -294,14 +298,13 @@ pub fn serve(
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
     rescue::watch(&mnt);
-    let mut session = fuser::Session::new(guard::Guarded(fs), &mnt, &config).map_err(|source| {
-        MountError::Mount {
+    let mut session =
+        fuser::Session::new(fuse::Fuse(fs), &mnt, &config).map_err(|source| MountError::Mount {
             from: src.clone(),
             on: mnt.clone(),
             source,
-        }
-    })?;
-    let _ = notifier.set(session.notifier());
+        })?;
+    let _ = notifier.set(Box::new(fuse::Notify(session.notifier())));
     let signalled = Arc::new(OnceLock::new());
     watch_signals(session.unmount_callable(), signalled.clone())?;
     announce_when_answering(mnt.clone(), ready)?;

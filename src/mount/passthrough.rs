@@ -19,19 +19,19 @@ use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fuser::BackingId;
+use super::types::Backing;
 use parking_lot::Mutex;
 
 /// The open handles of one inode, and how they reach its data.
 struct Open {
     /// `None`: through the daemon (passthrough was off when the first opened).
-    backing: Option<Arc<BackingId>>,
+    backing: Option<Arc<Backing>>,
     handles: usize,
     writers: usize,
 }
 
 impl Open {
-    fn add(&mut self, writer: bool) -> Option<Arc<BackingId>> {
+    fn add(&mut self, writer: bool) -> Option<Arc<Backing>> {
         self.handles += 1;
         self.writers += usize::from(writer);
         self.backing.clone()
@@ -61,8 +61,8 @@ impl Backings {
         ino: u64,
         writer: bool,
         fd: BorrowedFd<'_>,
-        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
-    ) -> Option<Arc<BackingId>> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
+    ) -> Option<Arc<Backing>> {
         if let Some(e) = self.open.lock().get_mut(&ino) {
             return e.add(writer);
         }
@@ -90,8 +90,8 @@ impl Backings {
     fn register(
         &self,
         fd: BorrowedFd<'_>,
-        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<BackingId>,
-    ) -> Option<Arc<BackingId>> {
+        register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
+    ) -> Option<Arc<Backing>> {
         if !self.enabled.load(Ordering::Relaxed) {
             return None;
         }
@@ -112,7 +112,7 @@ impl Backings {
     /// A handle on `ino` was released. The backing id of its last handle is
     /// handed back for the caller to drop with no lock held: dropping it is a
     /// call into the kernel.
-    pub fn release(&self, ino: u64, writer: bool) -> Option<Arc<BackingId>> {
+    pub fn release(&self, ino: u64, writer: bool) -> Option<Arc<Backing>> {
         let mut open = self.open.lock();
         let entry = open.get_mut(&ino)?;
         entry.handles = entry.handles.saturating_sub(1);

@@ -3,10 +3,10 @@
 //! `cp` copies in the kernel. Without them the kernel would take every file for
 //! one run of data, and fuser would log a warning for each request.
 
-use fuser::Errno;
 use rustix::fs::SeekFrom;
 
-use super::fs::{Core, Handle, Res, errno};
+use super::fs::{Core, Handle};
+use super::types::{Errno, Res, errno};
 
 /// The most one `copy_file_range` request copies. A copy holds the target file's
 /// stripe, like a write, so a commit waits for it; callers loop on short counts.
@@ -32,7 +32,7 @@ impl Core {
             let at = rustix::fs::seek(file, to).map_err(errno)?;
             return i64::try_from(at).map_err(|_| Errno::EOVERFLOW);
         }
-        let size = self.getattr_of(ino, Some(fh))?.0.size;
+        let size = self.getattr(ino, Some(fh))?.0.size;
         match whence {
             _ if offset >= size => Err(Errno::ENXIO),
             libc::SEEK_DATA => i64::try_from(offset).map_err(|_| Errno::EOVERFLOW),

@@ -14,12 +14,12 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use fuser::{Errno, FileAttr, FileType};
 use rustix::fs::AtFlags;
 
 use super::caller::{Caller, Now};
-use super::fs::{Core, Entry, Res, errno};
+use super::fs::{Core, Entry};
 use super::nodes::{Kind, ROOT};
+use super::types::{Errno, FileAttr, FileType, Res, errno};
 use crate::store::logline::{Access, LogEntry};
 
 /// The name of the state directory in the mount.

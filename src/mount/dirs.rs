@@ -1,0 +1,538 @@
+//! Directories: what they list, and the names made, renamed and removed in
+//! them. Under `--edits-only` no existing file may lose or change its content
+//! this way: only transactions change files.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use super::fs::{Core, Entry, Handle, Loc, REAL_TTL, VIRTUAL_TTL, attr, file_type, id_of};
+use super::names::Control;
+use super::nodes::{Kind, ROOT, real_id};
+use super::ops::Register;
+use super::real::chmod_nofollow;
+use super::state;
+use super::types::{Errno, FileType, Opened, Requester, Res, Served, Timed, errno};
+use crate::store::STATE_DIR;
+
+/// Opens `name` with `O_CREAT`, saying whether this call made it: only a file
+/// made here takes its maker's owner and permissions, never one that appeared
+/// under the name since the kernel looked it up. Such a file is opened only
+/// once `allowed` (the caller's rights) passed on it, so nothing (a
+/// truncation, a device's open) happens to it first.
+fn create_or_open(
+    dir: &impl AsFd,
+    name: &OsStr,
+    (flags, perm): (OFlags, Mode),
+    allowed: impl FnOnce(BorrowedFd<'_>) -> Res<()>,
+) -> Res<(OwnedFd, bool)> {
+    match rustix::fs::openat(dir, name, flags | OFlags::EXCL, perm) {
+        Ok(fd) => Ok((fd, true)),
+        Err(rustix::io::Errno::EXIST) if !flags.contains(OFlags::EXCL) => {
+            let pinned = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(errno)?;
+            let st = rustix::fs::fstat(&pinned).map_err(errno)?;
+            if file_type(st.st_mode) == FileType::Symlink {
+                return Err(Errno::ELOOP);
+            }
+            allowed(pinned.as_fd())?;
+            // Through its descriptor's own link: exactly the file checked.
+            let link = format!("/proc/self/fd/{}", pinned.as_raw_fd());
+            let flags = flags - OFlags::CREATE - OFlags::NOFOLLOW;
+            rustix::fs::openat(rustix::fs::CWD, link.as_str(), flags, perm)
+                .map(|fd| (fd, false))
+                .map_err(errno)
+        }
+        Err(e) => Err(errno(e)),
+    }
+}
+
+/// Whether `name` in `dir` is a directory with nothing in it.
+fn empty_dir(dir: &impl AsFd, name: &OsStr) -> bool {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else {
+        return false;
+    };
+    rustix::fs::Dir::read_from(&fd).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .all(|e| matches!(e.file_name().to_bytes(), b"." | b".."))
+    })
+}
+
+/// The access an open with `flags` asks of an existing file.
+fn access_for(flags: OFlags) -> rustix::fs::Access {
+    use rustix::fs::Access;
+    let mode = match flags & (OFlags::RDONLY | OFlags::WRONLY | OFlags::RDWR) {
+        f if f == OFlags::WRONLY => Access::WRITE_OK,
+        f if f == OFlags::RDWR => Access::READ_OK | Access::WRITE_OK,
+        _ => Access::READ_OK,
+    };
+    if flags.contains(OFlags::TRUNC) {
+        mode | Access::WRITE_OK
+    } else {
+        mode
+    }
+}
+
+impl Core {
+    /// The parent of a new name must be a real directory, and the name not `.editfs` at the root.
+    fn new_name(&self, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
+        if parent == ROOT && name == state::NAME {
+            return Err(Errno::EEXIST);
+        }
+        self.dir_of(parent)
+    }
+
+    /// Makes `name` in `parent` with `how` and permissions `perm`, gives it to its
+    /// maker, and answers its entry.
+    fn make(
+        &self,
+        who: Requester,
+        parent: u64,
+        name: &OsStr,
+        perm: u32,
+        how: impl FnOnce(&OwnedFd) -> rustix::io::Result<()>,
+    ) -> Res<Timed> {
+        let dir = self.new_name(parent, name)?;
+        how(&dir).map_err(errno)?;
+        self.unmask(&*dir, name, perm)?;
+        self.give_to(who, &*dir, name);
+        self.entry_at(parent, &*dir, name)
+    }
+
+    /// Gives back to a new node the permission bits the daemon's own umask took:
+    /// the caller's umask is already in `perm`, and `mkdir -m 777` must get 777.
+    /// The daemon keeps its umask because the store's own files rely on it.
+    fn unmask(&self, dir: &impl AsFd, name: &OsStr, perm: u32) -> Res<()> {
+        let lost = perm & self.umask;
+        if lost == 0 {
+            return Ok(());
+        }
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        let mode = Mode::from_raw_mode(st.st_mode & 0o7777 | lost);
+        chmod_nofollow(dir.as_fd(), name, mode).map_err(errno)
+    }
+
+    /// Gives a new file to the user who made it when the daemon runs as root.
+    fn give_to(&self, who: Requester, dir: &impl AsFd, name: &OsStr) {
+        if self.owner.0 != 0 || who.uid == 0 {
+            return;
+        }
+        let uid = rustix::fs::Uid::from_raw(who.uid);
+        let setgid = rustix::fs::fstat(dir).is_ok_and(|s| s.st_mode & libc::S_ISGID != 0);
+        let gid = (!setgid).then(|| rustix::fs::Gid::from_raw(who.gid));
+        if let Err(e) = rustix::fs::chownat(dir, name, Some(uid), gid, AtFlags::SYMLINK_NOFOLLOW) {
+            log::warn!(
+                "cannot give {} to uid {}: {e}",
+                name.to_string_lossy(),
+                who.uid
+            );
+        }
+    }
+
+    fn entry_at(&self, parent: u64, dir: &impl AsFd, name: &OsStr) -> Res<Timed> {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        let id = real_id(st.st_ino);
+        self.nodes.write().remember(id, parent, name);
+        Ok((attr(&st, id), REAL_TTL))
+    }
+
+    /// A name the user may change: real, in a real directory, not a control file.
+    fn changeable(&self, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
+        if parent == ROOT && name == OsStr::new(STATE_DIR) {
+            return Err(Errno::EBUSY);
+        }
+        let dir = self.dir_of(parent)?;
+        if matches!(
+            rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW),
+            Err(rustix::io::Errno::NOENT)
+        ) && self.settings.suffixes.parse(name).is_some()
+        {
+            // A control file is not a file that can be removed or renamed.
+            return Err(Errno::EPERM);
+        }
+        Ok(dir)
+    }
+
+    /// Under `--edits-only`, an existing name (other than an empty directory's)
+    /// may not be removed, renamed or replaced: only transactions change files.
+    fn edits_only_keeps(&self, dir: &impl AsFd, name: &OsStr) -> Res<()> {
+        if !self.settings.edits_only {
+            return Ok(());
+        }
+        match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if file_type(st.st_mode) != FileType::Directory => Err(Errno::EROFS),
+            Ok(_) if !empty_dir(dir, name) => Err(Errno::EROFS),
+            _ => Ok(()),
+        }
+    }
+
+    fn after_rename(&self, old: (u64, &OsStr), new: (u64, &OsStr), exchange: bool) {
+        let from = self.path(old.0).map(|p| p.join(old.1)).ok();
+        let to = self.path(new.0).map(|p| p.join(new.1)).ok();
+        let mut nodes = self.nodes.write();
+        if exchange {
+            nodes.exchanged(old, new);
+        } else {
+            nodes.renamed(old.0, old.1, new.0, new.1);
+        }
+        drop(nodes);
+        match (from, to) {
+            (Some(from), Some(to)) if exchange => self.swap_reports(from, to),
+            (Some(from), to) if !exchange => self.move_report(from, to),
+            _ => {}
+        }
+    }
+    fn list(&self, ino: u64) -> Res<Vec<Entry>> {
+        if let Kind::State(rel) = self.kind(ino)? {
+            return self.state_entries(ino, &rel);
+        }
+        let dir = self.dir_of(ino)?;
+        let mut out = Vec::new();
+        let mut regular = Vec::new();
+        for e in rustix::fs::Dir::read_from(&dir).map_err(errno)? {
+            let e = e.map_err(errno)?;
+            let name = OsStr::from_bytes(e.file_name().to_bytes());
+            if name == "." || name == ".." || (ino == ROOT && name == state::NAME) {
+                continue;
+            }
+            let kind = match e.file_type() {
+                rustix::fs::FileType::Directory => FileType::Directory,
+                rustix::fs::FileType::Symlink => FileType::Symlink,
+                rustix::fs::FileType::RegularFile => FileType::RegularFile,
+                rustix::fs::FileType::Fifo => FileType::NamedPipe,
+                rustix::fs::FileType::Socket => FileType::Socket,
+                rustix::fs::FileType::CharacterDevice => FileType::CharDevice,
+                rustix::fs::FileType::BlockDevice => FileType::BlockDevice,
+                rustix::fs::FileType::Unknown => FileType::RegularFile,
+            };
+            if kind == FileType::RegularFile {
+                regular.push(name.to_owned());
+            }
+            out.push(Entry {
+                ino: real_id(e.ino()),
+                kind,
+                name: name.to_owned(),
+            });
+        }
+        if ino == ROOT {
+            out.push(Entry {
+                ino: self.state_root(false),
+                kind: FileType::Directory,
+                name: state::NAME.into(),
+            });
+        }
+        if self.settings.show_control_files {
+            self.add_control_entries(ino, &mut out, regular);
+        }
+        Ok(out)
+    }
+
+    fn add_control_entries(
+        &self,
+        ino: u64,
+        out: &mut Vec<Entry>,
+        regular: Vec<std::ffi::OsString>,
+    ) {
+        let taken: std::collections::HashSet<_> = out.iter().map(|e| e.name.clone()).collect();
+        for base in regular {
+            for c in Control::ALL {
+                let name = self.settings.suffixes.name(&base, c);
+                if !taken.contains(&name) {
+                    let kind = Kind::Control {
+                        base: base.clone(),
+                        control: c,
+                    };
+                    let id = self.nodes.write().virtual_node(ino, &name, kind, false);
+                    out.push(Entry {
+                        ino: id,
+                        kind: FileType::RegularFile,
+                        name,
+                    });
+                }
+            }
+        }
+    }
+
+    /// An open descriptor of a real node for extended attributes; `None` for a symlink.    /// The attributes of a listed entry, read now; `None` if it has gone.
+    fn entry_attr(&self, dir: Option<&OwnedFd>, e: &Entry) -> Option<Timed> {
+        let real = self
+            .nodes
+            .read()
+            .get(e.ino)
+            .is_none_or(|n| n.kind == Kind::Real);
+        match (real, dir) {
+            (true, Some(_)) if let Some(still) = self.still_sent(e.ino) => Some(still),
+            (true, Some(dir)) => {
+                let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+                Some((self.sent(&attr(&st, real_id(st.st_ino))), REAL_TTL))
+            }
+            _ => self.getattr(e.ino, None).ok(),
+        }
+    }
+
+    /// Records the lookup the kernel now holds for an entry of a listing.
+    fn counted(&self, parent: u64, e: &Entry, id: u64) {
+        let mut nodes = self.nodes.write();
+        match nodes.get(id).map(|n| n.kind.clone()) {
+            Some(kind @ (Kind::Control { .. } | Kind::State(_))) => {
+                nodes.virtual_node(parent, &e.name, kind, true);
+            }
+            _ => nodes.remember(id, parent, &e.name),
+        }
+    }
+
+    pub(super) fn mknod(
+        &self,
+        who: Requester,
+        (parent, name): (u64, &OsStr),
+        (mode, umask): (u32, u32),
+        rdev: u32,
+    ) -> Res<Timed> {
+        let kind = rustix::fs::FileType::from_raw_mode(mode);
+        let perm = mode & !umask & 0o7777;
+        self.make(who, parent, name, perm, |dir| {
+            rustix::fs::mknodat(dir, name, kind, Mode::from_raw_mode(perm), u64::from(rdev))
+        })
+    }
+
+    pub(super) fn mkdir(
+        &self,
+        who: Requester,
+        (parent, name): (u64, &OsStr),
+        (mode, umask): (u32, u32),
+    ) -> Res<Timed> {
+        let perm = mode & !umask & 0o7777;
+        self.make(who, parent, name, perm, |dir| {
+            rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(perm))
+        })
+    }
+
+    pub(super) fn symlink(
+        &self,
+        who: Requester,
+        (parent, name): (u64, &OsStr),
+        target: &Path,
+    ) -> Res<Timed> {
+        self.make(who, parent, name, 0, |dir| {
+            rustix::fs::symlinkat(target, dir, name)
+        })
+    }
+
+    pub(super) fn unlink(&self, who: Requester, parent: u64, name: &OsStr) -> Res<()> {
+        let dir = self.changeable(parent, name)?;
+        self.edits_only_keeps(&dir, name)?;
+        let gone = self.path(parent).map(|p| p.join(name)).ok();
+        let loc = Loc {
+            dir,
+            name: name.to_owned(),
+        };
+        match &gone {
+            Some(rel) => self.remove_file(rel, &loc, who.pid),
+            None => rustix::fs::unlinkat(loc.dir(), name, AtFlags::empty()),
+        }
+        .map_err(errno)?;
+        self.nodes.write().unlinked(parent, name);
+        if let Some(gone) = gone {
+            self.move_report(gone, None);
+        }
+        Ok(())
+    }
+
+    pub(super) fn rmdir(&self, parent: u64, name: &OsStr) -> Res<()> {
+        let dir = self.changeable(parent, name)?;
+        rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR).map_err(errno)?;
+        self.nodes.write().unlinked(parent, name);
+        Ok(())
+    }
+
+    /// Renames with the kernel's `renameat2` flags `flags`.
+    pub(super) fn rename(
+        &self,
+        who: Requester,
+        (parent, name): (u64, &OsStr),
+        (newparent, newname): (u64, &OsStr),
+        flags: u32,
+    ) -> Res<()> {
+        let from = self.changeable(parent, name)?;
+        let to = self.changeable(newparent, newname)?;
+        self.edits_only_keeps(&from, name)?;
+        self.edits_only_keeps(&to, newname)?;
+        let how = rustix::fs::RenameFlags::from_bits_retain(flags);
+        // `sed -i` and many editors save by renaming a new file over the old one.
+        let over = Loc {
+            dir: to.clone(),
+            name: newname.to_owned(),
+        };
+        let pending = self.keep_before_write(&self.path(newparent)?.join(newname), &over, who.pid);
+        let renamed = rustix::fs::renameat_with(&from, name, &to, newname, how);
+        if let Some(p) = pending {
+            self.finish_write(&p, Some(&over));
+        }
+        renamed.map_err(errno)?;
+        let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
+        self.after_rename((parent, name), (newparent, newname), exchange);
+        Ok(())
+    }
+
+    pub(super) fn link(&self, ino: u64, newparent: u64, newname: &OsStr) -> Res<Timed> {
+        self.real_only(ino)?;
+        let loc = self.loc(ino)?;
+        let dir = self.new_name(newparent, newname)?;
+        rustix::fs::linkat(loc.dir(), &loc.name, &dir, newname, AtFlags::empty()).map_err(errno)?;
+        self.entry_at(newparent, &dir, newname)
+    }
+
+    /// Creates (or opens) `name` in `parent` with open flags `flags`; the new
+    /// handle is passed through when `register` gets a backing id for it.
+    pub(super) fn create(
+        &self,
+        who: Requester,
+        (parent, name): (u64, &OsStr),
+        (mode, umask): (u32, u32),
+        flags: i32,
+        register: Register<'_>,
+    ) -> Res<(Timed, Opened)> {
+        let dir = self.new_name(parent, name)?;
+        let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::CLOEXEC;
+        let perm = mode & !umask & 0o7777;
+        // A file another user made since the kernel looked the name up had
+        // no permission checked by the kernel: it is asked here.
+        let allowed = |fd: BorrowedFd<'_>| who.caller().may(fd, access_for(flags)).map_err(errno);
+        let how = (flags, Mode::from_raw_mode(perm));
+        let (fd, made) = create_or_open(&*dir, name, how, allowed)?;
+        if made {
+            self.unmask(&*dir, name, perm)?;
+            self.give_to(who, &dir, name);
+        }
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        let id = id_of(&st, false);
+        self.nodes.write().remember(id, parent, name);
+        let fh = self.add_handle(Handle::File {
+            file: File::from(fd),
+            ino: id,
+        });
+        let served = match self.backing(id, fh, register) {
+            Some(backing) => Served::Passed(backing),
+            None => Served::Plain,
+        };
+        Ok(((attr(&st, id), REAL_TTL), Opened { fh, served }))
+    }
+
+    pub(super) fn opendir(&self, ino: u64) -> Res<u64> {
+        Ok(self.add_handle(Handle::Dir(self.list(ino)?)))
+    }
+
+    /// Hands the entries of an open directory from `offset` on to `add` (node
+    /// id, the offset after it, type, name) until it says it is full.
+    pub(super) fn readdir(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
+    ) -> Res<()> {
+        let h = self.handle(fh)?;
+        let Handle::Dir(entries) = &*h else {
+            return Err(Errno::ENOTDIR);
+        };
+        let dots = [
+            (ino, FileType::Directory, OsStr::new(".")),
+            (ino, FileType::Directory, OsStr::new("..")),
+        ];
+        let all = dots
+            .into_iter()
+            .chain(entries.iter().map(|e| (e.ino, e.kind, e.name.as_os_str())));
+        for (i, (ino, kind, name)) in all.enumerate().skip(offset as usize) {
+            if add(ino, i as u64 + 1, kind, name) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the entries of an open directory from `offset` on to `add` (node
+    /// id, the offset after it, name, attributes) until it says it is full;
+    /// each entry handed over counts as a lookup.
+    pub(super) fn readdirplus(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        mut add: impl FnMut(u64, u64, &OsStr, &Timed) -> bool,
+    ) -> Res<()> {
+        let h = self.handle(fh)?;
+        let Handle::Dir(entries) = &*h else {
+            return Err(Errno::ENOTDIR);
+        };
+        let dir = match self.kind(ino) {
+            Ok(Kind::Real) => self.dir_of(ino).ok(),
+            _ => None,
+        };
+        // `.` and `..` come first; the kernel looks neither up.
+        let Ok((here, _)) = self.getattr(ino, None) else {
+            return Err(Errno::ENOENT);
+        };
+        for (i, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
+            if add(0, i as u64 + 1, OsStr::new(name), &(here, VIRTUAL_TTL)) {
+                return Ok(());
+            }
+        }
+        for (i, e) in entries
+            .iter()
+            .enumerate()
+            .skip((offset as usize).saturating_sub(2))
+        {
+            let Some(timed) = self.entry_attr(dir.as_deref(), e) else {
+                continue;
+            };
+            if add(timed.0.ino, i as u64 + 3, &e.name, &timed) {
+                break;
+            }
+            self.counted(ino, e, timed.0.ino);
+        }
+        Ok(())
+    }
+
+    pub(super) fn releasedir(&self, fh: u64) {
+        self.drop_handle(fh);
+    }
+
+    pub(super) fn fsyncdir(&self, ino: u64) -> Res<()> {
+        rustix::fs::fsync(&*self.dir_of(ino)?).map_err(errno)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_asks_the_access_its_mode_and_truncation_need() {
+        use rustix::fs::Access;
+        assert_eq!(access_for(OFlags::RDONLY), Access::READ_OK);
+        assert_eq!(access_for(OFlags::WRONLY), Access::WRITE_OK);
+        assert_eq!(
+            access_for(OFlags::RDWR | OFlags::CREATE),
+            Access::READ_OK | Access::WRITE_OK
+        );
+        assert_eq!(
+            access_for(OFlags::RDONLY | OFlags::TRUNC),
+            Access::READ_OK | Access::WRITE_OK
+        );
+    }
+}

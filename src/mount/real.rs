@@ -1,0 +1,339 @@
+//! Real files: their attributes and content, passed through to SOURCE with the
+//! errno SOURCE gives. A direct write keeps the file's pre-image (taken when
+//! it is opened for writing) and waits while a transaction on it commits.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
+
+use super::fs::{Core, Handle, REAL_TTL, VIRTUAL_TTL, attr, file_type};
+use super::nodes::{ROOT, real_id};
+use super::ops::Register;
+use super::state;
+use super::types::{Backing, Errno, FileType, Res, Served, Timed, errno};
+
+/// chmod of `name` in `dir` without following it: the kernel has no such call, so
+/// the file is pinned with `O_PATH` and changed through its `/proc/self/fd` link,
+/// as the C library does.
+pub fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> rustix::io::Result<()> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    if file_type(rustix::fs::fstat(&fd)?.st_mode) == FileType::Symlink {
+        return Err(rustix::io::Errno::OPNOTSUPP);
+    }
+    rustix::fs::chmod(format!("/proc/self/fd/{}", fd.as_raw_fd()), mode)
+}
+
+/// Up to `size` bytes at `offset`, read into memory that is not zeroed first.
+pub fn read_at(file: &File, offset: u64, size: usize) -> Res<Vec<u8>> {
+    let mut buf = Vec::with_capacity(size.max(1));
+    while buf.len() < size {
+        let at = offset + buf.len() as u64;
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
+            Ok(0) => break,
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(errno(e)),
+        }
+    }
+    buf.truncate(size);
+    Ok(buf)
+}
+
+/// The attribute changes of one setattr request; a time left out is `None`.
+pub struct Set {
+    pub mode: Option<u32>,
+    pub owner: (Option<u32>, Option<u32>),
+    pub size: Option<u64>,
+    pub times: (Option<Timespec>, Option<Timespec>),
+}
+
+/// A time setattr leaves as it is.
+const OMIT: Timespec = Timespec {
+    tv_sec: 0,
+    tv_nsec: rustix::fs::UTIME_OMIT,
+};
+
+/// How a real file that is not passed through is served: its pages stay cached
+/// across opens (dropped when attributes show a change). A read-only open has
+/// nothing to flush; one that writes does (pages written through a shared map).
+pub fn cached(flags: i32) -> Served {
+    Served::Cached {
+        flush: is_write(flags),
+    }
+}
+
+/// Whether a descriptor the daemon opened may write.
+pub fn writes(file: &File) -> bool {
+    rustix::fs::fcntl_getfl(file).is_ok_and(|f| {
+        let mode = f & OFlags::RWMODE;
+        mode == OFlags::WRONLY || mode == OFlags::RDWR
+    })
+}
+
+pub fn is_write(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY || truncates(flags)
+}
+
+/// The kernel's `__FMODE_EXEC`, set in the flags of the open that loads a program.
+const EXEC_OPEN: i32 = 0x20;
+
+pub fn truncates(flags: i32) -> bool {
+    flags & libc::O_TRUNC != 0
+}
+
+impl Core {
+    pub(super) fn lookup_real(&self, parent: u64, name: &OsStr) -> Res<Timed> {
+        if parent == ROOT && name == state::NAME {
+            let ino = self.state_root(true);
+            return Ok((self.state_attr(ino, std::path::Path::new(""))?, VIRTUAL_TTL));
+        }
+        let dir = self.dir_of(parent)?;
+        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let id = real_id(st.st_ino);
+                self.nodes.write().remember(id, parent, name);
+                Ok((self.sent(&attr(&st, id)), REAL_TTL))
+            }
+            Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, name),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    pub(super) fn getattr_real(&self, ino: u64, fh: Option<u64>) -> Res<Timed> {
+        if let Some(Handle::File { file, .. }) = self.file_of(ino, fh).as_deref() {
+            let st = rustix::fs::fstat(file).map_err(errno)?;
+            return Ok((self.sent(&attr(&st, ino)), REAL_TTL));
+        }
+        let st = match self.stat_real(ino) {
+            // Replaced or unlinked under its name, but still open: the
+            // open file is what `fstat` asks about.
+            Err(Errno::ESTALE) => self.stat_open(ino).ok_or(Errno::ESTALE)?,
+            other => other?,
+        };
+        Ok((self.sent(&attr(&st, ino)), REAL_TTL))
+    }
+
+    /// A real node's status, checked to still be the same file.
+    fn stat_real(&self, ino: u64) -> Res<rustix::fs::Stat> {
+        if ino == ROOT {
+            return rustix::fs::fstat(self.source.root()).map_err(errno);
+        }
+        let loc = self.loc(ino)?;
+        let st =
+            rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        // The name now holds another file (replaced by a rename): this node is
+        // stale, and ESTALE makes the kernel look the name up again.
+        if real_id(st.st_ino) != ino {
+            return Err(Errno::ESTALE);
+        }
+        Ok(st)
+    }
+
+    pub(super) fn setattr_real(&self, ino: u64, pid: u32, fh: Option<u64>, set: Set) -> Res<()> {
+        self.touched(ino);
+        let Set {
+            mode,
+            owner,
+            size,
+            times,
+        } = set;
+        let handle = self.file_of(ino, fh);
+        let file = handle.as_deref().and_then(|h| match h {
+            Handle::File { file, .. } => Some(file),
+            _ => None,
+        });
+        let loc = if file.is_none() {
+            Some(self.loc(ino)?)
+        } else {
+            None
+        };
+        if let Some(mode) = mode {
+            let m = Mode::from_raw_mode(mode & 0o7777);
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::fchmod(f, m),
+                (None, Some(l)) => chmod_nofollow(l.dir(), &l.name, m),
+                _ => Ok(()),
+            }
+            .map_err(errno)?;
+        }
+        if owner.0.is_some() || owner.1.is_some() {
+            let uid = owner.0.map(rustix::fs::Uid::from_raw);
+            let gid = owner.1.map(rustix::fs::Gid::from_raw);
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::fchown(f, uid, gid),
+                (None, Some(l)) => {
+                    rustix::fs::chownat(l.dir(), &l.name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)
+                }
+                _ => Ok(()),
+            }
+            .map_err(errno)?;
+        }
+        if let Some(size) = size {
+            if self.settings.edits_only {
+                return Err(Errno::EROFS);
+            }
+            // A truncate by name (`truncate -s`) is a write no open announced.
+            let pending = match &loc {
+                Some(l) => self.keep_before_write(&self.path(ino)?, l, pid),
+                None => None,
+            };
+            let _shared = self.stripe(ino).read();
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::ftruncate(f, size).map_err(errno)?,
+                (None, Some(l)) => {
+                    let flags =
+                        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+                    let fd = rustix::fs::openat(l.dir(), &l.name, flags, Mode::empty())
+                        .map_err(errno)?;
+                    rustix::fs::ftruncate(&fd, size).map_err(errno)?;
+                }
+                _ => {}
+            }
+            if let Some(p) = pending {
+                self.finish_write(&p, loc.as_ref());
+            }
+        }
+        if times.0.is_some() || times.1.is_some() {
+            let ts = Timestamps {
+                last_access: times.0.unwrap_or(OMIT),
+                last_modification: times.1.unwrap_or(OMIT),
+            };
+            match (file, &loc) {
+                (Some(f), _) => rustix::fs::futimens(f, &ts),
+                (None, Some(l)) => {
+                    rustix::fs::utimensat(l.dir(), &l.name, &ts, AtFlags::SYMLINK_NOFOLLOW)
+                }
+                _ => Ok(()),
+            }
+            .map_err(errno)?;
+        }
+        Ok(())
+    }
+
+    /// A write to real file `ino` through a handle open for writing (`write`,
+    /// `fallocate`, `copy_file_range`): the file's pre-image was taken when the
+    /// handle was opened, and the write waits while a transaction on it commits.
+    pub(super) fn direct_write<T>(&self, ino: u64, write: impl FnOnce() -> Res<T>) -> Res<T> {
+        let _shared = self.stripe(ino).read();
+        self.touched(ino);
+        write()
+    }
+
+    /// ETXTBSY for `open(O_RDONLY | O_TRUNC)` of a program being run. The kernel
+    /// refuses every other write to it before asking us, but this one it checks
+    /// only after our open has truncated the file (atomic `O_TRUNC`): the running
+    /// program was emptied under its process, and the open then failed anyway.
+    fn refuse_busy_truncation(&self, ino: u64, flags: i32) -> Res<()> {
+        let read_only = flags & libc::O_ACCMODE == libc::O_RDONLY;
+        if read_only && truncates(flags) && self.running.lock().values().any(|&i| i == ino) {
+            return Err(Errno::ETXTBSY);
+        }
+        Ok(())
+    }
+
+    pub(super) fn open_real(&self, ino: u64, flags: i32, pid: u32) -> Res<u64> {
+        if self.settings.edits_only && is_write(flags) {
+            return Err(Errno::EROFS);
+        }
+        self.refuse_busy_truncation(ino, flags)?;
+        let runs = flags & EXEC_OPEN != 0;
+        let loc = self.loc(ino)?;
+        let open = || {
+            let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
+            let flags = OFlags::from_bits_retain((flags & !strip) as u32)
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC;
+            let opened = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty());
+            // A commit may have renamed a new file over the name since the kernel
+            // looked it up: ESTALE makes the kernel look it up again and open that.
+            opened.and_then(|fd| match rustix::fs::fstat(&fd) {
+                Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
+                Ok(_) => Ok(fd),
+                Err(e) => Err(e),
+            })
+        };
+        // An open that does not truncate changes nothing: it is made before the
+        // pre-image is kept (which may wait for commits), so the file is met as
+        // the kernel just looked it up, not maybe replaced by then.
+        let early = (!truncates(flags)).then(open);
+        let mut pending = None;
+        if is_write(flags) {
+            pending = self.keep_before_write(&self.path(ino)?, &loc, pid);
+            // O_TRUNC changes the size without a write.
+            self.touched(ino);
+        }
+        let opened = early.unwrap_or_else(open);
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(e) => {
+                if let Some(p) = pending {
+                    self.finish_write(&p, Some(&loc));
+                }
+                return Err(errno(e));
+            }
+        };
+        let fh = self.add_handle(Handle::File {
+            file: File::from(fd),
+            ino,
+        });
+        if let Some(p) = pending {
+            self.writes.lock().insert(fh, p);
+        }
+        if runs {
+            self.running.lock().insert(fh, ino);
+        }
+        Ok(fh)
+    }
+
+    /// The backing id handle `fh` (a real file, `ino`) is passed through with,
+    /// if any; `register` asks the kernel for a new one.
+    pub(super) fn backing(
+        &self,
+        ino: u64,
+        fh: u64,
+        register: Register<'_>,
+    ) -> Option<Arc<Backing>> {
+        let h = self.handle(fh).ok()?;
+        let Handle::File { file, .. } = &*h else {
+            return None;
+        };
+        self.backings
+            .open(ino, writes(file), file.as_fd(), register)
+    }
+
+    pub(super) fn readlink(&self, ino: u64) -> Res<Vec<u8>> {
+        let l = self.loc(ino)?;
+        let target = rustix::fs::readlinkat(l.dir(), &l.name, Vec::new()).map_err(errno)?;
+        Ok(target.into_bytes())
+    }
+
+    pub(super) fn fallocate(&self, fh: u64, (offset, length): (u64, u64), mode: i32) -> Res<()> {
+        match &*self.handle(fh)? {
+            Handle::File { file, ino } => self.direct_write(*ino, || {
+                let how = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
+                rustix::fs::fallocate(file, how, offset, length).map_err(errno)
+            }),
+            _ => Err(Errno::EOPNOTSUPP),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_means_any_write_access_or_truncation() {
+        assert!(!is_write(libc::O_RDONLY));
+        assert!(is_write(libc::O_WRONLY));
+        assert!(is_write(libc::O_RDWR));
+        assert!(is_write(libc::O_RDONLY | libc::O_TRUNC));
+    }
+}
