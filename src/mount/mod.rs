@@ -11,6 +11,8 @@ mod dirs;
 mod fs;
 mod fuse;
 mod ignored;
+#[cfg(test)]
+mod in_process;
 mod names;
 mod nodes;
 mod ops;
