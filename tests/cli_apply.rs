@@ -436,6 +436,29 @@ fn a_tool_call_must_name_the_file_apply_edits() {
 }
 
 #[test]
+fn a_diff_of_another_file_is_refused_not_applied_to_the_file_named_on_the_command_line() {
+    let p = Project::new();
+    fs::write(p.path("b.txt"), "first\nold line\nlast\n").unwrap();
+    let diff = |name: &str| {
+        format!(
+            "--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n first\n-old line\n+new line\n last\n"
+        )
+    };
+    let out = p.editfs(&["apply", "a.txt"], &diff("b.txt"));
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("the patch names `b.txt`, but it was sent to edit a.txt"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
+
+    let out = p.editfs(&["apply", "a.txt"], &diff("a.txt"));
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("a.txt"), "first\nnew line\nlast\n");
+}
+
+#[test]
 fn sections_naming_one_file_by_two_spellings_are_one_files_operations() {
     let p = Project::new();
     fs::write(p.path("x.txt"), "a\nb\nc\n").unwrap();

@@ -71,6 +71,9 @@ pub struct Operation {
     /// an XML `<path>`): it selects the file in a multi-file payload and must be
     /// the edited file otherwise.
     pub path: Option<String>,
+    /// The paths a patch's file header names (new side first): sent to one
+    /// file's control file, a hunk none of them names is for another file.
+    pub patched: Vec<String>,
     /// A patch's removal or move of the whole file: then SEARCH and REPLACE are empty.
     pub act: Option<FileAct>,
     /// A `*** Begin Patch` hunk's `@@ def f():` line: the hunk lies after the
@@ -93,6 +96,7 @@ impl Operation {
             label: None,
             splits: Vec::new(),
             path: None,
+            patched: Vec::new(),
             act: None,
             anchor: None,
         }
@@ -130,8 +134,13 @@ pub enum PayloadError {
     Field { index: usize, message: String },
     #[error("the payload holds no edit operation: it looks like {looks_like}")]
     Shape { looks_like: String, hint: String },
-    #[error("the call names `{named}`, but it was sent to edit {file}")]
-    OtherFile { named: String, file: String },
+    #[error("the {by} names `{named}`, but it was sent to edit {file}")]
+    OtherFile {
+        /// What named it: a tool `call` or a `patch`.
+        by: &'static str,
+        named: String,
+        file: String,
+    },
     #[error(
         "payload line {line}: the patch {what}, which the control file of one file does not do"
     )]
@@ -158,7 +167,7 @@ impl PayloadError {
             PayloadError::Json { .. } | PayloadError::Field { .. } => JSON_SHAPE.into(),
             PayloadError::Shape { hint, .. } => hint.clone(),
             PayloadError::OtherFile { named, .. } => format!(
-                "send it to the edit control file of `{named}` (or to .editfs/edit, which edits the files its calls name), or correct the path"
+                "send it to the edit control file of `{named}` (or to .editfs/edit, which edits the files a payload names), or correct the path"
             ),
             PayloadError::WholeFile { .. } => "send the whole patch to .editfs/edit (or `editfs apply --multi ROOT`): there it runs as one all-or-nothing transaction that keeps each removed file's content, so `editfs undo` brings it back".into(),
             _ => BLOCK_SHAPE.into(),
@@ -266,17 +275,32 @@ pub fn parse_single<'a>(
             what,
         });
     }
-    match payload
-        .operations
-        .iter()
-        .find_map(|o| o.path.as_ref().filter(|p| !names(p)))
-    {
-        Some(other) => Err(PayloadError::OtherFile {
-            named: other.clone(),
-            file: name.to_owned(),
-        }),
-        None => Ok(payload),
+    let other_file = |by, named: &String| PayloadError::OtherFile {
+        by,
+        named: named.clone(),
+        file: name.to_owned(),
+    };
+    for op in &payload.operations {
+        if let Some(p) = op.path.as_ref().filter(|p| !names(p)) {
+            return Err(other_file("call", p));
+        }
+        if let Some(first) = op.patched.first()
+            && !op.patched.iter().any(|p| patch_names(p, names))
+        {
+            return Err(other_file("patch", first));
+        }
     }
+    Ok(payload)
+}
+
+/// Whether a patch header's path names the file: as written, or with its first
+/// directory dropped, as `patch -p1` reads `diff -ru old/ new/` (and `git diff
+/// --no-index a/ b/`, whose `a/` git prefixes again).
+fn patch_names(path: &str, names: &dyn Fn(&str) -> bool) -> bool {
+    names(path)
+        || path
+            .split_once('/')
+            .is_some_and(|(_, rest)| !rest.is_empty() && names(rest))
 }
 
 /// What a caller knows of the files beneath its root, so the engine, which
@@ -601,6 +625,35 @@ mod tests {
             let text: String = picks.iter().map(|&i| PIECES[i]).collect();
             let _ = parse(text.as_bytes(), 1 << 20);
             let _ = parse_multi(text.as_bytes(), 1 << 20, &Fake(&["a", "a b"]));
+        }
+    }
+
+    /// Whether a written path names `src/lib.rs` as seen from the root or `src/`.
+    fn is_lib(p: &str) -> bool {
+        ["src/lib.rs", "lib.rs"].contains(&p)
+    }
+
+    #[test]
+    fn a_patch_for_another_file_is_refused_by_one_files_control_file() {
+        let hunk = "@@ -1 +1 @@\n-a\n+b\n";
+        let diff = |old: &str, new: &str| format!("--- {old}\n+++ {new}\n{hunk}");
+        let single = |text: &str| parse_single(text.as_bytes(), 10_000, "src/lib.rs", &is_lib);
+        let err = single(&diff("a/src/other.rs", "b/src/other.rs")).unwrap_err();
+        assert_eq!(err.kind(), "wrong_file");
+        assert_eq!(
+            err.to_string(),
+            "the patch names `src/other.rs`, but it was sent to edit src/lib.rs"
+        );
+        let begin = "*** Begin Patch\n*** Update File: OTHER.md\n@@\n-a\n+b\n*** End Patch\n";
+        assert_eq!(single(begin).unwrap_err().kind(), "wrong_file");
+        for named in [
+            diff("a/src/lib.rs", "b/src/lib.rs"),
+            diff("lib.rs.orig", "lib.rs"),
+            diff("old/src/lib.rs", "new/src/lib.rs"),
+            diff("a/a/src/lib.rs", "b/b/src/lib.rs"),
+            begin.replace("OTHER.md", "src/lib.rs"),
+        ] {
+            assert!(single(&named).is_ok(), "{named}");
         }
     }
 

@@ -144,6 +144,7 @@ impl Hunk {
         let mut op = Operation::new(Find::Lines, joined(self.search), replace, line);
         op.near = near;
         op.label = file.map(str::to_owned);
+        op.patched = op.label.iter().cloned().collect();
         op.anchor = self.anchor;
         op
     }
@@ -160,6 +161,8 @@ struct Section {
     new_file: Option<usize>,
     /// Whether its `---`/`+++` header was read (a second one starts a new section).
     headed: bool,
+    /// The paths its `+++` and `---` lines name, new side first.
+    names: Vec<String>,
     hunks: usize,
 }
 
@@ -243,6 +246,7 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
                 shift = 0;
             }
             section.headed = true;
+            section.names = [new, old].into_iter().filter_map(header_path).collect();
             section.file = match (header_path(old), header_path(new)) {
                 (Some(old), None) => {
                     if section.act.is_none() {
@@ -294,9 +298,9 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
         let near = (start > 0).then(|| start.saturating_add_signed(shift).max(1));
         shift += hunk.replace.len() as isize - hunk.search.len() as isize;
         section.hunks += 1;
-        payload
-            .operations
-            .push(hunk.operation(section.file.as_deref(), near, at));
+        let mut op = hunk.operation(section.file.as_deref(), near, at);
+        op.patched = section.names.clone();
+        payload.operations.push(op);
     }
     section.close(&mut payload);
     Ok(payload)
