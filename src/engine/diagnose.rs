@@ -279,7 +279,9 @@ fn line_ratio(a: &[u64], b: &[u64]) -> f64 {
     }
 }
 
-/// Window starts where the most SEARCH lines line up with equal file lines.
+/// Window starts where the most SEARCH lines line up with equal file lines. A
+/// line's vote is split among the file lines equal to it, so a line the file has
+/// once outweighs a `}` that lines up at every closing brace of the file.
 fn votes(
     doc: &Doc,
     search: &[&str],
@@ -287,18 +289,25 @@ fn votes(
     scope: &Range<usize>,
     clear: &dyn Fn(&usize) -> bool,
 ) -> Vec<usize> {
+    /// A whole vote, split into parts.
+    const VOTE: usize = 1 << 20;
     let mut at: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     for (j, (k, l)) in keys.iter().zip(search).enumerate() {
         if !tolerant::is_blank(l) {
             at.entry(*k).or_default().push(j);
         }
     }
-    let mut tally: FxHashMap<usize, usize> = FxHashMap::default();
     let file = &doc.keys(tolerant::loose_key)[scope.clone()];
+    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
+    for k in file.iter().filter(|k| at.contains_key(k)) {
+        *seen.entry(*k).or_default() += 1;
+    }
+    let mut tally: FxHashMap<usize, usize> = FxHashMap::default();
     for (i, k) in scope.clone().zip(file) {
         if let Some(js) = at.get(k) {
+            let share = (VOTE / seen.get(k).copied().unwrap_or(1)).max(1);
             for &j in js.iter().filter(|&&j| j <= i - scope.start) {
-                *tally.entry(i - j).or_default() += 1;
+                *tally.entry(i - j).or_default() += share;
             }
         }
     }
@@ -662,6 +671,21 @@ mod tests {
     fn placeholder_is_called_out() {
         let d = diagnose(FILE, "fn main() {\n    // ... existing code ...\n}\n");
         assert!(d.hint.contains("elided"), "{}", d.hint);
+    }
+
+    #[test]
+    fn a_distinctive_line_outweighs_closing_braces_in_picking_the_region() {
+        let small: String = (0..8)
+            .map(|i| format!("fn f{i}() {{\n    g();\n}}\n"))
+            .collect();
+        let file = format!(
+            "{small}pub fn normalized(a: &str, b: &str) -> f64 {{\n    if a.is_empty() {{\n        return 1.0;\n    }}\n}}\n"
+        );
+        let d = diagnose(
+            &file,
+            "pub fn normalized(a: &str, b: &str) -> f64 {\n    ...\n}\n",
+        );
+        assert_eq!(d.closest.unwrap().start_line, 25);
     }
 
     #[test]
