@@ -459,6 +459,15 @@ fn a_diff_of_another_file_is_refused_not_applied_to_the_file_named_on_the_comman
 }
 
 #[test]
+fn an_aider_udiff_with_unnumbered_hunk_headers_applies() {
+    let p = Project::new();
+    let udiff = "--- a.txt\n+++ a.txt\n@@ ... @@\n first\n-old line\n+new line\n";
+    let out = p.editfs(&["apply", "a.txt"], udiff);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("a.txt"), "first\nnew line\nlast\n");
+}
+
+#[test]
 fn sections_naming_one_file_by_two_spellings_are_one_files_operations() {
     let p = Project::new();
     fs::write(p.path("x.txt"), "a\nb\nc\n").unwrap();

@@ -124,6 +124,13 @@ pub enum PayloadError {
         found: String,
         expected: String,
     },
+    /// A patch that cannot be read as one (its hint explains patches, not blocks).
+    #[error("payload line {line}: {found}; expected {expected}")]
+    Patch {
+        line: usize,
+        found: String,
+        expected: String,
+    },
     #[error("payload line {line}, column {column}: invalid JSON: {message}")]
     Json {
         line: usize,
@@ -165,6 +172,7 @@ impl PayloadError {
                 "split the edit into several smaller transactions".into()
             }
             PayloadError::Json { .. } | PayloadError::Field { .. } => JSON_SHAPE.into(),
+            PayloadError::Patch { .. } => PATCH_SHAPE.into(),
             PayloadError::Shape { hint, .. } => hint.clone(),
             PayloadError::OtherFile { named, .. } => format!(
                 "send it to the edit control file of `{named}` (or to .editfs/edit, which edits the files a payload names), or correct the path"
@@ -178,6 +186,11 @@ impl PayloadError {
 const BLOCK_SHAPE: &str = "a block is a line `<<<<<<< SEARCH` (or `------- SEARCH`), the exact \
 lines to find, a line `=======`, the lines to put in their place, and a line `>>>>>>> REPLACE` (or \
 `+++++++ REPLACE`), each marker alone on its line";
+const PATCH_SHAPE: &str = "a unified diff is read as `git diff` prints it: `--- a/FILE`, \
+`+++ b/FILE`, then hunks, each a header `@@ -START,COUNT +START,COUNT @@` (or `@@ ... @@`, which \
+counts nothing) and its lines, each starting with a space (context), `-` (removed) or `+` (added); \
+a `*** Begin Patch` patch names each file on a line `*** Update File: FILE`, starts each hunk with \
+`@@`, and ends with `*** End Patch`";
 const JSON_SHAPE: &str = "JSON operations look like {\"search\": \"old text\", \"replace\": \"new \
 text\"}, one object or an array of them";
 

@@ -54,15 +54,36 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
 }
 
 fn structure(line: usize, found: impl Into<String>, expected: impl Into<String>) -> PayloadError {
-    PayloadError::Structure {
+    PayloadError::Patch {
         line,
         found: found.into(),
         expected: expected.into(),
     }
 }
 
+/// A hunk's header line.
+#[derive(Clone, Copy)]
+enum Header {
+    /// `@@ -a[,b] +c[,d] @@`: the old start and length, and the new length.
+    Counted(usize, usize, usize),
+    /// `@@` or `@@ ... @@` (as Aider writes hunks): no line numbers, no counts.
+    Bare,
+}
+
+fn hunk_header(line: &str) -> Option<Header> {
+    let t = line.trim_end();
+    let bare = t == "@@"
+        || t.strip_prefix("@@ ")
+            .and_then(|r| r.strip_suffix(" @@"))
+            .is_some_and(|mid| !mid.trim_start().starts_with('-'));
+    if bare {
+        return Some(Header::Bare);
+    }
+    counted(line).map(|(start, old_len, new_len)| Header::Counted(start, old_len, new_len))
+}
+
 /// `@@ -a[,b] +c[,d] @@`: the old start and length, and the new length.
-fn hunk_header(line: &str) -> Option<(usize, usize, usize)> {
+fn counted(line: &str) -> Option<(usize, usize, usize)> {
     let rest = line.strip_prefix("@@ -")?;
     let (ranges, _) = rest.split_once(" @@")?;
     let (old, new) = ranges.split_once(" +")?;
@@ -163,6 +184,8 @@ struct Section {
     headed: bool,
     /// The paths its `+++` and `---` lines name, new side first.
     names: Vec<String>,
+    /// Its `---` line is `/dev/null`: the file is new.
+    from_nothing: bool,
     hunks: usize,
 }
 
@@ -247,6 +270,7 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
             }
             section.headed = true;
             section.names = [new, old].into_iter().filter_map(header_path).collect();
+            section.from_nothing = header_path(old).is_none();
             section.file = match (header_path(old), header_path(new)) {
                 (Some(old), None) => {
                     if section.act.is_none() {
@@ -260,18 +284,23 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
             i += 2;
             continue;
         }
-        let Some((start, old_len, new_len)) = hunk_header(line) else {
-            i += 1;
-            continue;
-        };
-        let Some((body, recounted)) = hunk_body(lines, i + 1, old_len, new_len) else {
-            return Err(structure(
-                lines.len(),
-                format!(
-                    "the hunk at line {at} ends early (its header counts {old_len} old and {new_len} new lines)"
-                ),
-                "the whole hunk, as many lines as its @@ header counts",
-            ));
+        let (start, body) = match hunk_header(line) {
+            Some(Header::Counted(start, old_len, new_len)) => {
+                let Some((body, recounted)) = hunk_body(lines, i + 1, old_len, new_len) else {
+                    return Err(cut_short(lines, i + 1, old_len, new_len, at));
+                };
+                if recounted {
+                    payload.notes.push(format!(
+                        "the hunk at line {at} has other line counts than its header says ({old_len} old, {new_len} new): it was read by its lines"
+                    ));
+                }
+                (Some(start), body)
+            }
+            Some(Header::Bare) => (None, bare_body(lines, i + 1)),
+            None => {
+                i += 1;
+                continue;
+            }
         };
         i += 1 + body.len();
         let mut hunk = Hunk::default();
@@ -283,19 +312,15 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
                 "the hunk at line {at} also changes whether the file ends with a newline; the file keeps its ending as it is"
             ));
         }
-        if recounted {
-            payload.notes.push(format!(
-                "the hunk at line {at} has other line counts than its header says ({old_len} old, {new_len} new): it was read by its lines"
-            ));
+        // `@@ -0,0 …` and a `---` of /dev/null create the file; any other hunk
+        // needs lines to find its place by.
+        let creates = start.map_or(section.from_nothing, |s| s == 0);
+        if hunk.search.is_empty() && !creates {
+            return Err(only_adds(at));
         }
-        if hunk.search.is_empty() && start > 0 {
-            return Err(structure(
-                at,
-                "a hunk with no context lines that only adds (as diff -U0 prints)",
-                "a diff with context lines (diff -u, git diff), so each hunk can be found",
-            ));
-        }
-        let near = (start > 0).then(|| start.saturating_add_signed(shift).max(1));
+        let near = start
+            .filter(|&s| s > 0)
+            .map(|s| s.saturating_add_signed(shift).max(1));
         shift += hunk.replace.len() as isize - hunk.search.len() as isize;
         section.hunks += 1;
         let mut op = hunk.operation(section.file.as_deref(), near, at);
@@ -304,6 +329,57 @@ fn unified(lines: &[&str]) -> Result<Payload, PayloadError> {
     }
     section.close(&mut payload);
     Ok(payload)
+}
+
+/// A hunk whose lines stop, at the payload's end, short of its header's counts:
+/// it may have been cut off, so none of it is applied.
+fn cut_short(
+    lines: &[&str],
+    from: usize,
+    old_len: usize,
+    new_len: usize,
+    at: usize,
+) -> PayloadError {
+    let body = &lines[from..];
+    let body = &body[..body
+        .iter()
+        .rposition(|l| !l.is_empty())
+        .map_or(0, |p| p + 1)];
+    let old = body.iter().filter(|l| !l.starts_with(['+', '\\'])).count();
+    let new = body.iter().filter(|l| !l.starts_with(['-', '\\'])).count();
+    structure(
+        lines.len(),
+        format!(
+            "the hunk at line {at} ends early: its header counts {old_len} old and {new_len} new lines, the payload ends after {old} and {new}"
+        ),
+        "the whole hunk: if it was cut off, send the whole diff again; if the header miscounts, correct its counts or write `@@ ... @@`, which counts nothing",
+    )
+}
+
+/// A hunk that only adds lines to an existing file, with nothing to find them by.
+fn only_adds(at: usize) -> PayloadError {
+    structure(
+        at,
+        "a hunk with no context lines that only adds (as diff -U0 prints)",
+        "a diff with context lines (diff -u, git diff), so each hunk can be found",
+    )
+}
+
+/// The lines of a hunk whose header counts none: up to the next hunk or file,
+/// or the first line that is no hunk line. An empty line inside is a context
+/// line that lost its space; empty lines at its end are not the hunk's.
+fn bare_body<'a>(lines: &[&'a str], from: usize) -> Vec<&'a str> {
+    let mut end = from;
+    while end < lines.len()
+        && !hunk_ends(lines, end)
+        && (lines[end].is_empty() || lines[end].starts_with([' ', '-', '+', '\\']))
+    {
+        end += 1;
+    }
+    while end > from && lines[end - 1].is_empty() {
+        end -= 1;
+    }
+    lines[from..end].to_vec()
 }
 
 /// Whether line `i` starts the next hunk or file, or closes a fence: no hunk
@@ -508,6 +584,38 @@ mod tests {
     }
 
     #[test]
+    fn hunk_headers_without_line_numbers_are_read_by_their_lines() {
+        let text = "--- a/src/a.py\n+++ b/src/a.py\n@@ ... @@\n def f():\n-    return 1\n+    return 2\n\n     pass\n@@\n-x = 1\n+x = 2\n--- /dev/null\n+++ b/new.py\n@@ ... @@\n+y = 1\n\nThat is all.\n";
+        assert_eq!(
+            ops(text),
+            [
+                op(
+                    "src/a.py",
+                    "def f():\n    return 1\n\n    pass\n",
+                    "def f():\n    return 2\n\n    pass\n",
+                    None
+                ),
+                op("src/a.py", "x = 1\n", "x = 2\n", None),
+                op("new.py", "", "y = 1\n", None),
+            ]
+        );
+        let only_adds = "--- a/x\n+++ b/x\n@@ ... @@\n+new\n";
+        assert!(parse(only_adds).is_err());
+    }
+
+    #[test]
+    fn a_hunk_cut_short_says_what_it_holds_and_how_to_fix_its_header() {
+        let err =
+            parse("--- src/lib.rs\n+++ src/lib.rs\n@@ -300,3 +300,4 @@\n a\n+b\n c\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("counts 3 old and 4 new lines, the payload ends after 2 and 3"),
+            "{err}"
+        );
+        assert!(err.hint().contains("`@@ ... @@`"), "{}", err.hint());
+    }
+
+    #[test]
     fn diff_u_headers_with_timestamps_and_new_files() {
         let text = "--- old/a.txt\t2024-01-01 10:00:00\n+++ new/a.txt\t2024-01-01 10:01:00\n@@ -2 +2 @@\n-b\n+B\n--- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1,2 @@\n+# New\n+text\n\\ No newline at end of file\n";
         assert_eq!(
@@ -549,7 +657,7 @@ mod tests {
             "diff --git a/x.bin b/x.bin\nindex 1..2\nGIT binary patch\nliteral 3\n",
         ] {
             assert!(
-                matches!(parse(text), Err(PayloadError::Structure { .. })),
+                matches!(parse(text), Err(PayloadError::Patch { .. })),
                 "{text}"
             );
         }

@@ -8,11 +8,24 @@ use super::{PayloadError, markers};
 /// What an edit-less payload looks like, when it looks like something.
 pub fn diagnose(text: &str) -> Option<PayloadError> {
     escaped(text).or_else(|| {
+        let looks_like = if headed(text) {
+            "a diff whose hunk headers cannot be read (`@@ -START,COUNT +START,COUNT @@` or `@@ ... @@`)"
+        } else {
+            "a diff fragment (lines starting with `@@`, `+` or `-`) without the `---`/`+++` lines that name its file"
+        };
         diff_like(text).then(|| PayloadError::Shape {
-            looks_like: "a diff fragment (lines starting with `@@`, `+` or `-`) without the `---`/`+++` lines that name its file".into(),
+            looks_like: looks_like.into(),
             hint: "send the whole diff, as `git diff` or `diff -u` prints it, or each change as a SEARCH/REPLACE block".into(),
         })
     })
+}
+
+/// Whether the text has a diff's `---`/`+++` file header.
+fn headed(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .any(|w| w[0].starts_with("--- ") && w[1].starts_with("+++ "))
 }
 
 /// Whether a payload whose blocks do not parse was escaped on its way: then
@@ -107,6 +120,11 @@ mod tests {
         assert!(named(&html).contains("HTML"));
         assert!(named("@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n").contains("diff"));
         assert!(named("-x = 1\n+x = 2\n").contains("diff"));
+        let bad_header = named("--- a/x\n+++ b/x\n@@ -1 @@\n-x = 1\n+x = 2\n");
+        assert!(
+            bad_header.contains("hunk headers cannot be read"),
+            "{bad_header}"
+        );
     }
 
     #[test]
