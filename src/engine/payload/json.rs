@@ -19,6 +19,7 @@ const ALL: &[&str] = &["all", "replace_all"];
 /// must be the edited file otherwise.
 const PATH: &[&str] = &["path", "file_path"];
 const KNOWN: &[&str] = &[
+    "command",
     "use_regex",
     "content",
     "diff",
@@ -119,12 +120,21 @@ fn count(
     }
 }
 
-/// The operations of one object: an edit tool's arguments, or our own operation.
+/// The operations of one object: a whole tool call, an edit tool's arguments, or
+/// our own operation.
 fn object(
     index: usize,
     map: &Map<String, Value>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Operation>, PayloadError> {
+    if let Some((name, args)) = envelope(index, map)? {
+        let ops = object(index, &args, notes)?;
+        notes.push(format!(
+            "operation {index}: read the arguments of the tool call `{name}`"
+        ));
+        return Ok(ops);
+    }
+    command(index, map)?;
     let ops = match block_text(index, map, notes)? {
         Some(ops) => ops,
         None if is_roo(map) => vec![roo(index, map, notes)?],
@@ -138,6 +148,56 @@ fn object(
     };
     note_unknown(index, map, notes);
     Ok(ops)
+}
+
+/// A whole tool call as agents log and forward it (Anthropic's `input`, OpenAI's
+/// `arguments` or `function.arguments`, an object or a JSON string): its name and
+/// arguments. An object that holds edit fields itself is no envelope.
+fn envelope(
+    index: usize,
+    map: &Map<String, Value>,
+) -> Result<Option<(String, Map<String, Value>)>, PayloadError> {
+    if get(map, SEARCH).is_some() || get(map, &["content", "diff", "blockContent"]).is_some() {
+        return Ok(None);
+    }
+    let (call, args) = match (map.get("function"), get(map, &["input", "arguments"])) {
+        (Some(Value::Object(f)), _) if f.contains_key("arguments") => (f, &f["arguments"]),
+        (_, Some((_, args))) => (map, args),
+        _ => return Ok(None),
+    };
+    let args = match args {
+        Value::Object(a) => a.clone(),
+        Value::String(s) => match serde_json::from_str(s) {
+            Ok(Value::Object(a)) => a,
+            _ => {
+                return Err(field(
+                    index,
+                    "the tool call's `arguments` is not a JSON object",
+                ));
+            }
+        },
+        _ => return Ok(None),
+    };
+    let name = match call.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        _ => "unnamed".to_owned(),
+    };
+    Ok(Some((name, args)))
+}
+
+/// The `command` of Anthropic's text editor tool: only `str_replace` edits.
+fn command(index: usize, map: &Map<String, Value>) -> Result<(), PayloadError> {
+    match map.get("command") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(c)) if c == "str_replace" => Ok(()),
+        Some(Value::String(c)) => Err(field(
+            index,
+            format!(
+                "`command` is `{c}`: only `str_replace` (with `old_str` and `new_str`) is an edit here; to create a file, send an empty `old_str` and its text as `new_str`"
+            ),
+        )),
+        Some(_) => Err(field(index, "`command` must be a string")),
+    }
 }
 
 fn note_form(notes: &mut Vec<String>, form: &str) {
@@ -296,6 +356,51 @@ fn note_unknown(index: usize, map: &Map<String, Value>, notes: &mut Vec<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_tool_call_is_read_by_its_arguments() {
+        let args = r#"{"command": "str_replace", "path": "a.py", "old_str": "x", "new_str": "y"}"#;
+        for call in [
+            format!(
+                r#"{{"type": "tool_use", "id": "t1", "name": "str_replace_based_edit_tool", "input": {args}}}"#
+            ),
+            format!(
+                r#"{{"name": "edit_file", "arguments": {}}}"#,
+                Value::from(args)
+            ),
+            format!(
+                r#"{{"type": "function", "function": {{"name": "edit_file", "arguments": {args}}}}}"#
+            ),
+        ] {
+            let p = parse(&call).unwrap();
+            let op = &p.operations[0];
+            assert_eq!(
+                (op.search.as_str(), op.replace.as_str()),
+                ("x", "y"),
+                "{call}"
+            );
+            assert_eq!(op.path.as_deref(), Some("a.py"));
+            assert!(
+                p.notes
+                    .iter()
+                    .any(|n| n.contains("arguments of the tool call")),
+                "{:?}",
+                p.notes
+            );
+            assert!(
+                !p.notes.iter().any(|n| n.contains("unknown field")),
+                "{:?}",
+                p.notes
+            );
+        }
+    }
+
+    #[test]
+    fn an_editor_command_other_than_str_replace_is_refused_by_name() {
+        let err =
+            parse(r#"{"command": "create", "path": "a.py", "file_text": "x = 1\n"}"#).unwrap_err();
+        assert!(err.to_string().contains("`command` is `create`"), "{err}");
+    }
 
     #[test]
     fn object_and_array_with_aliases() {
