@@ -412,17 +412,38 @@ fn closer_for(text: &str, open: usize) -> &'static str {
     }
 }
 
-/// A note on text outside blocks, naming its payload lines.
+/// A note on text outside blocks, naming its payload lines run by run, so prose
+/// before and after a block does not read as a range that holds the block.
 fn ignored_note(lines: &[usize]) -> Option<String> {
-    let (first, last) = (lines.first()?, lines.last()?);
+    /// Runs named one by one before the rest are left to "…".
+    const SHOWN: usize = 5;
     let n = lines.len();
-    let place = if first == last {
-        format!("line {first}")
-    } else {
-        format!("lines {first}-{last}")
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &l in lines {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == l => *last = l,
+            _ => runs.push((l, l)),
+        }
+    }
+    let mut named: Vec<String> = runs
+        .iter()
+        .take(SHOWN)
+        .map(|&(a, b)| match a == b {
+            true => a.to_string(),
+            false => format!("{a}-{b}"),
+        })
+        .collect();
+    if runs.len() > SHOWN {
+        named.push("…".into());
+    }
+    let place = match n {
+        0 => return None,
+        1 => "line",
+        _ => "lines",
     };
     Some(format!(
-        "ignored {n} line(s) of text outside blocks (payload {place})"
+        "ignored {n} line(s) of text outside blocks (payload {place} {})",
+        named.join(", ")
     ))
 }
 
@@ -486,7 +507,13 @@ mod tests {
             .unwrap();
         assert_eq!(
             p.notes,
-            ["ignored 2 line(s) of text outside blocks (payload lines 1-7)"]
+            ["ignored 2 line(s) of text outside blocks (payload lines 1, 7)"]
+        );
+        let p = parse("Here\nis the fix:\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\nDone.\n")
+            .unwrap();
+        assert_eq!(
+            p.notes,
+            ["ignored 3 line(s) of text outside blocks (payload lines 1-2, 8)"]
         );
     }
 
