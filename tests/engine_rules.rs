@@ -618,6 +618,23 @@ fn json_search_matches_inside_a_line() {
 }
 
 #[test]
+fn an_operation_that_replaces_several_places_says_how_many() {
+    let file = "f(1)\nx\nf(2)\nf(3)\n";
+    let r = run(
+        file,
+        r#"{"search": "f\\(", "replace": "g(", "regex": true, "all": true}"#,
+    );
+    assert_eq!(text(&r), "g(1)\nx\ng(2)\ng(3)\n");
+    assert!(
+        warnings(&r).contains("3 occurrences replaced (lines 1, 3, 4)"),
+        "{}",
+        warnings(&r)
+    );
+    let r = run(file, r#"{"search": "x", "replace": "y"}"#);
+    assert!(!warnings(&r).contains("occurrences"), "{}", warnings(&r));
+}
+
+#[test]
 fn json_scope_all_and_expected_count() {
     let file = "a\na\na\na\n";
     let r = run(

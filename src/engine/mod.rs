@@ -847,15 +847,20 @@ impl Transaction<'_, '_> {
         strategy: &'static str,
     ) -> Result<Done, Failure> {
         let ranges = text::line_ranges(bytes, &hits);
-        let (chosen, warnings) = choose(&ranges, op, true, self.opts.ambiguous)?;
+        let (chosen, mut warnings) = choose(&ranges, op, true, self.opts.ambiguous)?;
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
-        let picked: Vec<&Hit> = chosen
-            .iter()
-            .filter(|&&k| !already[k])
-            .map(|&k| &hits[k])
-            .collect();
+        let fresh: Vec<usize> = chosen.into_iter().filter(|&k| !already[k]).collect();
+        let picked: Vec<&Hit> = fresh.iter().map(|&k| &hits[k]).collect();
         if picked.is_empty() {
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
+        }
+        if fresh.len() > 1 {
+            let at: Vec<usize> = fresh.iter().map(|&k| ranges[k][0]).collect();
+            warnings.push(format!(
+                "{} occurrences replaced (lines {})",
+                fresh.len(),
+                listed(&at)
+            ));
         }
         let new = text::splice(bytes, &picked);
         if new != bytes {
@@ -864,6 +869,17 @@ impl Transaction<'_, '_> {
         }
         Ok(Done::applied(strategy, Some(lines), warnings))
     }
+}
+
+/// Line numbers for a report: the first few, then how many more.
+fn listed(lines: &[usize]) -> String {
+    /// Numbers named before the rest are counted.
+    const SHOWN: usize = 20;
+    let mut named: Vec<String> = lines.iter().take(SHOWN).map(usize::to_string).collect();
+    if lines.len() > SHOWN {
+        named.push(format!("and {} more", lines.len() - SHOWN));
+    }
+    named.join(", ")
 }
 
 /// A no-op success when REPLACE is found where SEARCH is not, once (or at all, with `all`).
