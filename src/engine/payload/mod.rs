@@ -297,10 +297,12 @@ pub fn parse_single<'a>(
         if let Some(p) = op.path.as_ref().filter(|p| !names(p)) {
             return Err(other_file("call", p));
         }
-        if let Some(first) = op.patched.first()
+        // Absolute header paths are not checked: `diff -u` prints them for
+        // temporary copies, whose names say nothing of the file meant.
+        if let Some(relative) = op.patched.iter().find(|p| !p.starts_with('/'))
             && !op.patched.iter().any(|p| patch_names(p, names))
         {
-            return Err(other_file("patch", first));
+            return Err(other_file("patch", relative));
         }
     }
     Ok(payload)
@@ -665,6 +667,7 @@ mod tests {
             diff("old/src/lib.rs", "new/src/lib.rs"),
             diff("a/a/src/lib.rs", "b/b/src/lib.rs"),
             begin.replace("OTHER.md", "src/lib.rs"),
+            diff("/tmp/tmpa1b2/orig", "/tmp/tmpa1b2/new"),
         ] {
             assert!(single(&named).is_ok(), "{named}");
         }
