@@ -150,13 +150,13 @@ fn object(
     Ok(ops)
 }
 
+/// A tool call's name and its arguments.
+type Call = (String, Map<String, Value>);
+
 /// A whole tool call as agents log and forward it (Anthropic's `input`, OpenAI's
 /// `arguments` or `function.arguments`, an object or a JSON string): its name and
 /// arguments. An object that holds edit fields itself is no envelope.
-fn envelope(
-    index: usize,
-    map: &Map<String, Value>,
-) -> Result<Option<(String, Map<String, Value>)>, PayloadError> {
+fn envelope(index: usize, map: &Map<String, Value>) -> Result<Option<Call>, PayloadError> {
     if get(map, SEARCH).is_some() || get(map, &["content", "diff", "blockContent"]).is_some() {
         return Ok(None);
     }
