@@ -222,7 +222,34 @@ impl EditFs {
                 log::error!("cannot start a commit thread: {e}");
             }
         }
+        checkpoints(Arc::downgrade(&core));
         EditFs { core }
+    }
+}
+
+/// How long a finished commit's log line and its file's new name may wait to be
+/// synced (see the store's module doc): the commits of a burst share one sync,
+/// and none waits for it.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// Starts the thread that makes the store's checkpoints while the mount lives.
+fn checkpoints(core: std::sync::Weak<Core>) {
+    let spawned = std::thread::Builder::new()
+        .name("editfs-checkpoint".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(CHECKPOINT_EVERY);
+                let Some(core) = core.upgrade() else { return };
+                if let Err(e) = core.store.checkpoint() {
+                    log::error!("checkpoint: {e}");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!(
+            "cannot start the checkpoint thread: {e}; finished commits are synced every {} commits instead",
+            crate::store::CHECKPOINT_AFTER
+        );
     }
 }
 

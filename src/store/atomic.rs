@@ -262,19 +262,25 @@ pub fn set_mode(file: &File, mode: u32, name: &OsStr) -> Result<(), StoreError> 
         .map_err(sys("set the mode of", name))
 }
 
-/// Writes a new file that nothing else names yet (a snapshot, a counter), durably.
+/// Writes a new file that nothing else names yet (a counter), durably: its
+/// bytes and its name.
 pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
-    write_new_with(path, bytes, mode, true)
+    write_new_with(path, bytes, mode, true)?;
+    sync_dir(parent_of(path))
 }
 
-/// Writes a new file whole or not at all (temp file, rename); synced only if `sync`:
-/// unsynced, it survives a crash of the process but maybe not of the machine.
-pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
-    let dir = match path.parent() {
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
-    let dir_fd = open_dir(dir)?;
+    }
+}
+
+/// Writes a new file whole or not at all (temp file, rename); its bytes synced
+/// before the rename if `sync`, its name not (see the store's module doc):
+/// unsynced, it survives a crash of the process but maybe not of the machine.
+pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
+    let dir_fd = open_dir(parent_of(path))?;
     let name = path
         .file_name()
         .ok_or_else(|| io_err("name", path)(io::ErrorKind::InvalidInput.into()))?;
@@ -288,18 +294,31 @@ pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Resul
         file.write_all(bytes)
             .map_err(|e| io_err("write", path)(e))?;
         if sync {
-            file.sync_all().map_err(|e| io_err("sync", path)(e))?;
+            file.sync_data().map_err(|e| io_err("sync", path)(e))?;
         }
         rustix::fs::renameat(&dir_fd, &tmp, &dir_fd, name).map_err(sys("rename into place", name))
     })();
     if result.is_err() {
         let _ = rustix::fs::unlinkat(&dir_fd, &tmp, AtFlags::empty());
     }
-    result?;
-    if !sync {
-        return Ok(());
+    result
+}
+
+/// Creates `path` with `bytes` and syncs it: one sync for its bytes and its new
+/// name together (see the store's module doc). Whatever was under the name
+/// before goes first. A crash before this returns may leave the file cut short,
+/// so its reader must tell a whole one from a partial one.
+pub fn create_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err("remove", path)(e)),
+        _ => {}
     }
-    rustix::fs::fsync(&dir_fd).map_err(sys("sync the directory of", name))
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(mode))
+        .map_err(|e| io_err("create", path)(e.into()))?;
+    let mut file = File::from(fd);
+    file.write_all(bytes).map_err(io_err("write", path))?;
+    file.sync_data().map_err(io_err("sync", path))
 }
 
 /// Removes temporary files a crash left in `dir`; returns how many.

@@ -1,13 +1,18 @@
 //! The write-ahead journal: what makes a transaction all-or-nothing across files
 //! and across crashes.
 //!
-//! A commit goes: record the temporary names (`prepared`), write and sync every
-//! new content to its temporary file, mark the record `committed` (an atomic
-//! rename: the commit point), put each file in place, append the log line, drop
-//! the record. Recovery, before anything else is served, rolls a committed record
-//! forward (finishing whatever was not yet in place) and a prepared one back
-//! (removing its temporary files), so every file of a transaction ends wholly old
-//! or wholly new, all together, and no temporary file is left in the project.
+//! A commit goes: record the temporary names (`<tx>.json`, prepared), write and
+//! sync every new content to its temporary file, write the record again as
+//! committed under a name of its own (`<tx>.commit.json`, created and synced in
+//! one step: the commit point), put each file in place, append the log line. The
+//! records are dropped later, by the store's checkpoint, once the files' new names
+//! and the log line are synced (see the store's module doc for what is synced when).
+//! Recovery, before anything else is served, rolls a committed record forward
+//! (finishing whatever was not yet in place, which may be nothing) and a prepared
+//! one back (removing its temporary files), so every file of a transaction ends
+//! wholly old or wholly new, all together, and no temporary file is left in the
+//! project. A committed record cut short by a crash does not parse: its commit
+//! point was never reached, and the prepared one rolls the transaction back.
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -171,24 +176,46 @@ impl Journal {
         }
     }
 
-    fn path(&self, tx: u64) -> PathBuf {
-        self.dir.join(format!("{tx}.json"))
+    fn path(&self, tx: u64, committed: bool) -> PathBuf {
+        match committed {
+            true => self.dir.join(format!("{tx}.commit.json")),
+            false => self.dir.join(format!("{tx}.json")),
+        }
     }
 
-    /// Writes (or replaces) a record durably.
+    /// Writes a record. A committed one (the commit point) is created and synced
+    /// under its own name: one sync, and whole once it returns. A prepared one is
+    /// written whole or not at all, unsynced: it only lets recovery clean up after
+    /// a crash of the process, and a transaction that never committed changed no file.
     pub fn write(&self, record: &Record) -> Result<(), StoreError> {
         fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
         let bytes =
             serde_json::to_vec(record).map_err(|e| io_err("encode", &self.dir)(e.into()))?;
-        atomic::write_new(&self.path(record.tx), &bytes, 0o600)
+        let path = self.path(record.tx, record.committed);
+        match record.committed {
+            true => atomic::create_synced(&path, &bytes, 0o600),
+            false => atomic::write_new_with(&path, &bytes, 0o600, false),
+        }
     }
 
-    pub fn remove(&self, tx: u64) -> Result<(), StoreError> {
-        let path = self.path(tx);
-        fs::remove_file(&path).map_err(io_err("remove", &path))?;
-        atomic::sync_dir(&self.dir)
+    /// Drops the records of `tx`; `sync` makes the removal itself durable.
+    pub fn remove(&self, tx: u64, sync: bool) -> Result<(), StoreError> {
+        for path in [self.path(tx, false), self.path(tx, true)] {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_err("remove", &path)(e));
+                }
+                _ => {}
+            }
+        }
+        match sync {
+            true => atomic::sync_dir(&self.dir),
+            false => Ok(()),
+        }
     }
 
+    /// Every transaction's record, oldest first: its committed one if it has one
+    /// that reads whole, else its prepared one.
     fn records(&self) -> Vec<Record> {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return Vec::new();
@@ -201,34 +228,46 @@ impl Journal {
                 match serde_json::from_slice(&bytes) {
                     Ok(r) => Some(r),
                     Err(err) => {
-                        log::error!("unreadable journal record {}: {err}", e.path().display());
+                        log::warn!(
+                            "unreadable journal record {} (cut short before its commit point): {err}",
+                            e.path().display()
+                        );
                         None
                     }
                 }
             })
             .collect();
-        out.sort_by_key(|r| r.tx);
+        out.sort_by_key(|r| (r.tx, !r.committed));
+        out.dedup_by_key(|r| r.tx);
         out
     }
 
-    /// Finishes or undoes every transaction a crash interrupted. `tmp` is the state
-    /// directory's `tmp/`; `log` appends a log line unless the log already has it;
-    /// `forget` drops the kept versions of a transaction rolled back.
+    /// Finishes or undoes every transaction a crash interrupted, and returns the
+    /// records it handled, for the caller to drop once their log lines are
+    /// synced. `tmp` is the state directory's `tmp/`; `log` appends a log line
+    /// unless the log already has it (and says whether it did); `forget` drops the
+    /// kept versions of a transaction rolled back. A committed record whose files
+    /// were all in place and whose line was logged (a crash before the checkpoint
+    /// dropped it) is finished already: it is not counted as rolled forward.
     pub fn recover(
         &self,
         tmp: BorrowedFd<'_>,
-        log: impl Fn(&super::LogEntry) -> Result<(), StoreError>,
+        mut log: impl FnMut(&super::LogEntry) -> Result<bool, StoreError>,
         forget: impl Fn(&Record),
-    ) -> Result<Recovered, StoreError> {
+    ) -> Result<(Recovered, Vec<u64>), StoreError> {
         let mut done = Recovered::default();
+        let mut handled = Vec::new();
         for record in self.records() {
             let root = atomic::open_dir(&record.root)?;
             if record.committed {
+                let mut finished = false;
                 for e in &record.files {
-                    install(root.as_fd(), tmp, e)?;
+                    finished |= install(root.as_fd(), tmp, e)?;
                 }
-                log(&record.log)?;
-                done.rolled_forward.push(record.tx);
+                finished |= log(&record.log)?;
+                if finished {
+                    done.rolled_forward.push(record.tx);
+                }
             } else {
                 for e in &record.files {
                     discard(root.as_fd(), tmp, e);
@@ -236,9 +275,9 @@ impl Journal {
                 forget(&record);
                 done.rolled_back.push(record.tx);
             }
-            self.remove(record.tx)?;
+            handled.push(record.tx);
         }
-        Ok(done)
+        Ok((done, handled))
     }
 }
 
@@ -259,30 +298,39 @@ fn dir_of(root: BorrowedFd<'_>, e: &Entry) -> Result<OwnedFd, StoreError> {
 }
 
 /// Recovery's `install_in`: the directory found again from `root`, as nothing
-/// is held open across a crash.
-pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
-    match dir_of(root, e) {
-        Ok(dir) => install_in(dir.as_fd(), tmp, e),
+/// is held open across a crash, and synced once something was put in place.
+/// Says whether anything was left to do.
+pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<bool, StoreError> {
+    let dir = match dir_of(root, e) {
+        Ok(dir) => dir,
         // A removal whose directory is gone is done.
         Err(StoreError::Io { source, .. })
             if e.remove && source.kind() == std::io::ErrorKind::NotFound =>
         {
-            Ok(())
+            return Ok(false);
         }
-        Err(err) => Err(err),
+        Err(err) => return Err(err),
+    };
+    let installed = install_in(dir.as_fd(), tmp, e)?;
+    if installed {
+        rustix::fs::fsync(&dir)
+            .map_err(|err| io_err("sync the directory of", Path::new(&e.rel))(err.into()))?;
     }
+    Ok(installed)
 }
 
 /// Puts the new content of `e` in place in `dir`, the directory its transaction
-/// held open since it read the file; does nothing if it already is (no temp file left).
-pub fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<(), StoreError> {
+/// held open since it read the file; does nothing if it already is (no temp file
+/// left). Says whether it did anything; the directory is not synced (the
+/// caller's checkpoint or recovery does that).
+pub fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<bool, StoreError> {
     if e.remove {
         return remove(dir, &e.rel);
     }
     let base = tmp_dir_of(dir, tmp, e)?;
     let name = file_name(&e.rel);
     match rustix::fs::statat(&base, e.tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(rustix::io::Errno::NOENT) => return Ok(false),
         Err(err) => return Err(io_err("stat", Path::new(&e.tmp))(err.into())),
         Ok(_) => {}
     }
@@ -294,8 +342,7 @@ pub fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result
         rustix::fs::renameat(&base, e.tmp.as_str(), dir, name)
             .map_err(|err| io_err("rename into place", Path::new(&e.rel))(err.into()))?;
     }
-    rustix::fs::fsync(dir)
-        .map_err(|err| io_err("sync the directory of", Path::new(&e.rel))(err.into()))
+    Ok(true)
 }
 
 fn copy_in_place(
@@ -327,14 +374,14 @@ fn copy_in_place(
         .map_err(|e| io_err("sync", Path::new(name))(e))
 }
 
-/// Removes the file `rel` from `dir`, its directory; does nothing if it is gone already.
-pub fn remove(dir: BorrowedFd<'_>, rel: &str) -> Result<(), StoreError> {
+/// Removes the file `rel` from `dir`, its directory; does nothing if it is gone
+/// already. Says whether it removed it; the directory is not synced.
+pub fn remove(dir: BorrowedFd<'_>, rel: &str) -> Result<bool, StoreError> {
     match rustix::fs::unlinkat(dir, file_name(rel), AtFlags::empty()) {
-        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        Err(err) => return Err(io_err("remove", Path::new(rel))(err.into())),
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::NOENT) => Ok(false),
+        Err(err) => Err(io_err("remove", Path::new(rel))(err.into())),
     }
-    rustix::fs::fsync(dir)
-        .map_err(|err| io_err("sync the directory of", Path::new(rel))(err.into()))
 }
 
 /// Removes the temporary file of `e`, if any; `dir` is the directory of its file.

@@ -3,17 +3,66 @@
 //! Layout of a state directory (`SOURCE/.editfs/` by default):
 //!
 //! ```text
-//! .gitignore              `*`, so the project's git never sees any of this
-//! lock                    locked for the whole of each transaction (serializes writers)
-//! txid                    the last transaction id handed out
-//! log                     one JSON line per transaction, whatever its outcome
-//! journal/<tx>.json       a commit in progress (see journal.rs)
-//! objects/<sha256>        file contents, each stored once
-//! snapshots/<path>/<tx>   <path> before transaction <tx> (a link to its object)
-//! versions/<path>/<tx>    <path> after transaction <tx>
-//! tmp/                    temporary files of commits in progress
-//! daemon.log              what `editfs mount --daemon` logs
+//! .gitignore                  `*`, so the project's git never sees any of this
+//! lock                        locked for the whole of each transaction (serializes writers)
+//! txid                        the last transaction id handed out
+//! log                         one JSON line per transaction, whatever its outcome
+//! journal/<tx>.json           a commit in progress, prepared (see journal.rs)
+//! journal/<tx>.commit.json    the same, committed: its commit point
+//! objects/<sha256>            file contents, each stored once
+//! snapshots/<path>/<tx>       <path> before transaction <tx> (a link to its object)
+//! versions/<path>/<tx>        <path> after transaction <tx>
+//! tmp/                        temporary files of commits in progress
+//! daemon.log                  what `editfs mount --daemon` logs
 //! ```
+//!
+//! # What is synced when, and why that is enough
+//!
+//! This is the one place recovery is reasoned about. Two kinds of crash matter.
+//! A crash of the daemon (`kill -9`, a panic that takes the process) loses no
+//! write the kernel has taken: every file, name and line written is there after
+//! it, synced or not. Then all-or-nothing rests on the order of the steps alone:
+//! a file is replaced by renaming a complete temporary file over it, only after
+//! its committed record exists, and recovery finishes any committed record and
+//! undoes any other. A crash of the machine loses what was not synced; for that,
+//! a commit of one transaction syncs, in this order, before its files change:
+//!
+//! 1. the bytes of each kept version that is new to the store (objects already
+//!    stored are only linked again, never rewritten or synced again): so the
+//!    pre-image is durable before the file changes;
+//! 2. each temporary file holding a new content (its bytes, mode and owner);
+//! 3. the committed record, created and synced in one step: the commit point.
+//!
+//! That is one sync per new content and one for the record (plus one per new
+//! kept version), where a commit used to make fourteen. What is not synced at
+//! once, and why that loses nothing:
+//!
+//! - Names made in the state directory (temporary files, objects, snapshot
+//!   links, the record itself) ride on the sync of the record. This relies on
+//!   the file system committing metadata in the order it was made, so that a
+//!   sync carries every earlier change with it, as the journals of ext4
+//!   (`data=ordered`, the default) and xfs do; the committed record is read back
+//!   only when it parses whole, so a record cut short counts as never written.
+//! - The counter (`txid`) is written in place, unsynced: at open it is moved
+//!   past the last id of the log, which recovery first completes from the
+//!   committed records. An id a machine crash handed out again can only have
+//!   been one that no acknowledged transaction kept (see `Objects::keep_with`).
+//! - The prepared record is unsynced: it only serves to clean up after a crash
+//!   of the process, and a transaction that never committed changed no file.
+//! - The files' new names in the project, and the log line, ride on the next
+//!   checkpoint (`Store::checkpoint`: at most a fraction of a second later in a
+//!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits),
+//!   which syncs the log and the directories the files went into, and only
+//!   then drops the records of the transactions it covered. Until then a
+//!   committed record stays in the journal, and a crash before the checkpoint
+//!   has recovery roll it forward again: putting in place what is not, which
+//!   relies on renames in one directory reaching the disk in the order they were
+//!   made, and appending its log line if the log lost it. So an edit whose
+//!   `close()` returned 0 is never lost, and every transaction keeps its id and
+//!   its line.
+//! - Log lines of transactions that changed nothing (failed, rejected) and of
+//!   direct writes and removals are appended unsynced and ride on the next
+//!   checkpoint too; a crash of the machine before it may lose the latest of them.
 
 pub mod atomic;
 pub mod journal;
@@ -120,6 +169,32 @@ pub struct Store {
     journal: journal::Journal,
     retention: Retention,
     recovered: journal::Recovered,
+    /// What commits left for the next checkpoint.
+    unsettled: parking_lot::Mutex<Unsettled>,
+}
+
+/// Commits past which a checkpoint is made at once, whatever else makes them:
+/// the journal holds at most this many finished records.
+pub const CHECKPOINT_AFTER: usize = 64;
+
+/// What the checkpoint must sync before the records of finished transactions
+/// can go (see the module doc).
+#[derive(Default)]
+struct Unsettled {
+    /// Transactions whose files are in place and whose line is appended.
+    records: Vec<u64>,
+    /// The directories their files went into.
+    dirs: Vec<OwnedFd>,
+    /// Lines were appended since the log was last synced.
+    lines: bool,
+    /// The log moved to `log.1` since: that file, and the move, are synced too.
+    rotated: bool,
+}
+
+impl Unsettled {
+    fn is_empty(&self) -> bool {
+        self.records.is_empty() && !self.lines
+    }
 }
 
 /// Held while a transaction runs; dropping it lets the next one in.
@@ -161,17 +236,33 @@ impl Store {
             journal: journal::Journal::new(dir),
             retention,
             recovered: journal::Recovered::default(),
+            unsettled: parking_lot::Mutex::default(),
         };
         let lock = store.lock()?;
-        store.recovered = store.journal.recover(
+        let mut logged: Option<std::collections::HashSet<u64>> = None;
+        let (recovered, handled) = store.journal.recover(
             store.tmp.as_fd(),
-            |line| store.log_once(line),
+            |line| {
+                let known =
+                    logged.get_or_insert_with(|| store.entries().iter().map(|e| e.tx).collect());
+                if known.contains(&line.tx) {
+                    return Ok(false);
+                }
+                store.log(line)?;
+                Ok(true)
+            },
             |record| {
                 for f in &record.files {
                     store.objects.forget(&f.rel, record.tx);
                 }
             },
         )?;
+        store.recovered = recovered;
+        store.sync_log()?;
+        store.unsettled.lock().lines = false;
+        for tx in handled {
+            store.journal.remove(tx, false)?;
+        }
         // Temporary files of writes a crash cut short: the commit's, and those of
         // the journal, objects and counter (written whole or not at all).
         let swept: usize = ["tmp", "journal", "objects", ""]
@@ -234,32 +325,26 @@ impl Store {
             return Ok(());
         };
         let path = self.dir.join("txid");
-        let counter = fs::read_to_string(&path)
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok());
-        if counter.is_some_and(|c| c < last) {
+        let counter = fs::read_to_string(&path).ok();
+        let behind = match counter.as_deref().map(counter_text) {
+            None | Some("") => true,
+            Some(c) => c.parse::<u64>().is_ok_and(|c| c < last),
+        };
+        if behind {
             log::warn!("the transaction counter was behind the log: moved to {last}");
             atomic::write_new(&path, format!("{last}\n").as_bytes(), 0o644)?;
         }
         Ok(())
     }
 
-    /// Hands out the next transaction id, durably; call with the lock held.
-    pub fn next_tx(&self, lock: &Lock) -> Result<u64, StoreError> {
-        self.next_tx_with(lock, true)
-    }
-
-    /// Hands out the next transaction id for a record that need not survive a
-    /// machine crash (see `log_quick`); call with the lock held.
-    pub fn next_tx_quick(&self, lock: &Lock) -> Result<u64, StoreError> {
-        self.next_tx_with(lock, false)
-    }
-
-    fn next_tx_with(&self, _lock: &Lock, sync: bool) -> Result<u64, StoreError> {
+    /// Hands out the next transaction id; call with the lock held. It is written
+    /// in place and unsynced: at open the counter is moved past the log (see the
+    /// module doc), and no new inode is made per id (what made `rm -r` slow).
+    pub fn next_tx(&self, _lock: &Lock) -> Result<u64, StoreError> {
         let path = self.dir.join("txid");
         let last = match fs::read_to_string(&path) {
-            Ok(s) => s
-                .trim()
+            Ok(s) if counter_text(&s).is_empty() => 0,
+            Ok(s) => counter_text(&s)
                 .parse::<u64>()
                 .map_err(|_| StoreError::BadCounter {
                     path: path.clone(),
@@ -269,21 +354,15 @@ impl Store {
             Err(e) => return Err(io_err("read", &path)(e)),
         };
         let next = last + 1;
-        let text = format!("{next}\n");
-        if sync {
-            atomic::write_new(&path, text.as_bytes(), 0o644)?;
-        } else {
-            // In place: no new inode per id (what made `rm -r` slow). The counter
-            // only grows, so the new text always covers the old one.
-            let file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(io_err("open", &path))?;
-            std::os::unix::fs::FileExt::write_all_at(&file, text.as_bytes(), 0)
-                .map_err(io_err("write", &path))?;
-        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_err("open", &path))?;
+        // The counter only grows, so the new text always covers the old one.
+        std::os::unix::fs::FileExt::write_all_at(&file, format!("{next}\n").as_bytes(), 0)
+            .map_err(io_err("write", &path))?;
         Ok(next)
     }
 
@@ -337,14 +416,83 @@ impl Store {
         }
         // The transaction has happened: what fails from here is finished by the
         // next open's recovery (the record stays), never reported as a failure.
-        if let Err(e) = self.log(&record.log).and_then(|()| self.journal.remove(tx)) {
-            log::error!("transaction {tx} committed, but {e}");
+        match self.log(&record.log) {
+            Ok(()) => self.settle(tx, dirs(changes, removals)),
+            Err(e) => log::error!("transaction {tx} committed, but {e}"),
         }
         for rel in rels() {
             self.objects.prune(rel, self.retention.keep);
         }
         self.objects.cap(self.retention.cap);
         Ok(kept)
+    }
+
+    /// Leaves the record of `tx`, whose files went into `dirs`, to the next
+    /// checkpoint, made at once when enough records wait for one.
+    fn settle<'d>(&self, tx: u64, dirs: impl Iterator<Item = BorrowedFd<'d>>) {
+        let due = {
+            let mut u = self.unsettled.lock();
+            u.records.push(tx);
+            u.dirs.extend(dirs.filter_map(|d| rustix::io::dup(d).ok()));
+            u.records.len() >= CHECKPOINT_AFTER
+        };
+        if due && let Err(e) = self.checkpoint() {
+            log::error!("checkpoint: {e}");
+        }
+    }
+
+    /// Syncs what finished transactions left unsynced (their log lines, the
+    /// directories their files went into) and then drops their records (see
+    /// the module doc). Cheap when nothing waits; safe to call from any thread at
+    /// any time, without the lock. What fails stays for the next one.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        let due = std::mem::take(&mut *self.unsettled.lock());
+        if due.is_empty() {
+            return Ok(());
+        }
+        let synced = self.sync_due(&due);
+        if synced.is_err() {
+            let mut u = self.unsettled.lock();
+            u.records.extend(&due.records);
+            u.dirs.extend(due.dirs);
+            u.lines |= due.lines;
+            u.rotated |= due.rotated;
+            return synced;
+        }
+        for tx in due.records {
+            self.journal.remove(tx, false)?;
+        }
+        Ok(())
+    }
+
+    fn sync_due(&self, due: &Unsettled) -> Result<(), StoreError> {
+        if due.rotated {
+            let old = self.dir.join(OLD_LOG);
+            let file = File::open(&old).map_err(io_err("open", &old))?;
+            file.sync_data().map_err(io_err("sync", &old))?;
+            atomic::sync_dir(&self.dir)?;
+        }
+        if due.lines || !due.records.is_empty() {
+            self.sync_log()?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for dir in &due.dirs {
+            let st = rustix::fs::fstat(dir).map_err(|e| io_err("stat", &self.dir)(e.into()))?;
+            if seen.insert((st.st_dev, st.st_ino)) {
+                rustix::fs::fsync(dir)
+                    .map_err(|e| io_err("sync a directory of", &self.dir)(e.into()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_log(&self) -> Result<(), StoreError> {
+        let path = self.dir.join("log");
+        match File::open(&path) {
+            Ok(file) => file.sync_data().map_err(io_err("sync", &path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("open", &path)(e)),
+        }
     }
 
     /// Keeps both versions of every file, writes the new contents to temporary
@@ -430,7 +578,7 @@ impl Store {
             for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
                 journal::discard_in(dir, self.tmp.as_fd(), e);
             }
-            let _ = self.journal.remove(tx);
+            let _ = self.journal.remove(tx, false);
             return Err(e);
         }
         Ok((record, kept))
@@ -455,7 +603,7 @@ impl Store {
     }
 
     /// Keeps the bytes of `rel` before a write that bypasses the control files,
-    /// unsynced (as `log_quick`).
+    /// unsynced (as its log line).
     pub fn keep_pre_image(&self, tx: u64, rel: &str, bytes: &[u8]) -> Result<String, StoreError> {
         let name = self
             .objects
@@ -483,35 +631,17 @@ impl Store {
         Ok(bytes)
     }
 
-    /// Appends a log line unless the log already has one for its transaction
-    /// (a recovery after a crash between the log and the journal).
-    fn log_once(&self, line: &LogEntry) -> Result<(), StoreError> {
-        let logged = self.entries().iter().any(|e| e.tx == line.tx);
-        if logged { Ok(()) } else { self.log(line) }
-    }
-
     /// Every log line, oldest first.
     pub fn entries(&self) -> Vec<LogEntry> {
         entries_in(&self.dir)
     }
 
-    /// Appends one JSON line to the log and syncs it.
+    /// Appends one JSON line to the log, unsynced: the next checkpoint syncs it
+    /// (see the module doc), so a burst of transactions, or an `rm -r` of a tree,
+    /// pays one sync, not one a line.
     pub fn log(&self, entry: &LogEntry) -> Result<(), StoreError> {
-        self.log_with(entry, true)
-    }
-
-    /// Appends one JSON line to the log without syncing it: for the records of
-    /// direct writes and removals, which the writer does not wait for (an fsync
-    /// each would make `rm -r` of a tree crawl). They survive a crash of the
-    /// daemon; a crash of the machine may lose the latest of them (an id handed
-    /// out again then replaces what was left under it, see `Objects::keep_with`).
-    pub fn log_quick(&self, entry: &LogEntry) -> Result<(), StoreError> {
-        self.log_with(entry, false)
-    }
-
-    fn log_with(&self, entry: &LogEntry, sync: bool) -> Result<(), StoreError> {
         let path = self.dir.join("log");
-        rotate(&path);
+        let rotated = rotate(&path);
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -522,10 +652,20 @@ impl Store {
         line.push('\n');
         file.write_all(line.as_bytes())
             .map_err(io_err("append to", &path))?;
-        if !sync {
-            return Ok(());
+        let mut u = self.unsettled.lock();
+        u.lines = true;
+        u.rotated |= rotated;
+        Ok(())
+    }
+}
+
+impl Drop for Store {
+    /// What the last transactions left unsynced is synced when the store closes
+    /// (`editfs apply` ends, a mount stops).
+    fn drop(&mut self) {
+        if let Err(e) = self.checkpoint() {
+            log::error!("checkpoint: {e}");
         }
-        file.sync_data().map_err(io_err("sync", &path))
     }
 }
 
@@ -538,14 +678,25 @@ pub const LOG_ROTATE: u64 = 8 << 20;
 const OLD_LOG: &str = "log.1";
 
 /// Moves the log at `path` to `log.1` once it has passed `LOG_ROTATE`; called
-/// with the transaction lock held, before a line is appended.
-fn rotate(path: &Path) {
-    if fs::metadata(path).is_ok_and(|m| m.len() >= LOG_ROTATE) {
-        let old = path.with_file_name(OLD_LOG);
-        if let Err(e) = fs::rename(path, &old) {
+/// with the transaction lock held, before a line is appended. Says whether it did.
+fn rotate(path: &Path) -> bool {
+    if !fs::metadata(path).is_ok_and(|m| m.len() >= LOG_ROTATE) {
+        return false;
+    }
+    let old = path.with_file_name(OLD_LOG);
+    match fs::rename(path, &old) {
+        Ok(()) => true,
+        Err(e) => {
             log::warn!("cannot move {} to {}: {e}", path.display(), old.display());
+            false
         }
     }
+}
+
+/// The counter's text, less what an unsynced write cut short by a machine crash
+/// may leave around it (blanks, zero bytes).
+fn counter_text(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\0')
 }
 
 /// The held directories of a commit's files, in the journal record's order.
@@ -668,11 +819,86 @@ mod tests {
             store.objects().read(objects::Side::Post, "d/b", 7).unwrap(),
             b"new b"
         );
-        assert_eq!(
-            fs::read_dir(root.join(".editfs/journal")).unwrap().count(),
-            0
-        );
+        let journal = || fs::read_dir(root.join(".editfs/journal")).unwrap().count();
+        assert_eq!(journal(), 2, "the records wait for the checkpoint");
+        store.checkpoint().unwrap();
+        assert_eq!(journal(), 0);
         assert_eq!(store.entries().len(), 1);
+    }
+
+    #[test]
+    fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        let state = root.join(".editfs");
+        let store = Store::open(&state).unwrap();
+        let lock = store.lock().unwrap();
+        let rootfd = atomic::open_dir(&root).unwrap();
+        let change = Change {
+            rel: "a",
+            dir: rootfd.as_fd(),
+            old: None,
+            pre: Some(b"old"),
+            new: b"new",
+            writer: atomic::Writer::KeepsSetId,
+        };
+        let tx = store.next_tx(&lock).unwrap();
+        store
+            .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
+            .unwrap();
+        drop(lock);
+        // Killed: no checkpoint ran.
+        std::mem::forget(store);
+        let store = Store::open(&state).unwrap();
+        assert!(store.recovered().is_empty(), "{}", store.recovered());
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"new");
+        assert_eq!(store.entries().len(), 1, "its line is not logged twice");
+        assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
+        let lock = store.lock().unwrap();
+        assert_eq!(store.next_tx(&lock).unwrap(), tx + 1);
+    }
+
+    #[test]
+    fn a_committed_record_cut_short_is_no_commit_point() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        fs::write(state.join("tmp/t1"), "new").unwrap();
+        journal::Journal::new(&state)
+            .write(&journal::Record {
+                tx: 3,
+                root: root.clone(),
+                committed: false,
+                files: vec![journal::Entry {
+                    rel: "a".into(),
+                    tmp: "t1".into(),
+                    beside: false,
+                    in_place: false,
+                    remove: false,
+                }],
+                log: line(3),
+            })
+            .unwrap();
+        fs::write(state.join("journal/3.commit.json"), "{\"tx\": 3, \"ro").unwrap();
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_back, [3]);
+        assert!(!root.join("a").exists());
+        assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_counter_a_machine_crash_left_empty_is_moved_past_the_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".editfs");
+        let store = Store::open(&dir).unwrap();
+        store.log(&line(9)).unwrap();
+        drop(store);
+        fs::write(dir.join("txid"), "\0\0\0").unwrap();
+        let store = Store::open(&dir).unwrap();
+        let lock = store.lock().unwrap();
+        assert_eq!(store.next_tx(&lock).unwrap(), 10);
     }
 
     #[test]
@@ -791,7 +1017,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(".editfs");
         let store = Store::open(&dir).unwrap();
-        store.log_quick(&line(41)).unwrap();
+        store.log(&line(41)).unwrap();
         fs::write(dir.join("txid"), "7\n").unwrap();
         drop(store);
         let store = Store::open(&dir).unwrap();
@@ -810,7 +1036,7 @@ mod tests {
         let per_line = serde_json::to_string(&big).unwrap().len() as u64 + 1;
         let lines = 2 * LOG_ROTATE / per_line + 10;
         for tx in 1..=lines {
-            store.log_quick(&LogEntry { tx, ..big.clone() }).unwrap();
+            store.log(&LogEntry { tx, ..big.clone() }).unwrap();
         }
         let size = |n: &str| fs::metadata(tmp.path().join(n)).map_or(0, |m| m.len());
         assert!(size("log") < LOG_ROTATE + per_line, "{}", size("log"));

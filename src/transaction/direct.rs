@@ -77,7 +77,7 @@ pub fn begin(
     who: &Who,
 ) -> Result<Pending, StoreError> {
     let lock = store.lock()?;
-    let tx = store.next_tx_quick(&lock)?;
+    let tx = store.next_tx(&lock)?;
     store.keep_pre_image(tx, rel, bytes)?;
     Ok(Pending {
         tx,
@@ -100,14 +100,14 @@ pub fn skipped(
 ) -> Result<(), StoreError> {
     log::info!("{rel}: {size} bytes, over the pre-image limit: not kept");
     let lock = store.lock()?;
-    let tx = store.next_tx_quick(&lock)?;
+    let tx = store.next_tx(&lock)?;
     let file = FileEntry {
         file: rel.to_owned(),
         removed: kind == Kind::Delete,
         reason: Some("over the size limit".into()),
         ..FileEntry::default()
     };
-    store.log_quick(&entry(tx, now(), kind, Outcome::Skipped, file, who))
+    store.log(&entry(tx, now(), kind, Outcome::Skipped, file, who))
 }
 
 /// Records the result of the write `p` began: `after` is the file as the writer
@@ -133,7 +133,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         access: p.access,
         ..FileEntry::default()
     };
-    store.log_quick(&entry(
+    store.log(&entry(
         p.tx,
         p.time.clone(),
         Kind::Direct,
@@ -164,7 +164,7 @@ pub fn remove<E>(
             gid: st.st_gid,
         });
     let kept = store.lock().and_then(|lock| {
-        let tx = store.next_tx_quick(&lock)?;
+        let tx = store.next_tx(&lock)?;
         let bytes = store.keep_removed(tx, rel, dir, name, open)?;
         Ok((lock, tx, bytes))
     });
@@ -187,7 +187,7 @@ pub fn remove<E>(
         access,
         ..FileEntry::default()
     };
-    if let Err(e) = store.log_quick(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {
+    if let Err(e) = store.log(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {
         log::error!("{e}");
     }
     drop(lock);

@@ -567,7 +567,10 @@ fn install_unjournaled(changes: &[Change<'_>], removals: &[Removal<'_>]) -> Resu
         });
         crate::store::atomic::replace(c.dir, file_name(c.rel), c.new, old, (None, c.writer))?;
     }
-    removals
-        .iter()
-        .try_for_each(|r| crate::store::journal::remove(r.dir, r.rel))
+    removals.iter().try_for_each(|r| {
+        crate::store::journal::remove(r.dir, r.rel)?;
+        rustix::fs::fsync(r.dir).map_err(|e| {
+            crate::store::io_err("sync the directory of", std::path::Path::new(r.rel))(e.into())
+        })
+    })
 }
