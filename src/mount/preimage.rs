@@ -107,9 +107,7 @@ impl Core {
             return None;
         }
         let access = file.metadata().ok().map(|m| Access::of(&m));
-        let mut bytes = Vec::with_capacity(size as usize);
-        file.read_to_end(&mut bytes).ok()?;
-        direct::begin(&self.store, &name, (&bytes, access), &who)
+        direct::begin(&self.store, &name, (&mut file, access), &who)
             .map_err(|e| log::error!("cannot keep the pre-image of {name}: {e}"))
             .ok()
     }

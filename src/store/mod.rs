@@ -602,14 +602,22 @@ impl Store {
         Ok(())
     }
 
-    /// Keeps the bytes of `rel` before a write that bypasses the control files,
-    /// unsynced (as its log line).
-    pub fn keep_pre_image(&self, tx: u64, rel: &str, bytes: &[u8]) -> Result<String, StoreError> {
-        let name = self
-            .objects
-            .keep_with(objects::Side::Pre, rel, tx, bytes, false)?;
-        self.objects.prune(rel, self.retention.keep);
-        self.objects.cap(self.retention.cap);
+    /// Keeps the stored object `sha` (see `Objects::put_from`) as the pre-image
+    /// of `rel` at `tx`, unsynced (as its log line); call with the lock held.
+    /// `None` when the object went meanwhile (its last version was dropped):
+    /// the caller stores it again.
+    pub fn keep_pre_image(
+        &self,
+        _lock: &Lock,
+        tx: u64,
+        rel: &str,
+        sha: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let name = self.objects.link(objects::Side::Pre, rel, tx, sha)?;
+        if name.is_some() {
+            self.objects.prune(rel, self.retention.keep);
+            self.objects.cap(self.retention.cap);
+        }
         Ok(name)
     }
 
@@ -768,8 +776,10 @@ mod tests {
         let lock = store.lock().unwrap();
         assert_eq!(store.next_tx(&lock).unwrap(), 1);
         assert_eq!(store.next_tx(&lock).unwrap(), 2);
-        let name = store.keep_pre_image(2, "src/a.rs", b"pre").unwrap();
-        assert_eq!(name, "snapshots/src/a.rs/2");
+        let sha = store.objects().put_from(&mut &b"pre"[..]).unwrap();
+        let name = store.keep_pre_image(&lock, 2, "src/a.rs", &sha).unwrap();
+        assert_eq!(name.as_deref(), Some("snapshots/src/a.rs/2"));
+        let name = name.unwrap();
         assert_eq!(fs::read(store.dir().join(&name)).unwrap(), b"pre");
         store.log(&line(2)).unwrap();
         store.log(&line(3)).unwrap();

@@ -86,6 +86,76 @@ impl Objects {
         Ok(sha)
     }
 
+    /// Stores what `from` reads, streamed (never whole in memory), and returns
+    /// its SHA-256. Needs no lock: the bytes go to a temporary file first, named
+    /// by their hash only once complete, and an object already stored under
+    /// that name is the same bytes. Unsynced, as the pre-images of direct writes
+    /// are (see the store's module doc).
+    pub fn put_from(&self, from: &mut impl Read) -> Result<String, StoreError> {
+        use sha2::{Digest, Sha256};
+        let dir = self.state.join("objects");
+        fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+        let tmp = dir.join(atomic::tmp_name());
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(&tmp, flags, Mode::from(0o444))
+            .map_err(|e| io_err("create", &tmp)(e.into()))?;
+        let mut out = File::from(fd);
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let copied = (|| -> std::io::Result<u64> {
+            let mut len = 0;
+            loop {
+                let n = match from.read(&mut buf) {
+                    Ok(0) => return Ok(len),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                hasher.update(&buf[..n]);
+                std::io::Write::write_all(&mut out, &buf[..n])?;
+                len += n as u64;
+            }
+        })();
+        let len = match copied {
+            Ok(len) => len,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(io_err("copy into", &tmp)(e));
+            }
+        };
+        let sha: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let object = self.object(&sha);
+        if object.exists() {
+            let _ = fs::remove_file(&tmp);
+        } else {
+            fs::rename(&tmp, &object).map_err(io_err("name", &object))?;
+            self.adjust(len as i64);
+        }
+        Ok(sha)
+    }
+
+    /// Links the stored object `sha` as version `side` of `rel` at `tx` and
+    /// returns the name; `false` when no such object is stored (any more: the
+    /// last version naming it was dropped meanwhile). Call with the store's lock
+    /// held, which every dropping of a version takes too.
+    pub fn link(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        sha: &str,
+    ) -> Result<Option<String>, StoreError> {
+        if !self.object(sha).exists() {
+            return Ok(None);
+        }
+        self.link_object(side, rel, tx, sha).map(Some)
+    }
+
     /// The name of version `side` of `rel` at transaction `tx`, relative to the state directory.
     pub fn name(side: Side, rel: &str, tx: u64) -> String {
         format!("{}/{}/{tx}", side.dir(), safe_rel(rel))
@@ -108,12 +178,16 @@ impl Objects {
         sync: bool,
     ) -> Result<String, StoreError> {
         let sha = self.put(bytes, sync)?;
+        self.link_object(side, rel, tx, &sha)
+    }
+
+    fn link_object(&self, side: Side, rel: &str, tx: u64, sha: &str) -> Result<String, StoreError> {
         let name = Objects::name(side, rel, tx);
         let link = self.state.join(&name);
         if let Some(dir) = link.parent() {
             fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         }
-        let object = self.object(&sha);
+        let object = self.object(sha);
         match fs::hard_link(&object, &link) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let ino = |p: &Path| fs::metadata(p).map(|m| m.ino()).ok();

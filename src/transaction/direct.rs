@@ -8,6 +8,7 @@
 //! into the store, when the store is on the same file system.
 
 use std::ffi::OsStr;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
@@ -68,21 +69,31 @@ fn line_changes(before: &[u8], after: &[u8]) -> (usize, usize) {
     })
 }
 
-/// Keeps `bytes`, the content of `rel` before a direct write, under a new id;
-/// `access` is the file's mode and owner then.
-pub fn begin(
+/// Keeps what `file` holds, the content of `rel` before a direct write, under a
+/// new id; `access` is the file's mode and owner then. The copy is made before
+/// the store's lock is taken, which is then held only to hand out the id and
+/// name the copy: a slow copy of a big file holds up no transaction on another
+/// file. (A hard link would not do: the file is about to be written in place.)
+pub fn begin<F: Read + Seek>(
     store: &Store,
     rel: &str,
-    (bytes, access): (&[u8], Option<Access>),
+    (file, access): (&mut F, Option<Access>),
     who: &Who,
 ) -> Result<Pending, StoreError> {
+    let sha = store.objects().put_from(file)?;
     let lock = store.lock()?;
     let tx = store.next_tx(&lock)?;
-    store.keep_pre_image(tx, rel, bytes)?;
+    if store.keep_pre_image(&lock, tx, rel, &sha)?.is_none() {
+        // The copy went with the last version naming the same bytes: made again.
+        file.seek(SeekFrom::Start(0))
+            .map_err(crate::store::io_err("read", std::path::Path::new(rel)))?;
+        let again = store.objects().put_from(file)?;
+        store.keep_pre_image(&lock, tx, rel, &again)?;
+    }
     Ok(Pending {
         tx,
         rel: rel.to_owned(),
-        before: sha256_hex(bytes),
+        before: sha,
         access,
         time: now(),
         who: who.clone(),
@@ -118,8 +129,15 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         (Some(before), Some(after)) => line_changes(&before, after),
         _ => (0, 0),
     };
+    // Stored before the lock, as in `begin`; named under it.
+    let sha = after.map(|a| store.objects().put(a, false)).transpose()?;
     let _lock = store.lock()?;
-    if let Some(after) = after {
+    if let (Some(after), Some(sha)) = (after, &sha)
+        && store
+            .objects()
+            .link(Side::Post, &p.rel, p.tx, sha)?
+            .is_none()
+    {
         store
             .objects()
             .keep_with(Side::Post, &p.rel, p.tx, after, false)?;
@@ -127,7 +145,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
     let file = FileEntry {
         file: p.rel.clone(),
         before: Some(p.before.clone()),
-        sha256: after.map(sha256_hex),
+        sha256: sha,
         lines_added,
         lines_removed,
         access: p.access,
@@ -197,6 +215,74 @@ pub fn remove<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_pre_image_copy_holds_up_no_edit_of_another_file() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::write(root.join("other.txt"), "a\n").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        // The big file's bytes come through a pipe: its copy lasts as long as
+        // the test keeps the pipe open.
+        let fifo = root.join("big.fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from(0o600),
+            0,
+        )
+        .unwrap();
+        let rootfd = crate::store::atomic::open_dir(root).unwrap();
+        let who = Who::default();
+        let (edited, done) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            let copying = s.spawn(|| {
+                let mut from = std::fs::File::open(&fifo).unwrap();
+                begin(&store, "big.txt", (&mut from, None), &who)
+            });
+            let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            writer.write_all(b"first half\n").unwrap();
+            let objects = root.join(".editfs/objects");
+            while !std::fs::read_dir(&objects).is_ok_and(|mut d| d.next().is_some()) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            s.spawn(|| {
+                let target = crate::transaction::Target {
+                    root: crate::transaction::Root {
+                        fd: rootfd.as_fd(),
+                        path: root,
+                        mount: None,
+                    },
+                    rel: "other.txt",
+                    label: "other.txt",
+                    who: &who,
+                    dir: None,
+                    meant: None,
+                };
+                let payload = b"<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+                let options = crate::engine::Options::default();
+                let report = crate::transaction::run(Some(&store), &target, payload, &options);
+                let _ = edited.send(report);
+            });
+            let report = done.recv_timeout(std::time::Duration::from_secs(20));
+            writer.write_all(b"second half\n").unwrap();
+            drop(writer);
+            let report = report.expect("the edit waited for the copy of another file");
+            assert_eq!(report.outcome, crate::engine::Outcome::Ok, "{report}");
+            assert_eq!(report.tx, 1, "numbered while the copy was still going on");
+            let pending = copying.join().unwrap().unwrap();
+            assert_eq!(pending.tx, 2);
+            assert_eq!(
+                store.objects().read(Side::Pre, "big.txt", 2).as_deref(),
+                Some(&b"first half\nsecond half\n"[..])
+            );
+            assert_eq!(pending.before, sha256_hex(b"first half\nsecond half\n"));
+        });
+        assert_eq!(std::fs::read(root.join("other.txt")).unwrap(), b"b\n");
+    }
 
     #[test]
     fn line_changes_count_what_a_diff_shows() {
