@@ -555,6 +555,35 @@ impl Core {
         }
     }
 
+    /// Runs a transaction on the files at `rels` with them taken (`lock_files`),
+    /// and records what it made of them when it says it committed: every
+    /// commit, of one file, several or an undo, goes through here. The
+    /// `Telling` is for the caller to keep until it has told the kernel.
+    fn locked<R>(
+        &self,
+        rels: &[&str],
+        transaction: impl FnOnce() -> (R, bool),
+    ) -> (R, super::fs::Telling<'_>) {
+        let (_excl, telling) = self.lock_files(rels);
+        let before = self.identities(rels);
+        let (done, committed) = transaction();
+        if committed {
+            self.record_lineage(rels, before);
+        }
+        (done, telling)
+    }
+
+    /// Shows the reports of the files a transaction changed in their `F.status`,
+    /// and drops what the kernel cached of them; call with no lock held.
+    fn publish<'r>(&self, reports: impl Iterator<Item = &'r Report>) {
+        for r in reports {
+            self.reports
+                .lock()
+                .insert(PathBuf::from(&r.file), Arc::new(r.clone()));
+            self.invalidate_path(Path::new(&r.file));
+        }
+    }
+
     fn root(&self) -> Root<'_> {
         Root {
             fd: self.source.root(),
@@ -617,9 +646,7 @@ impl Core {
         } = at;
         let name = file.to_string_lossy();
         // Kept until the kernel was told, below.
-        let (report, _telling) = {
-            let (_excl, telling) = self.lock_files(&[&name]);
-            let before = self.identities(&[&name]);
+        let (report, _telling) = self.locked(&[&name], || {
             let target = Target {
                 root: self.root(),
                 rel: &name,
@@ -631,11 +658,9 @@ impl Core {
             };
             let report =
                 transaction::run(Some(&self.store), &target, payload, &self.settings.engine);
-            if report.outcome == Outcome::Ok {
-                self.record_lineage(&[&name], before);
-            }
-            (report, telling)
-        };
+            let ok = report.outcome == Outcome::Ok;
+            (report, ok)
+        });
         if file != rel {
             self.reports
                 .lock()
@@ -748,35 +773,18 @@ impl Core {
 
     /// `.editfs/edit`: a multi-file transaction.
     fn commit_multi(&self, payload: Received<'_>, who: &Who) -> Committed {
+        let plan = multi::Plan::parse(self.root(), payload, &self.settings.engine);
+        // Direct writes to these files wait while they commit, as for one file.
+        let named = plan.files();
+        let rels: Vec<&str> = named.iter().map(String::as_str).collect();
         // Kept until the kernel was told, below.
-        let (report, _telling) = {
-            // Direct writes to these files wait while they commit, as for one file.
-            let named = self.named_in(payload.bytes);
-            let rels: Vec<&str> = named.iter().map(String::as_str).collect();
-            let (_excl, telling) = self.lock_files(&rels);
-            let before = self.identities(&rels);
-            let report = multi::run(
-                Some(&self.store),
-                self.root(),
-                payload,
-                &self.settings.engine,
-                who,
-            );
-            if report.outcome == Outcome::Ok {
-                self.record_lineage(&rels, before);
-            }
-            (report, telling)
-        };
-        let done = report.outcome == Outcome::Ok;
-        for r in report
-            .files
-            .iter()
-            .filter(|r| done && r.outcome == Outcome::Ok)
-        {
-            self.reports
-                .lock()
-                .insert(PathBuf::from(&r.file), Arc::new(r.clone()));
-            self.invalidate_path(Path::new(&r.file));
+        let (report, _telling) = self.locked(&rels, || {
+            let report = plan.run(Some(&self.store), self.root(), &self.settings.engine, who);
+            let ok = report.outcome == Outcome::Ok;
+            (report, ok)
+        });
+        if report.outcome == Outcome::Ok {
+            self.publish(report.files.iter().filter(|r| r.outcome == Outcome::Ok));
         }
         let head = Report {
             outcome: report.outcome,
@@ -793,22 +801,6 @@ impl Core {
             files: report.files.iter().map(|r| r.file.clone()).collect(),
         });
         committed
-    }
-
-    /// The files a multi-file payload names, spelled as their F.edit names them.
-    fn named_in(&self, payload: &[u8]) -> Vec<String> {
-        let limit = self.settings.engine.max_payload;
-        let Ok((files, _)) = crate::engine::payload::parse_multi(payload, limit, &self.root())
-        else {
-            return Vec::new();
-        };
-        let mut rels: Vec<String> = files
-            .iter()
-            .filter_map(|(given, _)| crate::store::rel::project_path(given).ok())
-            .collect();
-        rels.sort();
-        rels.dedup();
-        rels
     }
 
     /// The node ids of the existing files at `rels`, beneath SOURCE.
@@ -831,23 +823,14 @@ impl Core {
                 let rels = undo::files(&self.store, &req);
                 let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
                 // Kept until the kernel was told, below.
-                let (undone, _telling) = {
-                    let (_excl, telling) = self.lock_files(&rels);
-                    let before = self.identities(&rels);
+                let (undone, _telling) = self.locked(&rels, || {
                     let undone = undo::run(&self.store, self.root(), &req, who);
-                    if undone.head().outcome == Outcome::Ok {
-                        self.record_lineage(&rels, before);
-                    }
-                    (undone, telling)
-                };
+                    let ok = undone.head().outcome == Outcome::Ok;
+                    (undone, ok)
+                });
                 let head = undone.head();
                 if head.outcome == Outcome::Ok {
-                    for r in undone.files() {
-                        self.reports
-                            .lock()
-                            .insert(PathBuf::from(&r.file), Arc::new(r.clone()));
-                        self.invalidate_path(Path::new(&r.file));
-                    }
+                    self.publish(undone.files().into_iter());
                 }
                 let files = undone.files().iter().map(|r| r.file.clone()).collect();
                 (undone.to_string(), undone.to_json(), head, files)

@@ -129,24 +129,105 @@ pub fn run<'p>(
     opts: &Options,
     who: &Who,
 ) -> MultiReport {
-    let payload: Received<'p> = payload.into();
-    // Read and decided without the store's lock (see `super::run`), and again
-    // under it should any file have changed meanwhile.
-    let early = prepare(root, payload, opts, who);
-    let lock = match store.map(Store::lock).transpose() {
-        Ok(l) => l,
-        Err(e) => {
-            let mut r = MultiReport::new(Outcome::Failed);
-            r.error = io_failure(e, String::new()).error;
-            return r;
+    Plan::parse(root, payload.into(), opts).run(store, root, opts, who)
+}
+
+/// A multi-file payload parsed once: the files it names, for a caller that
+/// must hold them (the mount takes their stripes against direct writes)
+/// before the transaction runs, and then the run.
+pub struct Plan {
+    parsed: Result<(payload::Files, Vec<String>), payload::PayloadError>,
+}
+
+impl Plan {
+    pub fn parse(root: Root<'_>, payload: Received<'_>, opts: &Options) -> Plan {
+        Plan {
+            parsed: payload::parse_multi(payload, opts.max_payload, &root),
         }
-    };
-    let (mut report, decided) = match early {
-        (r, d) if d.iter().all(Decided::current) => (r, d),
-        _ => prepare(root, payload, opts, who),
-    };
+    }
+
+    /// The files the payload edits, as paths beneath the root, sorted, each
+    /// once; none when it does not parse (it is then rejected, touching none).
+    pub fn files(&self) -> Vec<String> {
+        let Ok((files, _)) = &self.parsed else {
+            return Vec::new();
+        };
+        let mut rels: Vec<String> = files
+            .iter()
+            .filter_map(|(given, _)| project_path(given).ok())
+            .collect();
+        rels.sort();
+        rels.dedup();
+        rels
+    }
+
+    /// Runs the transaction: every file decided, then all committed or none.
+    pub fn run(
+        self,
+        store: Option<&Store>,
+        root: Root<'_>,
+        opts: &Options,
+        who: &Who,
+    ) -> MultiReport {
+        // Read and decided without the store's lock (see `super::run`), and again
+        // under it should any file have changed meanwhile.
+        let early = self.prepare(root, opts, who);
+        let lock = match store.map(Store::lock).transpose() {
+            Ok(l) => l,
+            Err(e) => {
+                let mut r = MultiReport::new(Outcome::Failed);
+                r.error = io_failure(e, String::new()).error;
+                return r;
+            }
+        };
+        let (report, decided) = match early {
+            (r, d) if d.iter().all(Decided::current) => (r, d),
+            _ => self.prepare(root, opts, who),
+        };
+        numbered(store, lock.as_ref(), root, (report, decided), who)
+    }
+
+    /// Decides every file's edit: the report so far (not yet numbered) and the decisions.
+    fn prepare(&self, root: Root<'_>, opts: &Options, who: &Who) -> (MultiReport, Vec<Decided>) {
+        let mut report = MultiReport::new(Outcome::Ok);
+        let decided = match &self.parsed {
+            Ok((files, notes)) => {
+                report.notes = notes.clone();
+                let files = files
+                    .iter()
+                    .map(|(rel, p)| {
+                        let ops = Payload {
+                            operations: p.operations.clone(),
+                            notes: p.notes.clone(),
+                        };
+                        (rel.clone(), ops)
+                    })
+                    .collect();
+                let mut decided = decide(root, files, (opts, who), &mut report);
+                place_moves(root, &mut decided, &mut report);
+                decided
+            }
+            Err(e) => {
+                report.outcome = Outcome::Rejected;
+                report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
+                Vec::new()
+            }
+        };
+        (report, decided)
+    }
+}
+
+/// Numbers the decided transaction, commits it if every file's edit applied,
+/// and logs it, whatever its outcome.
+fn numbered(
+    store: Option<&Store>,
+    lock: Option<&crate::store::Lock>,
+    root: Root<'_>,
+    (mut report, decided): (MultiReport, Vec<Decided>),
+    who: &Who,
+) -> MultiReport {
     // A rejected payload is numbered and logged like a single-file one.
-    if let (Some(s), Some(l)) = (store, &lock) {
+    if let (Some(s), Some(l)) = (store, lock) {
         match s.next_tx(l) {
             Ok(tx) => report.tx = tx,
             Err(e) => {
@@ -174,13 +255,7 @@ pub fn run<'p>(
         return report;
     }
     let line = entry(&report);
-    commit(
-        store,
-        (lock.as_ref(), root),
-        decided,
-        (line, who),
-        &mut report,
-    );
+    commit(store, (lock, root), decided, (line, who), &mut report);
     if report.outcome != Outcome::Ok
         && let Some(s) = store
     {
@@ -190,31 +265,6 @@ pub fn run<'p>(
         report.notes.push("no state directory: no snapshot or log was kept, and a crash mid-commit could leave some files changed".into());
     }
     report
-}
-
-/// Parses `payload` and decides every file's edit: the report so far (not yet
-/// numbered) and the decisions.
-fn prepare(
-    root: Root<'_>,
-    payload: Received<'_>,
-    opts: &Options,
-    who: &Who,
-) -> (MultiReport, Vec<Decided>) {
-    let mut report = MultiReport::new(Outcome::Ok);
-    let decided = match payload::parse_multi(payload, opts.max_payload, &root) {
-        Ok((files, notes)) => {
-            report.notes = notes;
-            let mut decided = decide(root, files, (opts, who), &mut report);
-            place_moves(root, &mut decided, &mut report);
-            decided
-        }
-        Err(e) => {
-            report.outcome = Outcome::Rejected;
-            report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
-            Vec::new()
-        }
-    };
-    (report, decided)
 }
 
 /// Checks each section's path and joins the sections that name one file, in
@@ -573,4 +623,46 @@ fn install_unjournaled(changes: &[Change<'_>], removals: &[Removal<'_>]) -> Resu
             crate::store::io_err("sync the directory of", std::path::Path::new(r.rel))(e.into())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    #[test]
+    fn a_plan_names_each_file_once_beneath_the_root_and_runs_what_it_parsed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        std::fs::write(tmp.path().join("a.txt"), "one\n").unwrap();
+        std::fs::write(tmp.path().join("sub/b.txt"), "two\n").unwrap();
+        let fd = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let root = Root {
+            fd: fd.as_fd(),
+            path: tmp.path(),
+            mount: None,
+        };
+        let block = |from: &str, to: &str| {
+            format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n")
+        };
+        let payload = format!(
+            "sub/b.txt\n{}./a.txt\n{}a.txt\n{}",
+            block("two", "2"),
+            block("one", "1"),
+            block("1", "first")
+        );
+        let opts = Options::default();
+        let plan = Plan::parse(root, payload.as_bytes().into(), &opts);
+        assert_eq!(plan.files(), ["a.txt", "sub/b.txt"]);
+        let report = plan.run(None, root, &opts, &Who::default());
+        assert_eq!(report.outcome, Outcome::Ok, "{report}");
+        assert_eq!(std::fs::read(tmp.path().join("a.txt")).unwrap(), b"first\n");
+        assert_eq!(std::fs::read(tmp.path().join("sub/b.txt")).unwrap(), b"2\n");
+        let unusable = Plan::parse(root, b"no blocks here".into(), &opts);
+        assert!(
+            unusable.files().is_empty(),
+            "a payload that does not parse names none"
+        );
+    }
 }
