@@ -94,3 +94,52 @@ fn the_watcher_leaves_with_a_clean_unmount() {
         "the watcher outlived the mount"
     );
 }
+
+/// The transaction ids of the log in `state`, in order.
+fn logged_txs(state: &std::path::Path) -> Vec<u64> {
+    fs::read_to_string(state.join("log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["tx"].as_u64())
+        .collect()
+}
+
+#[test]
+fn a_daemon_killed_before_its_checkpoint_loses_no_edit_and_logs_each_once() {
+    let Some(m) = Mount::start(&[], |src| fs::write(src.join("a"), "one\n").unwrap()) else {
+        return;
+    };
+    let journal = m.src.join(".editfs/journal");
+    let edit = |from: &str, to: &str| {
+        m.ok(&format!(
+            "printf '<<<<<<< SEARCH\\n{from}\\n=======\\n{to}\\n>>>>>>> REPLACE\\n' > a.edit"
+        ));
+    };
+    edit("one", "two");
+    let began = std::time::Instant::now();
+    while fs::read_dir(&journal).unwrap().next().is_some() {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(5),
+            "the checkpoint never dropped the finished commit's record"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    edit("two", "three");
+    m.signal(rustix::process::Signal::KILL);
+    m.abort();
+    assert_eq!(m.src_file("a"), b"three\n", "close() returned 0");
+    // The next transaction on the state directory recovers first.
+    let applied = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .arg("apply")
+        .arg(m.src.join("a"))
+        .arg("-")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(applied.code(), Some(2), "an empty payload is rejected");
+    assert_eq!(m.src_file("a"), b"three\n");
+    assert_eq!(fs::read_dir(&journal).unwrap().count(), 0);
+    assert_eq!(logged_txs(&m.src.join(".editfs")), [1, 2, 3]);
+}
