@@ -211,20 +211,33 @@ pub fn run<'p>(
         );
         return report;
     };
-    // The file is read and the engine decides without the store's lock, so a
-    // slow edit (a huge file) holds up no transaction on another file. The lock
-    // is taken to number and commit; a file that changed meanwhile is decided
-    // again under it.
-    let early = decide(target, payload, opts);
-    let lock = match store.lock() {
-        Ok(lock) => lock,
-        Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
-    };
-    let decided = match early {
-        Ok(d) if d.opened.current(target.rel) => Ok(d),
-        _ => decide(target, payload, opts),
-    };
-    stored(store, &lock, target, decided)
+    let decided = decided_under_lock(
+        || store.lock(),
+        || decide(target, payload, opts),
+        |d| d.as_ref().is_ok_and(|d| d.opened.current(target.rel)),
+    );
+    match decided {
+        Ok((lock, decided)) => stored(store, &lock, target, decided),
+        Err(e) => stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+    }
+}
+
+/// What `decide` finds, with the store's lock, taken by `lock`, held.
+///
+/// The files are read and the engine decides without the lock, so a slow edit
+/// (a huge file) holds up no transaction on another file; the lock is taken to
+/// number and commit, and what no longer holds under it (`current`: a file
+/// changed meanwhile) is decided again. Edits of one file and of several take
+/// their lock this way.
+pub(crate) fn decided_under_lock<L, D>(
+    lock: impl FnOnce() -> Result<L, StoreError>,
+    decide: impl Fn() -> D,
+    current: impl Fn(&D) -> bool,
+) -> Result<(L, D), StoreError> {
+    let early = decide();
+    let lock = lock()?;
+    let decided = if current(&early) { early } else { decide() };
+    Ok((lock, decided))
 }
 
 /// Opens the file of `target` and lets the engine decide on it.

@@ -169,22 +169,19 @@ impl Plan {
         opts: &Options,
         who: &Who,
     ) -> MultiReport {
-        // Read and decided without the store's lock (see `super::run`), and again
-        // under it should any file have changed meanwhile.
-        let early = self.prepare(root, opts, who);
-        let lock = match store.map(Store::lock).transpose() {
-            Ok(l) => l,
+        let decided = super::decided_under_lock(
+            || store.map(Store::lock).transpose(),
+            || self.prepare(root, opts, who),
+            |(_, d)| d.iter().all(Decided::current),
+        );
+        match decided {
+            Ok((lock, decided)) => numbered(store, lock.as_ref(), root, decided, who),
             Err(e) => {
                 let mut r = MultiReport::new(Outcome::Failed);
                 r.error = io_failure(e, String::new()).error;
-                return r;
+                r
             }
-        };
-        let (report, decided) = match early {
-            (r, d) if d.iter().all(Decided::current) => (r, d),
-            _ => self.prepare(root, opts, who),
-        };
-        numbered(store, lock.as_ref(), root, (report, decided), who)
+        }
     }
 
     /// Decides every file's edit: the report so far (not yet numbered) and the decisions.
