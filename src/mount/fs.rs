@@ -230,7 +230,7 @@ impl EditFs {
 /// How long a finished commit's log line and its file's new name may wait to be
 /// synced (see the store's module doc): the commits of a burst share one sync,
 /// and none waits for it.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts the thread that makes the store's checkpoints while the mount lives.
 fn checkpoints(core: std::sync::Weak<Core>) {

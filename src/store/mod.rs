@@ -50,7 +50,7 @@
 //! - The prepared record is unsynced: it only serves to clean up after a crash
 //!   of the process, and a transaction that never committed changed no file.
 //! - The files' new names in the project, and the log line, ride on the next
-//!   checkpoint (`Store::checkpoint`: at most a fraction of a second later in a
+//!   checkpoint (`Store::checkpoint`: at most a second later in a
 //!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits),
 //!   which syncs the log and the directories the files went into, and only
 //!   then drops the records of the transactions it covered. Until then a
