@@ -43,6 +43,8 @@
 //!   sync carries every earlier change with it, as the journals of ext4
 //!   (`data=ordered`, the default) and xfs do; the committed record is read back
 //!   only when it parses whole, so a record cut short counts as never written.
+//!   A temporary file that sits beside its file, on another file system than
+//!   the state directory, has its directory synced before the record instead.
 //! - The counter (`txid`) is written in place, unsynced: at open it is moved
 //!   past the last id of the log, which recovery first completes from the
 //!   committed records. An id a machine crash handed out again can only have
@@ -598,6 +600,12 @@ impl Store {
                 c.new,
                 (c.old, c.writer),
             )?;
+            // Beside its file, on another file system than the record: the
+            // record's sync cannot carry its name (see the module doc).
+            if e.beside {
+                rustix::fs::fsync(c.dir)
+                    .map_err(|err| io_err("sync the directory of", Path::new(c.rel))(err.into()))?;
+            }
         }
         Ok(())
     }
