@@ -97,6 +97,120 @@ cat f.txt"#;
     assert_eq!(out, "n: 200\n", "no reader may see an error");
 }
 
+/// Several committers replace one name while readers open it, for `secs`: each
+/// commit renames a new version over the name, so an open can meet its node
+/// replaced, look the name up again and meet that one replaced too. Natively an
+/// open of a name that exists never fails; the failures, by call and error.
+fn opens_under_several_committers(secs: u64) -> Vec<String> {
+    // Renames over f.txt keep no pre-image, so they come fast.
+    let Some(m) = Mount::start(&["--no-snapshot", "f.txt"], |src| {
+        fs::write(src.join("f.txt"), "anchor\n").unwrap();
+    }) else {
+        return Vec::new();
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let fail = |failures: &Mutex<Vec<String>>, what: String| {
+        failures.lock().unwrap().push(what);
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (mnt, stop, failures) = (m.mnt.clone(), stop.clone(), failures.clone());
+            std::thread::spawn(move || {
+                let mut opens = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    opens += 1;
+                    match fs::File::open(mnt.join("f.txt")) {
+                        Ok(mut f) => {
+                            let mut text = String::new();
+                            if let Err(e) = std::io::Read::read_to_string(&mut f, &mut text) {
+                                fail(&failures, format!("read f.txt: {e}"));
+                            } else if !text.starts_with("anchor\n") {
+                                fail(&failures, format!("read f.txt: torn: {text:?}"));
+                            }
+                        }
+                        Err(e) => fail(&failures, format!("open f.txt: {e}")),
+                    }
+                    if let Err(e) = fs::read(mnt.join("f.txt.status")) {
+                        fail(&failures, format!("read f.txt.status: {e}"));
+                    }
+                }
+                opens
+            })
+        })
+        .collect();
+    let committers: Vec<_> = (0..3)
+        .map(|c| {
+            let (mnt, stop, failures) = (m.mnt.clone(), stop.clone(), failures.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let payload =
+                        format!(r#"{{"search": "anchor\n", "replace": "anchor\n{c}-{n}\n"}}"#);
+                    match send(&mnt.join("f.txt.edit"), &payload) {
+                        // A rename put another file under the name since the
+                        // edit's open: the edit is stale, as the contract says.
+                        Err(e) if e.starts_with("close") && e.contains("os error 116") => {}
+                        Err(e) => fail(&failures, e),
+                        Ok(()) => {}
+                    }
+                }
+                n
+            })
+        })
+        .collect();
+    // Renames through the mount replace the name far more often than commits do.
+    let renamers: Vec<_> = (0..2)
+        .map(|r| {
+            let (mnt, src) = (m.mnt.clone(), m.src.clone());
+            let (stop, failures) = (stop.clone(), failures.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                let tmp = format!("f.tmp{r}");
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    // Written in SOURCE, where it is quick; renamed through the mount.
+                    let renamed = fs::write(src.join(&tmp), format!("anchor\nrenamed {r}-{n}\n"))
+                        .and_then(|()| fs::rename(mnt.join(&tmp), mnt.join("f.txt")));
+                    if let Err(e) = renamed {
+                        fail(&failures, format!("rename over f.txt: {e}"));
+                    }
+                }
+                n
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    let opens: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    let commits: u64 = committers
+        .into_iter()
+        .chain(renamers)
+        .map(|c| c.join().unwrap())
+        .sum();
+    let failures = failures.lock().unwrap().clone();
+    eprintln!(
+        "{opens} opens during {commits} commits: {} failed",
+        failures.len()
+    );
+    failures
+}
+
+#[test]
+fn opens_never_fail_while_several_committers_replace_one_name() {
+    let failures = opens_under_several_committers(3);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The same for 20 s: `cargo test --test mount_races -- --ignored`.
+#[test]
+#[ignore = "takes 20 s"]
+fn opens_never_fail_while_several_committers_replace_one_name_for_long() {
+    let failures = opens_under_several_committers(20);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// What each worker is doing, and since when: the watchdog's view.
 #[derive(Default)]
 struct Watch {

@@ -312,6 +312,8 @@ pub struct Core {
     pub(super) backings: super::passthrough::Backings,
     /// What editfs's own transactions made of the files they replaced.
     pub(super) lineage: Mutex<Lineage>,
+    /// Threads whose open of a replaced node was just answered ESTALE.
+    pub(super) retries: super::replaced::StaleRetries,
     /// Files whose latest commit has not told the kernel yet (see `Telling`).
     untold: Mutex<std::collections::HashSet<String>>,
     /// Signalled whenever a commit has told the kernel.
@@ -488,6 +490,7 @@ impl Core {
             writes: Mutex::new(HashMap::new()),
             backings: Default::default(),
             lineage: Mutex::new(Lineage::default()),
+            retries: Default::default(),
             untold: Mutex::new(std::collections::HashSet::new()),
             told: parking_lot::Condvar::new(),
             settling: Mutex::new(()),
@@ -528,6 +531,15 @@ impl Core {
             let n = nodes.get(ino).ok_or(Errno::ESTALE)?;
             (n.parent, n.name.clone())
         };
+        Ok(Loc {
+            dir: self.dir_of(parent)?,
+            name,
+        })
+    }
+
+    /// Where a real node is, or was last if its name was taken by another file.
+    pub(super) fn last_loc(&self, ino: u64) -> Res<Loc> {
+        let (parent, name) = self.nodes.read().last_place(ino).ok_or(Errno::ESTALE)?;
         Ok(Loc {
             dir: self.dir_of(parent)?,
             name,
@@ -592,6 +604,12 @@ impl Core {
     fn open_on(&self, ino: u64) -> Option<Arc<Handle>> {
         let on = |h: &&Arc<Handle>| matches!(***h, Handle::File { ino: i, .. } if i == ino);
         self.handles.lock().values().find(on).cloned()
+    }
+
+    /// Every handle open on real node `ino`.
+    pub(super) fn all_open_on(&self, ino: u64) -> Vec<Arc<Handle>> {
+        let on = |h: &&Arc<Handle>| matches!(***h, Handle::File { ino: i, .. } if i == ino);
+        self.handles.lock().values().filter(on).cloned().collect()
     }
 
     /// The status of real node `ino` through one of its open handles, if any:

@@ -291,8 +291,8 @@ impl Filesystem for Fuse {
         guard("forget", || self.0.forget(ino.0, nlookup));
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        let logic = |_: &_| self.0.getattr(ino.0, fh.map(|f| f.0));
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let logic = |_: &_| self.0.getattr_for(req.pid(), ino.0, fh.map(|f| f.0));
         serve("getattr", reply, logic, |r, (a, ttl)| {
             r.attr(&ttl, &attr(&a))
         });

@@ -22,6 +22,7 @@ mod passthrough;
 mod preimage;
 mod ranges;
 mod real;
+mod replaced;
 mod rescue;
 mod source;
 mod state;

@@ -41,13 +41,19 @@ pub struct Node {
     lookups: u64,
     /// Its other names (hard links), which take over when `parent`/`name` goes.
     links: Vec<(u64, OsString)>,
+    /// The directory of its last name, once it has none (`name` is kept): where
+    /// an open of the node finds what replaced it.
+    left: u64,
 }
 
 impl Node {
     /// Drops the place (`parent`, `name`); a remaining link takes over, or the node is detached.
     fn lose(&mut self, parent: u64, name: &OsStr) {
         if (self.parent, self.name.as_os_str()) == (parent, name) {
-            (self.parent, self.name) = self.links.pop().unwrap_or((DETACHED, OsString::new()));
+            match self.links.pop() {
+                Some(link) => (self.parent, self.name) = link,
+                None => (self.left, self.parent) = (self.parent, DETACHED),
+            }
         } else {
             self.links
                 .retain(|(p, n)| (*p, n.as_os_str()) != (parent, name));
@@ -101,6 +107,7 @@ impl Nodes {
             kind: Kind::Real,
             lookups: 1,
             links: Vec::new(),
+            left: DETACHED,
         };
         nodes.nodes.insert(ROOT, root);
         nodes
@@ -123,6 +130,18 @@ impl Nodes {
             at = n.parent;
         }
         Some(parts.iter().rev().collect())
+    }
+
+    /// The name a node has, or had last if it has none left: what stands
+    /// there now may have replaced it.
+    pub fn last_place(&self, id: u64) -> Option<(u64, OsString)> {
+        let n = self.nodes.get(&id)?;
+        let parent = if n.parent == DETACHED {
+            n.left
+        } else {
+            n.parent
+        };
+        (parent != DETACHED).then(|| (parent, n.name.clone()))
     }
 
     /// Node `id` no longer has the name (`parent`, `name`).
@@ -162,6 +181,7 @@ impl Nodes {
             kind: Kind::Real,
             lookups: 0,
             links: Vec::new(),
+            left: DETACHED,
         });
         node.links
             .retain(|(p, n)| (*p, n.as_os_str()) != (parent, name));
@@ -194,6 +214,7 @@ impl Nodes {
             kind: kind.clone(),
             lookups: 0,
             links: Vec::new(),
+            left: DETACHED,
         });
         node.kind = kind;
         node.lookups += u64::from(count);
@@ -327,6 +348,21 @@ mod tests {
         assert_eq!(n.path(11), Some(PathBuf::from("b")));
         n.renamed(ROOT, OsStr::new("a"), ROOT, OsStr::new("d"));
         assert_eq!(n.path(10), Some(PathBuf::from("d")));
+    }
+
+    #[test]
+    fn a_node_replaced_under_its_name_still_knows_where_it_was() {
+        let mut n = Nodes::new();
+        n.remember(10, ROOT, OsStr::new("a"));
+        n.remember(11, ROOT, OsStr::new("a"));
+        assert_eq!(n.path(10), None);
+        assert_eq!(n.last_place(10), Some((ROOT, "a".into())));
+        n.remember(12, ROOT, OsStr::new("b"));
+        n.renamed(ROOT, OsStr::new("b"), ROOT, OsStr::new("a"));
+        assert_eq!(n.last_place(11), Some((ROOT, "a".into())));
+        n.remember(11, ROOT, OsStr::new("c"));
+        assert_eq!(n.path(11), Some(PathBuf::from("c")));
+        assert_eq!(n.last_place(11), Some((ROOT, "c".into())));
     }
 
     #[test]

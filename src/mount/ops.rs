@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use super::control::{EditBuffer, slice};
 use super::fs::{Core, Handle, REAL_TTL, VIRTUAL_TTL};
 use super::nodes::Kind;
-use super::real::{Set, cached, is_write, read_at, truncates};
+use super::real::{Set, is_write, read_at, truncates};
 use super::state;
 use super::types::{Backing, Done, Errno, FileType, Opened, Requester, Res, Served, Timed, errno};
 
@@ -121,14 +121,7 @@ impl Core {
                 })
             }
             (_, Kind::State(_)) => return Err(Errno::EROFS),
-            (_, Kind::Real) => {
-                let fh = self.open_real(ino, flags, who.pid)?;
-                let served = match self.backing(ino, fh, register) {
-                    Some(id) => Served::Passed(id),
-                    None => cached(flags),
-                };
-                return Ok(Opened { fh, served });
-            }
+            (_, Kind::Real) => return self.open_file(who, ino, flags, register),
         };
         Ok(Opened {
             fh,

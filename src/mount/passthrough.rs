@@ -87,6 +87,20 @@ impl Backings {
         }
     }
 
+    /// Counts a handle on `ino` that stands in for it (see `replaced.rs`): the
+    /// inode's backing id if it is passed through (the kernel wants every open
+    /// of it to be), else `None`, and then it is not passed through until this
+    /// handle is released, since the daemon must serve it itself.
+    pub fn stand_in(&self, ino: u64) -> Option<Arc<Backing>> {
+        let mut open = self.open.lock();
+        let e = open.entry(ino).or_insert(Open {
+            backing: None,
+            handles: 0,
+            writers: 0,
+        });
+        e.add(false)
+    }
+
     fn register(
         &self,
         fd: BorrowedFd<'_>,

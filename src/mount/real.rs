@@ -82,7 +82,7 @@ pub fn is_write(flags: i32) -> bool {
 }
 
 /// The kernel's `__FMODE_EXEC`, set in the flags of the open that loads a program.
-const EXEC_OPEN: i32 = 0x20;
+pub const EXEC_OPEN: i32 = 0x20;
 
 pub fn truncates(flags: i32) -> bool {
     flags & libc::O_TRUNC != 0

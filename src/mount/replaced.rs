@@ -1,0 +1,216 @@
+//! Opens of a node whose name another file took since the kernel looked it up
+//! (a commit or a rename put a new version there).
+//!
+//! Such an open is answered ESTALE, and the kernel looks the name up again and
+//! retries, but only once: were the name replaced again in the meantime, the
+//! retry would fail too, and the open with it, where natively an open of a name
+//! that exists never fails. So the retry is served instead: with the node's own
+//! file while a handle still holds it (as natively), else with the file the
+//! name holds now, which it held at an instant within the open. The first
+//! answer stays ESTALE, so that the kernel drops its stale entry and later
+//! opens meet the new node.
+//!
+//! A file served for another node only stands in: the kernel's inode is still
+//! the replaced node, whose cached pages and size are not this file's, so it
+//! is read through the daemon with direct I/O, and the node is not passed
+//! through while it is open (the kernel fails an open that is not passed
+//! through once one is: see `passthrough.rs`); if it already is, the stand-in
+//! is passed through too, and the kernel reads the node's own file through
+//! the backing file it holds. Only reads are served so:
+//! writes, truncations and program loads keep ESTALE.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rustix::fs::{Access, FileType, Mode, OFlags};
+
+use super::fs::{Core, Handle};
+use super::nodes::{ROOT, real_id};
+use super::ops::Register;
+use super::real::{EXEC_OPEN, cached, truncates};
+use super::types::{Errno, Opened, Requester, Res, Served, Timed, errno};
+use crate::transaction::Caller;
+
+/// The kernel retries at once; an answer older than this was not retried.
+const RETRY_WITHIN: Duration = Duration::from_secs(1);
+
+/// Entries kept before old ones are dropped: one per thread in a retry.
+const KEPT: usize = 256;
+
+/// The threads lately told ESTALE for an open, whose next open of a replaced
+/// node is therefore the kernel's one retry.
+#[derive(Default)]
+pub struct StaleRetries {
+    told: Mutex<HashMap<u32, Instant>>,
+}
+
+impl StaleRetries {
+    /// Thread `pid` was told ESTALE on the way to an open (by the open, or by
+    /// the attributes its permission check asked for): its next open is the
+    /// kernel's retry.
+    pub fn told(&self, pid: u32) {
+        let mut told = self.told.lock();
+        if told.len() >= KEPT {
+            told.retain(|_, at| at.elapsed() < RETRY_WITHIN);
+        }
+        told.insert(pid, Instant::now());
+    }
+
+    /// Whether thread `pid`'s open of a replaced node is the kernel's retry.
+    pub fn again(&self, pid: u32) -> bool {
+        let mut told = self.told.lock();
+        told.remove(&pid)
+            .is_some_and(|at| at.elapsed() < RETRY_WITHIN)
+    }
+
+    /// Thread `pid` opened a file: its retry, if it was in one, is over.
+    pub fn opened(&self, pid: u32) {
+        let mut told = self.told.lock();
+        if !told.is_empty() {
+            told.remove(&pid);
+        }
+    }
+}
+
+impl Core {
+    /// Opens real node `ino` for `who` with the open flags `flags`, passed
+    /// through when `register` gets a backing id for it.
+    pub(super) fn open_file(
+        &self,
+        who: Requester,
+        ino: u64,
+        flags: i32,
+        register: Register<'_>,
+    ) -> Res<Opened> {
+        let reads_only = flags & libc::O_ACCMODE == libc::O_RDONLY
+            && !truncates(flags)
+            && flags & EXEC_OPEN == 0;
+        let fh = match self.open_real(ino, flags, who.pid) {
+            Err(Errno::ESTALE) if reads_only && ino != ROOT && self.retries.again(who.pid) => {
+                match self.open_replaced(ino, flags, &who.caller())? {
+                    (fh, Some(served)) => return Ok(Opened { fh, served }),
+                    (fh, None) => fh,
+                }
+            }
+            Err(Errno::ESTALE) => {
+                self.retries.told(who.pid);
+                return Err(Errno::ESTALE);
+            }
+            other => {
+                let fh = other?;
+                self.retries.opened(who.pid);
+                fh
+            }
+        };
+        let served = match self.backing(ino, fh, register) {
+            Some(id) => Served::Passed(id),
+            None => cached(flags),
+        };
+        Ok(Opened { fh, served })
+    }
+
+    /// `getattr` for thread `pid`: a stale node fails the permission check of
+    /// an open's first try too.
+    pub(super) fn getattr_for(&self, pid: u32, ino: u64, fh: Option<u64>) -> Res<Timed> {
+        let r = self.getattr(ino, fh);
+        if let Err(Errno::ESTALE) = r {
+            self.retries.told(pid);
+        }
+        r
+    }
+
+    /// Serves the retried read-only open (`flags`) of replaced node `ino` for
+    /// `caller`: the handle, and how it is served if it stands in (`None`: it
+    /// is the node's own file, served as any).
+    fn open_replaced(&self, ino: u64, flags: i32, caller: &Caller) -> Res<(u64, Option<Served>)> {
+        let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
+        let flags = OFlags::from_bits_retain((flags & !strip) as u32) | OFlags::CLOEXEC;
+        if let Some(file) = self.reopen(ino, flags) {
+            log::debug!("open of replaced node {ino:#x}: its own file, still open");
+            return Ok((self.add_handle(Handle::File { file, ino }), None));
+        }
+        let loc = self.last_loc(ino)?;
+        // Nothing there, or not a file: the kernel's own lookup says what is.
+        let fd = rustix::fs::openat(
+            loc.dir(),
+            &loc.name,
+            flags | OFlags::NOFOLLOW,
+            Mode::empty(),
+        )
+        .map_err(|_| Errno::ESTALE)?;
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(Errno::ESTALE);
+        }
+        // The kernel checked the caller's access to the replaced file, not to this one.
+        caller.may(fd.as_fd(), Access::READ_OK).map_err(errno)?;
+        log::debug!("open of replaced node {ino:#x}: the file its name holds now");
+        let fh = self.add_handle(Handle::File {
+            file: File::from(fd),
+            ino,
+        });
+        let served = match self.backings.stand_in(ino) {
+            Some(id) => Served::Passed(id),
+            None => Served::Direct,
+        };
+        Ok((fh, Some(served)))
+    }
+
+    /// Node `ino`'s own file opened anew with `flags`, while a handle holds it.
+    fn reopen(&self, ino: u64, flags: OFlags) -> Option<File> {
+        let own = |h: &Arc<Handle>| match &**h {
+            Handle::File { file, .. } => rustix::fs::fstat(file)
+                .is_ok_and(|st| real_id(st.st_ino) == ino)
+                .then(|| file.as_raw_fd()),
+            _ => None,
+        };
+        let handles = self.all_open_on(ino);
+        let fd = handles.iter().find_map(own)?;
+        // The descriptor's link in /proc leads to exactly its file, unlinked or not.
+        let link = format!("/proc/self/fd/{fd}");
+        rustix::fs::open(link.as_str(), flags, Mode::empty())
+            .ok()
+            .map(File::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_open_right_after_an_estale_of_the_same_thread_is_a_retry() {
+        let r = StaleRetries::default();
+        assert!(!r.again(7), "a first open is answered ESTALE");
+        r.told(7);
+        assert!(!r.again(8), "another thread's is too");
+        assert!(
+            r.again(7),
+            "the same thread's next one is the kernel's retry"
+        );
+        assert!(!r.again(7), "and the one after that is a new open");
+        r.told(8);
+        r.opened(8);
+        assert!(
+            !r.again(8),
+            "8's retry met a live node: its next open is new"
+        );
+    }
+
+    #[test]
+    fn threads_told_long_ago_are_forgotten() {
+        let r = StaleRetries::default();
+        for pid in 0..KEPT as u32 {
+            r.told.lock().insert(pid, Instant::now() - RETRY_WITHIN * 2);
+        }
+        assert!(!r.again(1), "told too long ago: not a retry");
+        r.told(10_000);
+        assert_eq!(r.told.lock().len(), KEPT, "old entries dropped");
+        r.told(10_001);
+        assert_eq!(r.told.lock().len(), 2, "old entries dropped");
+    }
+}
