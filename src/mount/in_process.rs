@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::fs::{EditFs, Settings};
 use super::nodes::ROOT;
 use super::source::Source;
-use super::types::{Backing, Done, Errno, Requester, Res};
+use super::types::{Backing, Done, Errno, Requester, Res, Served};
 use crate::store::logline::Kind as LogKind;
 use crate::store::{Retention, Store};
 
@@ -102,6 +102,63 @@ impl Rig {
     fn text(&self, name: &str) -> String {
         std::fs::read_to_string(self.src.path().join(name)).unwrap()
     }
+}
+
+impl Rig {
+    /// Renames a new file holding `text` over `name`, as a commit does.
+    fn replace(&self, name: &str, text: &str) {
+        let tmp = self.src.path().join(".new");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(tmp, self.src.path().join(name)).unwrap();
+    }
+}
+
+#[test]
+fn the_retried_open_of_a_node_replaced_again_reads_what_the_name_holds_now() {
+    let r = rig(&[("a.txt", "v1\n")], settings(false));
+    let first = r.lookup("a.txt");
+    r.replace("a.txt", "v2\n");
+    assert_eq!(
+        r.open(first, libc::O_RDONLY),
+        Err(Errno::ESTALE),
+        "the first try: the kernel drops its entry and looks the name up again"
+    );
+    let second = r.lookup("a.txt");
+    r.replace("a.txt", "v3\n");
+    let opened = r.fs.open(me(), second, libc::O_RDONLY, &refuse).unwrap();
+    assert!(
+        matches!(opened.served, Served::Direct),
+        "a stand-in is read through the daemon, not from the node's pages"
+    );
+    assert_eq!(r.read_all(second, opened.fh), b"v3\n");
+    r.close(second, opened.fh).unwrap();
+}
+
+#[test]
+fn the_retried_open_of_a_replaced_node_still_open_reads_its_own_file() {
+    let r = rig(&[("a.txt", "v1\n")], settings(false));
+    let ino = r.lookup("a.txt");
+    let held = r.open(ino, libc::O_RDONLY).unwrap();
+    r.replace("a.txt", "v2\n");
+    assert_eq!(r.open(ino, libc::O_RDONLY), Err(Errno::ESTALE));
+    let fh = r.open(ino, libc::O_RDONLY).unwrap();
+    assert_eq!(
+        r.read_all(ino, fh),
+        b"v1\n",
+        "as natively: the file looked up"
+    );
+    r.close(ino, fh).unwrap();
+    r.close(ino, held).unwrap();
+}
+
+#[test]
+fn a_retried_open_for_writing_of_a_replaced_node_stays_stale() {
+    let r = rig(&[("a.txt", "v1\n")], settings(false));
+    let ino = r.lookup("a.txt");
+    r.replace("a.txt", "v2\n");
+    assert_eq!(r.open(ino, libc::O_RDWR), Err(Errno::ESTALE));
+    assert_eq!(r.open(ino, libc::O_RDWR), Err(Errno::ESTALE));
+    assert_eq!(r.text("a.txt"), "v2\n");
 }
 
 #[test]
