@@ -125,6 +125,9 @@ fn the_retried_open_of_a_node_replaced_again_reads_what_the_name_holds_now() {
     );
     let second = r.lookup("a.txt");
     r.replace("a.txt", "v3\n");
+    // The retry's permission check asks for the node's attributes first.
+    let (attr, _) = r.fs.getattr_for(me().pid, second, None).unwrap();
+    assert_eq!(attr.size, 3, "those of the file the name holds now");
     let opened = r.fs.open(me(), second, libc::O_RDONLY, &refuse).unwrap();
     assert!(
         matches!(opened.served, Served::Direct),

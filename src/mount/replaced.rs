@@ -26,9 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rustix::fs::{Access, FileType, Mode, OFlags};
+use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 
-use super::fs::{Core, Handle};
+use super::fs::{Core, Handle, VIRTUAL_TTL, attr};
 use super::nodes::{ROOT, real_id};
 use super::ops::Register;
 use super::real::{EXEC_OPEN, cached, truncates};
@@ -58,6 +58,14 @@ impl StaleRetries {
             told.retain(|_, at| at.elapsed() < RETRY_WITHIN);
         }
         told.insert(pid, Instant::now());
+    }
+
+    /// Whether thread `pid` is in the kernel's retry, which its open ends.
+    pub fn retrying(&self, pid: u32) -> bool {
+        self.told
+            .lock()
+            .get(&pid)
+            .is_some_and(|at| at.elapsed() < RETRY_WITHIN)
     }
 
     /// Whether thread `pid`'s open of a replaced node is the kernel's retry.
@@ -113,14 +121,33 @@ impl Core {
         Ok(Opened { fh, served })
     }
 
-    /// `getattr` for thread `pid`: a stale node fails the permission check of
-    /// an open's first try too.
+    /// `getattr` for thread `pid`. The permission check of an open (and
+    /// `stat`) asks for a node's attributes: a stale node is ESTALE on the
+    /// first try, and on the kernel's retry it has those of the file the name
+    /// holds now, which the retried open is then served (`open_replaced`).
     pub(super) fn getattr_for(&self, pid: u32, ino: u64, fh: Option<u64>) -> Res<Timed> {
-        let r = self.getattr(ino, fh);
-        if let Err(Errno::ESTALE) = r {
-            self.retries.told(pid);
+        match self.getattr(ino, fh) {
+            Err(Errno::ESTALE) if ino != ROOT && self.retries.retrying(pid) => {
+                self.stat_replaced(ino)
+            }
+            Err(Errno::ESTALE) => {
+                self.retries.told(pid);
+                Err(Errno::ESTALE)
+            }
+            other => other,
         }
-        r
+    }
+
+    /// The attributes of the regular file the name of replaced node `ino`
+    /// holds now, under `ino`, and cached for no time: they are not the node's own.
+    fn stat_replaced(&self, ino: u64) -> Res<Timed> {
+        let loc = self.last_loc(ino)?;
+        let st = rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|_| Errno::ESTALE)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(Errno::ESTALE);
+        }
+        Ok((attr(&st, ino), VIRTUAL_TTL))
     }
 
     /// Serves the retried read-only open (`flags`) of replaced node `ino` for
@@ -188,6 +215,10 @@ mod tests {
         assert!(!r.again(7), "a first open is answered ESTALE");
         r.told(7);
         assert!(!r.again(8), "another thread's is too");
+        assert!(
+            r.retrying(7) && r.retrying(7),
+            "asking does not end the retry"
+        );
         assert!(
             r.again(7),
             "the same thread's next one is the kernel's retry"
