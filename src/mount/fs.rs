@@ -10,8 +10,8 @@
 //! 2. the store's lock (transactions, and pre-images of direct writes);
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
-//!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`
-//!    and `untold` are taken alone and briefly.
+//!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
+//!    `retries` and `untold` are taken alone and briefly.
 //!
 //! A commit thread may wait, holding nothing, for another commit on the same
 //! file to have told the kernel (`Telling`): no FUSE worker ever waits for

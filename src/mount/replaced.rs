@@ -6,9 +6,10 @@
 //! retry would fail too, and the open with it, where natively an open of a name
 //! that exists never fails. So the retry is served instead: with the node's own
 //! file while a handle still holds it (as natively), else with the file the
-//! name holds now, which it held at an instant within the open. The first
-//! answer stays ESTALE, so that the kernel drops its stale entry and later
-//! opens meet the new node.
+//! name holds now, which it held at an instant within the open (the retry's
+//! permission check, which asks for the node's attributes first, gets that
+//! file's). The first answer stays ESTALE, so that the kernel drops its stale
+//! entry and later opens meet the new node.
 //!
 //! A file served for another node only stands in: the kernel's inode is still
 //! the replaced node, whose cached pages and size are not this file's, so it
