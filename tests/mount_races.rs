@@ -97,10 +97,11 @@ cat f.txt"#;
     assert_eq!(out, "n: 200\n", "no reader may see an error");
 }
 
-/// Several committers replace one name while readers open it, for `secs`: each
-/// commit renames a new version over the name, so an open can meet its node
-/// replaced, look the name up again and meet that one replaced too. Natively an
-/// open of a name that exists never fails; the failures, by call and error.
+/// Three committers and two renamers replace one name while three readers open
+/// it and read its status, for `secs`: each renames a new version over the name,
+/// so an open can meet its node replaced, look the name up again and meet that
+/// one replaced too. Natively an open of a name that exists never fails; the
+/// failures, by call and error.
 fn opens_under_several_committers(secs: u64) -> Vec<String> {
     // Renames over f.txt keep no pre-image, so they come fast.
     let Some(m) = Mount::start(&["--no-snapshot", "f.txt"], |src| {
