@@ -279,6 +279,14 @@ impl Filesystem for Fuse {
         Ok(())
     }
 
+    /// The store's final checkpoint: the commit threads keep the store alive
+    /// past the session, so its own drop would never sync the last commits.
+    fn destroy(&mut self) {
+        if let Err(e) = self.0.store.checkpoint() {
+            log::error!("checkpoint at unmount: {e}");
+        }
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         #[cfg(debug_assertions)]
         if name == PANIC_NAME {
