@@ -231,3 +231,86 @@ fn a_removal_is_copied_when_the_store_is_on_another_file_system() {
     m.ok("echo lib/util.txt > .editfs/undo");
     assert_eq!(m.ok("cat lib/util.txt"), "one\ntwo\nthree\n");
 }
+
+#[test]
+fn a_clean_unmount_leaves_no_record_in_the_journal() {
+    // The state directory outlives the mount's own temporary directory.
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("state");
+    let Some(m) = Mount::start(&["--state-dir", dir.to_str().unwrap()], project) else {
+        return;
+    };
+    m.ok("printf '<<<<<<< SEARCH\\none\\n=======\\nuno\\n>>>>>>> REPLACE\\n' > lib/util.txt.edit");
+    assert_eq!(m.src_file("lib/util.txt"), b"uno\ntwo\nthree\n");
+    let status = m.stop(rustix::process::Signal::TERM);
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        fs::read_dir(dir.join("journal")).unwrap().count(),
+        0,
+        "the final checkpoint did not run at unmount"
+    );
+}
+
+#[test]
+fn an_editor_save_that_moves_the_file_away_keeps_its_history_and_undo() {
+    let m = mount!();
+    m.ok("printf '<<<<<<< SEARCH\\none\\n=======\\nuno\\n>>>>>>> REPLACE\\n' > lib/util.txt.edit");
+    m.ok("cd lib && mv util.txt util.txt~ && cp util.txt~ util.txt && echo x >> util.txt && rm util.txt~");
+    assert_eq!(m.src_file("lib/util.txt"), b"uno\ntwo\nthree\nx\n");
+    let status = m.ok("cat lib/util.txt.status");
+    assert!(!status.contains("No transaction has run"), "{status}");
+    m.ok("echo lib/util.txt | cat > .editfs/undo");
+    assert_eq!(m.src_file("lib/util.txt"), b"uno\ntwo\nthree\n");
+}
+
+#[test]
+fn a_save_that_writes_a_new_file_in_one_go_is_undone_to_the_content_before_it() {
+    let m = mount!();
+    m.ok("printf '<<<<<<< SEARCH\\none\\n=======\\nuno\\n>>>>>>> REPLACE\\n' > lib/util.txt.edit");
+    m.ok("cd lib && mv util.txt util.txt~ && sed s/two/dos/ util.txt~ > util.txt && rm util.txt~");
+    assert_eq!(m.src_file("lib/util.txt"), b"uno\ndos\nthree\n");
+    m.ok("echo lib/util.txt | cat > .editfs/undo");
+    assert_eq!(m.src_file("lib/util.txt"), b"uno\ntwo\nthree\n");
+    m.ok("echo lib/util.txt | cat > .editfs/undo");
+    assert_eq!(
+        m.src_file("lib/util.txt"),
+        b"uno\ndos\nthree\n",
+        "the undo is undone"
+    );
+}
+
+#[test]
+fn a_file_removed_and_written_again_through_the_mount_is_undone_like_a_replacement() {
+    let m = mount!();
+    m.ok("printf '<<<<<<< SEARCH\\none\\n=======\\nuno\\n>>>>>>> REPLACE\\n' > lib/util.txt.edit");
+    // What `git stash` and `git stash pop` do to a file: unlink, then create.
+    m.ok("cd lib && rm util.txt && printf 'one\\ntwo\\nthree\\n' > util.txt");
+    m.ok("cd lib && rm util.txt && printf 'uno\\ntwo\\nthree\\n' > util.txt");
+    m.ok("echo lib/util.txt | cat > .editfs/undo");
+    assert_eq!(
+        m.src_file("lib/util.txt"),
+        b"one\ntwo\nthree\n",
+        "the pop is undone"
+    );
+}
+
+#[test]
+fn a_file_renamed_onto_a_removed_name_is_named_as_created_again_with_the_command_to_force() {
+    let m = mount!();
+    m.ok("cd lib && rm util.txt && printf 'new\\n' > tmp && mv tmp util.txt");
+    let tx = log(&m)
+        .iter()
+        .find(|e| e["kind"] == "delete")
+        .and_then(|e| e["tx"].as_u64())
+        .unwrap();
+    let out = m.sh("echo lib/util.txt | cat > .editfs/undo");
+    assert!(!out.status.success());
+    let status = m.ok("cat .editfs/status");
+    assert!(
+        status.contains(&format!("created again after transaction {tx}"))
+            && status.contains("echo 'lib/util.txt --force' | cat > .editfs/undo"),
+        "{status}"
+    );
+    m.ok("echo 'lib/util.txt --force' | cat > .editfs/undo");
+    assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+}

@@ -370,6 +370,12 @@ impl EditBuffer {
     }
 }
 
+/// Why `F.status` has no report: it shows the latest edit through `F.edit`, and
+/// a rename or removal of F takes that report along, while a write, save or
+/// removal without a control file is only logged.
+const NO_REPORT: &str = "No edit through the control file has reported on this file under this name \
+since the mount started; .editfs/history lists every transaction, writes and removals too";
+
 impl Core {
     /// Attributes of a control file: its file's owner and permissions, exact size.
     pub(super) fn control_attr(
@@ -417,10 +423,10 @@ impl Core {
             (Some(r), _) => r.to_string().into_bytes(),
             (None, Control::StatusJson) => {
                 let v = serde_json::json!({ "file": name, "tx": null, "outcome": null,
-                    "message": format!("no transaction on this file since the mount started; {how}") });
+                    "message": format!("{NO_REPORT}; {how}") });
                 (v.to_string() + "\n").into_bytes()
             }
-            (None, _) => format!("NO TRANSACTION YET {name}\nNo transaction has run on this file since the mount started;\n{how}.\n").into_bytes(),
+            (None, _) => format!("NO REPORT YET {name}\n{NO_REPORT};\n{how}.\n").into_bytes(),
         }
     }
 

@@ -415,9 +415,11 @@ impl Core {
         let allowed = |fd: BorrowedFd<'_>| who.caller().may(fd, access_for(flags)).map_err(errno);
         let how = (flags, Mode::from_raw_mode(perm));
         let (fd, made) = create_or_open(&*dir, name, how, allowed)?;
+        let mut pending = None;
         if made {
             self.unmask(&*dir, name, perm)?;
             self.give_to(who, &dir, name);
+            pending = self.keep_before_create(&self.path(parent)?.join(name), who.pid);
         }
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         let id = id_of(&st, false);
@@ -426,6 +428,9 @@ impl Core {
             file: File::from(fd),
             ino: id,
         });
+        if let Some(p) = pending {
+            self.writes.lock().insert(fh, p);
+        }
         let served = match self.backing(id, fh, register) {
             Some(backing) => Served::Passed(backing),
             None => Served::Plain,

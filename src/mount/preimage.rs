@@ -15,6 +15,7 @@ use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
 use super::nodes::real_id;
 use crate::store::logline::{Access, Kind};
+use crate::store::objects::{Objects, Side};
 use crate::transaction::Who;
 use crate::transaction::direct::{self, Pending};
 
@@ -86,6 +87,21 @@ fn open_regular(loc: &Loc) -> Option<(File, u64)> {
     meta.is_file().then_some((file, meta.len()))
 }
 
+/// The latest content of `rel` the store keeps: what its latest transaction
+/// left, or what its latest removal took away (a pre-image with no version
+/// after it).
+fn last_kept(objects: &Objects, rel: &str) -> Option<Vec<u8>> {
+    let pre = objects.txs(Side::Pre, rel).into_iter().max();
+    let post = objects.txs(Side::Post, rel).into_iter().max();
+    match (pre, post) {
+        (Some(removed), after) if after.is_none_or(|a| a < removed) => {
+            objects.read(Side::Pre, rel, removed)
+        }
+        (_, Some(after)) => objects.read(Side::Post, rel, after),
+        _ => None,
+    }
+}
+
 impl Core {
     fn keeps(&self, rel: &Path) -> bool {
         !self.settings.preimages.skips(self.source.root(), rel)
@@ -110,6 +126,27 @@ impl Core {
         direct::begin(&self.store, &name, (&mut file, access), &who)
             .map_err(|e| log::error!("cannot keep the pre-image of {name}: {e}"))
             .ok()
+    }
+
+    /// A new file made through the mount at a name with kept versions: an
+    /// editor's save that moved the old file away first (`mv F F~`, write F,
+    /// `rm F~`) or a removal and a new write (`git stash`). It is recorded as a
+    /// write over the name's latest kept content, so the name's history goes on
+    /// and its undo restores what was there before the save.
+    pub(super) fn keep_before_create(&self, rel: &Path, pid: u32) -> Option<Pending> {
+        if !self.keeps(rel) {
+            return None;
+        }
+        let name = rel.to_string_lossy();
+        let before = last_kept(self.store.objects(), &name)?;
+        direct::begin(
+            &self.store,
+            &name,
+            (&mut std::io::Cursor::new(before), None),
+            &Who::process(pid),
+        )
+        .map_err(|e| log::error!("cannot record the new file {name}: {e}"))
+        .ok()
     }
 
     /// Records what the write `pending` began left at `loc`.

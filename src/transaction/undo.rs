@@ -438,17 +438,34 @@ fn outside_change(last: &LogEntry, rel: &str, current: Option<&[u8]>) -> Result<
     if expected == now.as_deref() {
         return Ok(());
     }
-    let state = now.map_or("it no longer exists".to_owned(), |s| {
-        format!("its SHA-256 is now {s}")
-    });
-    Err(refuse(
-        ErrorKind::OutsideChanges,
-        format!(
-            "{rel} changed outside editfs since transaction {}, the latest editfs recorded on it ({state})",
+    let message = match now {
+        // `rm` through the mount, then a rename onto the name or a write to SOURCE.
+        Some(_) if f.removed => format!(
+            "{rel} was created again after transaction {}, which removed it, by a write \
+             editfs kept no version of (a rename onto its name, or a write beside the mount)",
             last.tx
         ),
-        "pass --force to overwrite those changes",
-    ))
+        Some(s) => format!(
+            "{rel} changed outside editfs since transaction {}, the latest editfs recorded on it \
+             (its SHA-256 is now {s})",
+            last.tx
+        ),
+        None => format!(
+            "{rel} changed outside editfs since transaction {}, the latest editfs recorded on it \
+             (it no longer exists)",
+            last.tx
+        ),
+    };
+    Err(refuse(ErrorKind::OutsideChanges, message, &force_hint(rel)))
+}
+
+/// The exact requests that overwrite what editfs did not record.
+fn force_hint(rel: &str) -> String {
+    format!(
+        "to overwrite it anyway, undo `{rel} --force` (`echo '{rel} --force' | cat > .editfs/undo` \
+         in the mount), or `{rel} TXID --force` for the version before an earlier transaction \
+         (editfs history lists them)"
+    )
 }
 
 /// Writes every plan as transaction `tx`; returns one report per file.
