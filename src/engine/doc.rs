@@ -5,19 +5,33 @@
 //! each line carries a hash of its content, so looking for a block's first line
 //! compares integers. Line terminators are kept byte-exact per line: a CRLF file,
 //! a mixed file and a missing final newline all come back out as they went in.
+//!
+//! Most transactions make one edit, and listing every line of a file costs more
+//! than the edit itself. So a chunk starts as a span of the original whose lines
+//! are only counted, and lists them (with their hashes) the first time one of
+//! them is read or changed. The first search reads such spans as bytes; later
+//! searches list them, since from the second search on the hashes pay for
+//! themselves.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::hash::Hasher;
 use std::ops::Range;
 
+use memchr::memmem::{self, Finder};
 use rustc_hash::FxHasher;
 
 /// Lines per chunk before a chunk is split in two.
 const CHUNK_LINES: usize = 1024;
 
+/// Bytes of the original per chunk at the start (each cut at the next line end).
+const SPAN_BYTES: usize = 16 * 1024;
+
 /// Marks a line whose bytes live in `Doc::added` rather than in the original.
 const ADDED: usize = 1 << (usize::BITS - 1);
+
+/// Lines whose terminators `dominant_eol` counts.
+const EOL_SAMPLE: usize = 10_000;
 
 /// How a line ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,13 +53,31 @@ impl Eol {
 }
 
 /// One line: a byte range (terminator included) in the original or the added buffer.
+/// A range in the added buffer carries `ADDED` in both ends, so `end - start` is
+/// its length either way, and two ranges are contiguous only in the same buffer.
 #[derive(Clone, Copy)]
 struct Line {
     start: usize,
     end: usize,
 }
 
+impl Line {
+    fn len(self) -> usize {
+        self.end - self.start
+    }
+}
+
 struct Chunk {
+    /// Number of lines.
+    len: usize,
+    /// Where the chunk lies in the original while its lines are the original's,
+    /// unchanged and in order; `None` once a splice went through it.
+    span: Option<Range<usize>>,
+    /// The lines, listed on first need; always listed when `span` is `None`.
+    table: OnceCell<Table>,
+}
+
+struct Table {
     lines: Vec<Line>,
     hashes: Vec<u64>,
     /// A Bloom filter of `hashes` (two bits per line), so a search skips most chunks
@@ -61,17 +93,32 @@ fn filter_bits(hash: u64) -> [u64; 2] {
     [hash >> 51, (hash >> 38) % FILTER_BITS]
 }
 
-impl Chunk {
-    fn new(lines: Vec<Line>, hashes: Vec<u64>) -> Chunk {
-        let mut chunk = Chunk {
+impl Table {
+    fn new(lines: Vec<Line>, hashes: Vec<u64>) -> Table {
+        let mut table = Table {
             lines,
             hashes,
             filter: vec![0; (FILTER_BITS / 64) as usize],
         };
-        for h in chunk.hashes.clone() {
-            chunk.remember(h);
+        for k in 0..table.hashes.len() {
+            table.remember(table.hashes[k]);
         }
-        chunk
+        table
+    }
+
+    /// The `len` lines of `span`, a run of whole lines of `original`.
+    fn list(original: &[u8], span: Range<usize>, len: usize) -> Table {
+        let (mut lines, mut hashes) = (Vec::with_capacity(len), Vec::with_capacity(len));
+        let bytes = &original[span.clone()];
+        let mut start = span.start;
+        let ends = memchr::memchr_iter(b'\n', bytes).map(|i| span.start + i + 1);
+        let last = (bytes.last().is_some_and(|&b| b != b'\n')).then_some(span.end);
+        for end in ends.chain(last) {
+            hashes.push(line_hash(split_eol(&original[start..end]).0));
+            lines.push(Line { start, end });
+            start = end;
+        }
+        Table::new(lines, hashes)
     }
 
     fn remember(&mut self, hash: u64) {
@@ -84,6 +131,45 @@ impl Chunk {
         filter_bits(hash)
             .iter()
             .all(|&bit| self.filter[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
+}
+
+impl Chunk {
+    /// A chunk of no lines, not listed yet.
+    fn empty() -> Chunk {
+        Chunk {
+            len: 0,
+            span: Some(0..0),
+            table: OnceCell::new(),
+        }
+    }
+
+    fn listed(table: Table) -> Chunk {
+        Chunk {
+            len: table.lines.len(),
+            span: None,
+            table: OnceCell::from(table),
+        }
+    }
+
+    fn table(&self, original: &[u8]) -> &Table {
+        self.table
+            .get_or_init(|| Table::list(original, self.span.clone().unwrap_or_default(), self.len))
+    }
+
+    fn into_table(self, original: &[u8]) -> Table {
+        match self.table.into_inner() {
+            Some(table) => table,
+            None => Table::list(original, self.span.unwrap_or_default(), self.len),
+        }
+    }
+
+    /// Bytes of its lines, terminators included.
+    fn bytes(&self, original: &[u8]) -> usize {
+        match &self.span {
+            Some(span) => span.len(),
+            None => self.table(original).lines.iter().map(|l| l.len()).sum(),
+        }
     }
 }
 
@@ -104,6 +190,8 @@ pub struct Doc<'a> {
     dirty: Vec<Dirty>,
     /// A second hash per line, made on demand and dropped on every change (see `keys`).
     keys: OnceCell<Vec<u64>>,
+    /// Whether a search already read unlisted chunks as bytes (see the module doc).
+    scanned: Cell<bool>,
 }
 
 /// A run of changed lines: `new_len` lines from `start` (in the current text)
@@ -134,29 +222,29 @@ fn split_eol(bytes: &[u8]) -> (&[u8], Eol) {
 
 impl<'a> Doc<'a> {
     pub fn new(original: impl Into<Cow<'a, [u8]>>) -> Doc<'a> {
-        let original = original.into();
+        Doc::with_spans(original.into(), SPAN_BYTES)
+    }
+
+    /// A document whose chunks start as spans of about `span_bytes` of the original.
+    fn with_spans(original: Cow<'a, [u8]>, span_bytes: usize) -> Doc<'a> {
         let mut chunks = Vec::new();
-        let (mut lines, mut hashes) = (
-            Vec::with_capacity(CHUNK_LINES),
-            Vec::with_capacity(CHUNK_LINES),
-        );
         let mut start = 0;
-        let ends = memchr::memchr_iter(b'\n', &original).map(|i| i + 1);
-        let last =
-            (!original.is_empty() && original.last() != Some(&b'\n')).then_some(original.len());
-        for end in ends.chain(last) {
-            hashes.push(line_hash(split_eol(&original[start..end]).0));
-            lines.push(Line { start, end });
+        while start < original.len() {
+            let cut = (start + span_bytes.max(1)).min(original.len());
+            let end =
+                memchr::memchr(b'\n', &original[cut - 1..]).map_or(original.len(), |k| cut + k);
+            let bytes = &original[start..end];
+            let len = memchr::memchr_iter(b'\n', bytes).count()
+                + usize::from(bytes.last() != Some(&b'\n'));
+            chunks.push(Chunk {
+                len,
+                span: Some(start..end),
+                table: OnceCell::new(),
+            });
             start = end;
-            if lines.len() == CHUNK_LINES {
-                chunks.push(Chunk::new(
-                    std::mem::take(&mut lines),
-                    std::mem::take(&mut hashes),
-                ));
-            }
         }
-        if !lines.is_empty() || chunks.is_empty() {
-            chunks.push(Chunk::new(lines, hashes));
+        if chunks.is_empty() {
+            chunks.push(Chunk::empty());
         }
         let mut doc = Doc {
             original,
@@ -166,6 +254,7 @@ impl<'a> Doc<'a> {
             len: 0,
             dirty: Vec::new(),
             keys: OnceCell::new(),
+            scanned: Cell::new(false),
         };
         doc.reindex();
         doc
@@ -185,7 +274,7 @@ impl<'a> Doc<'a> {
         let mut n = 0;
         for c in &self.chunks {
             self.starts.push(n);
-            n += c.lines.len();
+            n += c.len;
         }
         self.len = n;
     }
@@ -194,6 +283,15 @@ impl<'a> Doc<'a> {
     fn locate(&self, i: usize) -> (usize, usize) {
         let c = self.starts.partition_point(|&s| s <= i).saturating_sub(1);
         (c, i - self.starts[c])
+    }
+
+    fn table(&self, c: usize) -> &Table {
+        self.chunks[c].table(&self.original)
+    }
+
+    /// Chunk `c`'s lines, taken out to be changed (an empty chunk stands in).
+    fn take_table(&mut self, c: usize) -> Table {
+        std::mem::replace(&mut self.chunks[c], Chunk::empty()).into_table(&self.original)
     }
 
     fn bytes_of(&self, line: Line) -> &[u8] {
@@ -206,7 +304,7 @@ impl<'a> Doc<'a> {
 
     fn raw(&self, i: usize) -> Line {
         let (c, o) = self.locate(i);
-        self.chunks[c].lines[o]
+        self.table(c).lines[o]
     }
 
     /// Line `i` (0-based) without its terminator.
@@ -223,19 +321,30 @@ impl<'a> Doc<'a> {
         self.bytes_of(self.raw(i))
     }
 
-    /// Lines in `range` whose content hashes to `hash`, in order.
-    pub fn lines_with_hash(&self, hash: u64, range: Range<usize>) -> Vec<usize> {
+    /// Lines in `range` whose content (terminator excluded) is `content`, in order.
+    pub fn lines_equal_to(&self, content: &[u8], range: Range<usize>) -> Vec<usize> {
+        let scan = !self.scanned.replace(true);
+        let hash = line_hash(content);
+        let finder = Finder::new(content);
         let mut found = Vec::new();
         for (c, chunk) in self.chunks.iter().enumerate() {
             let first = self.starts[c];
-            let last = first + chunk.lines.len();
-            if last <= range.start || first >= range.end || !chunk.may_hold(hash) {
+            let last = first + chunk.len;
+            if last <= range.start || first >= range.end {
+                continue;
+            }
+            if let (true, Some(span), None) = (scan, &chunk.span, chunk.table.get()) {
+                self.scan(span, first, &finder, &range, &mut found);
+                continue;
+            }
+            let table = chunk.table(&self.original);
+            if !table.may_hold(hash) {
                 continue;
             }
             let lo = range.start.max(first) - first;
             let hi = range.end.min(last) - first;
-            for (o, h) in chunk.hashes[lo..hi].iter().enumerate() {
-                if *h == hash {
+            for (o, h) in table.hashes[lo..hi].iter().enumerate() {
+                if *h == hash && split_eol(self.bytes_of(table.lines[lo + o])).0 == content {
                     found.push(first + lo + o);
                 }
             }
@@ -243,15 +352,62 @@ impl<'a> Doc<'a> {
         found
     }
 
+    /// `lines_equal_to` over an unlisted chunk whose first line is `first`: its
+    /// bytes searched for the content, lines counted only up to each hit.
+    fn scan(
+        &self,
+        span: &Range<usize>,
+        first: usize,
+        finder: &Finder<'_>,
+        range: &Range<usize>,
+        found: &mut Vec<usize>,
+    ) {
+        let bytes = &self.original[..span.end];
+        let (mut pos, mut line) = (span.start, first);
+        // `pos` is where line `line` starts.
+        while pos < bytes.len() && line < range.end {
+            let Some(k) = finder.find(&bytes[pos..]) else {
+                break;
+            };
+            let hit = pos + k;
+            let start = memchr::memrchr(b'\n', &bytes[pos..hit]).map_or(pos, |j| pos + j + 1);
+            line += memchr::memchr_iter(b'\n', &bytes[pos..start]).count();
+            let end = memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |j| hit + j + 1);
+            let content = split_eol(&bytes[start..end]).0;
+            if start == hit && content.len() == finder.needle().len() && range.contains(&line) {
+                found.push(line);
+            }
+            (pos, line) = (end, line + 1);
+        }
+    }
+
     /// The terminator most lines use, for lines that need one and have no neighbour to copy.
     pub fn dominant_eol(&self) -> Eol {
         let (mut lf, mut crlf) = (0usize, 0usize);
-        for i in 0..self.len.min(10_000) {
-            match self.eol(i) {
-                Eol::Lf => lf += 1,
-                Eol::CrLf => crlf += 1,
-                Eol::None => {}
+        let mut budget = self.len.min(EOL_SAMPLE);
+        for chunk in &self.chunks {
+            if budget == 0 {
+                break;
             }
+            if let (Some(span), None) = (&chunk.span, chunk.table.get())
+                && chunk.len <= budget
+            {
+                // A `\r\n` pair always ends a line: count terminators without listing lines.
+                let bytes = &self.original[span.clone()];
+                let pairs = memmem::find_iter(bytes, b"\r\n").count();
+                crlf += pairs;
+                lf += memchr::memchr_iter(b'\n', bytes).count() - pairs;
+                budget -= chunk.len;
+                continue;
+            }
+            for &l in chunk.table(&self.original).lines.iter().take(budget) {
+                match split_eol(self.bytes_of(l)).1 {
+                    Eol::Lf => lf += 1,
+                    Eol::CrLf => crlf += 1,
+                    Eol::None => {}
+                }
+            }
+            budget -= budget.min(chunk.len);
         }
         if crlf > lf { Eol::CrLf } else { Eol::Lf }
     }
@@ -273,9 +429,10 @@ impl<'a> Doc<'a> {
         let (ca, oa) = self.locate(range.start);
         let (cb, _) = self.locate(range.end);
         // Fold the chunks the range spans into the first, then splice within it.
+        let mut head = self.take_table(ca);
         let tail: Vec<Chunk> = self.chunks.drain(ca + 1..=cb).collect();
-        let head = &mut self.chunks[ca];
         for t in tail {
+            let t = t.into_table(&self.original);
             head.lines.extend(t.lines);
             head.hashes.extend(t.hashes);
             for (mine, theirs) in head.filter.iter_mut().zip(&t.filter) {
@@ -288,6 +445,7 @@ impl<'a> Doc<'a> {
         let end = oa + range.len();
         head.lines.splice(oa..end, lines);
         head.hashes.splice(oa..end, hashes);
+        self.chunks[ca] = Chunk::listed(head);
         self.rebalance(ca);
         self.reindex();
         self.mark_dirty(range, new.len());
@@ -348,58 +506,84 @@ impl<'a> Doc<'a> {
         let (c, o) = self.locate(range.start.min(self.len));
         self.chunks[c..]
             .iter()
-            .flat_map(|chunk| chunk.lines.iter())
+            .flat_map(|chunk| chunk.table(&self.original).lines.iter())
             .skip(o)
             .take(range.len())
             .map(|&l| split_eol(self.bytes_of(l)).0)
     }
 
-    /// Appends lines `range`, terminators included, to `out`.
+    /// Appends lines `range`, terminators included, to `out`: runs of lines that
+    /// lie together in one buffer go in one copy, an untouched chunk unlisted.
     pub fn write_lines(&self, range: Range<usize>, out: &mut Vec<u8>) {
-        let (c, o) = self.locate(range.start.min(self.len));
-        let lines = self.chunks[c..]
-            .iter()
-            .flat_map(|chunk| chunk.lines.iter())
-            .skip(o)
-            .take(range.len());
-        for &l in lines {
-            out.extend_from_slice(self.bytes_of(l));
+        let end = range.end.min(self.len);
+        let mut at = range.start.min(end);
+        let (mut c, mut o) = self.locate(at);
+        let mut run = Line { start: 0, end: 0 };
+        let mut push = |l: Line, out: &mut Vec<u8>| {
+            if l.start == run.end {
+                run.end = l.end;
+            } else {
+                out.extend_from_slice(self.bytes_of(run));
+                run = l;
+            }
+        };
+        while at < end {
+            let chunk = &self.chunks[c];
+            let n = (chunk.len - o).min(end - at);
+            match &chunk.span {
+                Some(span) if n == chunk.len => push(
+                    Line {
+                        start: span.start,
+                        end: span.end,
+                    },
+                    out,
+                ),
+                _ => {
+                    for &l in &chunk.table(&self.original).lines[o..o + n] {
+                        push(l, out);
+                    }
+                }
+            }
+            (at, c, o) = (at + n, c + 1, 0);
         }
+        out.extend_from_slice(self.bytes_of(run));
     }
 
     /// Splits an oversized chunk and drops an empty one, keeping at least one chunk.
     fn rebalance(&mut self, c: usize) {
-        if self.chunks[c].lines.len() > 2 * CHUNK_LINES {
-            let chunk = std::mem::replace(&mut self.chunks[c], Chunk::new(Vec::new(), Vec::new()));
-            let parts: Vec<Chunk> = chunk
+        if self.chunks[c].len > 2 * CHUNK_LINES {
+            let table = self.take_table(c);
+            let parts: Vec<Chunk> = table
                 .lines
                 .chunks(CHUNK_LINES)
-                .zip(chunk.hashes.chunks(CHUNK_LINES))
-                .map(|(l, h)| Chunk::new(l.to_vec(), h.to_vec()))
+                .zip(table.hashes.chunks(CHUNK_LINES))
+                .map(|(l, h)| Chunk::listed(Table::new(l.to_vec(), h.to_vec())))
                 .collect();
             self.chunks.splice(c..=c, parts);
-        } else if self.chunks[c].lines.is_empty() && self.chunks.len() > 1 {
+        } else if self.chunks[c].len == 0 && self.chunks.len() > 1 {
             self.chunks.remove(c);
         }
     }
 
     /// Byte offset of line `i` in `to_bytes()`; `i == len` gives the total length.
     pub fn byte_offset(&self, i: usize) -> usize {
-        (0..i).map(|k| self.line_with_eol(k).len()).sum()
+        let (c, o) = self.locate(i.min(self.len));
+        let before: usize = self.chunks[..c]
+            .iter()
+            .map(|chunk| chunk.bytes(&self.original))
+            .sum();
+        let within = match o {
+            0 => 0,
+            o if o == self.chunks[c].len => self.chunks[c].bytes(&self.original),
+            o => self.table(c).lines[..o].iter().map(|l| l.len()).sum(),
+        };
+        before + within
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let total: usize = self.iter_lines().map(<[u8]>::len).sum();
-        let mut out = Vec::with_capacity(total);
+        let mut out = Vec::with_capacity(self.byte_offset(self.len));
         self.write_lines(0..self.len, &mut out);
         out
-    }
-
-    /// Every line with its terminator, in order.
-    pub fn iter_lines(&self) -> impl Iterator<Item = &[u8]> {
-        self.chunks
-            .iter()
-            .flat_map(|c| c.lines.iter().map(|&l| self.bytes_of(l)))
     }
 }
 
@@ -484,6 +668,104 @@ mod tests {
         let iterated: Vec<&[u8]> = d.lines_in(300..305).collect();
         let want: Vec<&[u8]> = flat[300..305].iter().map(|l| l.as_bytes()).collect();
         assert_eq!(iterated, want);
-        assert_eq!(d.lines_with_hash(line_hash(b"x"), 0..d.len()).len(), xs);
+        assert_eq!(d.lines_equal_to(b"x", 0..d.len()).len(), xs);
+    }
+
+    /// The lines of `text`, terminators included, split the obvious way.
+    fn naive(text: &[u8]) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = text
+            .split_inclusive(|&b| b == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect();
+        out.retain(|l| !l.is_empty());
+        out
+    }
+
+    fn content(line: &[u8]) -> &[u8] {
+        split_eol(line).0
+    }
+
+    /// Lines `range` of the naive model whose content is `want`.
+    fn naive_equal(model: &[Vec<u8>], want: &[u8], range: Range<usize>) -> Vec<usize> {
+        range
+            .filter(|&i| model.get(i).is_some_and(|l| content(l) == want))
+            .collect()
+    }
+
+    fn naive_eol(model: &[Vec<u8>]) -> Eol {
+        let ends = model.iter().take(EOL_SAMPLE).map(|l| split_eol(l).1);
+        let crlf = ends.clone().filter(|e| *e == Eol::CrLf).count();
+        let lf = ends.filter(|e| *e == Eol::Lf).count();
+        if crlf > lf { Eol::CrLf } else { Eol::Lf }
+    }
+
+    /// Checks every reading of `d` against the naive model of its text.
+    fn agrees(d: &Doc, model: &[Vec<u8>], probes: &[Vec<u8>], range: Range<usize>) {
+        let flat: Vec<u8> = model.concat();
+        assert_eq!(d.len(), model.len());
+        assert_eq!(d.dominant_eol(), naive_eol(model));
+        for i in 0..=model.len() {
+            let before: usize = model[..i].iter().map(Vec::len).sum();
+            assert_eq!(d.byte_offset(i), before, "byte offset of line {i}");
+        }
+        let (a, b) = (range.start.min(model.len()), range.end.min(model.len()));
+        let mut part = Vec::new();
+        d.write_lines(a..b.max(a), &mut part);
+        assert_eq!(part, model[a..b.max(a)].concat());
+        for p in probes {
+            assert_eq!(
+                d.lines_equal_to(p, range.clone()),
+                naive_equal(model, p, range.clone()),
+                "{p:?}"
+            );
+        }
+        assert_eq!(d.to_bytes(), flat);
+        for (i, l) in model.iter().enumerate() {
+            assert_eq!(d.line_with_eol(i), &l[..]);
+        }
+    }
+
+    const BYTES: &[u8] = b"ab\r\n\n\n";
+
+    fn text_of(picks: &[usize]) -> Vec<u8> {
+        picks.iter().map(|&k| BYTES[k % BYTES.len()]).collect()
+    }
+
+    proptest::proptest! {
+        /// Chunks read as unlisted spans (scanned, counted, copied whole) give
+        /// what listed lines give, before and after splices.
+        #[test]
+        fn unlisted_spans_read_as_listed_lines(
+            picks in proptest::collection::vec(0usize..6, 0..160),
+            span_bytes in 1usize..48,
+            range in (0usize..40, 0usize..40),
+            splices in proptest::collection::vec((0usize..40, 0usize..4, 0usize..3), 0..4),
+        ) {
+            let text = text_of(&picks);
+            let mut model = naive(&text);
+            let mut probes: Vec<Vec<u8>> = model.iter().map(|l| content(l).to_vec()).collect();
+            probes.extend([b"".to_vec(), b"a".to_vec(), b"ab\r".to_vec(), b"a\nb".to_vec()]);
+            let range = range.0.min(range.1)..range.0.max(range.1);
+            // Scanned as bytes (the first search), then listed (every later one).
+            let d = Doc::with_spans(Cow::Borrowed(&text), span_bytes);
+            agrees(&d, &model, &probes, range.clone());
+            let fresh = Doc::with_spans(Cow::Borrowed(&text), span_bytes);
+            for p in &probes {
+                let first = fresh.lines_equal_to(p, range.clone());
+                fresh.scanned.set(false);
+                assert_eq!(first, naive_equal(&model, p, range.clone()));
+            }
+            let mut d = Doc::with_spans(Cow::Borrowed(&text), span_bytes);
+            for (at, len, eol) in splices {
+                let at = at.min(model.len());
+                let end = (at + len).min(model.len());
+                let eol = [Eol::Lf, Eol::CrLf, Eol::None][eol];
+                d.splice(at..end, &[NewLine { content: b"ab", eol }]);
+                let mut line = b"ab".to_vec();
+                line.extend_from_slice(eol.as_bytes());
+                model.splice(at..end, [line]);
+                agrees(&d, &model, &probes, range.clone());
+            }
+        }
     }
 }

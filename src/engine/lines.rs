@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use similar::{Algorithm, DiffOp, capture_diff_slices};
 
-use super::doc::{Doc, Eol, NewLine, line_hash};
+use super::doc::{Doc, Eol, NewLine};
 use super::tolerant::{self, Shift, Tier};
 
 /// SEARCH as one tier sees it.
@@ -88,15 +88,14 @@ fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
     }
     let last = scope.end - m;
     if p.tier == Tier::Exact {
-        let hash = line_hash(p.lines[0].as_bytes());
         return doc
-            .lines_with_hash(hash, scope.start..last + 1)
+            .lines_equal_to(p.lines[0].as_bytes(), scope.start..last + 1)
             .into_iter()
             .filter(|&i| {
-                p.lines
+                p.lines[1..]
                     .iter()
                     .enumerate()
-                    .all(|(j, s)| doc.line(i + j) == s.as_bytes())
+                    .all(|(j, s)| doc.line(i + 1 + j) == s.as_bytes())
             })
             .collect();
     }
