@@ -11,7 +11,7 @@
 //! are only counted, and lists them (with their hashes) the first time one of
 //! them is read or changed. The first search reads such spans as bytes; later
 //! searches list them, since from the second search on the hashes pay for
-//! themselves.
+//! themselves. A transaction of several operations lists every line at once.
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
@@ -106,7 +106,7 @@ impl Table {
         table
     }
 
-    /// The `len` lines of `span`, a run of whole lines of `original`.
+    /// The lines of `span`, a run of whole lines of `original` (about `len` of them).
     fn list(original: &[u8], span: Range<usize>, len: usize) -> Table {
         let (mut lines, mut hashes) = (Vec::with_capacity(len), Vec::with_capacity(len));
         let bytes = &original[span.clone()];
@@ -222,24 +222,41 @@ fn split_eol(bytes: &[u8]) -> (&[u8], Eol) {
 
 impl<'a> Doc<'a> {
     pub fn new(original: impl Into<Cow<'a, [u8]>>) -> Doc<'a> {
-        Doc::with_spans(original.into(), SPAN_BYTES)
+        Doc::with_spans(original.into(), SPAN_BYTES, false)
+    }
+
+    /// A document whose lines are listed now: for a transaction of several
+    /// operations, whose second search would list them anyway, after a scan.
+    pub fn listed(original: impl Into<Cow<'a, [u8]>>) -> Doc<'a> {
+        Doc::with_spans(original.into(), SPAN_BYTES, true)
     }
 
     /// A document whose chunks start as spans of about `span_bytes` of the original.
-    fn with_spans(original: Cow<'a, [u8]>, span_bytes: usize) -> Doc<'a> {
+    fn with_spans(original: Cow<'a, [u8]>, span_bytes: usize, listed: bool) -> Doc<'a> {
         let mut chunks = Vec::new();
         let mut start = 0;
         while start < original.len() {
             let cut = (start + span_bytes.max(1)).min(original.len());
             let end =
                 memchr::memchr(b'\n', &original[cut - 1..]).map_or(original.len(), |k| cut + k);
-            let bytes = &original[start..end];
-            let len = memchr::memchr_iter(b'\n', bytes).count()
-                + usize::from(bytes.last() != Some(&b'\n'));
-            chunks.push(Chunk {
-                len,
-                span: Some(start..end),
-                table: OnceCell::new(),
+            chunks.push(match listed {
+                true => {
+                    let table = Table::list(&original, start..end, (end - start) / 32);
+                    Chunk {
+                        len: table.lines.len(),
+                        span: Some(start..end),
+                        table: OnceCell::from(table),
+                    }
+                }
+                false => {
+                    let bytes = &original[start..end];
+                    Chunk {
+                        len: memchr::memchr_iter(b'\n', bytes).count()
+                            + usize::from(bytes.last() != Some(&b'\n')),
+                        span: Some(start..end),
+                        table: OnceCell::new(),
+                    }
+                }
             });
             start = end;
         }
@@ -747,15 +764,17 @@ mod tests {
             probes.extend([b"".to_vec(), b"a".to_vec(), b"ab\r".to_vec(), b"a\nb".to_vec()]);
             let range = range.0.min(range.1)..range.0.max(range.1);
             // Scanned as bytes (the first search), then listed (every later one).
-            let d = Doc::with_spans(Cow::Borrowed(&text), span_bytes);
+            let d = Doc::with_spans(Cow::Borrowed(&text), span_bytes, false);
             agrees(&d, &model, &probes, range.clone());
-            let fresh = Doc::with_spans(Cow::Borrowed(&text), span_bytes);
+            let listed = Doc::with_spans(Cow::Borrowed(&text), span_bytes, true);
+            agrees(&listed, &model, &probes, range.clone());
+            let fresh = Doc::with_spans(Cow::Borrowed(&text), span_bytes, false);
             for p in &probes {
                 let first = fresh.lines_equal_to(p, range.clone());
                 fresh.scanned.set(false);
                 assert_eq!(first, naive_equal(&model, p, range.clone()));
             }
-            let mut d = Doc::with_spans(Cow::Borrowed(&text), span_bytes);
+            let mut d = Doc::with_spans(Cow::Borrowed(&text), span_bytes, false);
             for (at, len, eol) in splices {
                 let at = at.min(model.len());
                 let end = (at + len).min(model.len());

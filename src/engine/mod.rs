@@ -140,8 +140,12 @@ fn run_parsed(
         }
     }
     let body = before.strip_prefix(BOM).unwrap_or(before);
+    let doc = match parsed.operations.len() {
+        0 | 1 => Doc::new(body),
+        _ => Doc::listed(body),
+    };
     let mut tx = Transaction {
-        doc: Doc::new(body),
+        doc,
         tracked: true,
         utf8: std::str::from_utf8(body).is_ok(),
         opts,
