@@ -61,15 +61,16 @@ pub struct Found<'a> {
     pub starts: Vec<usize>,
 }
 
-/// Climbs the ladder over `tiers` (after exact) inside `scope`.
-pub fn find<'a>(
+/// Climbs the ladder over `tiers` (after exact) inside `scope`; `tiers` is
+/// asked for only when no exact match is found.
+pub fn find<'a, 't>(
     doc: &Doc,
     search: &[&'a str],
     scope: Range<usize>,
-    tiers: &[Tier],
+    tiers: impl FnOnce() -> &'t [Tier],
 ) -> Option<Found<'a>> {
     std::iter::once(Tier::Exact)
-        .chain(tiers.iter().copied())
+        .chain(std::iter::once_with(tiers).flatten().copied())
         .find_map(|tier| {
             let pattern = Pattern::new(search, tier)?;
             let starts = matches(doc, &pattern, scope.clone());
@@ -433,7 +434,7 @@ mod tests {
         let mut doc = Doc::new(file.as_bytes());
         let s: Vec<&str> = crate::engine::payload::text_lines(search);
         let r: Vec<&str> = crate::engine::payload::text_lines(replace);
-        let found = find(&doc, &s, 0..doc.len(), tiers)?;
+        let found = find(&doc, &s, 0..doc.len(), || tiers)?;
         assert_eq!(found.starts.len(), 1, "{found:?}");
         let start = found.starts[0];
         found.apply(&mut doc, start, &r);

@@ -19,6 +19,7 @@ mod text;
 mod tolerant;
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::ops::Range;
 
 use regex::bytes::Regex;
@@ -75,8 +76,14 @@ pub struct Edit {
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(2 * digest.len());
+    for b in digest {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// Applies `payload` to a file named `name` whose bytes are `original` (`None`: it does not exist).
@@ -147,7 +154,8 @@ fn run_parsed(
     let mut tx = Transaction {
         doc,
         tracked: true,
-        utf8: std::str::from_utf8(body).is_ok(),
+        body,
+        utf8: OnceCell::new(),
         opts,
         exists: original.is_some(),
         act: None,
@@ -308,7 +316,11 @@ struct Transaction<'a, 'o> {
     doc: Doc<'a>,
     /// Whether `doc` still records its changes against the original (no byte-level rewrite yet).
     tracked: bool,
-    utf8: bool,
+    /// The file's bytes before the transaction (without a BOM).
+    body: &'a [u8],
+    /// Whether `body` is UTF-8, checked only when a rule depends on it: an
+    /// exact match does not.
+    utf8: OnceCell<bool>,
     opts: &'o Options,
     /// Whether the file existed before the transaction.
     exists: bool,
@@ -464,7 +476,8 @@ impl Transaction<'_, '_> {
     /// divider-like line: where the file goes on with `=======`, the divider that
     /// ended this SEARCH is the file's own line, so a longer reading is meant.
     fn reads_here(&self, search: &str, scope: Range<usize>) -> bool {
-        let Some(found) = lines::find(&self.doc, &text_lines(search), scope, self.tiers()) else {
+        let Some(found) = lines::find(&self.doc, &text_lines(search), scope, || self.tiers())
+        else {
             return false;
         };
         found
@@ -479,8 +492,14 @@ impl Transaction<'_, '_> {
         line.len() >= 5 && line.iter().all(|&b| b == b'=')
     }
 
+    fn utf8(&self) -> bool {
+        *self
+            .utf8
+            .get_or_init(|| std::str::from_utf8(self.body).is_ok())
+    }
+
     fn tiers(&self) -> &'static [Tier] {
-        if self.opts.tolerant && self.utf8 {
+        if self.opts.tolerant && self.utf8() {
             &Tier::LADDER
         } else {
             &[]
@@ -556,7 +575,7 @@ impl Transaction<'_, '_> {
     fn edit_lines(&mut self, op: &Operation, scope: Range<usize>) -> Result<Done, Failure> {
         let search = text_lines(&op.search);
         let replace = text_lines(&op.replace);
-        let Some(found) = lines::find(&self.doc, &search, scope.clone(), self.tiers()) else {
+        let Some(found) = lines::find(&self.doc, &search, scope.clone(), || self.tiers()) else {
             if let Some(pieces) = placeholder::pieces(&search, &replace) {
                 return self.edit_pieces(op, pieces, scope);
             }
@@ -625,7 +644,7 @@ impl Transaction<'_, '_> {
                 );
                 f
             };
-            let found = lines::find(&self.doc, search, scope.clone(), self.tiers())
+            let found = lines::find(&self.doc, search, scope.clone(), || self.tiers())
                 .ok_or_else(|| piece_failure("is not in the file".into()))?;
             match found.starts[..] {
                 [start] if start >= at => {
@@ -661,7 +680,7 @@ impl Transaction<'_, '_> {
     /// The last tier: SEARCH as a fragment of a line (or of several), replaced as
     /// text where it occurs exactly once and cuts no word in two.
     fn substring(&mut self, op: &Operation, scope: Range<usize>) -> Option<Result<Done, Failure>> {
-        if !matches!(op.find, Find::Lines) || !self.opts.tolerant || !self.utf8 {
+        if !matches!(op.find, Find::Lines) || !self.opts.tolerant || !self.utf8() {
             return None;
         }
         let needle = op.search.strip_suffix('\n').unwrap_or(&op.search);
@@ -719,7 +738,7 @@ impl Transaction<'_, '_> {
         if replace.is_empty() || !replay::adds_a_line(search, replace) {
             return None;
         }
-        let found = lines::find(&self.doc, replace, scope.clone(), self.tiers())?;
+        let found = lines::find(&self.doc, replace, scope.clone(), || self.tiers())?;
         let ranges: Vec<[usize; 2]> = found
             .starts
             .iter()
@@ -740,7 +759,7 @@ impl Transaction<'_, '_> {
     }
 
     fn not_found(&self, search: &[&str], scope: Range<usize>) -> Failure {
-        if !self.utf8 {
+        if !self.utf8() {
             return Failure::new(
                 ErrorKind::NotText,
                 "the file is not UTF-8 text, so only byte-exact edits apply, and SEARCH is not in it byte for byte",
@@ -821,7 +840,7 @@ impl Transaction<'_, '_> {
         re: &Regex,
         strategy: &'static str,
     ) -> Result<Done, Failure> {
-        if !self.utf8 {
+        if !self.utf8() {
             return Err(Failure::new(
                 ErrorKind::NotText,
                 "the file is not UTF-8 text; regex and ignore_case edits need text",
@@ -1048,6 +1067,18 @@ mod tests {
 
     fn kind(e: &Edit) -> &str {
         e.report.error.as_ref().map_or("", |e| e.kind.as_str())
+    }
+
+    #[test]
+    fn sha256_hex_is_the_lowercase_hex_every_tool_prints() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]
