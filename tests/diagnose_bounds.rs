@@ -64,3 +64,22 @@ fn a_miss_on_a_hundred_kilobyte_line_still_names_where_it_parts() {
         &text[..text.len().min(4000)]
     );
 }
+
+#[test]
+fn a_miss_among_many_near_copies_of_search_is_answered_quickly() {
+    // Every line of the file equals every SEARCH line but the last: each line
+    // starts a window that agrees for 20 lines, at every tier of the ladder.
+    let file = "}\n".repeat(1 << 19);
+    let search = format!("{}y\n", "}\n".repeat(20));
+    let payload = format!("<<<<<<< SEARCH\n{search}=======\nz\n>>>>>>> REPLACE\n");
+    let began = Instant::now();
+    let edit = apply(
+        "f.rs",
+        Some(file.as_bytes()),
+        payload.as_bytes(),
+        &Options::default(),
+    );
+    let took = began.elapsed();
+    assert_eq!(edit.report.outcome, Outcome::Failed);
+    assert!(took < BUDGET, "took {took:?}");
+}

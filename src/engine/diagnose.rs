@@ -302,16 +302,24 @@ fn votes(
     for k in file.iter().filter(|k| at.contains_key(k)) {
         *seen.entry(*k).or_default() += 1;
     }
-    let mut tally: FxHashMap<usize, usize> = FxHashMap::default();
-    for (i, k) in scope.clone().zip(file) {
+    // Votes by window start, less `scope.start`: a flat array, since a file of
+    // many alike lines casts a vote per line and SEARCH line.
+    let mut tally = vec![0usize; scope.len()];
+    for (o, k) in file.iter().enumerate() {
         if let Some(js) = at.get(k) {
             let share = (VOTE / seen.get(k).copied().unwrap_or(1)).max(1);
-            for &j in js.iter().filter(|&&j| j <= i - scope.start) {
-                *tally.entry(i - j).or_default() += share;
+            for &j in js.iter().filter(|&&j| j <= o) {
+                tally[o - j] += share;
             }
         }
     }
-    top(tally.into_iter().filter(|(s, _)| clear(s)).collect())
+    let scored = tally
+        .into_iter()
+        .enumerate()
+        .filter(|&(o, n)| n > 0 && clear(&(scope.start + o)))
+        .map(|(o, n)| (scope.start + o, n))
+        .collect();
+    top(scored)
 }
 
 fn top(mut scored: Vec<(usize, usize)>) -> Vec<usize> {

@@ -30,6 +30,9 @@ const SPAN_BYTES: usize = 16 * 1024;
 /// Marks a line whose bytes live in `Doc::added` rather than in the original.
 const ADDED: usize = 1 << (usize::BITS - 1);
 
+/// Hits of a byte search in one chunk past which it is listed instead (see `Doc::scan`).
+const SCAN_HITS: usize = 16;
+
 /// Lines whose terminators `dominant_eol` counts.
 const EOL_SAMPLE: usize = 10_000;
 
@@ -192,6 +195,8 @@ pub struct Doc<'a> {
     keys: OnceCell<Vec<u64>>,
     /// Whether a search already read unlisted chunks as bytes (see the module doc).
     scanned: Cell<bool>,
+    /// The chunk `locate` found last: matching reads lines in runs, mostly from one chunk.
+    near: Cell<usize>,
 }
 
 /// A run of changed lines: `new_len` lines from `start` (in the current text)
@@ -272,6 +277,7 @@ impl<'a> Doc<'a> {
             dirty: Vec::new(),
             keys: OnceCell::new(),
             scanned: Cell::new(false),
+            near: Cell::new(0),
         };
         doc.reindex();
         doc
@@ -298,7 +304,14 @@ impl<'a> Doc<'a> {
 
     /// Chunk and offset of line `i`; `i == len` maps past the end of the last chunk.
     fn locate(&self, i: usize) -> (usize, usize) {
+        let near = self.near.get();
+        if let Some(&start) = self.starts.get(near)
+            && (start..start + self.chunks[near].len).contains(&i)
+        {
+            return (near, i - start);
+        }
         let c = self.starts.partition_point(|&s| s <= i).saturating_sub(1);
+        self.near.set(c);
         (c, i - self.starts[c])
     }
 
@@ -350,8 +363,10 @@ impl<'a> Doc<'a> {
             if last <= range.start || first >= range.end {
                 continue;
             }
-            if let (true, Some(span), None) = (scan, &chunk.span, chunk.table.get()) {
-                self.scan(span, first, &finder, &range, &mut found);
+            if let (true, Some(span), None) = (scan, &chunk.span, chunk.table.get())
+                && let Some(hits) = self.scan(span, first, chunk.len, &finder, &range)
+            {
+                found.extend(hits);
                 continue;
             }
             let table = chunk.table(&self.original);
@@ -369,23 +384,30 @@ impl<'a> Doc<'a> {
         found
     }
 
-    /// `lines_equal_to` over an unlisted chunk whose first line is `first`: its
-    /// bytes searched for the content, lines counted only up to each hit.
+    /// `lines_equal_to` over an unlisted chunk of `len` lines from line `first`:
+    /// its bytes searched for the content, lines counted only up to each hit.
+    /// `None` when the content is found on so many of its lines that listing
+    /// them and comparing hashes costs less.
     fn scan(
         &self,
         span: &Range<usize>,
         first: usize,
+        len: usize,
         finder: &Finder<'_>,
         range: &Range<usize>,
-        found: &mut Vec<usize>,
-    ) {
+    ) -> Option<Vec<usize>> {
         let bytes = &self.original[..span.end];
         let (mut pos, mut line) = (span.start, first);
+        let (mut found, mut hits) = (Vec::new(), 0);
         // `pos` is where line `line` starts.
         while pos < bytes.len() && line < range.end {
             let Some(k) = finder.find(&bytes[pos..]) else {
                 break;
             };
+            hits += 1;
+            if hits > SCAN_HITS.max(len / 8) {
+                return None;
+            }
             let hit = pos + k;
             let start = memchr::memrchr(b'\n', &bytes[pos..hit]).map_or(pos, |j| pos + j + 1);
             line += memchr::memchr_iter(b'\n', &bytes[pos..start]).count();
@@ -396,6 +418,7 @@ impl<'a> Doc<'a> {
             }
             (pos, line) = (end, line + 1);
         }
+        Some(found)
     }
 
     /// The terminator most lines use, for lines that need one and have no neighbour to copy.
@@ -686,6 +709,18 @@ mod tests {
         let want: Vec<&[u8]> = flat[300..305].iter().map(|l| l.as_bytes()).collect();
         assert_eq!(iterated, want);
         assert_eq!(d.lines_equal_to(b"x", 0..d.len()).len(), xs);
+    }
+
+    #[test]
+    fn a_line_found_on_most_lines_of_a_chunk_lists_it_instead_of_scanning_on() {
+        let text = "}\n".repeat(200) + "x\n";
+        let d = Doc::with_spans(Cow::Borrowed(text.as_bytes()), 1 << 20, false);
+        assert_eq!(d.lines_equal_to(b"x", 0..d.len()), [200]);
+        assert!(d.chunks[0].table.get().is_none(), "one hit is scanned");
+        let d = Doc::with_spans(Cow::Borrowed(text.as_bytes()), 1 << 20, false);
+        let all: Vec<usize> = (0..200).collect();
+        assert_eq!(d.lines_equal_to(b"}", 0..d.len()), all);
+        assert!(d.chunks[0].table.get().is_some(), "200 hits are listed");
     }
 
     /// The lines of `text`, terminators included, split the obvious way.

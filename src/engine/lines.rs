@@ -110,11 +110,17 @@ fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
             .filter(|&i| tolerant_match(doc, p, i))
             .collect();
     }
-    // Candidates share the first SEARCH line's loose key; only they are compared.
-    let want = tolerant::loose_key(p.lines[0].as_bytes());
+    // Lines equal at any tolerant tier have equal loose keys: only windows whose
+    // keys all agree with SEARCH's are compared as text, so a file of many near
+    // copies of SEARCH costs integer comparisons, not string ones.
+    let want: Vec<u64> = p
+        .lines
+        .iter()
+        .map(|l| tolerant::loose_key(l.as_bytes()))
+        .collect();
     let keys = doc.keys(tolerant::loose_key);
     (scope.start..=last)
-        .filter(|&i| keys[i] == want)
+        .filter(|&i| keys[i] == want[0] && keys[i..i + m] == want[..])
         .filter(|&i| tolerant_match(doc, p, i))
         .collect()
 }
