@@ -456,7 +456,17 @@ fn stress_no_operation_hangs_and_no_acknowledged_edit_is_lost() {
         panic!("an operation hung over {limit:?}: {what}; the connection was aborted");
     }
     let errors = s.errors.lock().unwrap();
-    assert!(errors.is_empty(), "operations failed: {errors:#?}");
+    assert!(
+        errors.is_empty(),
+        "operations failed: {errors:#?}\ndaemon log:\n{}\ntransactions that did not succeed:\n{}",
+        m.log(),
+        fs::read_to_string(m.mnt.join(".editfs/log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.contains(r#""outcome":"ok""#))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let acked = s.acked.lock().unwrap();
     assert!(acked.len() > 10, "too little work done: {}", acked.len());
     for (file, mark) in acked.iter() {

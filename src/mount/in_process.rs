@@ -177,6 +177,18 @@ fn a_node_replaced_under_its_name_is_stale_never_missing() {
     assert!(r.open(again, libc::O_RDONLY).is_ok());
 }
 
+/// The table may hold a node under a name it has since lost without hearing of
+/// it (a freed inode number handed to a new file that a rename then moves): the
+/// kernel's name is what the user asked for, so the kernel must walk it again.
+#[test]
+fn a_node_whose_recorded_name_is_gone_is_stale_never_missing() {
+    let r = rig(&[("a.txt", "text\n")], settings(false));
+    let ino = r.lookup("a.txt");
+    std::fs::rename(r.src.path().join("a.txt"), r.src.path().join("b.txt")).unwrap();
+    assert_eq!(r.open(ino, libc::O_RDONLY), Err(Errno::ESTALE));
+    assert_eq!(r.fs.getattr(ino, None).map(|_| ()), Err(Errno::ESTALE));
+}
+
 #[test]
 fn edits_only_refuses_to_remove_or_rename_over_an_existing_file() {
     let r = rig(&[("a.txt", "keep\n"), ("b.txt", "other\n")], settings(true));

@@ -126,8 +126,13 @@ impl Core {
             return rustix::fs::fstat(self.source.root()).map_err(errno);
         }
         let loc = self.loc(ino)?;
-        let st =
-            rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        // A name the node no longer has is stale, not missing: see `open_real`.
+        let st = rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW).map_err(
+            |e| match e {
+                rustix::io::Errno::NOENT => Errno::ESTALE,
+                e => errno(e),
+            },
+        )?;
         // The name now holds another file (replaced by a rename): this node is
         // stale, and ESTALE makes the kernel look the name up again.
         if real_id(st.st_ino) != ino {
@@ -253,6 +258,15 @@ impl Core {
             let opened = rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty());
             // A commit may have renamed a new file over the name since the kernel
             // looked it up: ESTALE makes the kernel look it up again and open that.
+            // So does a name the node no longer has: the file system hands a freed
+            // inode number to the next new file, so a node the kernel still holds
+            // for an old file may meanwhile be recorded under the new file's name,
+            // which a rename can take away before the table hears of it. The user
+            // asked for the kernel's name, not ours: let the kernel walk it again.
+            let opened = opened.map_err(|e| match e {
+                rustix::io::Errno::NOENT if ino != ROOT => rustix::io::Errno::STALE,
+                e => e,
+            });
             opened.and_then(|fd| match rustix::fs::fstat(&fd) {
                 Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
                 Ok(_) => Ok(fd),
