@@ -100,6 +100,52 @@ impl DirCache {
     }
 }
 
+/// The attributes each real node was last given to the kernel, and when. A
+/// listing hands them out again for the rest of their TTL instead of reading
+/// every entry anew; their expiry stays the same, so a change made directly in
+/// SOURCE still shows within a TTL. Anything written through the mount drops them.
+///
+/// Only what was given less than a TTL ago is of use, so whatever is older is
+/// swept out whenever the table has doubled since the last sweep: a walk over
+/// 50,000 files leaves the last second's worth, not one entry per file.
+#[derive(Default)]
+struct Sent {
+    given: HashMap<u64, (FileAttr, Instant)>,
+    /// The size at which the next sweep runs.
+    sweep_at: usize,
+}
+
+impl Sent {
+    /// Entries below which no sweep runs: a small table costs nothing to keep.
+    const FLOOR: usize = 1024;
+
+    fn insert(&mut self, a: FileAttr, at: Instant) {
+        self.given.insert(a.ino, (a, at));
+        if self.given.len() >= self.sweep_at.max(Self::FLOOR) {
+            self.sweep(at);
+        }
+    }
+
+    /// Drops what expired by `now`, and the room it took.
+    fn sweep(&mut self, now: Instant) {
+        self.given
+            .retain(|_, (_, at)| now.saturating_duration_since(*at) < REAL_TTL);
+        self.given.shrink_to(self.given.len() * 2);
+        self.sweep_at = self.given.len() * 2;
+    }
+
+    /// What is left of the TTL of `ino`'s attributes, if anything.
+    fn fresh(&self, ino: u64, now: Instant) -> Option<(FileAttr, Duration)> {
+        let (a, at) = *self.given.get(&ino)?;
+        let left = (at + REAL_TTL).checked_duration_since(now)?;
+        (left > Duration::from_millis(50)).then_some((a, left))
+    }
+
+    fn remove(&mut self, ino: u64) {
+        self.given.remove(&ino);
+    }
+}
+
 /// How the mount behaves; set on the command line.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -288,11 +334,7 @@ pub struct Core {
     pub(super) notifier: Arc<OnceLock<Box<dyn Kernel>>>,
     stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
-    /// The attributes each real node was last given to the kernel, and when. A
-    /// listing hands them out again for the rest of their TTL instead of reading
-    /// every entry anew; their expiry stays the same, so a change made directly in
-    /// SOURCE still shows within a TTL. Anything written through the mount drops them.
-    sent: Mutex<HashMap<u64, (FileAttr, Instant)>>,
+    sent: Mutex<Sent>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
     /// The daemon's own umask, which the system applies to every node it makes
@@ -481,7 +523,7 @@ impl Core {
             notifier,
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             dirs: Mutex::new(DirCache::default()),
-            sent: Mutex::new(HashMap::new()),
+            sent: Mutex::new(Sent::default()),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -529,7 +571,7 @@ impl Core {
         let (parent, name) = {
             let nodes = self.nodes.read();
             let n = nodes.get(ino).ok_or(Errno::ESTALE)?;
-            (n.parent, n.name.clone())
+            (n.parent, n.name.to_os_string())
         };
         Ok(Loc {
             dir: self.dir_of(parent)?,
@@ -564,12 +606,12 @@ impl Core {
     /// The kernel forgot a node: its directory descriptor, if any, is closed.
     pub(super) fn forgot(&self, ino: u64) {
         self.dirs.lock().fds.remove(&ino);
-        self.sent.lock().remove(&ino);
+        self.sent.lock().remove(ino);
     }
 
     /// Records the attributes of a real node as just given to the kernel.
     pub(super) fn sent(&self, a: &FileAttr) -> FileAttr {
-        self.sent.lock().insert(a.ino, (*a, Instant::now()));
+        self.sent.lock().insert(*a, Instant::now());
         *a
     }
 
@@ -580,14 +622,12 @@ impl Core {
         if self.backings.written(ino) {
             return None;
         }
-        let (a, at) = *self.sent.lock().get(&ino)?;
-        let left = (at + REAL_TTL).checked_duration_since(Instant::now())?;
-        (left > Duration::from_millis(50)).then_some((a, left))
+        self.sent.lock().fresh(ino, Instant::now())
     }
 
     /// The node changed through the mount: what the kernel was given is stale.
     pub(super) fn touched(&self, ino: u64) {
-        self.sent.lock().remove(&ino);
+        self.sent.lock().remove(ino);
     }
 
     pub(super) fn add_handle(&self, h: Handle) -> u64 {
@@ -747,6 +787,46 @@ mod tests {
 
     fn file(ino: u64) -> Meant {
         Meant::File { dev: 1, ino }
+    }
+
+    fn attr_of(ino: u64) -> FileAttr {
+        FileAttr {
+            ino,
+            size: 0,
+            blocks: 0,
+            atime: UNIX_EPOCH,
+            mtime: UNIX_EPOCH,
+            ctime: UNIX_EPOCH,
+            kind: FileType::RegularFile,
+            perm: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+        }
+    }
+
+    #[test]
+    fn attributes_given_longer_ago_than_a_ttl_do_not_pile_up_over_a_walk() {
+        let mut sent = Sent::default();
+        let start = Instant::now();
+        // A walk of 50,000 files, 10,000 a second.
+        for i in 0..50_000u64 {
+            sent.insert(attr_of(i + 2), start + Duration::from_micros(100 * i));
+        }
+        let end = start + Duration::from_secs(5);
+        assert!(
+            sent.given.len() <= 4 * 10_000,
+            "{} entries kept, far more than a second's worth",
+            sent.given.len()
+        );
+        assert!(sent.given.capacity() <= 8 * 10_000);
+        assert!(
+            sent.fresh(50_001, end).is_some(),
+            "the newest is still handed out"
+        );
+        assert!(sent.fresh(2, end).is_none(), "the oldest has expired");
     }
 
     #[test]

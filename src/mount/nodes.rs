@@ -36,22 +36,63 @@ pub enum Kind {
 pub struct Node {
     /// The place the node is reached by: the last name it was looked up as that still exists.
     pub parent: u64,
-    pub name: OsString,
+    pub name: Box<OsStr>,
     pub kind: Kind,
     lookups: u64,
     /// Its other names (hard links), which take over when `parent`/`name` goes.
-    links: Vec<(u64, OsString)>,
+    links: Links,
     /// The directory of its last name, once it has none (`name` is kept): where
     /// an open of the node finds what replaced it.
     left: u64,
 }
 
+/// The other names of a node: almost every node has none, so none costs two
+/// words, not an empty vector's three, in a table of every node the kernel
+/// holds. Changing them rebuilds the slice; hard links are rare.
+#[derive(Clone, Debug, Default)]
+struct Links(Option<Box<[(u64, OsString)]>>);
+
+impl Links {
+    fn edit<T>(&mut self, f: impl FnOnce(&mut Vec<(u64, OsString)>) -> T) -> T {
+        let mut links = std::mem::take(self).into_vec();
+        let out = f(&mut links);
+        self.0 = (!links.is_empty()).then(|| links.into_boxed_slice());
+        out
+    }
+
+    fn push(&mut self, link: (u64, OsString)) {
+        self.edit(|l| l.push(link));
+    }
+
+    fn pop(&mut self) -> Option<(u64, OsString)> {
+        self.0.as_ref()?;
+        self.edit(Vec::pop)
+    }
+
+    fn retain(&mut self, keep: impl FnMut(&(u64, OsString)) -> bool) {
+        if self.0.is_some() {
+            self.edit(|l| l.retain(keep));
+        }
+    }
+
+    fn find(&mut self, place: (u64, &OsStr)) -> Option<&mut (u64, OsString)> {
+        self.0
+            .as_mut()?
+            .iter_mut()
+            .find(|(p, n)| (*p, n.as_os_str()) == place)
+    }
+
+    fn into_vec(self) -> Vec<(u64, OsString)> {
+        self.0.map(Vec::from).unwrap_or_default()
+    }
+}
+
 impl Node {
     /// Drops the place (`parent`, `name`); a remaining link takes over, or the node is detached.
     fn lose(&mut self, parent: u64, name: &OsStr) {
-        if (self.parent, self.name.as_os_str()) == (parent, name) {
+        if (self.parent, &*self.name) == (parent, name) {
             match self.links.pop() {
-                Some(link) => (self.parent, self.name) = link,
+                Some((p, n)) => (self.parent, self.name) = (p, n.into_boxed_os_str()),
                 None => (self.left, self.parent) = (self.parent, DETACHED),
             }
         } else {
@@ -62,13 +103,9 @@ impl Node {
 
     /// Moves the place (`from`) to (`to`), whichever of the node's names it is.
     fn moved(&mut self, from: (u64, &OsStr), to: (u64, &OsStr)) {
-        if (self.parent, self.name.as_os_str()) == from {
-            (self.parent, self.name) = (to.0, to.1.to_owned());
-        } else if let Some(l) = self
-            .links
-            .iter_mut()
-            .find(|(p, n)| (*p, n.as_os_str()) == from)
-        {
+        if (self.parent, &*self.name) == from {
+            (self.parent, self.name) = (to.0, to.1.into());
+        } else if let Some(l) = self.links.find(from) {
             *l = (to.0, to.1.to_owned());
         }
     }
@@ -96,6 +133,9 @@ pub fn real_id(st_ino: u64) -> u64 {
 }
 
 impl Nodes {
+    /// Tables this small are left as they are.
+    const SHRINK_FLOOR: usize = 4096;
+
     pub fn new() -> Nodes {
         let mut nodes = Nodes {
             next_virtual: VIRTUAL,
@@ -103,10 +143,10 @@ impl Nodes {
         };
         let root = Node {
             parent: ROOT,
-            name: OsString::new(),
+            name: Box::default(),
             kind: Kind::Real,
             lookups: 1,
-            links: Vec::new(),
+            links: Links::default(),
             left: DETACHED,
         };
         nodes.nodes.insert(ROOT, root);
@@ -126,7 +166,7 @@ impl Nodes {
             if n.parent == DETACHED {
                 return None;
             }
-            parts.push(n.name.as_os_str());
+            parts.push(&*n.name);
             at = n.parent;
         }
         Some(parts.iter().rev().collect())
@@ -141,7 +181,7 @@ impl Nodes {
         } else {
             n.parent
         };
-        (parent != DETACHED).then(|| (parent, n.name.clone()))
+        (parent != DETACHED).then(|| (parent, n.name.to_os_string()))
     }
 
     /// Node `id` no longer has the name (`parent`, `name`).
@@ -169,7 +209,7 @@ impl Nodes {
         // The common case, a name looked up again: count it, allocate nothing.
         if let Some(n) = self.nodes.get_mut(&id)
             && n.parent == parent
-            && n.name == name
+            && *n.name == *name
             && n.kind == Kind::Real
         {
             n.lookups += 1;
@@ -177,19 +217,19 @@ impl Nodes {
         }
         let node = self.nodes.entry(id).or_insert_with(|| Node {
             parent: DETACHED,
-            name: OsString::new(),
+            name: Box::default(),
             kind: Kind::Real,
             lookups: 0,
-            links: Vec::new(),
+            links: Links::default(),
             left: DETACHED,
         });
         node.links
             .retain(|(p, n)| (*p, n.as_os_str()) != (parent, name));
         if node.parent != DETACHED {
-            let old = std::mem::replace(&mut node.name, name.to_owned());
-            node.links.push((node.parent, old));
+            let old = std::mem::replace(&mut node.name, name.into());
+            node.links.push((node.parent, old.into_os_string()));
         } else {
-            node.name = name.to_owned();
+            node.name = name.into();
         }
         node.parent = parent;
         node.kind = Kind::Real;
@@ -210,10 +250,10 @@ impl Nodes {
         });
         let node = self.nodes.entry(id).or_insert_with(|| Node {
             parent,
-            name: name.to_owned(),
+            name: name.into(),
             kind: kind.clone(),
             lookups: 0,
-            links: Vec::new(),
+            links: Links::default(),
             left: DETACHED,
         });
         node.kind = kind;
@@ -232,14 +272,32 @@ impl Nodes {
             let Some(node) = self.nodes.remove(&id) else {
                 return false;
             };
-            for key in std::iter::once((node.parent, node.name)).chain(node.links) {
+            let place = (node.parent, node.name.into_os_string());
+            for key in std::iter::once(place).chain(node.links.into_vec()) {
                 if self.by_name.get(&key) == Some(&id) {
                     self.by_name.remove(&key);
                 }
             }
+            self.shrink();
             return true;
         }
         false
+    }
+
+    /// Gives back the room of nodes the kernel forgot (a tree removed,
+    /// `drop_caches`) once a table is at most an eighth full, keeping twice what is
+    /// left: growing again does not reallocate at once, and shrinking again
+    /// waits for most of that to go too.
+    fn shrink(&mut self) {
+        fn roomy(len: usize, cap: usize) -> bool {
+            cap > Nodes::SHRINK_FLOOR && len * 8 <= cap
+        }
+        if roomy(self.nodes.len(), self.nodes.capacity()) {
+            self.nodes.shrink_to(self.nodes.len() * 2);
+        }
+        if roomy(self.by_name.len(), self.by_name.capacity()) {
+            self.by_name.shrink_to(self.by_name.len() * 2);
+        }
     }
 
     /// The name `name` in `parent` is gone; the node it named keeps its other
@@ -363,6 +421,35 @@ mod tests {
         n.remember(11, ROOT, OsStr::new("c"));
         assert_eq!(n.path(11), Some(PathBuf::from("c")));
         assert_eq!(n.last_place(11), Some((ROOT, "c".into())));
+    }
+
+    #[test]
+    fn a_node_with_no_hard_link_stays_small() {
+        assert!(
+            std::mem::size_of::<Node>() <= 88,
+            "{} bytes per node",
+            std::mem::size_of::<Node>()
+        );
+    }
+
+    #[test]
+    fn forgetting_a_large_tree_gives_its_room_back() {
+        let mut n = Nodes::new();
+        for id in 10..60_010 {
+            n.remember(id, ROOT, OsStr::new(&format!("f{id}")));
+        }
+        let full = (n.nodes.capacity(), n.by_name.capacity());
+        for id in 10..59_010 {
+            assert!(n.forget(id, 1));
+        }
+        assert_eq!(n.path(59_500), Some(PathBuf::from("f59500")));
+        assert!(
+            n.nodes.capacity() * 8 <= full.0,
+            "{} of {}",
+            n.nodes.capacity(),
+            full.0
+        );
+        assert!(n.by_name.capacity() * 8 <= full.1);
     }
 
     #[test]
