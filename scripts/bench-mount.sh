@@ -7,7 +7,9 @@
 #   scripts/bench-mount.sh            # REPS=5 (fast workloads), HEAVY_REPS=3, RT_REPS=50
 #
 # Environment: REPS, HEAVY_REPS, RT_REPS (repetitions), BIG_MIB (size of the sequential
-# read and write files, default 1024), KEEP=1 (keep the temp dir and print its path).
+# read and write files, default 1024), KEEP=1 (keep the temp dir and print its path),
+# ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find grep
+# untar rmrf git cargo gitcrate rt cp; rss is measured after grep).
 # Cold reads drop the page cache (root only; the row is left out otherwise). The
 # real workload is a copy of regex-syntax from ~/.cargo/registry/src, built offline
 # (its optional and dev dependencies dropped); the row is left out without it.
@@ -24,8 +26,16 @@ REPS=${REPS:-5}
 HEAVY_REPS=${HEAVY_REPS:-3}
 RT_REPS=${RT_REPS:-50}
 BIG_MIB=${BIG_MIB:-1024}
+ROWS=${ROWS:-}
 CMD_TIMEOUT=${CMD_TIMEOUT:-300}
 
+# want ROW...: whether any of these rows is to run
+want() {
+  [ -z "$ROWS" ] && return 0
+  local r
+  for r in "$@"; do [[ " $ROWS " == *" $r "* ]] && return 0; done
+  return 1
+}
 say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf 'bench-mount: %s\n' "$*" >&2; exit 2; }
 
@@ -93,7 +103,7 @@ export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 
 # ---------------------------------------------------------------- data (written directly in SOURCE)
 say "generating data in $src"
-dd if=/dev/zero of="$src/big.bin" bs=1M count="$BIG_MIB" status=none
+! want cold seq || dd if=/dev/zero of="$src/big.bin" bs=1M count="$BIG_MIB" status=none
 
 python3 - "$src" "$work/small-gen" <<'PY'
 import os, sys, random
@@ -165,7 +175,7 @@ repo_files=$(cd "$src/repo" && git ls-files | wc -l)
 
 # a real crate: incremental cargo build and git status in it
 crate_src=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name 'regex-syntax-0.8.*' 2>/dev/null | sort | tail -1)
-if [ -n "$crate_src" ] && command -v cargo >/dev/null; then
+if [ -n "$crate_src" ] && command -v cargo >/dev/null && want cargo gitcrate; then
   cp -r "$crate_src" "$src/crate"
   rm -f "$src/crate/Cargo.lock"
   python3 - "$src/crate/Cargo.toml" <<'PY'
@@ -224,7 +234,7 @@ if ! "$editfs" mount "$src" "$mnt_e" --daemon --state-dir "$work/editfs-state" >
 fi
 is_mounted "$mnt_e" || die "editfs mount returned but $mnt_e is not a mount point"
 editfs_pid=$(grep -o 'by pid [0-9]*' "$work/err/mount-editfs" | grep -o '[0-9]*$' || true)
-[ -f "$mnt_e/big.bin" ] || die "editfs is mounted but $mnt_e/big.bin is missing"
+[ -d "$mnt_e/tree" ] || die "editfs is mounted but $mnt_e/tree is missing"
 if ! bindfs "$src" "$mnt_b" 2>"$work/err/mount-bindfs"; then
   cat "$work/err/mount-bindfs" >&2
   die "bindfs could not mount $src on $mnt_b"
@@ -267,7 +277,7 @@ time_cmd() {
 W_ORDER=()
 declare -A W_LABEL
 
-add_w() { W_ORDER+=("$1"); W_LABEL[$1]=$2; }
+add_w() { want "$1" || return 0; W_ORDER+=("$1"); W_LABEL[$1]=$2; }
 can_drop=0
 [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ] && can_drop=1
 add_w floor "one round trip (statfs), us"
@@ -317,102 +327,122 @@ check_same() { # workload view file-native file-view what
 
 for v in "${views[@]}"; do
   r=${root[$v]}
-  say "$v: one round trip"
-  RES[floor|$v]=$(round_trip "$r" 2>"$work/err/floor-$v") || fail floor "$v" "statvfs $r" "$work/err/floor-$v"
+  if want floor; then
+    say "$v: one round trip"
+    RES[floor|$v]=$(round_trip "$r" 2>"$work/err/floor-$v") || fail floor "$v" "statvfs $r" "$work/err/floor-$v"
+  fi
 
-  if [ "$can_drop" = 1 ]; then
-    say "$v: sequential read, cold"
+  if want cold; then
+    if [ "$can_drop" = 1 ]; then
+      say "$v: sequential read, cold"
+      samples=()
+      for ((i = 0; i < HEAVY_REPS; i++)); do
+        drop_caches
+        t0=$(now_us)
+        cat "$r/big.bin" >/dev/null
+        t1=$(now_us)
+        samples+=("$((t1 - t0))")
+      done
+      RES[cold|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    fi
+  fi
+
+  if want seq; then
+    say "$v: sequential read"
+    time_cmd seq "$v" "$HEAVY_REPS" 1 cat big.bin
+  fi
+
+  if want write; then
+    say "$v: sequential write"
     samples=()
     for ((i = 0; i < HEAVY_REPS; i++)); do
-      drop_caches
+      # removed through the view: a name removed behind its back stays cached for a TTL
+      rm -f "$r/written.bin"
+      sync
       t0=$(now_us)
-      cat "$r/big.bin" >/dev/null
+      if ! dd if=/dev/zero of="$r/written.bin" bs=1M count="$BIG_MIB" status=none 2>"$work/err/write-$v"; then
+        fail write "$v" "dd of=$r/written.bin" "$work/err/write-$v"; break
+      fi
       t1=$(now_us)
       samples+=("$((t1 - t0))")
     done
-    RES[cold|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    rm -f "$r/written.bin"
+    [ "${RES[write|$v]:-}" = FAIL ] || RES[write|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
   fi
 
-  say "$v: sequential read"
-  time_cmd seq "$v" "$HEAVY_REPS" 1 cat big.bin
-
-  say "$v: sequential write"
-  samples=()
-  for ((i = 0; i < HEAVY_REPS; i++)); do
-    # removed through the view: a name removed behind its back stays cached for a TTL
-    rm -f "$r/written.bin"
-    sync
-    t0=$(now_us)
-    if ! dd if=/dev/zero of="$r/written.bin" bs=1M count="$BIG_MIB" status=none 2>"$work/err/write-$v"; then
-      fail write "$v" "dd of=$r/written.bin" "$work/err/write-$v"; break
-    fi
-    t1=$(now_us)
-    samples+=("$((t1 - t0))")
-  done
-  rm -f "$r/written.bin"
-  [ "${RES[write|$v]:-}" = FAIL ] || RES[write|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
-
-  say "$v: overwrite 300 files"
-  time_cmd overwrite "$v" "$REPS" 1 python3 -c '
+  if want overwrite; then
+    say "$v: overwrite 300 files"
+    time_cmd overwrite "$v" "$REPS" 1 python3 -c '
 import os
 for n in os.listdir("small"):
     fd = os.open("small/" + n, os.O_WRONLY | os.O_TRUNC)
     os.write(fd, b"x" * 4096)
     os.close(fd)'
+  fi
 
-  say "$v: find"
-  (cd "$r" && find tree -printf '%p %s\n' | sort) >"$work/find-$v.out" 2>"$work/err/find-$v" ||
-    fail find "$v" "cd $r && find tree -printf '%p %s\n'" "$work/err/find-$v"
-  [ "${RES[find|$v]:-}" = FAIL ] || {
-    check_same find "$v" "$work/find-native.out" "$work/find-$v.out" "find output"
-    time_cmd find "$v" "$REPS" 0 find tree -printf '%s\n'
-  }
+  if want find; then
+    say "$v: find"
+    (cd "$r" && find tree -printf '%p %s\n' | sort) >"$work/find-$v.out" 2>"$work/err/find-$v" ||
+      fail find "$v" "cd $r && find tree -printf '%p %s\n'" "$work/err/find-$v"
+    [ "${RES[find|$v]:-}" = FAIL ] || {
+      check_same find "$v" "$work/find-native.out" "$work/find-$v.out" "find output"
+      time_cmd find "$v" "$REPS" 0 find tree -printf '%s\n'
+    }
+  fi
 
-  say "$v: grep -r"
-  (cd "$r" && grep -r needle_xyzzy tree | sort) >"$work/grep-$v.out" 2>"$work/err/grep-$v" ||
-    fail grep "$v" "cd $r && grep -r needle_xyzzy tree" "$work/err/grep-$v"
-  [ "${RES[grep|$v]:-}" = FAIL ] || {
-    check_same grep "$v" "$work/grep-native.out" "$work/grep-$v.out" "grep output"
-    time_cmd grep "$v" "$HEAVY_REPS" 0 grep -r needle_xyzzy tree
-  }
+  if want grep; then
+    say "$v: grep -r"
+    (cd "$r" && grep -r needle_xyzzy tree | sort) >"$work/grep-$v.out" 2>"$work/err/grep-$v" ||
+      fail grep "$v" "cd $r && grep -r needle_xyzzy tree" "$work/err/grep-$v"
+    [ "${RES[grep|$v]:-}" = FAIL ] || {
+      check_same grep "$v" "$work/grep-native.out" "$work/grep-$v.out" "grep output"
+      time_cmd grep "$v" "$HEAVY_REPS" 0 grep -r needle_xyzzy tree
+    }
+    [ "$v" != editfs ] || [ -z "$editfs_pid" ] ||
+      rss_walk_kib=$(awk '/^VmRSS/ {print $2}' "/proc/$editfs_pid/status" 2>/dev/null || echo "")
+  fi
 
-  say "$v: tar xf / rm -rf"
-  ut=() rm_=()
-  for ((i = 0; i < REPS; i++)); do
-    rm -rf "$src/untar"            # leftovers, directly in SOURCE, untimed
-    if ! mkdir "$r/untar" 2>"$work/err/untar-$v"; then
-      fail untar "$v" "mkdir $r/untar" "$work/err/untar-$v"; break
-    fi
-    t0=$(now_us)
-    if ! timeout "$CMD_TIMEOUT" tar xf "$work/small.tar" -C "$r/untar" 2>"$work/err/untar-$v"; then
-      fail untar "$v" "tar xf $work/small.tar -C $r/untar" "$work/err/untar-$v"; break
-    fi
-    t1=$(now_us); ut+=("$((t1 - t0))")
-    n=$(find "$src/untar" -type f | wc -l)
-    if [ "$n" != 5000 ]; then
-      failures+=("untar on $v: $n files extracted instead of 5000"); RES[untar|$v]=FAIL; break
-    fi
-    t0=$(now_us)
-    if ! timeout "$CMD_TIMEOUT" rm -rf "$r/untar/x" 2>"$work/err/rmrf-$v"; then
-      fail rmrf "$v" "rm -rf $r/untar/x" "$work/err/rmrf-$v"; break
-    fi
-    t1=$(now_us); rm_+=("$((t1 - t0))")
-    if [ -e "$src/untar/x" ]; then
-      failures+=("rmrf on $v: $src/untar/x still exists after rm -rf"); RES[rmrf|$v]=FAIL; break
-    fi
-  done
-  rm -rf "$src/untar"
-  [ "${RES[untar|$v]:-}" = FAIL ] || RES[untar|$v]=$(printf '%s\n' "${ut[@]}" | median | awk '{printf "%.3f", $1/1000}')
-  [ "${RES[rmrf|$v]:-}" = FAIL ] || [ "${#rm_[@]}" = 0 ] ||
-    RES[rmrf|$v]=$(printf '%s\n' "${rm_[@]}" | median | awk '{printf "%.3f", $1/1000}')
+  if want untar rmrf; then
+    say "$v: tar xf / rm -rf"
+    ut=() rm_=()
+    for ((i = 0; i < REPS; i++)); do
+      rm -rf "$src/untar"            # leftovers, directly in SOURCE, untimed
+      if ! mkdir "$r/untar" 2>"$work/err/untar-$v"; then
+        fail untar "$v" "mkdir $r/untar" "$work/err/untar-$v"; break
+      fi
+      t0=$(now_us)
+      if ! timeout "$CMD_TIMEOUT" tar xf "$work/small.tar" -C "$r/untar" 2>"$work/err/untar-$v"; then
+        fail untar "$v" "tar xf $work/small.tar -C $r/untar" "$work/err/untar-$v"; break
+      fi
+      t1=$(now_us); ut+=("$((t1 - t0))")
+      n=$(find "$src/untar" -type f | wc -l)
+      if [ "$n" != 5000 ]; then
+        failures+=("untar on $v: $n files extracted instead of 5000"); RES[untar|$v]=FAIL; break
+      fi
+      t0=$(now_us)
+      if ! timeout "$CMD_TIMEOUT" rm -rf "$r/untar/x" 2>"$work/err/rmrf-$v"; then
+        fail rmrf "$v" "rm -rf $r/untar/x" "$work/err/rmrf-$v"; break
+      fi
+      t1=$(now_us); rm_+=("$((t1 - t0))")
+      if [ -e "$src/untar/x" ]; then
+        failures+=("rmrf on $v: $src/untar/x still exists after rm -rf"); RES[rmrf|$v]=FAIL; break
+      fi
+    done
+    rm -rf "$src/untar"
+    [ "${RES[untar|$v]:-}" = FAIL ] || RES[untar|$v]=$(printf '%s\n' "${ut[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    [ "${RES[rmrf|$v]:-}" = FAIL ] || [ "${#rm_[@]}" = 0 ] ||
+      RES[rmrf|$v]=$(printf '%s\n' "${rm_[@]}" | median | awk '{printf "%.3f", $1/1000}')
+  fi
 
-  say "$v: git status"
-  # warm-up: refreshes the index for this view's stat data (written through the view)
-  if (cd "$r/repo" && git status --porcelain && git status --porcelain) >"$work/git-$v.out" 2>"$work/err/git-$v"; then
-    check_same git "$v" "$work/git-native.out" "$work/git-$v.out" "git status output"
-    time_cmd git "$v" "$REPS" 0 git -C repo status --porcelain
-  else
-    fail git "$v" "cd $r/repo && git status --porcelain" "$work/err/git-$v"
+  if want git; then
+    say "$v: git status"
+    # warm-up: refreshes the index for this view's stat data (written through the view)
+    if (cd "$r/repo" && git status --porcelain && git status --porcelain) >"$work/git-$v.out" 2>"$work/err/git-$v"; then
+      check_same git "$v" "$work/git-native.out" "$work/git-$v.out" "git status output"
+      time_cmd git "$v" "$REPS" 0 git -C repo status --porcelain
+    else
+      fail git "$v" "cd $r/repo && git status --porcelain" "$work/err/git-$v"
+    fi
   fi
 
   if [ -n "$crate_name" ]; then
@@ -437,31 +467,35 @@ for n in os.listdir("small"):
     rss_kib=$(awk '/^VmRSS/ {print $2}' "/proc/$editfs_pid/status" 2>/dev/null || echo "")
   fi
 
-  say "$v: cp 100 KiB (reference)"
-  time_cmd cp "$v" "$RT_REPS" 2 cp "$work/ref100k.bin" edit/copy.bin
-  rm -f "$src/edit/copy.bin"
+  if want cp; then
+    say "$v: cp 100 KiB (reference)"
+    time_cmd cp "$v" "$RT_REPS" 2 cp "$work/ref100k.bin" edit/copy.bin
+    rm -f "$src/edit/copy.bin"
+  fi
 
-  if [ "$v" = editfs ]; then
-    say "editfs: $RT_REPS edit round trips"
-    f=$mnt_e/edit/big.txt
-    samples=()
-    for ((i = 0; i < RT_REPS + 2; i++)); do
-      if ((i % 2)); then p=$work/payload-b; else p=$work/payload-a; fi
-      t0=$(now_us)
-      if ! cat "$p" >"$f.edit" 2>"$work/err/rt"; then
-        { echo "(cat $p > $f.edit failed)"; cat "$f.status" 2>&1 | head -15; } >>"$work/err/rt"
-        fail rt editfs "cat $p > $f.edit; cat $f.status" "$work/err/rt"; break
+  if want rt; then
+    if [ "$v" = editfs ]; then
+      say "editfs: $RT_REPS edit round trips"
+      f=$mnt_e/edit/big.txt
+      samples=()
+      for ((i = 0; i < RT_REPS + 2; i++)); do
+        if ((i % 2)); then p=$work/payload-b; else p=$work/payload-a; fi
+        t0=$(now_us)
+        if ! cat "$p" >"$f.edit" 2>"$work/err/rt"; then
+          { echo "(cat $p > $f.edit failed)"; cat "$f.status" 2>&1 | head -15; } >>"$work/err/rt"
+          fail rt editfs "cat $p > $f.edit; cat $f.status" "$work/err/rt"; break
+        fi
+        cat "$f.status" >/dev/null
+        t1=$(now_us)
+        ((i < 2)) || samples+=("$((t1 - t0))")
+      done
+      if [ "${RES[rt|editfs]:-}" != FAIL ]; then
+        head -1 "$f.status" | grep -q '^OK ' ||
+          failures+=("rt on editfs: last status is not OK: $(head -3 "$f.status" | tr '\n' ' ')")
+        cmp -s "$src/edit/big.txt" "$work/big.txt.orig" ||
+          failures+=("rt on editfs: after an even number of round trips $src/edit/big.txt differs from the original")
+        RES[rt|editfs]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
       fi
-      cat "$f.status" >/dev/null
-      t1=$(now_us)
-      ((i < 2)) || samples+=("$((t1 - t0))")
-    done
-    if [ "${RES[rt|editfs]:-}" != FAIL ]; then
-      head -1 "$f.status" | grep -q '^OK ' ||
-        failures+=("rt on editfs: last status is not OK: $(head -3 "$f.status" | tr '\n' ' ')")
-      cmp -s "$src/edit/big.txt" "$work/big.txt.orig" ||
-        failures+=("rt on editfs: after an even number of round trips $src/edit/big.txt differs from the original")
-      RES[rt|editfs]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
     fi
   fi
 done
@@ -490,7 +524,8 @@ for w in "${W_ORDER[@]}"; do
   printf '%-38s %9s %9s %9s %9s %9s  %s\n' "${W_LABEL[$w]}" "$(fmt "$n")" "$(fmt "$e")" "$(fmt "$b")" \
     "$(ratio "$e" "$n")" "$(ratio "$b" "$n")" "$(verdict "$e" "$b")"
 done
-[ -z "${rss_kib:-}" ] || echo "editfs daemon RSS after walking 50,000 files (find, grep -r) and the rows above: $((rss_kib / 1024)) MiB"
+[ -z "${rss_walk_kib:-}" ] || echo "editfs daemon RSS after walking 50,000 files (find, grep -r): $((rss_walk_kib / 1024)) MiB"
+[ -z "${rss_kib:-}" ] || echo "editfs daemon RSS after the rows above: $((rss_kib / 1024)) MiB"
 echo "round trip = statvfs of the view's root, in us: on editfs and bindfs one request to the"
 echo "daemon and its answer (the kernel caches none), natively the system call alone."
 echo "edit round trip = cat PAYLOAD > F.edit; cat F.status (editfs only; native and bindfs"
