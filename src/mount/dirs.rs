@@ -405,6 +405,7 @@ impl Core {
         register: Register<'_>,
     ) -> Res<(Timed, Opened)> {
         let dir = self.new_name(parent, name)?;
+        let writer = super::real::writer(flags);
         let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)
             | OFlags::CREATE
             | OFlags::NOFOLLOW
@@ -427,6 +428,7 @@ impl Core {
         let fh = self.add_handle(Handle::File {
             file: File::from(fd),
             ino: id,
+            writer,
         });
         if let Some(p) = pending {
             self.writes.lock().insert(fh, p);

@@ -176,6 +176,9 @@ pub enum Handle {
     File {
         file: File,
         ino: u64,
+        /// Opened for writing: read from the open's flags, so no request asks
+        /// the descriptor again.
+        writer: bool,
     },
     Dir(Vec<Entry>),
     Edit(Mutex<EditBuffer>),
@@ -566,10 +569,12 @@ impl Core {
                 name: ".".into(),
             });
         }
-        // The path is only checked: a node whose chain was unlinked has no place.
-        self.path(ino)?;
         let (parent, name) = {
             let nodes = self.nodes.read();
+            // A node whose chain was unlinked has no place.
+            if !nodes.placed(ino) {
+                return Err(Errno::ESTALE);
+            }
             let n = nodes.get(ino).ok_or(Errno::ESTALE)?;
             (n.parent, n.name.to_os_string())
         };

@@ -184,6 +184,18 @@ impl Nodes {
         (parent != DETACHED).then(|| (parent, n.name.to_os_string()))
     }
 
+    /// Whether node `id` still has a place: `path` would find it, with nothing allocated.
+    pub fn placed(&self, id: u64) -> bool {
+        let mut at = id;
+        while at != ROOT {
+            match self.nodes.get(&at) {
+                Some(n) if n.parent != DETACHED => at = n.parent,
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// Node `id` no longer has the name (`parent`, `name`).
     fn lose(&mut self, id: Option<u64>, parent: u64, name: &OsStr) {
         if let Some(n) = id.and_then(|id| self.nodes.get_mut(&id)) {

@@ -155,7 +155,7 @@ impl Core {
     pub(super) fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Res<u32> {
         let h = self.handle(fh)?;
         match &*h {
-            Handle::File { file, ino } => self.direct_write(*ino, || {
+            Handle::File { file, ino, .. } => self.direct_write(*ino, || {
                 std::os::unix::fs::FileExt::write_at(file, data, offset)
                     .map(|n| n as u32)
                     .map_err(errno)
@@ -180,11 +180,13 @@ impl Core {
     /// handle's unsent empty payload goes to a commit thread.
     pub(super) fn release(&self, who: Requester, ino: u64, fh: u64, done: Done<()>) {
         let handle = self.drop_handle(fh);
-        if let Some(Handle::File { file, ino }) = handle.as_deref() {
-            let writer = super::real::writes(file);
-            drop(self.backings.release(*ino, writer));
+        if let Some(&Handle::File {
+            ino: node, writer, ..
+        }) = handle.as_deref()
+        {
+            drop(self.backings.release(node, writer));
             if writer {
-                self.touched(*ino);
+                self.touched(node);
             }
         }
         self.running.lock().remove(&fh);

@@ -51,7 +51,7 @@ impl Core {
         len: u64,
     ) -> Res<u32> {
         let (from, to) = (self.handle(fh_in)?, self.handle(fh_out)?);
-        let (Handle::File { file: from, .. }, Handle::File { file: to, ino }) = (&*from, &*to)
+        let (Handle::File { file: from, .. }, Handle::File { file: to, ino, .. }) = (&*from, &*to)
         else {
             return Err(Errno::EOPNOTSUPP);
         };

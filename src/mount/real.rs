@@ -69,12 +69,9 @@ pub fn cached(flags: i32) -> Served {
     }
 }
 
-/// Whether a descriptor the daemon opened may write.
-pub fn writes(file: &File) -> bool {
-    rustix::fs::fcntl_getfl(file).is_ok_and(|f| {
-        let mode = f & OFlags::RWMODE;
-        mode == OFlags::WRONLY || mode == OFlags::RDWR
-    })
+/// Whether a descriptor opened with `flags` may write.
+pub fn writer(flags: i32) -> bool {
+    matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR)
 }
 
 pub fn is_write(flags: i32) -> bool {
@@ -296,6 +293,7 @@ impl Core {
         let fh = self.add_handle(Handle::File {
             file: File::from(fd),
             ino,
+            writer: writer(flags),
         });
         if let Some(p) = pending {
             self.writes.lock().insert(fh, p);
@@ -315,11 +313,10 @@ impl Core {
         register: Register<'_>,
     ) -> Option<Arc<Backing>> {
         let h = self.handle(fh).ok()?;
-        let Handle::File { file, .. } = &*h else {
+        let Handle::File { file, writer, .. } = &*h else {
             return None;
         };
-        self.backings
-            .open(ino, writes(file), file.as_fd(), register)
+        self.backings.open(ino, *writer, file.as_fd(), register)
     }
 
     pub(super) fn readlink(&self, ino: u64) -> Res<Vec<u8>> {
@@ -330,7 +327,7 @@ impl Core {
 
     pub(super) fn fallocate(&self, fh: u64, (offset, length): (u64, u64), mode: i32) -> Res<()> {
         match &*self.handle(fh)? {
-            Handle::File { file, ino } => self.direct_write(*ino, || {
+            Handle::File { file, ino, .. } => self.direct_write(*ino, || {
                 let how = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
                 rustix::fs::fallocate(file, how, offset, length).map_err(errno)
             }),
