@@ -4,13 +4,17 @@
 //! Rules come from every `.gitignore` between SOURCE and the file, and from
 //! `.git/info/exclude`, matched by the `ignore` crate as git matches them (a deeper
 //! file's rule wins). Each file is read beneath SOURCE without following a
-//! symbolic link, and read again when it changes.
+//! symbolic link, and read again when it changes: whether it changed is asked at
+//! most once a second (`RECHECK`), not at every query. A removal or a write
+//! deep in a tree queries half a dozen ignore files, and asking each whether it
+//! changed walked its path from SOURCE every time: most of the system calls of
+//! an `rm -rf` through the mount.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -19,10 +23,17 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::store::journal::parent_beneath;
 
+/// How long an ignore file is taken as unchanged without asking: as long as the
+/// kernel keeps names and attributes of SOURCE, so an edited `.gitignore` applies
+/// as soon as an edited file shows.
+const RECHECK: Duration = Duration::from_secs(1);
+
 /// The rules of one ignore file, as of its modification time.
 struct Rules {
     mtime: Option<SystemTime>,
     matcher: Option<Gitignore>,
+    /// When `mtime` was read.
+    checked: Instant,
 }
 
 /// The project's ignore rules, loaded as needed.
@@ -47,6 +58,10 @@ fn virtual_path(rel: &Path) -> PathBuf {
 impl GitIgnores {
     /// Whether git ignores `rel` (a file, or anything under an ignored directory).
     pub fn ignores(&self, root: BorrowedFd<'_>, rel: &Path) -> bool {
+        self.ignores_at(root, rel, Instant::now())
+    }
+
+    fn ignores_at(&self, root: BorrowedFd<'_>, rel: &Path, now: Instant) -> bool {
         let mut files = vec![PathBuf::from(".git/info/exclude")];
         let mut dir = PathBuf::new();
         files.push(dir.join(".gitignore"));
@@ -58,7 +73,7 @@ impl GitIgnores {
         }
         // The deepest file that has a say decides.
         for file in files.iter().rev() {
-            match self.check(root, file, rel) {
+            match self.check(root, file, rel, now) {
                 Match::Ignore(_) => return true,
                 Match::Whitelist(_) => return false,
                 Match::None => {}
@@ -67,13 +82,23 @@ impl GitIgnores {
         false
     }
 
-    fn check(&self, root: BorrowedFd<'_>, file: &Path, rel: &Path) -> Match<()> {
+    fn check(&self, root: BorrowedFd<'_>, file: &Path, rel: &Path, now: Instant) -> Match<()> {
         let mut cache = self.cache.lock();
-        let mtime = modified(root, file);
-        let fresh = cache.get(file).is_some_and(|r| r.mtime == mtime);
-        if !fresh {
-            let matcher = mtime.and_then(|_| load(root, file));
-            cache.insert(file.to_owned(), Rules { mtime, matcher });
+        let recent = |r: &Rules| now.saturating_duration_since(r.checked) < RECHECK;
+        if !cache.get(file).is_some_and(recent) {
+            let mtime = modified(root, file);
+            match cache.get_mut(file) {
+                Some(r) if r.mtime == mtime => r.checked = now,
+                _ => {
+                    let matcher = mtime.and_then(|_| load(root, file));
+                    let rules = Rules {
+                        mtime,
+                        matcher,
+                        checked: now,
+                    };
+                    cache.insert(file.to_owned(), rules);
+                }
+            }
         }
         match cache.get(file).and_then(|r| r.matcher.as_ref()) {
             Some(m) => m
@@ -129,7 +154,9 @@ mod tests {
         fs::write(p.join(".git/info/exclude"), "scratch.txt\n").unwrap();
         let root = crate::store::atomic::open_dir(p).unwrap();
         let g = GitIgnores::default();
-        let ignored = |rel: &str| g.ignores(root.as_fd(), Path::new(rel));
+        let start = Instant::now();
+        let ignored_at = |rel: &str, at: Instant| g.ignores_at(root.as_fd(), Path::new(rel), at);
+        let ignored = |rel: &str| ignored_at(rel, start);
         assert!(ignored("target/debug/build/x.o"));
         assert!(ignored("a/b.log"));
         assert!(!ignored("sub/important.log"));
@@ -149,6 +176,13 @@ mod tests {
             .unwrap()
             .set_modified(later)
             .unwrap();
-        assert!(ignored("src/main.rs"), "a changed .gitignore is read again");
+        assert!(
+            !ignored_at("src/main.rs", start + RECHECK / 2),
+            "within a second of the last look, the rules stand unasked"
+        );
+        assert!(
+            ignored_at("src/main.rs", start + RECHECK),
+            "a changed .gitignore is read again a second later"
+        );
     }
 }
