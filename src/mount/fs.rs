@@ -674,7 +674,7 @@ impl Core {
         if let Some(h) = fh.and_then(|f| self.handle(f).ok()).filter(is_file) {
             return Some(h);
         }
-        if self.nodes.read().path(ino).is_some() {
+        if self.nodes.read().placed(ino) {
             return None;
         }
         self.open_on(ino)

@@ -357,9 +357,13 @@ mod tests {
         assert_eq!(n.path(11), Some(PathBuf::from("src/a.rs")));
         n.renamed(ROOT, OsStr::new("src"), ROOT, OsStr::new("lib"));
         assert_eq!(n.path(11), Some(PathBuf::from("lib/a.rs")));
+        assert!(n.placed(11));
         n.unlinked(10, OsStr::new("a.rs"));
         assert_eq!(n.path(11), None);
+        assert!(!n.placed(11), "placed agrees with path");
         assert_eq!(n.path(ROOT), Some(PathBuf::new()));
+        assert!(n.placed(ROOT));
+        assert!(!n.placed(99), "an unknown node has no place");
     }
 
     #[test]
