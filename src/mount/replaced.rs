@@ -155,11 +155,12 @@ impl Core {
     /// `caller`: the handle, and how it is served if it stands in (`None`: it
     /// is the node's own file, served as any).
     fn open_replaced(&self, ino: u64, flags: i32, caller: &Caller) -> Res<(u64, Option<Served>)> {
+        let writer = super::real::writer(flags);
         let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
         let flags = OFlags::from_bits_retain((flags & !strip) as u32) | OFlags::CLOEXEC;
         if let Some(file) = self.reopen(ino, flags) {
             log::debug!("open of replaced node {ino:#x}: its own file, still open");
-            return Ok((self.add_handle(Handle::File { file, ino }), None));
+            return Ok((self.add_handle(Handle::File { file, ino, writer }), None));
         }
         let loc = self.last_loc(ino)?;
         // Nothing there, or not a file: the kernel's own lookup says what is.
@@ -180,6 +181,7 @@ impl Core {
         let fh = self.add_handle(Handle::File {
             file: File::from(fd),
             ino,
+            writer,
         });
         let served = match self.backings.stand_in(ino) {
             Some(id) => Served::Passed(id),
