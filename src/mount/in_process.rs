@@ -189,6 +189,17 @@ fn a_node_whose_recorded_name_is_gone_is_stale_never_missing() {
     assert_eq!(r.fs.getattr(ino, None).map(|_| ()), Err(Errno::ESTALE));
 }
 
+/// A node the table no longer holds (forgotten while the kernel raced to use
+/// it) is stale too, for `getattr` and `open` as for every other request.
+#[test]
+fn a_node_the_table_no_longer_holds_is_stale_never_missing() {
+    let r = rig(&[("a.txt", "text\n")], settings(false));
+    let ino = r.lookup("a.txt");
+    r.fs.forget(ino, 1);
+    assert_eq!(r.open(ino, libc::O_RDONLY), Err(Errno::ESTALE));
+    assert_eq!(r.fs.getattr(ino, None).map(|_| ()), Err(Errno::ESTALE));
+}
+
 #[test]
 fn edits_only_refuses_to_remove_or_rename_over_an_existing_file() {
     let r = rig(&[("a.txt", "keep\n"), ("b.txt", "other\n")], settings(true));

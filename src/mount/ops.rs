@@ -54,7 +54,7 @@ impl Core {
     }
 
     pub(super) fn getattr(&self, ino: u64, fh: Option<u64>) -> Res<Timed> {
-        let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ENOENT)?;
+        let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ESTALE)?;
         match &node.kind {
             Kind::Control { base, control } => Ok((
                 self.control_attr(ino, node.parent, base, *control)?,
@@ -97,7 +97,7 @@ impl Core {
         flags: i32,
         register: Register<'_>,
     ) -> Res<Opened> {
-        let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ENOENT)?;
+        let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ESTALE)?;
         let fh = match (node.parent, node.kind) {
             (parent, Kind::Control { base, control }) => self.open_control(
                 (parent, &base),
