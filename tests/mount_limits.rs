@@ -197,16 +197,21 @@ fn log_line(tx: u64) -> String {
     )
 }
 
-#[test]
-fn a_long_log_is_never_rendered_for_a_stat_and_a_reader_does_not_stall_commits() {
-    // Just under the size at which the log moves to log.1: all of it is current.
-    let lines = (7 << 20) / log_line(1).len() as u64;
-    let Some(m) = mount_for_nobody(&[], |src| {
+/// A mount for nobody whose SOURCE holds a log of `lines` lines from before it.
+fn mount_with_log(args: &[&str], lines: u64) -> Option<common::Mount> {
+    mount_for_nobody(args, |src| {
         fs::create_dir(src.join(".editfs")).unwrap();
         let log: String = (1..=lines).map(log_line).collect();
         fs::write(src.join(".editfs/log"), log).unwrap();
         fs::write(src.join(".editfs/txid"), format!("{lines}\n")).unwrap();
-    }) else {
+    })
+}
+
+#[test]
+fn a_long_log_is_never_rendered_for_a_stat_and_a_reader_does_not_stall_commits() {
+    // Just under the size at which the log moves to log.1: all of it is current.
+    let lines = (7 << 20) / log_line(1).len() as u64;
+    let Some(m) = mount_with_log(&[], lines) else {
         return;
     };
     // The same listings of a plain directory are the yardstick, so a busy machine
@@ -513,12 +518,7 @@ for fd in fds:
 fn a_rendered_log_held_open_counts_against_its_readers_buffer_budget() {
     let lines = (7 << 20) / log_line(1).len() as u64;
     let args = ["--max-buffered-per-user", "10M"];
-    let Some(m) = mount_for_nobody(&args, |src| {
-        fs::create_dir(src.join(".editfs")).unwrap();
-        let log: String = (1..=lines).map(log_line).collect();
-        fs::write(src.join(".editfs/log"), log).unwrap();
-        fs::write(src.join(".editfs/txid"), format!("{lines}\n")).unwrap();
-    }) else {
+    let Some(m) = mount_with_log(&args, lines) else {
         return;
     };
     let out = python(
