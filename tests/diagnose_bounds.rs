@@ -5,8 +5,11 @@ use std::time::{Duration, Instant};
 
 use editfs::engine::{Options, Outcome, apply};
 
-/// Far below what would stall other transactions, far above a normal diagnosis.
-const BUDGET: Duration = Duration::from_millis(900);
+/// A bound on growth, not a speed target (the benchmarks measure speed): these
+/// inputs take well under a second, a quadratic diagnosis of them takes minutes,
+/// so the bound catches a blow-up on any machine, however busy, and never fails
+/// a sound build for being slow.
+const BUDGET: Duration = Duration::from_secs(10);
 
 fn one_line(len: usize) -> String {
     let unit = "var a=function(b){return b*2+1};";
