@@ -272,7 +272,27 @@ impl EditFs {
             }
         }
         checkpoints(Arc::downgrade(&core));
+        filer(Arc::downgrade(&core));
         EditFs { core }
+    }
+
+    /// What must run once the session ends, whether or not the kernel said
+    /// goodbye (it sends no `destroy` for an ordinary unmount).
+    pub fn on_exit(&self) -> OnExit {
+        OnExit(Arc::clone(&self.core))
+    }
+}
+
+/// See `EditFs::on_exit`.
+pub struct OnExit(Arc<Core>);
+
+impl OnExit {
+    /// Files the removals still waiting and syncs what finished transactions left.
+    pub fn run(self) {
+        self.0.store.file_removals(true);
+        if let Err(e) = self.0.store.checkpoint() {
+            log::error!("checkpoint at unmount: {e}");
+        }
     }
 }
 
@@ -299,6 +319,37 @@ fn checkpoints(core: std::sync::Weak<Core>) {
             "cannot start the checkpoint thread: {e}; finished commits are synced every {} commits instead",
             crate::store::CHECKPOINT_AFTER
         );
+    }
+}
+
+/// How long the filer sleeps when no removal wakes it: the longest it keeps
+/// the mount's state alive after an unmount.
+const FILER_WAKES: Duration = Duration::from_millis(100);
+
+/// How long the filer lets removals gather once one woke it: a removal waits
+/// for none of it, and a reader of history files what is left itself.
+const FILER_GATHERS: Duration = Duration::from_millis(20);
+
+/// Starts the thread that files removals (see the store's `removals.rs`)
+/// while the mount lives. Without it, every reader of history files them
+/// itself, and so does the next transaction.
+fn filer(core: std::sync::Weak<Core>) {
+    let spawned = std::thread::Builder::new()
+        .name("editfs-removals".into())
+        .spawn(move || {
+            let mut idle = true;
+            loop {
+                let Some(core) = core.upgrade() else { return };
+                core.store.file_removals(idle);
+                idle = !core.store.wait_for_removals(FILER_WAKES);
+                if !idle {
+                    // More are likely to follow (`rm -r`): filed in one batch.
+                    std::thread::sleep(FILER_GATHERS);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!("cannot start the removal filer: {e}; removals are filed by the next reader");
     }
 }
 

@@ -282,6 +282,7 @@ impl Filesystem for Fuse {
     /// The store's final checkpoint: the commit threads keep the store alive
     /// past the session, so its own drop would never sync the last commits.
     fn destroy(&mut self) {
+        self.0.store.file_removals(true);
         if let Err(e) = self.0.store.checkpoint() {
             log::error!("checkpoint at unmount: {e}");
         }

@@ -293,6 +293,7 @@ pub fn serve(
     })?;
     let notifier = Arc::new(OnceLock::new());
     let fs = fs::EditFs::new(source, store, cfg.settings, notifier.clone());
+    let on_exit = fs.on_exit();
     let (mount_options, acl) =
         options::fuse_options(&src, &cfg.options).map_err(MountError::Options)?;
     let mut config = Config::default();
@@ -313,6 +314,7 @@ pub fn serve(
     announce_when_answering(mnt.clone(), ready)?;
     let served = session.run();
     tell_systemd(sd_notify::NotifyState::Stopping);
+    on_exit.run();
     served.map_err(|source| MountError::Mount {
         from: src,
         on: mnt,

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
@@ -138,6 +138,7 @@ impl Core {
             return None;
         }
         let name = rel.to_string_lossy();
+        self.store.settle_removals();
         let before = last_kept(self.store.objects(), &name)?;
         direct::begin(
             &self.store,
@@ -161,26 +162,68 @@ impl Core {
     }
 
     /// Removes `loc` (the file `rel`), keeping its pre-image first when the
-    /// policy wants one.
+    /// policy wants one: a file with no other name, not open through the mount,
+    /// is moved into the store and kept in the background; any other is copied
+    /// before it goes.
     pub(super) fn remove_file(&self, rel: &Path, loc: &Loc, pid: u32) -> rustix::io::Result<()> {
         let unlink = || rustix::fs::unlinkat(loc.dir(), &loc.name, AtFlags::empty());
         if !self.keeps(rel) {
             return unlink();
         }
-        let Some((file, size)) = open_regular(loc) else {
+        let Ok(st) = rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW) else {
             return unlink();
         };
-        let open = rustix::fs::fstat(&file).is_ok_and(|st| self.is_open(real_id(st.st_ino)));
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return unlink();
+        }
         let name = rel.to_string_lossy();
         let who = Who::process(pid);
-        if size > self.settings.preimages.max_size {
+        if st.st_size as u64 > self.settings.preimages.max_size {
             unlink()?;
-            if let Err(e) = direct::skipped(&self.store, Kind::Delete, &name, size, &who) {
+            if let Err(e) = direct::skipped(&self.store, Kind::Delete, &name, st.st_size as u64, &who)
+            {
                 log::error!("{e}");
             }
             return Ok(());
         }
+        let open = self.is_open(real_id(st.st_ino));
+        if !open && st.st_nlink == 1 && self.store.removes_on(st.st_dev) {
+            let access = Access {
+                mode: st.st_mode & 0o7777,
+                uid: st.st_uid,
+                gid: st.st_gid,
+            };
+            match direct::remove_later(&self.store, (loc.dir(), &loc.name), &name, &who, access) {
+                Ok((moved, now)) => return self.check_moved(&moved, (&st, &now), loc),
+                Err(e) => log::debug!("{name}: not moved into the store ({e}): copied"),
+            }
+        }
         direct::remove(&self.store, loc.dir(), &loc.name, &name, &who, open, unlink)
+    }
+
+    /// What `remove_file` moved to `moved` is not always what it looked at
+    /// (`seen`): the name may have been replaced, or the file opened, in
+    /// between. A file that is open now is copied, not adopted, by the store; a
+    /// directory is put back, as `unlink` would have left it.
+    fn check_moved(
+        &self,
+        name: &str,
+        (seen, moved): (&rustix::fs::Stat, &rustix::fs::Stat),
+        loc: &Loc,
+    ) -> rustix::io::Result<()> {
+        if FileType::from_raw_mode(moved.st_mode) == FileType::Directory {
+            if let Err(e) = self.store.put_back_removed(name, loc.dir(), &loc.name) {
+                log::error!("a directory took a removed name and cannot be put back: {e}");
+            }
+            return Err(rustix::io::Errno::ISDIR);
+        }
+        let same = (moved.st_dev, moved.st_ino) == (seen.st_dev, seen.st_ino);
+        if (!same || self.is_open(real_id(moved.st_ino)))
+            && let Err(e) = self.store.copy_removed_later(name)
+        {
+            log::error!("a removed file was opened meanwhile and is adopted by the store: {e}");
+        }
+        Ok(())
     }
 }
 

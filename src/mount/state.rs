@@ -146,6 +146,8 @@ impl Core {
     /// (status, history, log) say size 0, as `/proc` does: they are read with
     /// direct I/O, to the end, and no stat renders them.
     pub(super) fn state_attr(&self, ino: u64, rel: &Path) -> Res<FileAttr> {
+        // What is shown includes every removal made before.
+        self.store.settle_removals();
         let fixed =
             |text: &str| self.virtual_attr(ino, FileType::RegularFile, 0o444, text.len() as u64);
         match rel.to_str() {
@@ -218,6 +220,8 @@ impl Core {
     /// The content of a file of the view for `caller`, read now: only what
     /// concerns files the caller may read (see `caller.rs`).
     pub(super) fn state_bytes(&self, rel: &Path, caller: &Caller) -> Res<Vec<u8>> {
+        // What is shown includes every removal made before.
+        self.store.settle_removals();
         match rel.to_str() {
             Some("status") => Ok(self.state_status(false, caller)),
             Some("status.json") => Ok(self.state_status(true, caller)),
@@ -256,6 +260,8 @@ impl Core {
     }
 
     pub(super) fn state_entries(&self, ino: u64, rel: &Path) -> Res<Vec<Entry>> {
+        // What is shown includes every removal made before.
+        self.store.settle_removals();
         let mut out = Vec::new();
         if rel.as_os_str().is_empty() {
             for f in FILES {

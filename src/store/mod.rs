@@ -9,6 +9,8 @@
 //! log                         one JSON line per transaction, whatever its outcome
 //! journal/<tx>.json           a commit in progress, prepared (see journal.rs)
 //! journal/<tx>.commit.json    the same, committed: its commit point
+//! removed/intents             log lines of removals not filed yet (see removals.rs)
+//! removed/<tx>                a file removed through the mount, until it is filed
 //! objects/<sha256>            file contents, each stored once
 //! snapshots/<path>/<tx>       <path> before transaction <tx> (a link to its object)
 //! versions/<path>/<tx>        <path> after transaction <tx>
@@ -71,6 +73,7 @@ pub mod journal;
 pub mod logline;
 pub mod objects;
 pub mod rel;
+pub mod removals;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -173,6 +176,8 @@ pub struct Store {
     recovered: journal::Recovered,
     /// What commits left for the next checkpoint.
     unsettled: parking_lot::Mutex<Unsettled>,
+    /// Removals moved aside and not filed yet (see removals.rs).
+    removals: removals::Removals,
 }
 
 /// Commits past which a checkpoint is made at once, whatever else makes them:
@@ -239,6 +244,7 @@ impl Store {
             retention,
             recovered: journal::Recovered::default(),
             unsettled: parking_lot::Mutex::default(),
+            removals: removals::Removals::open(dir)?,
         };
         let lock = store.lock()?;
         let mut logged: Option<std::collections::HashSet<u64>> = None;
@@ -271,8 +277,18 @@ impl Store {
             .iter()
             .map(|d| atomic::sweep(&dir.join(d)))
             .sum();
-        store.counter_past_the_log(&lock)?;
         drop(lock);
+        // Removals a crash left moved aside; a line already in the log is not
+        // appended again.
+        let mut logged: Option<std::collections::HashSet<_>> = None;
+        store.file_removals_with(Some(&mut |line| {
+            let logged = logged.get_or_insert_with(|| {
+                let entries = store.entries_unsettled();
+                entries.iter().filter_map(removals::removal_key).collect()
+            });
+            removals::removal_key(line).is_some_and(|k| logged.contains(&k))
+        }));
+        store.counter_past_the_log(&store.lock_only()?)?;
         if swept > 0 {
             log::info!("removed {swept} temporary file(s) left by an interrupted commit");
         }
@@ -307,8 +323,72 @@ impl Store {
         self.tmp.as_fd()
     }
 
-    /// Waits for and takes the transaction lock.
+    /// Waits for and takes the transaction lock, once the removals this
+    /// process began are filed: whatever runs under it sees them in the history.
     pub fn lock(&self) -> Result<Lock, StoreError> {
+        self.settle_removals();
+        self.lock_only()
+    }
+
+    /// Files the removals this process began and has not filed yet, so a
+    /// reader of history, snapshots or the log sees every removal made before.
+    pub fn settle_removals(&self) {
+        if self.removals.pending() {
+            self.file_removals_with(None);
+        }
+    }
+
+    /// Files what removals wait (the mount's filer thread), then empties their
+    /// list once nothing is left in it: when `idle`, or when it has grown
+    /// past a bound (emptying it is a truncation, not for every batch).
+    pub fn file_removals(&self, idle: bool) {
+        const BOUND: u64 = 1 << 20;
+        self.file_removals_with(None);
+        self.removals.truncate_if_filed(if idle { 0 } else { BOUND });
+    }
+
+    /// Waits until a removal is begun, or `timeout` passes; says whether one was.
+    pub fn wait_for_removals(&self, timeout: std::time::Duration) -> bool {
+        self.removals.wait(timeout)
+    }
+
+    /// Removes the regular file `name` in `dir` by moving it into the store,
+    /// which keeps it as the pre-image and logs `line` with a new id in the
+    /// background (see removals.rs). Returns the name it was moved to and its
+    /// status; on an error nothing was moved.
+    pub fn begin_removal(
+        &self,
+        line: &LogEntry,
+        dir: BorrowedFd<'_>,
+        name: &std::ffi::OsStr,
+    ) -> Result<(String, rustix::fs::Stat), rustix::io::Errno> {
+        let moved = self.removals.begin(line, dir, name)?;
+        let st = self.removals.stat(&moved)?;
+        Ok((moved, st))
+    }
+
+    /// Whether a file on the file system `dev` can be removed by `begin_removal`.
+    pub fn removes_on(&self, dev: u64) -> bool {
+        self.removals.takes_from(dev)
+    }
+
+    /// See `removals::Removals::copy_later`.
+    pub fn copy_removed_later(&self, moved: &str) -> Result<(), rustix::io::Errno> {
+        self.removals.copy_later(moved)
+    }
+
+    /// See `removals::Removals::put_back`.
+    pub fn put_back_removed(
+        &self,
+        moved: &str,
+        dir: BorrowedFd<'_>,
+        name: &std::ffi::OsStr,
+    ) -> Result<(), rustix::io::Errno> {
+        self.removals.put_back(moved, dir, name)
+    }
+
+    /// Waits for and takes the transaction lock as it is.
+    fn lock_only(&self) -> Result<Lock, StoreError> {
         let path = self.dir.join("lock");
         let file = OpenOptions::new()
             .create(true)
@@ -647,9 +727,29 @@ impl Store {
         Ok(bytes)
     }
 
-    /// Every log line, oldest first.
+    /// Every log line, oldest first, removals begun by this process included.
     pub fn entries(&self) -> Vec<LogEntry> {
+        self.settle_removals();
+        self.entries_unsettled()
+    }
+
+    fn entries_unsettled(&self) -> Vec<LogEntry> {
         entries_in(&self.dir)
+    }
+
+    /// Appends `entries` to the log in one write (see `log`).
+    fn log_many(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join("log");
+        let mut text = String::new();
+        for entry in entries {
+            text += &serde_json::to_string(entry)
+                .map_err(|e| io_err("encode a line of", &path)(e.into()))?;
+            text.push('\n');
+        }
+        self.append_to_log(&text)
     }
 
     /// Appends one JSON line to the log, unsynced: the next checkpoint syncs it
@@ -657,16 +757,21 @@ impl Store {
     /// pays one sync, not one a line.
     pub fn log(&self, entry: &LogEntry) -> Result<(), StoreError> {
         let path = self.dir.join("log");
+        let mut line = serde_json::to_string(entry)
+            .map_err(|e| io_err("encode a line of", &path)(e.into()))?;
+        line.push('\n');
+        self.append_to_log(&line)
+    }
+
+    fn append_to_log(&self, text: &str) -> Result<(), StoreError> {
+        let path = self.dir.join("log");
         let rotated = rotate(&path);
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(io_err("open", &path))?;
-        let mut line = serde_json::to_string(entry)
-            .map_err(|e| io_err("encode a line of", &path)(e.into()))?;
-        line.push('\n');
-        file.write_all(line.as_bytes())
+        file.write_all(text.as_bytes())
             .map_err(io_err("append to", &path))?;
         let mut u = self.unsettled.lock();
         u.lines = true;
@@ -679,6 +784,7 @@ impl Drop for Store {
     /// What the last transactions left unsynced is synced when the store closes
     /// (`editfs apply` ends, a mount stops).
     fn drop(&mut self) {
+        self.settle_removals();
         if let Err(e) = self.checkpoint() {
             log::error!("checkpoint: {e}");
         }

@@ -181,7 +181,15 @@ impl Objects {
         self.link_object(side, rel, tx, &sha)
     }
 
-    fn link_object(&self, side: Side, rel: &str, tx: u64, sha: &str) -> Result<String, StoreError> {
+    /// Links the stored object `sha` as version `side` of `rel` at `tx`; call
+    /// with the store's lock held, the object known to be there.
+    pub(super) fn link_object(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        sha: &str,
+    ) -> Result<String, StoreError> {
         let name = Objects::name(side, rel, tx);
         let link = self.state.join(&name);
         if let Some(dir) = link.parent() {
@@ -244,6 +252,37 @@ impl Objects {
         Ok(bytes)
     }
 
+    /// Stores `bytes`, the content of the file `name` in `dir` (open as
+    /// `file`) hashing to `sha`, unless the store has them. When `adopt` (the
+    /// file has no other name and nobody holds it open) its inode itself
+    /// becomes the object: a link, nothing copied.
+    pub(super) fn keep_moved(
+        &self,
+        (dir, name, file): (BorrowedFd<'_>, &OsStr, &File),
+        bytes: &[u8],
+        sha: &str,
+        adopt: bool,
+    ) -> Result<(), StoreError> {
+        let object = self.object(sha);
+        if object.exists() {
+            return Ok(());
+        }
+        if adopt {
+            match rustix::fs::linkat(dir, name, rustix::fs::CWD, &object, AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {
+                    // Objects are read-only; nobody else holds the file to notice.
+                    let _ = rustix::fs::fchmod(file, Mode::from(0o444));
+                    self.adjust(bytes.len() as i64);
+                    return Ok(());
+                }
+                Err(e) => log::debug!("{}: not linked into the store ({e}): copied", sha),
+            }
+        }
+        atomic::write_new_with(&object, bytes, 0o444, false)?;
+        self.adjust(bytes.len() as i64);
+        Ok(())
+    }
+
     /// The bytes of version `side` of `rel` at `tx`, if kept.
     pub fn read(&self, side: Side, rel: &str, tx: u64) -> Option<Vec<u8>> {
         fs::read(self.state.join(Objects::name(side, rel, tx))).ok()
@@ -266,14 +305,47 @@ impl Objects {
 
     /// Drops the oldest versions of `rel` beyond `keep`; returns the bytes freed.
     pub fn prune(&self, rel: &str, keep: usize) -> u64 {
-        let mut freed = 0;
-        for side in [Side::Pre, Side::Post] {
-            let txs = self.txs(side, rel);
-            for tx in &txs[..txs.len().saturating_sub(keep)] {
-                freed += self.drop_version(side, rel, *tx);
+        self.prune_side(Side::Pre, rel, keep) + self.prune_side(Side::Post, rel, keep)
+    }
+
+    fn prune_side(&self, side: Side, rel: &str, keep: usize) -> u64 {
+        let txs = self.txs(side, rel);
+        txs[..txs.len().saturating_sub(keep)]
+            .iter()
+            .map(|tx| self.drop_version(side, rel, *tx))
+            .sum()
+    }
+
+    /// Links the stored object `sha` as the pre-image of `rel` removed by
+    /// `tx`, then keeps to `retention`. Only the pre-images of `rel` can have
+    /// grown past the count, and only when their directory was there before:
+    /// a removal in a tree with no history pays no listing.
+    pub(super) fn link_removed(
+        &self,
+        rel: &str,
+        tx: u64,
+        sha: &str,
+        retention: super::Retention,
+    ) -> Result<(), StoreError> {
+        let link = self.state.join(Objects::name(Side::Pre, rel, tx));
+        let object = self.object(sha);
+        match fs::hard_link(&object, &link) {
+            Ok(()) => {
+                self.prune_side(Side::Pre, rel, retention.keep);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = link.parent() {
+                    fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+                }
+                fs::hard_link(&object, &link).map_err(io_err("link", &link))?;
+            }
+            Err(_) => {
+                self.link_object(Side::Pre, rel, tx, sha)?;
+                self.prune_side(Side::Pre, rel, retention.keep);
             }
         }
-        freed
+        self.cap(retention.cap);
+        Ok(())
     }
 
     /// Drops both versions of `rel` at `tx`: the transaction did not happen.

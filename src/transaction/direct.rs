@@ -212,6 +212,28 @@ pub fn remove<E>(
     Ok(())
 }
 
+/// Removes the regular file `name` in `dir` (`rel` in the project, `access` its
+/// mode and owner) by moving it into the store, which keeps its pre-image and
+/// logs the removal in the background (see `store::removals`): no byte of it is
+/// read, and no lock taken, here. Returns the name it was moved to and the
+/// status of what was moved; on an error nothing was moved.
+pub fn remove_later(
+    store: &Store,
+    (dir, name): (BorrowedFd<'_>, &OsStr),
+    rel: &str,
+    who: &Who,
+    access: Access,
+) -> Result<(String, rustix::fs::Stat), rustix::io::Errno> {
+    let file = FileEntry {
+        file: rel.to_owned(),
+        removed: true,
+        access: Some(access),
+        ..FileEntry::default()
+    };
+    let line = entry(0, now(), Kind::Delete, Outcome::Ok, file, who);
+    store.begin_removal(&line, dir, name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

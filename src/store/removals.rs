@@ -1,0 +1,325 @@
+//! Removals through the mount, kept in two steps so that `rm -r` of a tree waits
+//! for no hashing, no lock of the store and no log write per file.
+//!
+//! The request (`begin`) appends the removal's log line, as far as it is known,
+//! to `removed/intents` and renames the file into `removed/` under a name of
+//! its own: one `write` and one `rename`, and the name is gone from the project
+//! as `unlink` leaves it. The filer (`Store::file_removals`: a thread of the
+//! mount, and first of all whatever takes the store's lock or reads history)
+//! then gives each removal its id, hashes the moved file, makes its inode the
+//! object when it is new to the store (a link: nothing is copied), links its
+//! snapshot, appends the log lines of a batch in one write and only then drops
+//! the moved name. Ids are handed out in the order of the removals, and before
+//! any transaction that comes after them takes one.
+//!
+//! After a crash, the next open files what is left: a line whose file is still
+//! in `removed/` is filed (and logged, unless the log has it: the same file,
+//! time, process and content), a line without one was filed already or never
+//! moved anything. So nothing removed through the mount is lost, and nothing is
+//! logged twice.
+//!
+//! A file opened through the mount while it was moved is renamed to
+//! `<name>.copy`: the filer copies its bytes, so a writer still holding it
+//! cannot change a kept version. A file with other names, or open, is never
+//! moved here (see `transaction::direct`).
+
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+
+use serde::{Deserialize, Serialize};
+
+use super::logline::{Access, LogEntry};
+use super::{Lock, Store, StoreError, atomic, io_err};
+use crate::engine::sha256_hex;
+
+/// The directory moved files wait in, beside the other stores of the state directory.
+pub const DIR: &str = "removed";
+const INTENTS: &str = "intents";
+const COPY: &str = ".copy";
+
+/// Lines filed under one hold of the store's lock: a transaction waits for at
+/// most this many filings.
+const BATCH: usize = 64;
+
+/// One line of `removed/intents`.
+#[derive(Serialize, Deserialize)]
+struct Intent {
+    /// The moved file's name in `removed/`.
+    name: String,
+    /// Its removal's log line, id, hash and line count still missing.
+    line: LogEntry,
+}
+
+pub struct Removals {
+    dir: OwnedFd,
+    /// The file system of `dir`: only a file on it can be moved in.
+    dev: u64,
+    intents: File,
+    /// Shared by each request from its line to its rename; taken alone to read
+    /// lines, so every line read has its rename behind it, and to empty the file.
+    gate: RwLock<()>,
+    /// Bytes of `intents` already filed, in this process.
+    read: Mutex<u64>,
+    /// Lines appended by this process and not yet filed.
+    outstanding: AtomicU64,
+    /// Names the moved files of this process: its id, then a number.
+    moved: (u32, AtomicU64),
+    wake: Mutex<()>,
+    woken: Condvar,
+}
+
+impl Removals {
+    pub fn open(state: &Path) -> Result<Removals, StoreError> {
+        let path = state.join(DIR);
+        std::fs::create_dir_all(&path).map_err(io_err("create", &path))?;
+        let dir = atomic::open_dir(&path)?;
+        let dev = rustix::fs::fstat(&dir)
+            .map_err(|e| io_err("stat", &path)(e.into()))?
+            .st_dev;
+        let at = path.join(INTENTS);
+        let intents = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .mode(0o600)
+            .open(&at)
+            .map_err(io_err("open", &at))?;
+        Ok(Removals {
+            dir,
+            dev,
+            intents,
+            gate: RwLock::new(()),
+            read: Mutex::new(0),
+            outstanding: AtomicU64::new(0),
+            moved: (std::process::id(), AtomicU64::new(0)),
+            wake: Mutex::new(()),
+            woken: Condvar::new(),
+        })
+    }
+
+    /// Whether a file on the file system `dev` can be moved in.
+    pub fn takes_from(&self, dev: u64) -> bool {
+        self.dev == dev
+    }
+
+    /// Whether this process moved files the filer has not filed yet.
+    pub fn pending(&self) -> bool {
+        self.outstanding.load(Ordering::Acquire) > 0
+    }
+
+    /// Appends `line` (the removal's log line, its id, hash and line count
+    /// still missing) and moves the file `name` in `dir` into `removed/`;
+    /// returns the name it has there. A failure of either leaves the file where
+    /// it was; a line without its file is skipped by the filer.
+    pub fn begin(
+        &self,
+        line: &LogEntry,
+        dir: BorrowedFd<'_>,
+        name: &OsStr,
+    ) -> Result<String, Errno> {
+        let seq = self.moved.1.fetch_add(1, Ordering::Relaxed);
+        let intent = Intent {
+            name: format!("{}.{seq}", self.moved.0),
+            line: line.clone(),
+        };
+        let mut text = serde_json::to_string(&intent).map_err(|_| Errno::INVAL)?;
+        text.push('\n');
+        let moved = {
+            let _gate = self.gate.read();
+            std::io::Write::write_all(&mut &self.intents, text.as_bytes())
+                .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+            self.outstanding.fetch_add(1, Ordering::AcqRel);
+            rustix::fs::renameat_with(dir, name, &self.dir, &intent.name, RenameFlags::NOREPLACE)
+        };
+        // Taken so the filer cannot miss this between its check and its wait.
+        drop(self.wake.lock());
+        self.woken.notify_one();
+        moved.map(|()| intent.name)
+    }
+
+    /// The status of the file `begin` moved to `name`.
+    pub fn stat(&self, name: &str) -> Result<rustix::fs::Stat, Errno> {
+        rustix::fs::statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW)
+    }
+
+    /// Marks the file moved to `name` as one to copy, not to adopt: it was
+    /// opened meanwhile.
+    pub fn copy_later(&self, name: &str) -> Result<(), Errno> {
+        rustix::fs::renameat(&self.dir, name, &self.dir, format!("{name}{COPY}"))
+    }
+
+    /// Puts what `begin` moved to `moved` back at `name` in `dir`: it is no
+    /// file (a directory took the name meanwhile), so not for `unlink`.
+    pub fn put_back(&self, moved: &str, dir: BorrowedFd<'_>, name: &OsStr) -> Result<(), Errno> {
+        rustix::fs::renameat_with(&self.dir, moved, dir, name, RenameFlags::NOREPLACE)
+    }
+
+    /// Waits until a removal is begun or `timeout` passes; says whether one was.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let mut guard = self.wake.lock();
+        if !self.pending() {
+            self.woken.wait_for(&mut guard, timeout);
+        }
+        self.pending()
+    }
+
+    /// Up to `BATCH` complete lines not yet filed by this process, where they
+    /// end and how many lines that is. Read with the gate taken alone: each has its rename behind it.
+    fn take(&self) -> Result<(Vec<Intent>, u64, u64), StoreError> {
+        let _gate = self.gate.write();
+        let from = *self.read.lock();
+        let len = self
+            .intents
+            .metadata()
+            .map_err(io_err("stat", Path::new(INTENTS)))?
+            .len();
+        let mut bytes = vec![0; len.saturating_sub(from) as usize];
+        self.intents
+            .read_exact_at(&mut bytes, from)
+            .map_err(io_err("read", Path::new(INTENTS)))?;
+        let mut end = from;
+        let mut lines = Vec::new();
+        let mut count = 0u64;
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            if count == BATCH as u64 || line.last() != Some(&b'\n') {
+                break;
+            }
+            end += line.len() as u64;
+            count += 1;
+            match serde_json::from_slice::<Intent>(line) {
+                Ok(entry) => lines.push(entry),
+                Err(e) => log::warn!("{DIR}/{INTENTS}: a line that does not read ({e}): skipped"),
+            }
+        }
+        Ok((lines, end, count))
+    }
+
+    /// Empties the file of lines when this process filed all of them, no
+    /// request is between its line and its rename, and the file has grown
+    /// past `at_least` bytes. Only the mount's filer does it: another process
+    /// cannot know what the mount's requests are doing.
+    pub fn truncate_if_filed(&self, at_least: u64) {
+        let _gate = self.gate.write();
+        let mut read = self.read.lock();
+        if self.intents.metadata().is_ok_and(|m| m.len() == *read) && *read > at_least {
+            match self.intents.set_len(0) {
+                Ok(()) => *read = 0,
+                Err(e) => log::warn!("cannot empty {DIR}/{INTENTS}: {e}"),
+            }
+        }
+    }
+
+    /// The file moved to `name`, open, the name it has now, and whether it is
+    /// to be copied.
+    fn moved(&self, name: &str) -> Option<(File, String, bool)> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        [(name.to_owned(), false), (format!("{name}{COPY}"), true)]
+            .into_iter()
+            .find_map(|(name, copy)| {
+                let fd = rustix::fs::openat(&self.dir, &name, flags, Mode::empty()).ok()?;
+                Some((File::from(fd), name, copy))
+            })
+    }
+}
+
+/// What tells a removal's log line apart, for recovery.
+pub(super) fn removal_key(line: &LogEntry) -> Option<(String, u32, String, Option<String>)> {
+    let f = line.files.first()?;
+    Some((line.time.clone(), line.pid, f.file.clone(), f.before.clone()))
+}
+
+impl Store {
+    /// Files every removal begun and not filed yet (see the module doc), in
+    /// batches, each under one hold of the lock. `logged`: recovery's check
+    /// that a line is in the log already (a crash between the log write and
+    /// the drop of the moved file).
+    pub(super) fn file_removals_with(&self, mut logged: Option<&mut dyn FnMut(&LogEntry) -> bool>) {
+        loop {
+            let lock = match self.lock_only() {
+                Ok(l) => l,
+                Err(e) => return log::error!("cannot file removals: {e}"),
+            };
+            let (intents, end, count) = match self.removals.take() {
+                Ok(t) => t,
+                Err(e) => return log::error!("cannot file removals: {e}"),
+            };
+            let mut read = self.removals.read.lock();
+            if end == *read {
+                return;
+            }
+            let mut filed = Vec::new();
+            let mut done = Vec::new();
+            for intent in intents {
+                let Some((file, name, copy)) = self.removals.moved(&intent.name) else {
+                    continue;
+                };
+                match self.file_one(&lock, intent.line, (&file, &name), copy) {
+                    Ok(line) if !logged.as_mut().is_some_and(|l| l(&line)) => filed.push(line),
+                    Ok(_) => {}
+                    Err(e) => {
+                        log::error!("{e}: the removed file stays in {DIR}/{name}");
+                        continue;
+                    }
+                }
+                done.push(name);
+            }
+            if let Err(e) = self.log_many(&filed) {
+                log::error!("{e}: the removed files stay in {DIR}/");
+                done.clear();
+            }
+            for name in done {
+                let _ = rustix::fs::unlinkat(&self.removals.dir, name.as_str(), AtFlags::empty());
+            }
+            *read = end;
+            let left = self.removals.outstanding.load(Ordering::Acquire);
+            self.removals
+                .outstanding
+                .store(left.saturating_sub(count), Ordering::Release);
+        }
+    }
+
+    /// Keeps the moved `file` (`name` in `removed/`) as the pre-image of its
+    /// removal `line` under a new id, and returns the line completed; call
+    /// with the lock held.
+    fn file_one(
+        &self,
+        lock: &Lock,
+        mut line: LogEntry,
+        (mut file, name): (&File, &str),
+        copy: bool,
+    ) -> Result<LogEntry, StoreError> {
+        let Some(rel) = line.files.first().map(|f| f.file.clone()) else {
+            return Err(StoreError::Io {
+                action: "file",
+                path: DIR.into(),
+                source: std::io::Error::other("a removal without its file"),
+            });
+        };
+        let at = Path::new(&rel);
+        let meta = file.metadata().map_err(io_err("stat", at))?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes).map_err(io_err("read", at))?;
+        let sha = sha256_hex(&bytes);
+        let adopt = !copy && meta.is_file() && meta.nlink() == 1;
+        let moved = (self.removals.dir.as_fd(), OsStr::new(name), file);
+        self.objects.keep_moved(moved, &bytes, &sha, adopt)?;
+        line.tx = self.next_tx(lock)?;
+        self.objects.link_removed(&rel, line.tx, &sha, self.retention)?;
+        if let Some(entry) = line.files.first_mut() {
+            entry.before = Some(sha);
+            entry.lines_removed = bytes.split_inclusive(|&b| b == b'\n').count();
+            entry.access.get_or_insert(Access::of(&meta));
+        }
+        Ok(line)
+    }
+}
