@@ -29,12 +29,23 @@ macro_rules! mount {
     };
 }
 
+/// The log as the state directory holds it, once the mount filed its removals.
 fn log(m: &Mount) -> Vec<serde_json::Value> {
+    filed(&m.src.join(".editfs"));
     fs::read_to_string(m.src.join(".editfs/log"))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// Waits until the mount has filed the removals made through it (in the
+/// background: see the store's removals.rs) in the state directory `state`.
+fn filed(state: &Path) {
+    assert!(
+        editfs::store::removals::wait_filed(state, std::time::Duration::from_secs(20)),
+        "removals not filed"
+    );
 }
 
 fn editfs(args: &[&str]) -> String {
@@ -88,6 +99,7 @@ fn a_removal_links_the_file_into_the_store_instead_of_copying_it() {
     let m = mount!();
     let before = fs::metadata(m.src.join("lib/util.txt")).unwrap();
     m.ok("rm lib/util.txt");
+    filed(&m.src.join(".editfs"));
     let kept = m.src.join(".editfs/snapshots/lib/util.txt");
     let snapshot = fs::read_dir(&kept).unwrap().next().unwrap().unwrap();
     let ino = std::os::unix::fs::MetadataExt::ino(&snapshot.metadata().unwrap());
@@ -222,6 +234,7 @@ fn a_removal_is_copied_when_the_store_is_on_another_file_system() {
     let m = mount!("--state-dir", state.path().to_str().unwrap());
     let before = fs::metadata(m.src.join("lib/util.txt")).unwrap();
     m.ok("rm lib/util.txt");
+    filed(state.path());
     let kept = state.path().join("snapshots/lib/util.txt");
     let snapshot = fs::read_dir(&kept).unwrap().next().unwrap().unwrap().path();
     assert_eq!(fs::read_to_string(&snapshot).unwrap(), "one\ntwo\nthree\n");
@@ -313,4 +326,56 @@ fn a_file_renamed_onto_a_removed_name_is_named_as_created_again_with_the_command
     );
     m.ok("echo 'lib/util.txt --force' | cat > .editfs/undo");
     assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+}
+
+#[test]
+fn every_file_a_killed_daemon_removed_is_kept_and_logged_after_the_next_open() {
+    const FILES: usize = 400;
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().join("state");
+    let fill = |src: &Path| {
+        project(src);
+        fs::create_dir(src.join("many")).unwrap();
+        for i in 0..FILES {
+            fs::write(src.join(format!("many/f{i}")), format!("file {i}\n")).unwrap();
+        }
+    };
+    let Some(mut m) = Mount::start(&["--state-dir", dir.to_str().unwrap()], fill) else {
+        return;
+    };
+    let mut rm = Command::new("rm")
+        .arg("-rf")
+        .arg(m.mnt.join("many"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    m.end(rustix::process::Signal::KILL);
+    let _ = rm.wait();
+    let src = &m.src;
+    let waiting = fs::read_dir(dir.join("removed")).unwrap().count() - 1;
+    let store = editfs::store::Store::open(&dir).unwrap();
+    let deletes: Vec<_> = store
+        .entries()
+        .into_iter()
+        .filter(|e| e.kind == editfs::store::logline::Kind::Delete)
+        .collect();
+    let gone: Vec<usize> = (0..FILES)
+        .filter(|i| !src.join(format!("many/f{i}")).exists())
+        .collect();
+    assert!(!gone.is_empty(), "the kill came before any removal");
+    eprintln!(
+        "{} removed, {waiting} of them not filed at the kill",
+        gone.len()
+    );
+    assert_eq!(deletes.len(), gone.len(), "one line per removed file");
+    for e in &deletes {
+        let rel = &e.files[0].file;
+        let i: usize = rel.trim_start_matches("many/f").parse().unwrap();
+        let kept = store
+            .objects()
+            .read(editfs::store::objects::Side::Pre, rel, e.tx);
+        assert_eq!(kept, Some(format!("file {i}\n").into_bytes()), "{rel}");
+    }
+    assert_eq!(fs::read_dir(dir.join("removed")).unwrap().count(), 1);
 }

@@ -12,7 +12,7 @@ use editfs::engine::Outcome;
 use editfs::history;
 use editfs::store::logline::LogEntry;
 use editfs::store::objects::Objects;
-use editfs::store::{STATE_DIR, Store, atomic, entries_in};
+use editfs::store::{STATE_DIR, Store, atomic, entries_in, removals};
 use editfs::transaction::{Root, Who, undo};
 
 use super::color::ColorArg;
@@ -105,8 +105,16 @@ fn state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
             dir.display()
         ));
     }
+    if !removals::wait_filed(&dir, FILING_WAIT) {
+        eprintln!(
+            "editfs: removals made through a mount are not in the history yet: the mount, or the next mount, apply or undo, files them"
+        );
+    }
     Ok(dir)
 }
+
+/// How long history waits for a mount to file the removals it has just made.
+const FILING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The state directory an undo works on: never the mount's read-only view of
 /// it, which has the control file `undo` but no lock.

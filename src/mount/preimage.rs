@@ -180,7 +180,8 @@ impl Core {
         let who = Who::process(pid);
         if st.st_size as u64 > self.settings.preimages.max_size {
             unlink()?;
-            if let Err(e) = direct::skipped(&self.store, Kind::Delete, &name, st.st_size as u64, &who)
+            if let Err(e) =
+                direct::skipped(&self.store, Kind::Delete, &name, st.st_size as u64, &who)
             {
                 log::error!("{e}");
             }

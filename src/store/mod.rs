@@ -344,7 +344,8 @@ impl Store {
     pub fn file_removals(&self, idle: bool) {
         const BOUND: u64 = 1 << 20;
         self.file_removals_with(None);
-        self.removals.truncate_if_filed(if idle { 0 } else { BOUND });
+        self.removals
+            .truncate_if_filed(if idle { 0 } else { BOUND });
     }
 
     /// Waits until a removal is begun, or `timeout` passes; says whether one was.

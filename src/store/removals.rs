@@ -232,10 +232,34 @@ impl Removals {
     }
 }
 
+/// Waits, at most `limit`, until no removal waits in the state directory
+/// `state` to be filed (by the mount that made it); says whether none does.
+/// For readers of history that only read: they cannot file them themselves.
+pub fn wait_filed(state: &Path, limit: Duration) -> bool {
+    let began = std::time::Instant::now();
+    loop {
+        let waiting = std::fs::read_dir(state.join(DIR)).map_or(0, |d| {
+            d.flatten().filter(|e| e.file_name() != INTENTS).count()
+        });
+        if waiting == 0 {
+            return true;
+        }
+        if began.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// What tells a removal's log line apart, for recovery.
 pub(super) fn removal_key(line: &LogEntry) -> Option<(String, u32, String, Option<String>)> {
     let f = line.files.first()?;
-    Some((line.time.clone(), line.pid, f.file.clone(), f.before.clone()))
+    Some((
+        line.time.clone(),
+        line.pid,
+        f.file.clone(),
+        f.before.clone(),
+    ))
 }
 
 impl Store {
@@ -314,12 +338,167 @@ impl Store {
         let moved = (self.removals.dir.as_fd(), OsStr::new(name), file);
         self.objects.keep_moved(moved, &bytes, &sha, adopt)?;
         line.tx = self.next_tx(lock)?;
-        self.objects.link_removed(&rel, line.tx, &sha, self.retention)?;
+        self.objects
+            .link_removed(&rel, line.tx, &sha, self.retention)?;
         if let Some(entry) = line.files.first_mut() {
             entry.before = Some(sha);
             entry.lines_removed = bytes.split_inclusive(|&b| b == b'\n').count();
             entry.access.get_or_insert(Access::of(&meta));
         }
         Ok(line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+    use crate::store::logline::{FileEntry, Kind, Outcome};
+    use crate::store::objects::Side;
+
+    fn removal(rel: &str) -> LogEntry {
+        LogEntry {
+            time: "2026-01-01T00:00:00Z".into(),
+            kind: Kind::Delete,
+            outcome: Outcome::Ok,
+            files: vec![FileEntry {
+                file: rel.into(),
+                removed: true,
+                ..FileEntry::default()
+            }],
+            pid: 42,
+            command: "rm".into(),
+            ..LogEntry::default()
+        }
+    }
+
+    fn deletes(store: &Store) -> Vec<LogEntry> {
+        let all = store.entries();
+        all.into_iter().filter(|e| e.kind == Kind::Delete).collect()
+    }
+
+    fn moved_files(state: &Path) -> usize {
+        fs::read_dir(state.join(DIR))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name() != INTENTS)
+            .count()
+    }
+
+    #[test]
+    fn a_crash_between_the_move_and_the_log_line_is_filed_by_the_next_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("gone.txt"), "a\nb\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        store
+            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .unwrap();
+        assert!(!root.join("gone.txt").exists(), "removed at once");
+        // Killed before the filer ran.
+        std::mem::forget(store);
+        let store = Store::open(&state).unwrap();
+        let logged = deletes(&store);
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        let f = &logged[0].files[0];
+        assert_eq!(f.lines_removed, 2);
+        assert_eq!(f.before.as_deref(), Some(&*sha256_hex(b"a\nb\n")));
+        assert_eq!(
+            store
+                .objects()
+                .read(Side::Pre, "gone.txt", logged[0].tx)
+                .as_deref(),
+            Some(&b"a\nb\n"[..])
+        );
+        assert_eq!(moved_files(&state), 0);
+    }
+
+    #[test]
+    fn a_crash_after_the_log_line_logs_the_removal_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("gone.txt"), "kept\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        let (moved, _) = store
+            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .unwrap();
+        let copy = tmp.path().join("copy");
+        fs::copy(state.join(DIR).join(&moved), &copy).unwrap();
+        store.settle_removals();
+        assert_eq!(deletes(&store).len(), 1);
+        // As if killed after the line was appended, before the moved file went.
+        fs::rename(&copy, state.join(DIR).join(&moved)).unwrap();
+        std::mem::forget(store);
+        let store = Store::open(&state).unwrap();
+        assert_eq!(deletes(&store).len(), 1, "not logged twice");
+        assert_eq!(moved_files(&state), 0);
+    }
+
+    #[test]
+    fn a_reader_of_history_sees_a_removal_the_filer_has_not_reached() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("gone.txt"), "x\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        store
+            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .unwrap();
+        let logged = deletes(&store);
+        assert_eq!(logged.len(), 1);
+        let lock = store.lock().unwrap();
+        assert!(
+            store.next_tx(&lock).unwrap() > logged[0].tx,
+            "a removal takes its id before any transaction after it"
+        );
+    }
+
+    #[test]
+    fn a_removed_file_new_to_the_store_becomes_its_object_and_a_known_one_is_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("a"), "same\n").unwrap();
+        fs::write(root.join("b"), "same\n").unwrap();
+        let ino = |p: &Path| fs::metadata(p).unwrap().ino();
+        let first = ino(&root.join("a"));
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        for name in ["a", "b"] {
+            store
+                .begin_removal(&removal(name), dir.as_fd(), OsStr::new(name))
+                .unwrap();
+        }
+        let logged = deletes(&store);
+        assert_eq!(logged.len(), 2);
+        let object = state.join("objects").join(sha256_hex(b"same\n"));
+        assert_eq!(ino(&object), first, "the inode itself is the object");
+        assert_eq!(
+            fs::metadata(&object).unwrap().nlink(),
+            3,
+            "object and two snapshots"
+        );
+        assert_eq!(moved_files(&state), 0);
+    }
+
+    #[test]
+    fn a_file_with_another_name_is_copied_so_that_name_cannot_change_the_kept_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("a"), "before\n").unwrap();
+        fs::hard_link(root.join("a"), root.join("other")).unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        store
+            .begin_removal(&removal("a"), dir.as_fd(), OsStr::new("a"))
+            .unwrap();
+        store.settle_removals();
+        fs::write(root.join("other"), "after\n").unwrap();
+        let tx = deletes(&store)[0].tx;
+        assert_eq!(
+            store.objects().read(Side::Pre, "a", tx).as_deref(),
+            Some(&b"before\n"[..])
+        );
     }
 }

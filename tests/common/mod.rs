@@ -178,6 +178,12 @@ impl Mount {
         self.terminate(signal).unwrap()
     }
 
+    /// Sends `signal` and waits for the daemon to exit, keeping the project
+    /// and its state directory to look at.
+    pub fn end(&mut self, signal: rustix::process::Signal) -> Option<ExitStatus> {
+        self.terminate(signal)
+    }
+
     fn terminate(&mut self, signal: rustix::process::Signal) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         let pid = rustix::process::Pid::from_child(&child);
