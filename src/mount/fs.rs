@@ -11,7 +11,7 @@
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries` and `untold` are taken alone and briefly.
+//!    `retries`, `untold` and `remover` are taken alone and briefly.
 //!
 //! A commit thread may wait, holding nothing, for another commit on the same
 //! file to have told the kernel (`Telling`): no FUSE worker ever waits for
@@ -410,6 +410,10 @@ pub struct Core {
     pub(super) lineage: Mutex<Lineage>,
     /// Threads whose open of a replaced node was just answered ESTALE.
     pub(super) retries: super::replaced::StaleRetries,
+    /// The last process a removal was recorded for, and when: `rm -r` removes
+    /// thousands of files, and its command line is read once a second, not
+    /// once a file.
+    pub(super) remover: Mutex<Option<(Instant, crate::transaction::Who)>>,
     /// Files whose latest commit has not told the kernel yet (see `Telling`).
     untold: Mutex<std::collections::HashSet<String>>,
     /// Signalled whenever a commit has told the kernel.
@@ -587,6 +591,7 @@ impl Core {
             backings: Default::default(),
             lineage: Mutex::new(Lineage::default()),
             retries: Default::default(),
+            remover: Mutex::new(None),
             untold: Mutex::new(std::collections::HashSet::new()),
             told: parking_lot::Condvar::new(),
             settling: Mutex::new(()),

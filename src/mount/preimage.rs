@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -177,7 +178,7 @@ impl Core {
             return unlink();
         }
         let name = rel.to_string_lossy();
-        let who = Who::process(pid);
+        let who = self.remover(pid);
         if st.st_size as u64 > self.settings.preimages.max_size {
             unlink()?;
             if let Err(e) =
@@ -200,6 +201,21 @@ impl Core {
             }
         }
         direct::remove(&self.store, loc.dir(), &loc.name, &name, &who, open, unlink)
+    }
+
+    /// Who `pid` is, read from /proc at most once a second for the same process.
+    fn remover(&self, pid: u32) -> Who {
+        let mut last = self.remover.lock();
+        match &*last {
+            Some((at, who)) if who.pid == pid && at.elapsed() < Duration::from_secs(1) => {
+                who.clone()
+            }
+            _ => {
+                let who = Who::process(pid);
+                *last = Some((Instant::now(), who.clone()));
+                who
+            }
+        }
     }
 
     /// What `remove_file` moved to `moved` is not always what it looked at
