@@ -283,7 +283,7 @@ impl Store {
         let mut logged: Option<std::collections::HashSet<_>> = None;
         store.file_removals_with(Some(&mut |line| {
             let logged = logged.get_or_insert_with(|| {
-                let entries = store.entries_unsettled();
+                let entries = store.entries();
                 entries.iter().filter_map(removals::removal_key).collect()
             });
             removals::removal_key(line).is_some_and(|k| logged.contains(&k))
@@ -332,6 +332,7 @@ impl Store {
 
     /// Files the removals this process began and has not filed yet, so a
     /// reader of history, snapshots or the log sees every removal made before.
+    /// Never call it with the lock held: it takes the lock.
     pub fn settle_removals(&self) {
         if self.removals.pending() {
             self.file_removals_with(None);
@@ -728,13 +729,10 @@ impl Store {
         Ok(bytes)
     }
 
-    /// Every log line, oldest first, removals begun by this process included.
+    /// Every log line, oldest first. Removals this process began are in it
+    /// once filed: `lock` and `settle_removals` file them (this does not, as
+    /// it may be called with the lock held).
     pub fn entries(&self) -> Vec<LogEntry> {
-        self.settle_removals();
-        self.entries_unsettled()
-    }
-
-    fn entries_unsettled(&self) -> Vec<LogEntry> {
         entries_in(&self.dir)
     }
 

@@ -437,7 +437,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_of_history_sees_a_removal_the_filer_has_not_reached() {
+    fn a_transaction_sees_a_removal_the_filer_has_not_reached_and_numbers_after_it() {
         let tmp = tempfile::tempdir().unwrap();
         let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
         fs::write(root.join("gone.txt"), "x\n").unwrap();
@@ -446,9 +446,9 @@ mod tests {
         store
             .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
             .unwrap();
+        let lock = store.lock().unwrap();
         let logged = deletes(&store);
         assert_eq!(logged.len(), 1);
-        let lock = store.lock().unwrap();
         assert!(
             store.next_tx(&lock).unwrap() > logged[0].tx,
             "a removal takes its id before any transaction after it"
@@ -470,6 +470,7 @@ mod tests {
                 .begin_removal(&removal(name), dir.as_fd(), OsStr::new(name))
                 .unwrap();
         }
+        store.settle_removals();
         let logged = deletes(&store);
         assert_eq!(logged.len(), 2);
         let object = state.join("objects").join(sha256_hex(b"same\n"));
