@@ -305,10 +305,12 @@ impl Store {
                 let _ = rustix::fs::unlinkat(&self.removals.dir, name.as_str(), AtFlags::empty());
             }
             *read = end;
-            let left = self.removals.outstanding.load(Ordering::Acquire);
-            self.removals
-                .outstanding
-                .store(left.saturating_sub(count), Ordering::Release);
+            // Lines of an earlier process (filed at open) were never counted.
+            let _ = self.removals.outstanding.fetch_update(
+                Ordering::AcqRel,
+                Ordering::Acquire,
+                |left| Some(left.saturating_sub(count)),
+            );
         }
     }
 
