@@ -146,7 +146,7 @@ fn fail(cmd: &str, message: String) -> ExitCode {
 /// Says so when a commit was cut short: history only reads, so it leaves the
 /// recovery to the next command that writes.
 fn note_interrupted(dir: &Path) {
-    let pending = fs::read_dir(dir.join("journal")).map_or(0, |d| d.count());
+    let pending = editfs::store::journal::Journal::new(dir).interrupted();
     if pending > 0 {
         eprintln!(
             "editfs: {pending} interrupted commit(s) in the journal: the next mount, apply or undo completes or discards them"

@@ -1,12 +1,22 @@
 //! The write-ahead journal: what makes a transaction all-or-nothing across files
 //! and across crashes.
 //!
-//! A commit goes: record the temporary names (`<tx>.json`, prepared), write and
-//! sync every new content to its temporary file, write the record again as
-//! committed under a name of its own (`<tx>.commit.json`, created and synced in
-//! one step: the commit point), put each file in place, append the log line. The
-//! records are dropped later, by the store's checkpoint, once the files' new names
-//! and the log line are synced (see the store's module doc for what is synced when).
+//! A commit goes: record the temporary names (a prepared record), write and
+//! sync every new content to its temporary file, append the record again as
+//! committed and sync it (the commit point), put each file in place, append the
+//! log line. The records are dropped later, by the store's checkpoint, once the
+//! files' new names and the log line are synced (see the store's module doc for
+//! what is synced when).
+//!
+//! The records of one process go, one JSON line each, to one file of its own,
+//! `journal/<pid>-<n>.wal`, appended to and never rewritten, so a commit creates
+//! and removes no file (a new inode per record was most of a commit's cost on
+//! ext4, which scans past recently freed inodes). The file is removed once none
+//! of its records is needed; until then a dropped record is marked so by a
+//! line of its own (`{"dropped":[…]}`), so a crash never finishes it twice. A
+//! process holds a lock on its file while it lives: recovery leaves the files
+//! of a live process to it.
+//!
 //! Recovery, before anything else is served, rolls a committed record forward
 //! (finishing whatever was not yet in place, which may be nothing) and a prepared
 //! one back (removing its temporary files), so every file of a transaction ends
@@ -14,10 +24,12 @@
 //! project. A committed record cut short by a crash does not parse: its commit
 //! point was never reached, and the prepared one rolls the transaction back.
 
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
@@ -55,6 +67,30 @@ pub struct Record {
 
 pub struct Journal {
     dir: PathBuf,
+    /// This process's journal file, while it holds records still needed.
+    wal: parking_lot::Mutex<Wal>,
+}
+
+#[derive(Default)]
+struct Wal {
+    /// The open file (locked, appended to) and its path.
+    file: Option<(File, PathBuf)>,
+    /// Transactions whose records in the file are still needed.
+    live: BTreeSet<u64>,
+}
+
+/// One line of a journal file.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Record(Record),
+    Dropped { dropped: Vec<u64> },
+}
+
+/// The journal files recovery read, to be removed once what it did is synced.
+#[derive(Debug, Default)]
+pub struct Handled {
+    files: Vec<PathBuf>,
 }
 
 /// What recovery did, for the user.
@@ -173,34 +209,88 @@ impl Journal {
     pub fn new(state: &Path) -> Journal {
         Journal {
             dir: state.join("journal"),
+            wal: parking_lot::Mutex::default(),
         }
     }
 
-    fn path(&self, tx: u64, committed: bool) -> PathBuf {
-        match committed {
-            true => self.dir.join(format!("{tx}.commit.json")),
-            false => self.dir.join(format!("{tx}.json")),
-        }
-    }
-
-    /// Writes a record. A committed one (the commit point) is created and synced
-    /// under its own name: one sync, and whole once it returns. A prepared one is
-    /// written whole or not at all, unsynced: it only lets recovery clean up after
-    /// a crash of the process, and a transaction that never committed changed no file.
+    /// Appends a record. A committed one (the commit point) is synced: one
+    /// sync, and whole once it returns. A prepared one is not: it only lets
+    /// recovery clean up after a crash of the process, and a transaction that
+    /// never committed changed no file.
     pub fn write(&self, record: &Record) -> Result<(), StoreError> {
-        fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
-        let bytes =
+        let mut line =
             serde_json::to_vec(record).map_err(|e| io_err("encode", &self.dir)(e.into()))?;
-        let path = self.path(record.tx, record.committed);
-        match record.committed {
-            true => atomic::create_synced(&path, &bytes, 0o600),
-            false => atomic::write_new_with(&path, &bytes, 0o600, false),
+        line.push(b'\n');
+        let mut wal = self.wal.lock();
+        let (file, path) = match &mut wal.file {
+            Some(open) => open,
+            none => none.insert(self.create()?),
+        };
+        file.write_all(&line).map_err(io_err("append to", path))?;
+        if record.committed {
+            file.sync_data().map_err(io_err("sync", path))?;
+        }
+        wal.live.insert(record.tx);
+        Ok(())
+    }
+
+    /// Creates this process's journal file, locked while the process lives.
+    fn create(&self) -> Result<(File, PathBuf), StoreError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static FILES: AtomicU64 = AtomicU64::new(0);
+        fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
+        loop {
+            let n = FILES.fetch_add(1, Ordering::Relaxed);
+            let path = self.dir.join(format!("{}-{n}.wal", std::process::id()));
+            let made = fs::OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path);
+            match made {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err("create", &path)(e)),
+                Ok(file) => {
+                    file.lock().map_err(io_err("lock", &path))?;
+                    return Ok((file, path));
+                }
+            }
         }
     }
 
-    /// Drops the records of `tx`; `sync` makes the removal itself durable.
-    pub fn remove(&self, tx: u64, sync: bool) -> Result<(), StoreError> {
-        for path in [self.path(tx, false), self.path(tx, true)] {
+    /// Drops the records of `txs`: the file goes once it holds no record still
+    /// needed, else a line says they are dropped. Unsynced either way: a crash
+    /// of the machine may bring them back, finished, and recovery then finds
+    /// nothing left to do for them.
+    pub fn remove(&self, txs: &[u64]) -> Result<(), StoreError> {
+        let mut wal = self.wal.lock();
+        for tx in txs {
+            wal.live.remove(tx);
+        }
+        if !wal.live.is_empty() {
+            let line = serde_json::json!({ "dropped": txs }).to_string() + "\n";
+            if let Some((file, path)) = &mut wal.file {
+                file.write_all(line.as_bytes())
+                    .map_err(io_err("append to", path))?;
+            }
+            return Ok(());
+        }
+        match wal.file.take() {
+            Some((_, path)) => fs::remove_file(&path).map_err(io_err("remove", &path)),
+            None => Ok(()),
+        }
+    }
+
+    /// What `kill -9` does to this process's journal file: closed, so unlocked,
+    /// and left as it is.
+    #[cfg(test)]
+    pub fn abandon(&self) {
+        self.wal.lock().file = None;
+    }
+
+    /// Removes the files recovery read (see `recover`).
+    pub fn remove_handled(&self, handled: Handled) -> Result<(), StoreError> {
+        for path in handled.files {
             match fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(io_err("remove", &path)(e));
@@ -208,43 +298,51 @@ impl Journal {
                 _ => {}
             }
         }
-        match sync {
-            true => atomic::sync_dir(&self.dir),
-            false => Ok(()),
-        }
+        Ok(())
     }
 
-    /// Every transaction's record, oldest first: its committed one if it has one
-    /// that reads whole, else its prepared one.
-    fn records(&self) -> Vec<Record> {
+    /// How many transactions a crash interrupted: records in files no live
+    /// process holds (reads only).
+    pub fn interrupted(&self) -> usize {
+        self.records().0.len()
+    }
+
+    /// Every transaction's record in the files no live process holds, oldest
+    /// first: its committed one if it has one that reads whole, else its
+    /// prepared one; and those files.
+    fn records(&self) -> (Vec<Record>, Handled) {
+        let mut handled = Handled::default();
         let Ok(entries) = fs::read_dir(&self.dir) else {
-            return Vec::new();
+            return (Vec::new(), handled);
         };
-        let mut out: Vec<Record> = entries
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|e| {
-                let bytes = fs::read(e.path()).ok()?;
-                match serde_json::from_slice(&bytes) {
-                    Ok(r) => Some(r),
-                    Err(err) => {
-                        log::warn!(
-                            "unreadable journal record {} (cut short before its commit point): {err}",
-                            e.path().display()
-                        );
-                        None
-                    }
+        let mut out = Vec::new();
+        let mut dropped = BTreeSet::new();
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if name.to_string_lossy().starts_with(atomic::TMP_PREFIX) {
+                continue;
+            }
+            let path = e.path();
+            let Some(lines) = unheld_lines(&path) else {
+                continue;
+            };
+            for line in lines {
+                match line {
+                    Line::Record(r) => out.push(r),
+                    Line::Dropped { dropped: txs } => dropped.extend(txs),
                 }
-            })
-            .collect();
+            }
+            handled.files.push(path);
+        }
+        out.retain(|r| !dropped.contains(&r.tx));
         out.sort_by_key(|r| (r.tx, !r.committed));
         out.dedup_by_key(|r| r.tx);
-        out
+        (out, handled)
     }
 
     /// Finishes or undoes every transaction a crash interrupted, and returns the
-    /// records it handled, for the caller to drop once their log lines are
-    /// synced. `tmp` is the state directory's `tmp/`; `log` appends a log line
+    /// files it read, for the caller to remove (`remove_handled`) once their log
+    /// lines are synced. `tmp` is the state directory's `tmp/`; `log` appends a log line
     /// unless the log already has it (and says whether it did); `forget` drops the
     /// kept versions of a transaction rolled back. A committed record whose files
     /// were all in place and whose line was logged (a crash before the checkpoint
@@ -254,10 +352,10 @@ impl Journal {
         tmp: BorrowedFd<'_>,
         mut log: impl FnMut(&super::LogEntry) -> Result<bool, StoreError>,
         forget: impl Fn(&Record),
-    ) -> Result<(Recovered, Vec<u64>), StoreError> {
+    ) -> Result<(Recovered, Handled), StoreError> {
         let mut done = Recovered::default();
-        let mut handled = Vec::new();
-        for record in self.records() {
+        let (records, handled) = self.records();
+        for record in records {
             let root = atomic::open_dir(&record.root)?;
             if record.committed {
                 let mut finished = false;
@@ -275,10 +373,36 @@ impl Journal {
                 forget(&record);
                 done.rolled_back.push(record.tx);
             }
-            handled.push(record.tx);
         }
         Ok((done, handled))
     }
+}
+
+/// The lines of the journal file at `path` that parse (a line cut short by a
+/// crash does not); `None` when a live process holds the file, or it cannot be read.
+fn unheld_lines(path: &Path) -> Option<Vec<Line>> {
+    let file = File::open(path).ok()?;
+    if let Err(e) = file.try_lock() {
+        log::debug!("{}: held by a live process ({e})", path.display());
+        return None;
+    }
+    let mut bytes = Vec::new();
+    (&file).read_to_end(&mut bytes).ok()?;
+    let lines = bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .filter_map(|l| match serde_json::from_slice(l) {
+            Ok(line) => Some(line),
+            Err(err) => {
+                log::warn!(
+                    "unreadable journal record in {} (cut short before its commit point): {err}",
+                    path.display()
+                );
+                None
+            }
+        })
+        .collect();
+    Some(lines)
 }
 
 /// The directory the temporary file of `e` lives in; `dir` is the directory of its file.

@@ -7,8 +7,8 @@
 //! lock                        locked for the whole of each transaction (serializes writers)
 //! txid                        the last transaction id handed out
 //! log                         one JSON line per transaction, whatever its outcome
-//! journal/<tx>.json           a commit in progress, prepared (see journal.rs)
-//! journal/<tx>.commit.json    the same, committed: its commit point
+//! journal/<pid>-<n>.wal       records of commits in progress or not yet checkpointed,
+//!                             one JSON line each, one file per process (see journal.rs)
 //! removed/intents             log lines of removals not filed yet (see removals.rs)
 //! removed/<tx>                a file removed through the mount, until it is filed
 //! objects/<sha256>            file contents, each stored once
@@ -268,9 +268,7 @@ impl Store {
         store.recovered = recovered;
         store.sync_log()?;
         store.unsettled.lock().lines = false;
-        for tx in handled {
-            store.journal.remove(tx, false)?;
-        }
+        store.journal.remove_handled(handled)?;
         // Temporary files of writes a crash cut short: the commit's, and those of
         // the journal, objects and counter (written whole or not at all).
         let swept: usize = ["tmp", "journal", "objects", ""]
@@ -543,10 +541,7 @@ impl Store {
             u.rotated |= due.rotated;
             return synced;
         }
-        for tx in due.records {
-            self.journal.remove(tx, false)?;
-        }
-        Ok(())
+        self.journal.remove(&due.records)
     }
 
     fn sync_due(&self, due: &Unsettled) -> Result<(), StoreError> {
@@ -662,7 +657,7 @@ impl Store {
             for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
                 journal::discard_in(dir, self.tmp.as_fd(), e);
             }
-            let _ = self.journal.remove(tx, false);
+            let _ = self.journal.remove(&[tx]);
             return Err(e);
         }
         Ok((record, kept))
@@ -776,6 +771,15 @@ impl Store {
         u.lines = true;
         u.rotated |= rotated;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Store {
+    /// What `kill -9` leaves of this store: no checkpoint, its journal file unlocked.
+    fn killed(self) {
+        self.journal.abandon();
+        std::mem::forget(self);
     }
 }
 
@@ -943,7 +947,7 @@ mod tests {
             b"new b"
         );
         let journal = || fs::read_dir(root.join(".editfs/journal")).unwrap().count();
-        assert_eq!(journal(), 2, "the records wait for the checkpoint");
+        assert_eq!(journal(), 1, "the records wait for the checkpoint");
         store.checkpoint().unwrap();
         assert_eq!(journal(), 0);
         assert_eq!(store.entries().len(), 1);
@@ -971,8 +975,7 @@ mod tests {
             .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
             .unwrap();
         drop(lock);
-        // Killed: no checkpoint ran.
-        std::mem::forget(store);
+        store.killed();
         let store = Store::open(&state).unwrap();
         assert!(store.recovered().is_empty(), "{}", store.recovered());
         assert_eq!(fs::read(root.join("a")).unwrap(), b"new");
@@ -1090,6 +1093,7 @@ mod tests {
         let objects = objects::Objects::new(&state);
         objects.keep(objects::Side::Pre, "b", 2, b"before").unwrap();
         objects.keep(objects::Side::Post, "b", 2, b"never").unwrap();
+        drop(j);
         let store = Store::open(&state).unwrap();
         assert!(
             store.objects().txs(objects::Side::Pre, "b").is_empty()
@@ -1133,6 +1137,89 @@ mod tests {
         let store = Store::open(&state).unwrap();
         assert_eq!(store.recovered().rolled_forward, [2]);
         assert!(!root.join("made").exists());
+    }
+
+    fn removal(tx: u64, rel: &str, root: &Path) -> journal::Record {
+        journal::Record {
+            tx,
+            root: root.to_owned(),
+            committed: true,
+            files: vec![journal::Entry {
+                rel: rel.into(),
+                tmp: String::new(),
+                beside: false,
+                in_place: false,
+                remove: true,
+            }],
+            log: line(tx),
+        }
+    }
+
+    #[test]
+    fn commits_share_one_journal_file_and_a_checkpoint_removes_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let rootfd = atomic::open_dir(&root).unwrap();
+        for tx in 1..=5 {
+            let lock = store.lock().unwrap();
+            let text = format!("v{tx}");
+            let change = Change {
+                rel: "a",
+                dir: rootfd.as_fd(),
+                old: None,
+                pre: None,
+                new: text.as_bytes(),
+                writer: atomic::Writer::KeepsSetId,
+            };
+            store
+                .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
+                .unwrap();
+        }
+        let journal = || fs::read_dir(root.join(".editfs/journal")).unwrap().count();
+        assert_eq!(journal(), 1, "no file per record");
+        store.checkpoint().unwrap();
+        assert_eq!(journal(), 0);
+    }
+
+    #[test]
+    fn a_record_dropped_beside_a_live_one_is_not_finished_again_after_a_crash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let j = journal::Journal::new(&state);
+        j.write(&removal(1, "made", &root)).unwrap();
+        j.write(&journal::Record {
+            committed: false,
+            ..removal(2, "other", &root)
+        })
+        .unwrap();
+        // Transaction 1 was checkpointed while 2 was still under way...
+        j.remove(&[1]).unwrap();
+        // ...and a later one made its file again, before the crash.
+        fs::write(root.join("made"), "again").unwrap();
+        j.abandon();
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_back, [2]);
+        assert!(store.recovered().rolled_forward.is_empty());
+        assert_eq!(fs::read(root.join("made")).unwrap(), b"again");
+        assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn recovery_leaves_the_journal_of_a_live_process_to_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("made"), "x").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let live = journal::Journal::new(&state);
+        live.write(&removal(1, "made", &root)).unwrap();
+        let store = Store::open(&state).unwrap();
+        assert!(store.recovered().is_empty(), "{}", store.recovered());
+        assert!(root.join("made").exists());
+        assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 1);
     }
 
     #[test]
