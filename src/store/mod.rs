@@ -150,6 +150,10 @@ pub struct Change<'a> {
     /// Its bytes before, if it existed.
     pub pre: Option<&'a [u8]>,
     pub new: &'a [u8],
+    /// The SHA-256 of `new`, when the engine hashed these very bytes for its
+    /// report: the store does not hash them a second time. Never a hash that
+    /// came from outside.
+    pub new_sha: Option<&'a str>,
     /// Whether the new version keeps set-id bits, as a native write by the same
     /// user would.
     pub writer: atomic::Writer,
@@ -590,7 +594,8 @@ impl Store {
                     .map(|pre| self.objects.keep(objects::Side::Pre, c.rel, tx, pre))
                     .transpose()?,
             );
-            self.objects.keep(objects::Side::Post, c.rel, tx, c.new)?;
+            self.objects
+                .keep_hashed(objects::Side::Post, c.rel, tx, c.new, c.new_sha)?;
         }
         for r in removals {
             kept.push(Some(self.objects.keep(
@@ -925,6 +930,7 @@ mod tests {
                 old: None,
                 pre: Some(b"old a"),
                 new: b"new a",
+                new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
             },
             Change {
@@ -933,6 +939,7 @@ mod tests {
                 old: None,
                 pre: None,
                 new: b"new b",
+                new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
             },
         ];
@@ -968,6 +975,7 @@ mod tests {
             old: None,
             pre: Some(b"old"),
             new: b"new",
+            new_sha: None,
             writer: atomic::Writer::KeepsSetId,
         };
         let tx = store.next_tx(&lock).unwrap();
@@ -1046,6 +1054,7 @@ mod tests {
             old: None,
             pre: Some(b"old"),
             new: b"new",
+            new_sha: None,
             writer: atomic::Writer::KeepsSetId,
         };
         store
@@ -1170,6 +1179,7 @@ mod tests {
                 old: None,
                 pre: None,
                 new: text.as_bytes(),
+                new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
             };
             store

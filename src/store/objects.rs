@@ -75,7 +75,12 @@ impl Objects {
 
     /// Stores `bytes` (once, synced if `sync`) and returns their SHA-256.
     pub fn put(&self, bytes: &[u8], sync: bool) -> Result<String, StoreError> {
-        let sha = sha256_hex(bytes);
+        self.put_hashed(bytes, sha256_hex(bytes), sync)
+    }
+
+    /// `put` of `bytes` whose SHA-256 is `sha`, computed by editfs itself.
+    fn put_hashed(&self, bytes: &[u8], sha: String, sync: bool) -> Result<String, StoreError> {
+        debug_assert_eq!(sha, sha256_hex(bytes), "a hash that is not of these bytes");
         let path = self.object(&sha);
         if !path.exists() {
             let dir = self.state.join("objects");
@@ -164,6 +169,23 @@ impl Objects {
     /// Keeps `bytes` as version `side` of `rel` at `tx`, durably; returns the name.
     pub fn keep(&self, side: Side, rel: &str, tx: u64, bytes: &[u8]) -> Result<String, StoreError> {
         self.keep_with(side, rel, tx, bytes, true)
+    }
+
+    /// `keep` of `bytes` whose SHA-256, if given, is `sha` (computed by editfs
+    /// from these bytes: an object is named by it).
+    pub fn keep_hashed(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        bytes: &[u8],
+        sha: Option<&str>,
+    ) -> Result<String, StoreError> {
+        let sha = match sha {
+            Some(sha) => self.put_hashed(bytes, sha.to_owned(), true)?,
+            None => self.put(bytes, true)?,
+        };
+        self.link_object(side, rel, tx, &sha)
     }
 
     /// Keeps `bytes` as version `side` of `rel` at `tx`, synced if `sync`; returns

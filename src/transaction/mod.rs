@@ -282,6 +282,7 @@ fn stored(
         old: opened.file.as_ref(),
         pre: original,
         new: &new,
+        new_sha: Some(report.sha256.as_str()).filter(|s| !s.is_empty()),
         writer: target.who.writer(),
     };
     match store.commit(

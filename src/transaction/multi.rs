@@ -553,6 +553,7 @@ fn writes<'a>(
                     old: d.file(),
                     pre: None,
                     new,
+                    new_sha: None,
                     writer: who.writer(),
                 });
                 removals.extend(removal);
@@ -563,6 +564,7 @@ fn writes<'a>(
                 old: d.file(),
                 pre: d.original(),
                 new,
+                new_sha: None,
                 writer: who.writer(),
             }),
             _ => {}

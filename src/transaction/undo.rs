@@ -504,6 +504,7 @@ fn commit(
                 old: p.file.as_ref(),
                 pre: p.current.as_deref(),
                 new: p.restored.as_deref()?,
+                new_sha: None,
                 writer: who.writer(),
             })
         })
