@@ -262,13 +262,6 @@ pub fn set_mode(file: &File, mode: u32, name: &OsStr) -> Result<(), StoreError> 
         .map_err(sys("set the mode of", name))
 }
 
-/// Writes a new file that nothing else names yet (a counter), durably: its
-/// bytes and its name.
-pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
-    write_new_with(path, bytes, mode, true)?;
-    sync_dir(parent_of(path))
-}
-
 fn parent_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,

@@ -174,6 +174,9 @@ pub struct Store {
     dir: PathBuf,
     /// `tmp/`, held open so commits name their temporary files relative to it.
     tmp: OwnedFd,
+    /// `txid`, held open: read and written in place under the lock, never
+    /// replaced, so every process sharing the state directory counts in it.
+    counter: File,
     objects: objects::Objects,
     journal: journal::Journal,
     retention: Retention,
@@ -240,9 +243,18 @@ impl Store {
             fs::write(&ignore, "*\n").map_err(io_err("write", &ignore))?;
         }
         let tmp = atomic::open_dir(&dir.join("tmp"))?;
+        let txid = dir.join("txid");
+        let counter = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&txid)
+            .map_err(io_err("open", &txid))?;
         let mut store = Store {
             dir: dir.to_owned(),
             tmp,
+            counter,
             objects: objects::Objects::new(dir),
             journal: journal::Journal::new(dir),
             retention,
@@ -411,14 +423,20 @@ impl Store {
             return Ok(());
         };
         let path = self.dir.join("txid");
-        let counter = fs::read_to_string(&path).ok();
+        let counter = self.read_counter().ok();
         let behind = match counter.as_deref().map(counter_text) {
             None | Some("") => true,
             Some(c) => c.parse::<u64>().is_ok_and(|c| c < last),
         };
         if behind {
             log::warn!("the transaction counter was behind the log: moved to {last}");
-            atomic::write_new(&path, format!("{last}\n").as_bytes(), 0o644)?;
+            let text = format!("{last}\n");
+            use std::os::unix::fs::FileExt;
+            self.counter
+                .write_all_at(text.as_bytes(), 0)
+                .and_then(|()| self.counter.set_len(text.len() as u64))
+                .and_then(|()| self.counter.sync_data())
+                .map_err(io_err("write", &path))?;
         }
         Ok(())
     }
@@ -428,28 +446,27 @@ impl Store {
     /// module doc), and no new inode is made per id (what made `rm -r` slow).
     pub fn next_tx(&self, _lock: &Lock) -> Result<u64, StoreError> {
         let path = self.dir.join("txid");
-        let last = match fs::read_to_string(&path) {
-            Ok(s) if counter_text(&s).is_empty() => 0,
-            Ok(s) => counter_text(&s)
+        let last = match self.read_counter().map_err(io_err("read", &path))? {
+            s if counter_text(&s).is_empty() => 0,
+            s => counter_text(&s)
                 .parse::<u64>()
                 .map_err(|_| StoreError::BadCounter {
                     path: path.clone(),
                     content: s,
                 })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(io_err("read", &path)(e)),
         };
         let next = last + 1;
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io_err("open", &path))?;
         // The counter only grows, so the new text always covers the old one.
-        std::os::unix::fs::FileExt::write_all_at(&file, format!("{next}\n").as_bytes(), 0)
+        std::os::unix::fs::FileExt::write_all_at(&self.counter, format!("{next}\n").as_bytes(), 0)
             .map_err(io_err("write", &path))?;
         Ok(next)
+    }
+
+    /// The counter's text: one read, as it is a few bytes.
+    fn read_counter(&self) -> io::Result<String> {
+        let mut buf = [0u8; 64];
+        let n = std::os::unix::fs::FileExt::read_at(&self.counter, &mut buf, 0)?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     }
 
     /// Commits `changes` as transaction `tx` under `root` (open, and its path for
@@ -1230,6 +1247,22 @@ mod tests {
         assert!(store.recovered().is_empty(), "{}", store.recovered());
         assert!(root.join("made").exists());
         assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn stores_sharing_a_directory_never_hand_out_an_id_twice() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".editfs");
+        let first = Store::open(&dir).unwrap();
+        first.log(&line(41)).unwrap();
+        fs::write(dir.join("txid"), "7\n").unwrap();
+        // Another process opens the directory and moves the counter past the log.
+        let second = Store::open(&dir).unwrap();
+        let lock = first.lock().unwrap();
+        assert_eq!(first.next_tx(&lock).unwrap(), 42);
+        drop(lock);
+        let lock = second.lock().unwrap();
+        assert_eq!(second.next_tx(&lock).unwrap(), 43);
     }
 
     #[test]
