@@ -6,6 +6,7 @@
 //! transaction `tx` (shown in the mount), `versions/<path>/<tx>` as it was after
 //! (for `editfs show` and `editfs undo`).
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Read;
@@ -21,7 +22,7 @@ use super::{StoreError, atomic, io_err};
 use crate::engine::sha256_hex;
 
 /// Which side of a transaction a kept version is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Side {
     /// Before the transaction: `snapshots/`.
     Pre,
@@ -59,13 +60,22 @@ pub struct Objects {
     /// Bytes the objects take: summed once, then kept up to date, so the size cap
     /// does not walk the whole store on every commit.
     total: Mutex<Option<u64>>,
+    /// Versions of a file on one side, as last listed and kept up to date since,
+    /// so a commit lists them only when they may be over what is kept. Another
+    /// process adding versions only delays its pruning here (it prunes its own).
+    counts: Mutex<HashMap<(Side, String), usize>>,
 }
+
+/// Files whose count of versions is remembered; past it, all are forgotten
+/// (and listed again when next pruned), so memory stays bounded.
+const COUNTED_FILES: usize = 4096;
 
 impl Objects {
     pub fn new(state: &Path) -> Objects {
         Objects {
             state: state.to_owned(),
             total: Mutex::new(None),
+            counts: Mutex::default(),
         }
     }
 
@@ -214,11 +224,18 @@ impl Objects {
     ) -> Result<String, StoreError> {
         let name = Objects::name(side, rel, tx);
         let link = self.state.join(&name);
-        if let Some(dir) = link.parent() {
-            fs::create_dir_all(dir).map_err(io_err("create", dir))?;
-        }
         let object = self.object(sha);
-        match fs::hard_link(&object, &link) {
+        // The file's directory of versions exists but for its first one.
+        let linked = match fs::hard_link(&object, &link) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && object.exists() => {
+                if let Some(dir) = link.parent() {
+                    fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+                }
+                fs::hard_link(&object, &link)
+            }
+            other => other,
+        };
+        match linked {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let ino = |p: &Path| fs::metadata(p).map(|m| m.ino()).ok();
                 if ino(&object) == ino(&link) {
@@ -230,7 +247,15 @@ impl Objects {
             other => other,
         }
         .map_err(io_err("link", &link))?;
+        self.count(side, rel, 1);
         Ok(name)
+    }
+
+    /// Adds `by` to the remembered count of versions of `rel` on `side`, if any.
+    fn count(&self, side: Side, rel: &str, by: isize) {
+        if let Some(n) = self.counts.lock().get_mut(&(side, rel.to_owned())) {
+            *n = n.saturating_add_signed(by);
+        }
     }
 
     /// Keeps the regular file `name` in `dir` as version `side` of `rel` at `tx`
@@ -331,7 +356,18 @@ impl Objects {
     }
 
     fn prune_side(&self, side: Side, rel: &str, keep: usize) -> u64 {
+        let key = (side, rel.to_owned());
+        if self.counts.lock().get(&key).is_some_and(|n| *n <= keep) {
+            return 0;
+        }
         let txs = self.txs(side, rel);
+        {
+            let mut counts = self.counts.lock();
+            if counts.len() >= COUNTED_FILES {
+                counts.clear();
+            }
+            counts.insert(key, txs.len());
+        }
         txs[..txs.len().saturating_sub(keep)]
             .iter()
             .map(|tx| self.drop_version(side, rel, *tx))
@@ -353,6 +389,7 @@ impl Objects {
         let object = self.object(sha);
         match fs::hard_link(&object, &link) {
             Ok(()) => {
+                self.count(Side::Pre, rel, 1);
                 self.prune_side(Side::Pre, rel, retention.keep);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -360,6 +397,7 @@ impl Objects {
                     fs::create_dir_all(dir).map_err(io_err("create", dir))?;
                 }
                 fs::hard_link(&object, &link).map_err(io_err("link", &link))?;
+                self.count(Side::Pre, rel, 1);
             }
             Err(_) => {
                 self.link_object(Side::Pre, rel, tx, sha)?;
@@ -392,6 +430,7 @@ impl Objects {
         if fs::remove_file(&link).is_err() {
             return 0;
         }
+        self.count(side, rel, -1);
         match orphan {
             Some(object) if fs::remove_file(&object).is_ok() => {
                 self.adjust(-(meta.len() as i64));
@@ -503,6 +542,22 @@ mod tests {
         o.keep_with(Side::Pre, "a", 1, b"fresh", false).unwrap();
         assert_eq!(o.read(Side::Pre, "a", 1).unwrap(), b"fresh");
         assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn versions_kept_and_dropped_after_a_prune_are_pruned_in_turn() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        let keep = |tx: u64| o.keep(Side::Post, "a", tx, &tx.to_le_bytes()).unwrap();
+        (1..=3).for_each(|tx| drop(keep(tx)));
+        o.prune("a", 3);
+        o.forget("a", 3);
+        (4..=6).for_each(|tx| drop(keep(tx)));
+        o.prune("a", 3);
+        assert_eq!(o.txs(Side::Post, "a"), [4, 5, 6]);
+        keep(7);
+        o.prune("a", 3);
+        assert_eq!(o.txs(Side::Post, "a"), [5, 6, 7]);
     }
 
     #[test]
