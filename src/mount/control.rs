@@ -30,7 +30,6 @@ use super::names::Control;
 use super::nodes::Kind;
 use super::types::{Done, Errno, FileAttr, FileType, Res};
 use crate::engine::{ErrorKind, Outcome, Received, Report};
-use crate::store::journal::parent_beneath;
 use crate::transaction::{self, Meant, Root, Target, Who, multi, undo};
 
 /// What a committing handle acts on.
@@ -608,7 +607,7 @@ impl Core {
         meant: Option<(Meant, u64)>,
     ) -> Res<Committed> {
         let rel = self.path(parent)?.join(base);
-        let report = match self.edited_file(&rel) {
+        let report = match self.edited_file((parent, base), &rel) {
             Ok(file) => {
                 // F itself is found in the directory node the kernel looked up.
                 let dir = (file == rel).then(|| self.real_dir(parent)).transpose()?;
@@ -692,26 +691,30 @@ impl Core {
     /// The file an edit of `base` in `parent` would change now, if any.
     fn meant(&self, parent: u64, base: &OsStr) -> Option<Meant> {
         let rel = self.path(parent).ok()?.join(base);
-        let file = self.edited_file(&rel).ok()?;
+        let file = self.edited_file((parent, base), &rel).ok()?;
         self.identities(&[&file.to_string_lossy()]).pop()
     }
 
     /// What the files at `rels` are now (beneath SOURCE, symlinks not followed last).
     fn identities(&self, rels: &[&str]) -> Vec<Meant> {
-        let id = |rel: &&str| {
-            let Ok(dir) = parent_beneath(self.source.root(), rel) else {
-                return Meant::Absent;
-            };
-            let name = Path::new(rel).file_name().unwrap_or_default();
-            match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => Meant::File {
-                    dev: st.st_dev,
-                    ino: st.st_ino,
-                },
-                Err(_) => Meant::Absent,
-            }
+        let id = |rel: &&str| match self.stat_beneath(rel) {
+            Some(st) => Meant::File {
+                dev: st.st_dev,
+                ino: st.st_ino,
+            },
+            None => Meant::Absent,
         };
         rels.iter().map(id).collect()
+    }
+
+    /// What is at `rel` beneath SOURCE (a symlink itself, not followed), in
+    /// three system calls: for telling files apart, never for reading or
+    /// writing them (the transaction resolves its files itself, strictly).
+    fn stat_beneath(&self, rel: &str) -> Option<rustix::fs::Stat> {
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat2(self.source.root(), rel, flags, Mode::empty(), how).ok()?;
+        rustix::fs::fstat(&fd).ok()
     }
 
     /// Records what a committed transaction made of the files at `rels`, which
@@ -726,13 +729,14 @@ impl Core {
 
     /// The file an edit of `rel` changes: `rel` itself (existing or to be made), or
     /// the regular file a symlink at `rel` leads to, as long as it stays in SOURCE.
-    fn edited_file(&self, rel: &Path) -> Result<PathBuf, Refused> {
-        let name = rel.file_name().unwrap_or_default();
+    /// It is looked at in the directory node `parent` the kernel found `base`
+    /// in, held open, rather than by a walk from SOURCE.
+    fn edited_file(&self, (parent, base): (u64, &OsStr), rel: &Path) -> Result<PathBuf, Refused> {
         // What cannot be looked at here, the transaction reports as it finds it.
-        let Ok(dir) = parent_beneath(self.source.root(), &rel.to_string_lossy()) else {
+        let Ok(dir) = self.real_dir(parent) else {
             return Ok(rel.to_owned());
         };
-        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        match rustix::fs::statat(&*dir, base, AtFlags::SYMLINK_NOFOLLOW) {
             Err(_) => Ok(rel.to_owned()),
             Ok(st) => match file_type(st.st_mode) {
                 FileType::RegularFile => Ok(rel.to_owned()),
@@ -812,9 +816,7 @@ impl Core {
     /// The node ids of the existing files at `rels`, beneath SOURCE.
     fn inodes_of(&self, rels: &[&str]) -> Vec<u64> {
         let id = |rel: &&str| {
-            let dir = parent_beneath(self.source.root(), rel).ok()?;
-            let name = Path::new(rel).file_name()?;
-            let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            let st = self.stat_beneath(rel)?;
             Some(super::nodes::real_id(st.st_ino))
         };
         rels.iter().filter_map(id).collect()
