@@ -6,10 +6,10 @@
 #
 #   scripts/bench-mount.sh            # REPS=5 (fast workloads), HEAVY_REPS=3, RT_REPS=50
 #
-# Environment: REPS, HEAVY_REPS, RT_REPS (repetitions), BIG_MIB (size of the sequential
+# Environment: REPS, HEAVY_REPS, RT_REPS, RTIN_REPS (repetitions), BIG_MIB (size of the sequential
 # read and write files, default 1024), KEEP=1 (keep the temp dir and print its path),
 # ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find grep
-# untar rmrf git cargo gitcrate rt cp; rss is measured after grep).
+# untar rmrf git cargo gitcrate rt rtin cp; rss is measured after grep).
 # Cold reads drop the page cache (root only; the row is left out otherwise). The
 # real workload is a copy of regex-syntax from ~/.cargo/registry/src, built offline
 # (its optional and dev dependencies dropped); the row is left out without it.
@@ -25,6 +25,7 @@ repo_dir=$PWD
 REPS=${REPS:-5}
 HEAVY_REPS=${HEAVY_REPS:-3}
 RT_REPS=${RT_REPS:-50}
+RTIN_REPS=${RTIN_REPS:-300}
 BIG_MIB=${BIG_MIB:-1024}
 ROWS=${ROWS:-}
 CMD_TIMEOUT=${CMD_TIMEOUT:-300}
@@ -294,7 +295,8 @@ add_w git "git status, $repo_files files, warm"
   add_w cargo "cargo build, incremental, $crate_name"
   add_w gitcrate "git status, $crate_name"
 }
-add_w rt "edit round trip, 100 KiB file"
+add_w rt "edit round trip, 2x cat (+2 execs)"
+add_w rtin "edit round trip, in-process (p90 below)"
 add_w cp "ref: cp 100 KiB file"
 [ "$BIG_MIB" = 1024 ] || {
   W_LABEL[seq]="$BIG_MIB MiB sequential read (cat), warm"
@@ -314,6 +316,34 @@ for _ in range(5):
         os.statvfs(sys.argv[1])
     runs.append((time.perf_counter() - t) / 2000 * 1e6)
 print(sorted(runs)[2])
+PY
+}
+
+# in_process_round_trips FILE N: the edit round trip exactly as an agent's tool makes
+# it, with no process start: open F.edit (O_WRONLY|O_TRUNC), write the block, close,
+# read F.status; N timed (plus 4 untimed first), an even number in all, so the
+# file ends as it began. Prints the median and the 90th percentile, in ms.
+in_process_round_trips() {
+  python3 - "$1" "$2" "$work/payload-a" "$work/payload-b" <<'PY'
+import os, sys, time
+f, n = sys.argv[1], int(sys.argv[2])
+payloads = [open(p, "rb").read() for p in sys.argv[3:5]]
+n += n % 2
+samples = []
+for i in range(n + 4):
+    t = time.perf_counter()
+    fd = os.open(f + ".edit", os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, payloads[i % 2])
+    os.close(fd)
+    with open(f + ".status", "rb") as s:
+        status = s.read()
+    took = time.perf_counter() - t
+    if not status.startswith(b"OK "):
+        sys.exit("round trip %d: %s" % (i, status[:300].decode(errors="replace")))
+    if i >= 4:
+        samples.append(took * 1e3)
+samples.sort()
+print("%.3f %.3f" % (samples[len(samples) // 2], samples[int(len(samples) * 0.9)]))
 PY
 }
 
@@ -498,6 +528,18 @@ for n in os.listdir("small"):
       fi
     fi
   fi
+
+  if want rtin && [ "$v" = editfs ]; then
+    say "editfs: $RTIN_REPS edit round trips in one process"
+    if in_process_round_trips "$mnt_e/edit/big.txt" "$RTIN_REPS" >"$work/rtin" 2>"$work/err/rtin"; then
+      read -r rtin_median rtin_p90 <"$work/rtin"
+      RES[rtin|editfs]=$rtin_median
+      cmp -s "$src/edit/big.txt" "$work/big.txt.orig" ||
+        failures+=("rtin on editfs: after an even number of round trips $src/edit/big.txt differs from the original")
+    else
+      fail rtin editfs "in-process round trips on $mnt_e/edit/big.txt" "$work/err/rtin"
+    fi
+  fi
 done
 
 # ---------------------------------------------------------------- table
@@ -528,8 +570,11 @@ done
 [ -z "${rss_kib:-}" ] || echo "editfs daemon RSS after the rows above: $((rss_kib / 1024)) MiB"
 echo "round trip = statvfs of the view's root, in us: on editfs and bindfs one request to the"
 echo "daemon and its answer (the kernel caches none), natively the system call alone."
-echo "edit round trip = cat PAYLOAD > F.edit; cat F.status (editfs only; native and bindfs"
-echo "have no control files). The cp row is a reference: a plain 100 KiB write on each view."
+echo "edit round trip (100 KiB file, 1 block) = cat PAYLOAD > F.edit; cat F.status: two"
+echo "process starts included (editfs only; native and bindfs have no control files)."
+echo "in-process: open F.edit, write, close, read F.status from one python process, $RTIN_REPS times."
+[ -z "${rtin_p90:-}" ] || echo "in-process edit round trip: median ${RES[rtin|editfs]} ms, p90 $rtin_p90 ms"
+echo "The cp row is a reference: a plain 100 KiB write on each view."
 for k in "${!NOTE[@]}"; do echo "note: $k: ${NOTE[$k]}"; done
 
 if [ ${#failures[@]} -gt 0 ]; then
