@@ -218,9 +218,11 @@ impl Journal {
     /// recovery clean up after a crash of the process, and a transaction that
     /// never committed changed no file.
     pub fn write(&self, record: &Record) -> Result<(), StoreError> {
-        let mut line =
-            serde_json::to_vec(record).map_err(|e| io_err("encode", &self.dir)(e.into()))?;
-        line.push(b'\n');
+        // Each line begins with its own newline: after a write cut short (a full
+        // disk), the next line still stands alone and parses.
+        let mut line = vec![b'\n'];
+        serde_json::to_writer(&mut line, record)
+            .map_err(|e| io_err("encode", &self.dir)(e.into()))?;
         let mut wal = self.wal.lock();
         let (file, path) = match &mut wal.file {
             Some(open) => open,
@@ -268,7 +270,7 @@ impl Journal {
             wal.live.remove(tx);
         }
         if !wal.live.is_empty() {
-            let line = serde_json::json!({ "dropped": txs }).to_string() + "\n";
+            let line = format!("\n{}", serde_json::json!({ "dropped": txs }));
             if let Some((file, path)) = &mut wal.file {
                 file.write_all(line.as_bytes())
                     .map_err(io_err("append to", path))?;

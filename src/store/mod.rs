@@ -1235,6 +1235,34 @@ mod tests {
     }
 
     #[test]
+    fn a_record_written_after_one_cut_short_still_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("made"), "x").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let j = journal::Journal::new(&state);
+        j.write(&journal::Record {
+            committed: false,
+            ..removal(1, "other", &root)
+        })
+        .unwrap();
+        // A full disk cut the next line short.
+        let wal = fs::read_dir(state.join("journal")).unwrap().next().unwrap();
+        let mut file = OpenOptions::new().append(true).open(wal.unwrap().path());
+        file.as_mut()
+            .unwrap()
+            .write_all(b"\n{\"tx\":2,\"ro")
+            .unwrap();
+        j.write(&removal(3, "made", &root)).unwrap();
+        j.abandon();
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [3]);
+        assert_eq!(store.recovered().rolled_back, [1]);
+        assert!(!root.join("made").exists());
+    }
+
+    #[test]
     fn recovery_leaves_the_journal_of_a_live_process_to_it() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_owned();
