@@ -33,14 +33,16 @@
 //!    stored are only linked again, never rewritten or synced again): so the
 //!    pre-image is durable before the file changes;
 //! 2. each temporary file holding a new content (its bytes, mode and owner);
-//! 3. the committed record, created and synced in one step: the commit point.
+//! 3. the committed record, appended to the process's journal file and synced
+//!    in one step: the commit point.
 //!
 //! That is one sync per new content and one for the record (plus one per new
 //! kept version), where a commit used to make fourteen. What is not synced at
 //! once, and why that loses nothing:
 //!
 //! - Names made in the state directory (temporary files, objects, snapshot
-//!   links, the record itself) ride on the sync of the record. This relies on
+//!   links, the journal file when a commit creates it) ride on the sync of the
+//!   record. This relies on
 //!   the file system committing metadata in the order it was made, so that a
 //!   sync carries every earlier change with it, as the journals of ext4
 //!   (`data=ordered`, the default) and xfs do; the committed record is read back
