@@ -16,6 +16,9 @@ use rustix::process::Signal;
 fn project(src: &Path) {
     fs::write(src.join("app.py"), "old = 1\n").unwrap();
     fs::write(src.join("notes.txt"), "one\ntwo\n").unwrap();
+    let mut big = b"one\ntwo\n".to_vec();
+    big.resize(1 << 20, b'.');
+    fs::write(src.join("big.log"), big).unwrap();
 }
 
 macro_rules! mount {
@@ -40,10 +43,11 @@ fn passes_through(m: &Mount) -> bool {
 
 /// Writes are passed through too, but each still asks the daemon one question:
 /// the kernel looks up `security.capability` before a write to a FUSE file.
+/// Small files opened only to read are not: the kernel's page cache serves them.
 #[test]
-fn an_open_file_is_read_while_the_daemon_is_paused() {
+fn a_large_file_is_read_while_the_daemon_is_paused() {
     let m = mount!();
-    let file = File::open(m.mnt.join("notes.txt")).unwrap();
+    let file = File::open(m.mnt.join("big.log")).unwrap();
     if !passes_through(&m) {
         return;
     }
@@ -63,6 +67,64 @@ fn an_open_file_is_read_while_the_daemon_is_paused() {
     let (head, all) = answer.expect("reading an open file waited for the daemon");
     assert_eq!(head, b"one\n");
     assert_eq!(all, b"one\ntwo\n");
+}
+
+/// Reads `notes.txt` (its pages then cached by the kernel), runs `change`, and
+/// returns what a read shows right after.
+fn read_after(m: &Mount, change: &str) -> String {
+    assert_eq!(m.ok("cat notes.txt"), "one\ntwo\n");
+    m.ok(change);
+    m.ok("cat notes.txt")
+}
+
+#[test]
+fn a_cached_file_shows_a_commit_through_its_edit_file_at_once() {
+    let m = mount!();
+    let seen = read_after(
+        &m,
+        "printf '<<<<<<< SEARCH\\none\\n=======\\nuno\\n>>>>>>> REPLACE\\n' > notes.txt.edit",
+    );
+    assert_eq!(seen, "uno\ntwo\n");
+}
+
+#[test]
+fn a_cached_file_shows_a_sed_in_place_at_once() {
+    let m = mount!();
+    assert_eq!(read_after(&m, "sed -i s/one/uno/ notes.txt"), "uno\ntwo\n");
+}
+
+#[test]
+fn a_cached_file_shows_a_write_through_another_handle_at_once() {
+    let m = mount!();
+    let seen = read_after(
+        &m,
+        "sleep 0.3; printf uno | dd of=notes.txt conv=notrunc status=none",
+    );
+    assert_eq!(seen, "uno\ntwo\n");
+}
+
+/// A write through a shared map of a passed-through file tells the kernel's
+/// cache of the mount nothing, not even that the attributes changed: the pages
+/// an earlier read cached must be gone by then (a passed-through open does not
+/// keep them), or the next read would show them.
+#[test]
+fn a_cached_file_shows_a_write_through_a_map_of_another_handle_at_once() {
+    let m = mount!();
+    // The pause lets the release of the first read reach the daemon, so the
+    // writer opens the file afresh, passed through.
+    let map = "sleep 0.3; python3 -c \"import mmap, os\n\
+               f = os.open('notes.txt', os.O_RDWR); m = mmap.mmap(f, 0)\n\
+               m[0:3] = b'uno'; m.flush(); m.close(); os.close(f)\"";
+    assert_eq!(read_after(&m, map), "uno\ntwo\n");
+}
+
+#[test]
+fn a_cached_file_shows_a_change_made_directly_in_source_within_a_second() {
+    let m = mount!();
+    assert_eq!(m.ok("cat notes.txt"), "one\ntwo\n");
+    fs::write(m.src.join("notes.txt"), "uno\ntwo\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(m.ok("cat notes.txt"), "uno\ntwo\n");
 }
 
 #[test]

@@ -5,7 +5,15 @@
 //! already has one must name the same backing id, and an inode with an open
 //! that is not passed through cannot take one that is (both fail the user's
 //! open with EIO). So each inode is in one mode while any handle is open on it,
-//! kept here, and its backing id lives exactly that long.
+//! kept here, and its backing id lives exactly that long. The first open of an
+//! inode with no handle open chooses the mode; every other open follows it.
+//! The kernel drops its own count before it sends a release, so the count here
+//! is never lower than the kernel's, and a mode chosen here never clashes.
+//!
+//! A file that is not passed through keeps its pages in the kernel's cache of
+//! the mount across opens (`FOPEN_KEEP_CACHE`). A passed-through open does not
+//! keep them, so the kernel drops them when it opens the file: whatever a
+//! passed-through handle writes (or maps) is never hidden by older pages.
 //!
 //! What the daemon still sees of a passed-through file is enough for the
 //! contract: opens (where a direct write's pre-image is taken), releases (where
@@ -52,14 +60,16 @@ impl Backings {
     }
 
     /// The backing id for a new handle on `ino` (open on `fd`), or `None` when the
-    /// handle goes through the daemon. `register` asks the kernel for a backing
-    /// id; it runs at most once per inode while handles are open. Its first
-    /// failure turns passthrough off for the mount (not root, a kernel without
-    /// it, SOURCE stacked too deep): every file of SOURCE would fail alike.
+    /// handle goes through the daemon. Its inode's first handle decides: passed
+    /// through if `pass` and the mount passes files through; while any is open,
+    /// the rest follow. `register` asks the kernel for a backing id; it runs at
+    /// most once per inode while handles are open. Its first failure turns
+    /// passthrough off for the mount (not root, a kernel without it, SOURCE
+    /// stacked too deep): every file of SOURCE would fail alike.
     pub fn open(
         &self,
-        ino: u64,
-        writer: bool,
+        (ino, writer): (u64, bool),
+        pass: bool,
         fd: BorrowedFd<'_>,
         register: impl FnOnce(BorrowedFd<'_>) -> std::io::Result<Backing>,
     ) -> Option<Arc<Backing>> {
@@ -68,7 +78,11 @@ impl Backings {
         }
         // Registered with no lock held (it is a call into the kernel); a handle
         // opened meanwhile on the same inode wins, and this id is dropped unused.
-        let backing = self.register(fd, register);
+        let backing = if pass {
+            self.register(fd, register)
+        } else {
+            None
+        };
         let mut open = self.open.lock();
         match open.entry(ino) {
             Entry::Occupied(mut e) => {

@@ -60,6 +60,13 @@ const OMIT: Timespec = Timespec {
     tv_nsec: rustix::fs::UTIME_OMIT,
 };
 
+/// The size from which a file opened only to read is passed through too. A
+/// smaller one is read from the kernel's page cache of the mount, whose warm
+/// opens cost the daemon no backing file (two calls into the kernel per open,
+/// and the kernel opens the file once more); a larger one would cost the
+/// daemon one request per read of a cold page, and its pages twice the memory.
+pub const PASS_FROM: u64 = 1 << 20;
+
 /// How a real file that is not passed through is served: its pages stay cached
 /// across opens (dropped when attributes show a change). A read-only open has
 /// nothing to flush; one that writes does (pages written through a shared map).
@@ -240,7 +247,9 @@ impl Core {
         Ok(())
     }
 
-    pub(super) fn open_real(&self, ino: u64, flags: i32, pid: u32) -> Res<u64> {
+    /// Opens real node `ino` with `flags` for thread `pid`: the handle, and the
+    /// file's size once open.
+    pub(super) fn open_real(&self, ino: u64, flags: i32, pid: u32) -> Res<(u64, u64)> {
         if self.settings.edits_only && is_write(flags) {
             return Err(Errno::EROFS);
         }
@@ -266,7 +275,7 @@ impl Core {
             });
             opened.and_then(|fd| match rustix::fs::fstat(&fd) {
                 Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
-                Ok(_) => Ok(fd),
+                Ok(st) => Ok((fd, st.st_size as u64)),
                 Err(e) => Err(e),
             })
         };
@@ -281,8 +290,8 @@ impl Core {
             self.touched(ino);
         }
         let opened = early.unwrap_or_else(open);
-        let fd = match opened {
-            Ok(fd) => fd,
+        let (fd, size) = match opened {
+            Ok(opened) => opened,
             Err(e) => {
                 if let Some(p) = pending {
                     self.finish_write(&p, Some(&loc));
@@ -301,7 +310,25 @@ impl Core {
         if runs {
             self.running.lock().insert(fh, ino);
         }
-        Ok(fh)
+        Ok((fh, size))
+    }
+
+    /// How handle `fh` (real file `ino`, `size` bytes, opened with `flags`)
+    /// is served. A write, or a file of `PASS_FROM` bytes or more, is passed
+    /// through when the inode is free to choose (see `passthrough.rs`); a
+    /// smaller file opened only to read is served from the kernel's page cache.
+    pub(super) fn serve_open(
+        &self,
+        (ino, fh): (u64, u64),
+        flags: i32,
+        size: u64,
+        register: Register<'_>,
+    ) -> Served {
+        let pass = is_write(flags) || size >= PASS_FROM;
+        match self.route(ino, fh, pass, register) {
+            Some(id) => Served::Passed(id),
+            None => cached(flags),
+        }
     }
 
     /// The backing id handle `fh` (a real file, `ino`) is passed through with,
@@ -312,11 +339,18 @@ impl Core {
         fh: u64,
         register: Register<'_>,
     ) -> Option<Arc<Backing>> {
+        self.route(ino, fh, true, register)
+    }
+
+    /// The backing id of handle `fh` on `ino`, if it is passed through; `pass`:
+    /// whether it should be, when its inode is free to choose.
+    fn route(&self, ino: u64, fh: u64, pass: bool, register: Register<'_>) -> Option<Arc<Backing>> {
         let h = self.handle(fh).ok()?;
         let Handle::File { file, writer, .. } = &*h else {
             return None;
         };
-        self.backings.open(ino, *writer, file.as_fd(), register)
+        self.backings
+            .open((ino, *writer), pass, file.as_fd(), register)
     }
 
     pub(super) fn readlink(&self, ino: u64) -> Res<Vec<u8>> {

@@ -32,7 +32,7 @@ use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 use super::fs::{Core, Handle, VIRTUAL_TTL, attr};
 use super::nodes::{ROOT, real_id};
 use super::ops::Register;
-use super::real::{EXEC_OPEN, cached, truncates};
+use super::real::{EXEC_OPEN, truncates};
 use super::types::{Errno, Opened, Requester, Res, Served, Timed, errno};
 use crate::transaction::Caller;
 
@@ -98,11 +98,12 @@ impl Core {
         let reads_only = flags & libc::O_ACCMODE == libc::O_RDONLY
             && !truncates(flags)
             && flags & EXEC_OPEN == 0;
-        let fh = match self.open_real(ino, flags, who.pid) {
+        let (fh, size) = match self.open_real(ino, flags, who.pid) {
             Err(Errno::ESTALE) if reads_only && ino != ROOT && self.retries.again(who.pid) => {
                 match self.open_replaced(ino, flags, &who.caller())? {
                     (fh, Some(served)) => return Ok(Opened { fh, served }),
-                    (fh, None) => fh,
+                    // Its own file, held by another handle: its mode is set.
+                    (fh, None) => (fh, 0),
                 }
             }
             Err(Errno::ESTALE) => {
@@ -110,15 +111,12 @@ impl Core {
                 return Err(Errno::ESTALE);
             }
             other => {
-                let fh = other?;
+                let opened = other?;
                 self.retries.opened(who.pid);
-                fh
+                opened
             }
         };
-        let served = match self.backing(ino, fh, register) {
-            Some(id) => Served::Passed(id),
-            None => cached(flags),
-        };
+        let served = self.serve_open((ino, fh), flags, size, register);
         Ok(Opened { fh, served })
     }
 
