@@ -17,7 +17,7 @@ fn project(src: &Path) {
     fs::write(src.join("app.py"), "old = 1\n").unwrap();
     fs::write(src.join("notes.txt"), "one\ntwo\n").unwrap();
     let mut big = b"one\ntwo\n".to_vec();
-    big.resize(1 << 20, b'.');
+    big.resize(64 << 10, b'.');
     fs::write(src.join("big.log"), big).unwrap();
 }
 
