@@ -33,9 +33,10 @@
 //! drops the file's pages at once. Virtual files live 0 s and are opened with
 //! direct I/O, so a status is never stale and never torn.
 //!
-//! Where the kernel allows it, real files are passed through (`passthrough.rs`):
-//! their reads, writes and maps go from the kernel to SOURCE with no request
-//! here and no page cache of the mount's own. Such a write takes no stripe: like
+//! Where the kernel allows it, real files open for writing or of 64 KiB or
+//! more are passed through (`passthrough.rs`, `real.rs`): their reads, writes
+//! and maps go from the kernel to SOURCE with no request here and no page cache
+//! of the mount's own. Such a write takes no stripe: like
 //! any other process writing F natively, it lands in the inode it opened, and a
 //! commit renames a new inode over the name.
 
