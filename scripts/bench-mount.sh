@@ -6,11 +6,16 @@
 #
 #   scripts/bench-mount.sh            # REPS=5 (fast workloads), HEAVY_REPS=3, RT_REPS=50
 #
-# Environment: REPS, HEAVY_REPS, RT_REPS, RTIN_REPS (repetitions), BIG_MIB (size of the sequential
-# read and write files, default 1024), KEEP=1 (keep the temp dir and print its path),
-# ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find grep
-# untar rmrf git cargo gitcrate rt rtin cp; rss is measured after grep).
-# Cold reads drop the page cache (root only; the row is left out otherwise). The
+# Environment: REPS, HEAVY_REPS, RT_REPS, RTIN_REPS (repetitions), BIG_MIB (size of the
+# sequential read and write files, default 1024), EDITFS=path (an editfs binary to
+# measure instead of building this tree's, to compare two versions back to back),
+# KEEP=1 (keep the temp dir and print its path),
+# ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find
+# findcold grep grepcold untar rmrf git gitcold cargo gitcrate rt rtin cp; rss is
+# measured after grep).
+# Cold rows drop the page cache, dentries and inodes before each repetition (root
+# only; the rows are left out otherwise): for a FUSE view that also drops the
+# kernel's cached names and attributes of the mount. The
 # real workload is a copy of regex-syntax from ~/.cargo/registry/src, built offline
 # (its optional and dev dependencies dropped); the row is left out without it.
 # Installs fuse3 (fusermount3) and bindfs with apt-get when they are missing (as root).
@@ -58,9 +63,13 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 [ -c /dev/fuse ] || die "/dev/fuse does not exist: FUSE is not available here (load the fuse module or run the container with --device /dev/fuse)"
 
-say "cargo build --release"
-cargo build --release --quiet
-editfs=$repo_dir/target/release/editfs
+if [ -n "${EDITFS:-}" ]; then
+  editfs=$EDITFS
+else
+  say "cargo build --release"
+  cargo build --release --quiet
+  editfs=$repo_dir/target/release/editfs
+fi
 [ -x "$editfs" ] || die "no $editfs after the build"
 
 # ---------------------------------------------------------------- temp dir, mounts, cleanup
@@ -287,10 +296,13 @@ add_w seq "1 GiB sequential read (cat), warm"
 add_w write "1 GiB sequential write (dd bs=1M)"
 add_w overwrite "overwrite 300 files (O_TRUNC)"
 add_w find "find -printf %s, 50k files, warm"
+[ "$can_drop" = 0 ] || add_w findcold "find -printf %s, 50k files, cold"
 add_w grep "grep -r, 50k files, warm"
+[ "$can_drop" = 0 ] || add_w grepcold "grep -r, 50k files, cold"
 add_w untar "tar xf 5k files"
 add_w rmrf "rm -rf 5k files"
 add_w git "git status, $repo_files files, warm"
+[ "$can_drop" = 0 ] || add_w gitcold "git status, $repo_files files, cold"
 [ -z "$crate_name" ] || {
   add_w cargo "cargo build, incremental, $crate_name"
   add_w gitcrate "git status, $crate_name"
@@ -304,6 +316,25 @@ add_w cp "ref: cp 100 KiB file"
   W_LABEL[write]="$BIG_MIB MiB sequential write (dd bs=1M)"
 }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# time_cold WORKLOAD VIEW REPS CMD...: as time_cmd, with the caches dropped before
+# each repetition (outside the timing)
+time_cold() {
+  local w=$1 v=$2 reps=$3; shift 3
+  [ "$can_drop" = 1 ] && want "$w" || return 0
+  local err=$work/err/$RANDOM t0 t1 i samples=()
+  for ((i = 0; i < reps; i++)); do
+    drop_caches
+    t0=$(now_us)
+    if ! (cd "${root[$v]}" && timeout "$CMD_TIMEOUT" "$@") >/dev/null 2>"$err"; then
+      fail "$w" "$v" "cd ${root[$v]} && $*" "$err"
+      return 0
+    fi
+    t1=$(now_us)
+    samples+=("$((t1 - t0))")
+  done
+  RES["$w|$v"]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
+}
 # one request and its answer, in us: the kernel never caches statfs, so on a FUSE
 # view each call is a request the daemon answers with one statfs of its own
 round_trip() {
@@ -410,23 +441,25 @@ for n in os.listdir("small"):
     os.close(fd)'
   fi
 
-  if want find; then
+  if want find findcold; then
     say "$v: find"
     (cd "$r" && find tree -printf '%p %s\n' | sort) >"$work/find-$v.out" 2>"$work/err/find-$v" ||
       fail find "$v" "cd $r && find tree -printf '%p %s\n'" "$work/err/find-$v"
     [ "${RES[find|$v]:-}" = FAIL ] || {
       check_same find "$v" "$work/find-native.out" "$work/find-$v.out" "find output"
-      time_cmd find "$v" "$REPS" 0 find tree -printf '%s\n'
+      ! want find || time_cmd find "$v" "$REPS" 0 find tree -printf '%s\n'
+      time_cold findcold "$v" "$REPS" find tree -printf '%s\n'
     }
   fi
 
-  if want grep; then
+  if want grep grepcold; then
     say "$v: grep -r"
     (cd "$r" && grep -r needle_xyzzy tree | sort) >"$work/grep-$v.out" 2>"$work/err/grep-$v" ||
       fail grep "$v" "cd $r && grep -r needle_xyzzy tree" "$work/err/grep-$v"
     [ "${RES[grep|$v]:-}" = FAIL ] || {
       check_same grep "$v" "$work/grep-native.out" "$work/grep-$v.out" "grep output"
-      time_cmd grep "$v" "$HEAVY_REPS" 0 grep -r needle_xyzzy tree
+      ! want grep || time_cmd grep "$v" "$HEAVY_REPS" 0 grep -r needle_xyzzy tree
+      time_cold grepcold "$v" "$HEAVY_REPS" grep -r needle_xyzzy tree
     }
     [ "$v" != editfs ] || [ -z "$editfs_pid" ] ||
       rss_walk_kib=$(awk '/^VmRSS/ {print $2}' "/proc/$editfs_pid/status" 2>/dev/null || echo "")
@@ -464,12 +497,13 @@ for n in os.listdir("small"):
       RES[rmrf|$v]=$(printf '%s\n' "${rm_[@]}" | median | awk '{printf "%.3f", $1/1000}')
   fi
 
-  if want git; then
+  if want git gitcold; then
     say "$v: git status"
     # warm-up: refreshes the index for this view's stat data (written through the view)
     if (cd "$r/repo" && git status --porcelain && git status --porcelain) >"$work/git-$v.out" 2>"$work/err/git-$v"; then
       check_same git "$v" "$work/git-native.out" "$work/git-$v.out" "git status output"
-      time_cmd git "$v" "$REPS" 0 git -C repo status --porcelain
+      ! want git || time_cmd git "$v" "$REPS" 0 git -C repo status --porcelain
+      time_cold gitcold "$v" "$REPS" git -C repo status --porcelain
     else
       fail git "$v" "cd $r/repo && git status --porcelain" "$work/err/git-$v"
     fi
