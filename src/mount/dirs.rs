@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
@@ -142,10 +143,12 @@ impl Core {
     }
 
     fn entry_at(&self, parent: u64, dir: &impl AsFd, name: &OsStr) -> Res<Timed> {
+        let ttl = self.ttl_in(parent);
         let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
         let id = real_id(st.st_ino);
         self.nodes.write().remember(id, parent, name);
-        Ok((attr(&st, id), REAL_TTL))
+        let a = attr(&st, id);
+        Ok((a, super::watch::ttl_for(ttl, &a)))
     }
 
     /// A name the user may change: real, in a real directory, not a control file.
@@ -266,7 +269,7 @@ impl Core {
     }
 
     /// An open descriptor of a real node for extended attributes; `None` for a symlink.    /// The attributes of a listed entry, read now; `None` if it has gone.
-    fn entry_attr(&self, dir: Option<&OwnedFd>, e: &Entry) -> Option<Timed> {
+    fn entry_attr(&self, (dir, ttl): (Option<&OwnedFd>, Duration), e: &Entry) -> Option<Timed> {
         let real = self
             .nodes
             .read()
@@ -276,7 +279,8 @@ impl Core {
             (true, Some(_)) if let Some(still) = self.still_sent(e.ino) => Some(still),
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-                Some((self.sent(&attr(&st, real_id(st.st_ino))), REAL_TTL))
+                let a = self.sent(&attr(&st, real_id(st.st_ino)));
+                Some((a, super::watch::ttl_for(ttl, &a)))
             }
             _ => self.getattr(e.ino, None).ok(),
         }
@@ -405,6 +409,7 @@ impl Core {
         register: Register<'_>,
     ) -> Res<(Timed, Opened)> {
         let dir = self.new_name(parent, name)?;
+        let ttl = self.ttl_in(parent);
         let writer = super::real::writer(flags);
         let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)
             | OFlags::CREATE
@@ -437,11 +442,16 @@ impl Core {
             Some(backing) => Served::Passed(backing),
             None => Served::Plain,
         };
-        Ok(((attr(&st, id), REAL_TTL), Opened { fh, served }))
+        let a = attr(&st, id);
+        Ok(((a, super::watch::ttl_for(ttl, &a)), Opened { fh, served }))
     }
 
-    pub(super) fn opendir(&self, ino: u64) -> Res<u64> {
-        Ok(self.add_handle(Handle::Dir(self.list(ino)?)))
+    /// Opens a directory; `true` if the kernel may keep its listing across
+    /// opens (the watcher tells it when the directory changes).
+    pub(super) fn opendir(&self, ino: u64) -> Res<(u64, bool)> {
+        // Watched before it is read, so no change after the reading goes untold.
+        let keep = matches!(self.kind(ino)?, Kind::Real) && self.ttl_in(ino) > REAL_TTL;
+        Ok((self.add_handle(Handle::Dir(self.list(ino)?)), keep))
     }
 
     /// Hands the entries of an open directory from `offset` on to `add` (node
@@ -487,8 +497,8 @@ impl Core {
             return Err(Errno::ENOTDIR);
         };
         let dir = match self.kind(ino) {
-            Ok(Kind::Real) => self.dir_of(ino).ok(),
-            _ => None,
+            Ok(Kind::Real) => (self.dir_of(ino).ok(), self.ttl_in(ino)),
+            _ => (None, REAL_TTL),
         };
         // `.` and `..` come first; the kernel looks neither up.
         let Ok((here, _)) = self.getattr(ino, None) else {
@@ -504,7 +514,7 @@ impl Core {
             .enumerate()
             .skip((offset as usize).saturating_sub(2))
         {
-            let Some(timed) = self.entry_attr(dir.as_deref(), e) else {
+            let Some(timed) = self.entry_attr((dir.0.as_deref(), dir.1), e) else {
                 continue;
             };
             if add(timed.0.ino, i as u64 + 3, &e.name, &timed) {

@@ -11,7 +11,11 @@
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold` and `remover` are taken alone and briefly.
+//!    `retries`, `untold`, `remover` and the watches' table are taken alone and
+//!    briefly.
+//!
+//! The watcher's thread (`watch.rs`) calls into the kernel holding nothing, and
+//! no FUSE worker ever waits for it.
 //!
 //! A commit thread may wait, holding nothing, for another commit on the same
 //! file to have told the kernel (`Telling`): no FUSE worker ever waits for
@@ -26,11 +30,14 @@
 //! waiting on the kernel, and never run a transaction themselves (a flush or
 //! read that must commit is handed over, decided under the `EditBuffer` lock).
 //!
-//! Cache policy: real entries and attributes live 1 s in the kernel, and file
-//! pages stay cached across opens but are dropped when a refresh of attributes
-//! shows a new size or mtime (FUSE_AUTO_INVAL_DATA), so changes made directly in
-//! SOURCE show within a second while warm reads never reach the daemon. A commit
-//! drops the file's pages at once. Virtual files live 0 s and are opened with
+//! Cache policy: real entries, attributes and listings of a directory SOURCE's
+//! watcher covers live an hour in the kernel, and the watcher drops whatever a
+//! change made directly in SOURCE makes stale (`watch.rs`); elsewhere they live
+//! 1 s. File pages stay cached across opens but are dropped when the watcher
+//! sees the content change, or a refresh of attributes shows a new size or
+//! mtime (FUSE_AUTO_INVAL_DATA), so changes made directly in SOURCE show within
+//! a second while warm reads never reach the daemon. A commit drops the file's
+//! pages at once. Virtual files live 0 s and are opened with
 //! direct I/O, so a status is never stale and never torn.
 //!
 //! Where the kernel allows it, real files open for writing or of 64 KiB or
@@ -274,6 +281,9 @@ impl EditFs {
         }
         checkpoints(Arc::downgrade(&core));
         filer(Arc::downgrade(&core));
+        if let Some(w) = &core.watches {
+            super::watch::start(w.clone(), Arc::downgrade(&core));
+        }
         EditFs { core }
     }
 
@@ -390,6 +400,8 @@ pub struct Core {
     stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
     sent: Mutex<Sent>,
+    /// SOURCE's watcher, where its file system lets every change be seen.
+    pub(super) watches: Option<Arc<super::watch::Watches>>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
     /// The daemon's own umask, which the system applies to every node it makes
@@ -567,6 +579,7 @@ impl Core {
         notifier: Arc<OnceLock<Box<dyn Kernel>>>,
         jobs: mpsc::Sender<Job>,
     ) -> Core {
+        let watches = super::watch::Watches::new(source.root()).map(Arc::new);
         Core {
             jobs,
             budget: super::budget::Budget::new(settings.buffers),
@@ -583,6 +596,7 @@ impl Core {
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             dirs: Mutex::new(DirCache::default()),
             sent: Mutex::new(Sent::default()),
+            watches,
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -669,6 +683,9 @@ impl Core {
     pub(super) fn forgot(&self, ino: u64) {
         self.dirs.lock().fds.remove(&ino);
         self.sent.lock().remove(ino);
+        if let Some(w) = &self.watches {
+            w.forgot(ino);
+        }
     }
 
     /// Records the attributes of a real node as just given to the kernel.

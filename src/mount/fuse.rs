@@ -50,6 +50,10 @@ impl Kernel for Notify {
     fn forget_entry(&self, parent: u64, name: &OsStr) {
         let _ = self.0.inval_entry(INodeNo(parent), name);
     }
+
+    fn forget_attributes(&self, ino: u64) {
+        let _ = self.0.inval_inode(INodeNo(ino), -1, 0);
+    }
 }
 
 fn to_fuser(e: Errno) -> fuser::Errno {
@@ -505,7 +509,14 @@ impl Filesystem for Fuse {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let answer = |r: ReplyOpen, fh| r.opened(FileHandle(fh), FopenFlags::empty());
+        // A listing the kernel may keep is kept across opens, until a change drops it.
+        let answer = |r: ReplyOpen, (fh, keep)| {
+            let flags = match keep {
+                true => FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+                false => FopenFlags::empty(),
+            };
+            r.opened(FileHandle(fh), flags)
+        };
         serve("opendir", reply, |_| self.0.opendir(ino.0), answer);
     }
 

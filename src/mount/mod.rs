@@ -27,6 +27,7 @@ mod rescue;
 mod source;
 mod state;
 mod types;
+mod watch;
 mod xattr;
 
 use std::io;

@@ -274,6 +274,14 @@ impl Nodes {
         id
     }
 
+    /// Every name the kernel holds a node by: (node, directory, name).
+    pub fn places(&self) -> Vec<(u64, u64, OsString)> {
+        self.by_name
+            .iter()
+            .map(|((parent, name), id)| (*id, *parent, name.clone()))
+            .collect()
+    }
+
     /// The kernel dropped `n` references to `id`; true when the node is gone.
     pub fn forget(&mut self, id: u64, n: u64) -> bool {
         let Some(node) = self.nodes.get_mut(&id) else {

@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 
 use super::control::{EditBuffer, slice};
-use super::fs::{Core, Handle, REAL_TTL, VIRTUAL_TTL};
+use super::fs::{Core, Handle, VIRTUAL_TTL};
 use super::nodes::Kind;
 use super::real::{Set, is_write, read_at, truncates};
 use super::state;
@@ -25,9 +25,10 @@ impl Core {
             // A name that is not there is remembered for a TTL too (a negative entry,
             // node id 0): git and compilers ask for the same missing names again and again.
             Kind::Real => match self.lookup_real(parent, name) {
-                Err(Errno::ENOENT) => {
-                    Ok((self.virtual_attr(0, FileType::RegularFile, 0, 0), REAL_TTL))
-                }
+                Err(Errno::ENOENT) => Ok((
+                    self.virtual_attr(0, FileType::RegularFile, 0, 0),
+                    self.ttl_in(parent),
+                )),
                 other => other,
             },
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::fs::{Core, Handle, REAL_TTL, VIRTUAL_TTL, attr, file_type};
+use super::fs::{Core, Handle, VIRTUAL_TTL, attr, file_type};
 use super::nodes::{ROOT, real_id};
 use super::ops::Register;
 use super::state;
@@ -101,11 +101,14 @@ impl Core {
             return Ok((self.state_attr(ino, std::path::Path::new(""))?, VIRTUAL_TTL));
         }
         let dir = self.dir_of(parent)?;
+        // Watched before it is read: a change from now on is told to the kernel.
+        let ttl = self.ttl_in(parent);
         match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => {
                 let id = real_id(st.st_ino);
                 self.nodes.write().remember(id, parent, name);
-                Ok((self.sent(&attr(&st, id)), REAL_TTL))
+                let a = self.sent(&attr(&st, id));
+                Ok((a, super::watch::ttl_for(ttl, &a)))
             }
             Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, name),
             Err(e) => Err(errno(e)),
@@ -115,7 +118,8 @@ impl Core {
     pub(super) fn getattr_real(&self, ino: u64, fh: Option<u64>) -> Res<Timed> {
         if let Some(Handle::File { file, .. }) = self.file_of(ino, fh).as_deref() {
             let st = rustix::fs::fstat(file).map_err(errno)?;
-            return Ok((self.sent(&attr(&st, ino)), REAL_TTL));
+            let a = self.sent(&attr(&st, ino));
+            return Ok((a, self.ttl_of(ino, &a)));
         }
         let st = match self.stat_real(ino) {
             // Replaced or unlinked under its name, but still open: the
@@ -123,7 +127,8 @@ impl Core {
             Err(Errno::ESTALE) => self.stat_open(ino).ok_or(Errno::ESTALE)?,
             other => other?,
         };
-        Ok((self.sent(&attr(&st, ino)), REAL_TTL))
+        let a = self.sent(&attr(&st, ino));
+        Ok((a, self.ttl_of(ino, &a)))
     }
 
     /// A real node's status, checked to still be the same file.

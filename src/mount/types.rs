@@ -150,4 +150,6 @@ pub trait Kernel: Send + Sync {
     fn forget_node(&self, ino: u64);
     /// Drops the cached entry `name` in directory node `parent`.
     fn forget_entry(&self, parent: u64, name: &OsStr);
+    /// Drops the cached attributes of node `ino`, keeping its pages.
+    fn forget_attributes(&self, ino: u64);
 }

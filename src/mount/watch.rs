@@ -1,0 +1,371 @@
+//! The watcher on SOURCE: it lets the kernel keep names, attributes and listings
+//! long, and tells it what changed behind the mount's back.
+//!
+//! Every directory the kernel asks about (a lookup in it, a listing of it) gets
+//! an inotify watch first, before anything in it is read; what the kernel
+//! learns of the names in a watched directory it may keep for `LONG_TTL`. One
+//! thread reads the events and tells the kernel exactly what they changed: a
+//! name made, removed or moved drops that entry and the directory's attributes
+//! and cached listing; changed attributes or content drop the entry (a lookup of
+//! it may be in flight: the kernel makes that drop wait for it) and the node's
+//! attributes, and its pages when the content changed.
+//!
+//! Whatever this cannot see keeps the 1 s TTL, so a change made directly in
+//! SOURCE always shows within a second: a directory whose watch could not be
+//! added (the user's inotify limit), a file with more than one link (a change
+//! through another name reports that name), every name for a while after the
+//! event queue overflowed (and all the kernel held is dropped then), and
+//! SOURCE on a file system whose changes need not pass through this kernel
+//! (network and FUSE file systems): there nothing is watched at all.
+//! One gap stays: writes through a shared map raise no event; they show when
+//! the writer closes the file, or when the size or mtime changes otherwise.
+//!
+//! The daemon's own changes through the mount raise events too; they are
+//! gathered for a few milliseconds and merged per name, so a long write costs a
+//! handful of notifications, not one per `write(2)`.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rustix::event::{PollFd, PollFlags};
+use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
+
+use super::fs::{Core, REAL_TTL};
+use super::nodes::{Kind, ROOT};
+use super::types::{FileAttr, FileType};
+
+/// How long the kernel keeps what a watched directory told it.
+pub const LONG_TTL: Duration = Duration::from_secs(3600);
+
+/// How long events are gathered before they are told, so a burst is merged.
+const GATHER: Duration = Duration::from_millis(5);
+
+/// How long every name keeps the 1 s TTL after the event queue overflowed.
+const AFTER_OVERFLOW: Duration = Duration::from_secs(2);
+
+/// File systems whose every change passes through this kernel's VFS, so that
+/// inotify sees it: local disks and memory. Elsewhere (NFS, SMB, FUSE, 9p) a
+/// change made on another machine raises no event.
+const LOCAL: [i64; 8] = [
+    0xEF53,      // ext2/3/4
+    0x5846_5342, // xfs
+    0x9123_683E, // btrfs
+    0x0102_1994, // tmpfs
+    0xF2F5_2010, // f2fs
+    0x2FC1_2FC1, // zfs
+    0xCA45_1A4E, // bcachefs
+    0x794C_7630, // overlayfs
+];
+
+/// The watches, by watch descriptor and by directory node.
+#[derive(Default)]
+struct Table {
+    by_wd: HashMap<i32, u64>,
+    by_dir: HashMap<u64, i32>,
+    /// Directories whose watch could not be added: not tried again while known.
+    refused: HashSet<u64>,
+    /// Until when every name keeps the 1 s TTL (after an overflow).
+    degraded_until: Option<Instant>,
+}
+
+pub struct Watches {
+    fd: OwnedFd,
+    table: Mutex<Table>,
+}
+
+/// What one gathered burst of events asks the kernel to drop.
+#[derive(Default, Debug, PartialEq, Eq)]
+pub struct Told {
+    /// Entries, by directory node and name.
+    pub entries: HashSet<(u64, OsString)>,
+    /// Nodes whose attributes (and pages, if `true`) are stale.
+    pub nodes: HashMap<u64, bool>,
+    /// The queue overflowed: everything the kernel holds is stale.
+    pub everything: bool,
+}
+
+impl Told {
+    fn node(&mut self, ino: u64, pages: bool) {
+        *self.nodes.entry(ino).or_default() |= pages;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.nodes.is_empty() && !self.everything
+    }
+}
+
+const MASK: WatchFlags = WatchFlags::CREATE
+    .union(WatchFlags::DELETE)
+    .union(WatchFlags::MOVED_FROM)
+    .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::ATTRIB)
+    .union(WatchFlags::MODIFY)
+    .union(WatchFlags::CLOSE_WRITE)
+    .union(WatchFlags::ONLYDIR);
+
+impl Watches {
+    /// Watches for SOURCE at `root`, or `None` where changes could escape them.
+    pub fn new(root: impl AsFd) -> Option<Watches> {
+        let fs = rustix::fs::fstatfs(&root).ok()?;
+        if !LOCAL.contains(&(fs.f_type as i64)) {
+            log::info!(
+                "SOURCE is on a file system (type {:#x}) whose changes inotify may not see: names and attributes live 1 s in the kernel",
+                fs.f_type
+            );
+            return None;
+        }
+        match inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK) {
+            Ok(fd) => Some(Watches {
+                fd,
+                table: Mutex::default(),
+            }),
+            Err(e) => {
+                log::warn!(
+                    "cannot watch SOURCE ({e}): names and attributes live 1 s in the kernel"
+                );
+                None
+            }
+        }
+    }
+
+    /// Whether changes in directory node `dir` are told to the kernel, adding
+    /// its watch (through `open`, the directory) if it has none yet.
+    pub fn cover(&self, dir: u64, open: impl AsFd) -> bool {
+        let mut t = self.table.lock();
+        if t.degraded_until.is_some_and(|until| Instant::now() < until) {
+            return false;
+        }
+        if t.by_dir.contains_key(&dir) {
+            return true;
+        }
+        if t.refused.contains(&dir) {
+            return false;
+        }
+        let link = format!("/proc/self/fd/{}", open.as_fd().as_raw_fd());
+        match inotify::add_watch(&self.fd, link.as_str(), MASK) {
+            Ok(wd) => {
+                // The same inode under another node id cannot happen: ids are inodes.
+                t.by_wd.insert(wd, dir);
+                t.by_dir.insert(dir, wd);
+                true
+            }
+            Err(e) => {
+                if t.refused.is_empty() {
+                    log::warn!(
+                        "cannot watch a directory of SOURCE ({e}; see /proc/sys/fs/inotify/max_user_watches): its names live 1 s in the kernel"
+                    );
+                }
+                t.refused.insert(dir);
+                false
+            }
+        }
+    }
+
+    /// Whether directory node `dir` is watched now (without adding a watch).
+    pub fn covers(&self, dir: u64) -> bool {
+        let t = self.table.lock();
+        !t.degraded_until.is_some_and(|until| Instant::now() < until) && t.by_dir.contains_key(&dir)
+    }
+
+    /// The kernel forgot directory node `dir`: its watch goes.
+    pub fn forgot(&self, dir: u64) {
+        let mut t = self.table.lock();
+        t.refused.remove(&dir);
+        if let Some(wd) = t.by_dir.remove(&dir) {
+            t.by_wd.remove(&wd);
+            // Gone already if the directory was removed: nothing to undo.
+            let _ = inotify::remove_watch(&self.fd, wd);
+        }
+    }
+
+    /// Reads the events queued now into `told`; `false` when there were none.
+    fn gather(&self, buf: &mut [MaybeUninit<u8>], told: &mut Told, core: &Core) -> bool {
+        let mut reader = inotify::Reader::new(&self.fd, buf);
+        let mut any = false;
+        loop {
+            let e = match reader.next() {
+                Ok(e) => e,
+                Err(rustix::io::Errno::AGAIN) => return any,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    log::error!("reading SOURCE's changes: {e}");
+                    told.everything = true;
+                    return true;
+                }
+            };
+            any = true;
+            let flags = e.events();
+            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                told.everything = true;
+                continue;
+            }
+            let dir = {
+                let mut t = self.table.lock();
+                if flags.contains(ReadFlags::IGNORED) {
+                    if let Some(dir) = t.by_wd.remove(&e.wd()) {
+                        t.by_dir.remove(&dir);
+                    }
+                    continue;
+                }
+                t.by_wd.get(&e.wd()).copied()
+            };
+            let Some(dir) = dir else { continue };
+            let name = e.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
+            changed(told, core, dir, name, flags);
+        }
+    }
+
+    /// Marks every name as short-lived for a while: the queue lost events.
+    fn degrade(&self) {
+        self.table.lock().degraded_until = Some(Instant::now() + AFTER_OVERFLOW);
+    }
+}
+
+/// What one event in directory node `dir` (about `name`, or the directory
+/// itself) makes stale.
+pub fn changed(told: &mut Told, core: &Core, dir: u64, name: Option<&OsStr>, flags: ReadFlags) {
+    let Some(name) = name else {
+        told.node(dir, false);
+        return;
+    };
+    if dir == ROOT && name == OsStr::new(crate::store::STATE_DIR) {
+        return;
+    }
+    let child = core.nodes.read().child(dir, name);
+    told.entries.insert((dir, name.to_owned()));
+    let listing =
+        ReadFlags::CREATE | ReadFlags::DELETE | ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO;
+    if flags.intersects(listing) {
+        told.node(dir, true);
+    }
+    if let Some(child) = child {
+        let content = flags.intersects(ReadFlags::MODIFY | ReadFlags::CLOSE_WRITE);
+        told.node(child, content);
+    }
+}
+
+/// Starts the thread that tells the kernel of changes in SOURCE.
+pub fn start(watches: Arc<Watches>, core: Weak<Core>) {
+    let spawned = std::thread::Builder::new()
+        .name("editfs-watch".into())
+        .spawn(move || run(&watches, &core));
+    if let Err(e) = spawned {
+        log::error!("cannot start the watcher of SOURCE: {e}");
+    }
+}
+
+/// How long the thread waits for events before it checks the mount still lives.
+const IDLE: Duration = Duration::from_secs(1);
+
+fn run(watches: &Watches, core: &Weak<Core>) {
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
+    loop {
+        let Some(c) = core.upgrade() else { return };
+        let mut told = Told::default();
+        if watches.gather(&mut buf, &mut told, &c) {
+            // A burst: what follows within a few milliseconds is merged with it.
+            std::thread::sleep(GATHER);
+            while watches.gather(&mut buf, &mut told, &c) {}
+        }
+        if told.everything {
+            watches.degrade();
+        }
+        if !told.is_empty() {
+            c.tell(&told);
+            continue;
+        }
+        drop(c);
+        let mut poll = [PollFd::new(&watches.fd, PollFlags::IN)];
+        let timeout = rustix::event::Timespec::try_from(IDLE).ok();
+        // Woken early by an event, or by nothing: either way the loop looks again.
+        let _ = rustix::event::poll(&mut poll, timeout.as_ref());
+    }
+}
+
+/// The TTL of attributes `a` learned in a directory whose names live `ttl`: a
+/// file with other names could change through one no watch covers.
+pub fn ttl_for(ttl: Duration, a: &FileAttr) -> Duration {
+    match a.kind != FileType::Directory && a.nlink > 1 {
+        true => REAL_TTL,
+        false => ttl,
+    }
+}
+
+impl Core {
+    /// How long the kernel may keep a name in directory node `dir`, and its
+    /// attributes: long if changes there are told (a watch is added now if
+    /// needed), else 1 s.
+    pub(super) fn ttl_in(&self, dir: u64) -> Duration {
+        let Some(w) = self.watches.as_ref() else {
+            return REAL_TTL;
+        };
+        if w.covers(dir) {
+            return LONG_TTL;
+        }
+        match self.dir_of(dir) {
+            Ok(fd) if w.cover(dir, &*fd) => LONG_TTL,
+            _ => REAL_TTL,
+        }
+    }
+
+    /// How long the kernel may keep the attributes `a` of node `ino`: long if
+    /// its directory is watched and it has no other name a change could come
+    /// through.
+    pub(super) fn ttl_of(&self, ino: u64, a: &FileAttr) -> Duration {
+        let Some(w) = self.watches.as_ref() else {
+            return REAL_TTL;
+        };
+        let single = a.kind == FileType::Directory || a.nlink <= 1;
+        let parent = if ino == ROOT {
+            Some(ROOT)
+        } else {
+            self.nodes
+                .read()
+                .get(ino)
+                .filter(|n| n.kind == Kind::Real)
+                .map(|n| n.parent)
+        };
+        match parent {
+            Some(p) if single && w.covers(p) => LONG_TTL,
+            _ => REAL_TTL,
+        }
+    }
+
+    /// Tells the kernel what a burst of changes in SOURCE made stale, holding no lock.
+    fn tell(&self, told: &Told) {
+        for ino in told.nodes.keys() {
+            self.touched(*ino);
+        }
+        let Some(kernel) = self.notifier.get() else {
+            return;
+        };
+        if told.everything {
+            let known = self.nodes.read().places();
+            for (ino, parent, name) in known {
+                self.touched(ino);
+                kernel.forget_entry(parent, &name);
+                kernel.forget_node(ino);
+            }
+            kernel.forget_node(ROOT);
+            return;
+        }
+        // Entries first: dropping one waits for a lookup of it in flight, whose
+        // node the kernel then holds, so the node's drop below reaches it.
+        for (dir, name) in &told.entries {
+            kernel.forget_entry(*dir, name);
+        }
+        for (ino, pages) in &told.nodes {
+            if *pages {
+                kernel.forget_node(*ino);
+            } else {
+                kernel.forget_attributes(*ino);
+            }
+        }
+    }
+}

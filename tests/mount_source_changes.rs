@@ -1,0 +1,180 @@
+//! Changes made directly in SOURCE show through the mount within a second, even
+//! after the kernel cached the names, attributes, listings and pages they change:
+//! real shell commands on a real mount, the change made beside it.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::Mount;
+
+fn project(src: &Path) {
+    fs::create_dir(src.join("lib")).unwrap();
+    fs::write(src.join("lib/util.txt"), "one\ntwo\nthree\n").unwrap();
+    fs::write(src.join("lib/other.txt"), "other\n").unwrap();
+    fs::write(src.join("app.py"), "print('hi')\n").unwrap();
+}
+
+macro_rules! mount {
+    () => {
+        match Mount::start(&[], project) {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+/// The contract's promise, with room for a busy machine to schedule the check.
+const PROMISE: Duration = Duration::from_millis(1000);
+const SLACK: Duration = Duration::from_millis(300);
+
+/// Runs `script` in the mount until its output satisfies `shows`, failing if
+/// that takes longer than the promise (counted from `changed`).
+fn shows_within(m: &Mount, changed: Instant, script: &str, shows: impl Fn(&str) -> bool) {
+    let deadline = changed + PROMISE + SLACK;
+    loop {
+        let out = m.sh(script);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if shows(&text) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "`{script}` still shows {text:?} {:?} after the change",
+            changed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads everything the kernel caches of `lib/` and the files in it, twice (the
+/// second time from the cache).
+fn warm(m: &Mount) {
+    for _ in 0..2 {
+        m.ok("ls -la lib >/dev/null; cat lib/*.txt >/dev/null; stat lib/util.txt lib/other.txt >/dev/null");
+        let _ = m.sh("stat lib/new.txt lib/sub lib/a 2>/dev/null");
+    }
+}
+
+#[test]
+fn a_file_created_in_source_shows_in_a_cached_listing_and_name_within_a_second() {
+    let m = mount!();
+    warm(&m);
+    fs::write(m.src.join("lib/new.txt"), "fresh\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "ls lib", |o| o.contains("new.txt"));
+    shows_within(&m, at, "cat lib/new.txt", |o| o == "fresh\n");
+}
+
+#[test]
+fn a_file_removed_in_source_goes_from_a_cached_listing_and_name_within_a_second() {
+    let m = mount!();
+    warm(&m);
+    fs::remove_file(m.src.join("lib/other.txt")).unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "ls lib", |o| !o.contains("other.txt"));
+    shows_within(
+        &m,
+        at,
+        "stat lib/other.txt >/dev/null 2>&1 || echo gone",
+        |o| o == "gone\n",
+    );
+}
+
+#[test]
+fn a_file_renamed_in_source_shows_under_its_new_name_within_a_second() {
+    let m = mount!();
+    warm(&m);
+    fs::rename(m.src.join("lib/other.txt"), m.src.join("moved.txt")).unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "ls lib; ls", |o| {
+        !o.contains("other.txt") && o.contains("moved.txt")
+    });
+    shows_within(&m, at, "cat moved.txt", |o| o == "other\n");
+}
+
+#[test]
+fn a_mode_changed_in_source_shows_within_a_second() {
+    let m = mount!();
+    warm(&m);
+    fs::set_permissions(
+        m.src.join("lib/util.txt"),
+        fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "stat -c %a lib/util.txt", |o| o == "600\n");
+}
+
+#[test]
+fn content_rewritten_in_source_shows_within_a_second_though_its_pages_were_cached() {
+    let m = mount!();
+    warm(&m);
+    // Same size: only the content and the times tell the change.
+    fs::write(m.src.join("lib/util.txt"), "ONE\nTWO\nTHREE\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "cat lib/util.txt", |o| o == "ONE\nTWO\nTHREE\n");
+    // Appended to: the new size shows too.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(m.src.join("lib/util.txt"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"four\n"))
+        .unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "stat -c %s lib/util.txt", |o| o == "19\n");
+}
+
+#[test]
+fn a_new_directory_and_a_file_in_it_show_within_a_second() {
+    let m = mount!();
+    warm(&m);
+    fs::create_dir(m.src.join("lib/sub")).unwrap();
+    fs::write(m.src.join("lib/sub/inner.txt"), "inner\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "ls lib", |o| o.contains("sub"));
+    shows_within(&m, at, "cat lib/sub/inner.txt", |o| o == "inner\n");
+    // Now cached too: a second file in it shows as well.
+    m.ok("ls lib/sub >/dev/null; ls lib/sub >/dev/null");
+    fs::write(m.src.join("lib/sub/second.txt"), "2\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "ls lib/sub", |o| o.contains("second.txt"));
+}
+
+#[test]
+fn a_deep_tree_made_with_mkdir_p_shows_within_a_second() {
+    let m = mount!();
+    warm(&m);
+    let deep = m.src.join("lib/a/b/c/d");
+    fs::create_dir_all(&deep).unwrap();
+    fs::write(deep.join("leaf.txt"), "leaf\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "find lib/a -type f", |o| {
+        o == "lib/a/b/c/d/leaf.txt\n"
+    });
+    shows_within(&m, at, "cat lib/a/b/c/d/leaf.txt", |o| o == "leaf\n");
+}
+
+#[test]
+fn a_file_changed_through_another_of_its_names_shows_within_a_second() {
+    let m = mount!();
+    fs::create_dir(m.src.join("elsewhere")).unwrap();
+    fs::hard_link(m.src.join("lib/util.txt"), m.src.join("elsewhere/link.txt")).unwrap();
+    warm(&m);
+    // Through the other name, in a directory the kernel never looked into.
+    fs::write(m.src.join("elsewhere/link.txt"), "via the link, longer\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "cat lib/util.txt", |o| {
+        o == "via the link, longer\n"
+    });
+}
+
+#[test]
+fn changes_made_through_the_mount_show_at_once() {
+    let m = mount!();
+    warm(&m);
+    m.ok("echo made > lib/made.txt && ls lib | grep -q made.txt && rm lib/other.txt && ! ls lib | grep -q other.txt");
+    m.ok("mv lib/made.txt lib/renamed.txt && cat lib/renamed.txt | grep -q made && chmod 600 lib/renamed.txt && [ $(stat -c %a lib/renamed.txt) = 600 ]");
+}
