@@ -50,12 +50,12 @@ fn shows_within(m: &Mount, changed: Instant, script: &str, shows: impl Fn(&str) 
     }
 }
 
-/// Reads everything the kernel caches of `lib/` and the files in it, twice (the
-/// second time from the cache).
+/// Reads everything the kernel caches of SOURCE, `lib/` and the files in it,
+/// twice (the second time from the cache).
 fn warm(m: &Mount) {
     for _ in 0..2 {
-        m.ok("ls -la lib >/dev/null; cat lib/*.txt >/dev/null; stat lib/util.txt lib/other.txt >/dev/null");
-        let _ = m.sh("stat lib/new.txt lib/sub lib/a 2>/dev/null");
+        m.ok("ls -la . lib >/dev/null; cat lib/*.txt >/dev/null; stat lib/util.txt lib/other.txt >/dev/null");
+        let _ = m.sh("stat lib/new.txt lib/sub lib/a moved.txt 2>/dev/null");
     }
 }
 
