@@ -10,6 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::fs::{Core, Entry, Handle, Loc, REAL_TTL, VIRTUAL_TTL, attr, file_type, id_of};
@@ -450,8 +452,28 @@ impl Core {
     /// opens (the watcher tells it when the directory changes).
     pub(super) fn opendir(&self, ino: u64) -> Res<(u64, bool)> {
         // Watched before it is read, so no change after the reading goes untold.
-        let keep = matches!(self.kind(ino)?, Kind::Real) && self.ttl_in(ino) > REAL_TTL;
-        Ok((self.add_handle(Handle::Dir(self.list(ino)?)), keep))
+        let (listing, keep) = match self.kind(ino)? {
+            // Opened now, so a directory that is gone fails here, not at the listing.
+            Kind::Real => (
+                None,
+                self.dir_of(ino).is_ok_and(|_| self.ttl_in(ino) > REAL_TTL),
+            ),
+            _ => (Some(Arc::new(self.list(ino)?)), false),
+        };
+        Ok((self.add_handle(Handle::Dir(Mutex::new(listing))), keep))
+    }
+
+    /// The entries of open directory `h` (node `ino`), read at the first ask.
+    fn entries(&self, ino: u64, h: &Handle) -> Res<Arc<Vec<Entry>>> {
+        let Handle::Dir(listing) = h else {
+            return Err(Errno::ENOTDIR);
+        };
+        if let Some(read) = &*listing.lock() {
+            return Ok(read.clone());
+        }
+        // Read holding nothing; the kernel sends one listing request of a handle at a time.
+        let read = Arc::new(self.list(ino)?);
+        Ok(listing.lock().get_or_insert(read).clone())
     }
 
     /// Hands the entries of an open directory from `offset` on to `add` (node
@@ -463,10 +485,7 @@ impl Core {
         offset: u64,
         mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
     ) -> Res<()> {
-        let h = self.handle(fh)?;
-        let Handle::Dir(entries) = &*h else {
-            return Err(Errno::ENOTDIR);
-        };
+        let entries = self.entries(ino, &*self.handle(fh)?)?;
         let dots = [
             (ino, FileType::Directory, OsStr::new(".")),
             (ino, FileType::Directory, OsStr::new("..")),
@@ -492,10 +511,7 @@ impl Core {
         offset: u64,
         mut add: impl FnMut(u64, u64, &OsStr, &Timed) -> bool,
     ) -> Res<()> {
-        let h = self.handle(fh)?;
-        let Handle::Dir(entries) = &*h else {
-            return Err(Errno::ENOTDIR);
-        };
+        let entries = self.entries(ino, &*self.handle(fh)?)?;
         let dir = match self.kind(ino) {
             Ok(Kind::Real) => (self.dir_of(ino).ok(), self.ttl_in(ino)),
             _ => (None, REAL_TTL),

@@ -188,7 +188,9 @@ pub enum Handle {
         /// the descriptor again.
         writer: bool,
     },
-    Dir(Vec<Entry>),
+    /// An open directory's entries, read at its first listing request (`None`
+    /// until then): a listing the kernel keeps cached is not read at all.
+    Dir(Mutex<Option<Arc<Vec<Entry>>>>),
     Edit(Mutex<EditBuffer>),
     /// A virtual file's content, fixed when it was opened; what `.editfs/`
     /// renders for a reader (a long log) is charged to the reader's buffer budget.
