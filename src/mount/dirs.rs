@@ -450,17 +450,28 @@ impl Core {
 
     /// Opens a directory; `true` if the kernel may keep its listing across
     /// opens (the watcher tells it when the directory changes).
+    ///
+    /// Not when a file in it was opened since the listing was last read: a read
+    /// of a passed-through file makes the kernel drop that file's atime, so the
+    /// next `fstat` (grep's, before reading) would cost a getattr per file,
+    /// where listing the directory anew refreshes them all in one readdirplus.
     pub(super) fn opendir(&self, ino: u64) -> Res<(u64, bool)> {
         // Watched before it is read, so no change after the reading goes untold.
+        let watched = |_| self.ttl_in(ino) > REAL_TTL;
         let (listing, keep) = match self.kind(ino)? {
             // Opened now, so a directory that is gone fails here, not at the listing.
-            Kind::Real => (
-                None,
-                self.dir_of(ino).is_ok_and(|_| self.ttl_in(ino) > REAL_TTL),
-            ),
+            Kind::Real => {
+                let files_read = self.opened_in.lock().remove(&ino);
+                (None, self.dir_of(ino).is_ok_and(watched) && !files_read)
+            }
             _ => (Some(Arc::new(self.list(ino)?)), false),
         };
         Ok((self.add_handle(Handle::Dir(Mutex::new(listing))), keep))
+    }
+
+    /// A real file in directory node `dir` is being opened.
+    pub(super) fn opening_in(&self, dir: u64) {
+        self.opened_in.lock().insert(dir);
     }
 
     /// The entries of open directory `h` (node `ino`), read at the first ask.

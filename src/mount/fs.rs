@@ -11,8 +11,8 @@
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold`, `remover` and the watches' table are taken alone and
-//!    briefly.
+//!    `retries`, `untold`, `remover`, `opened_in` and the watches' table are
+//!    taken alone and briefly.
 //!
 //! The watcher's thread (`watch.rs`) calls into the kernel holding nothing, and
 //! no FUSE worker ever waits for it.
@@ -404,6 +404,9 @@ pub struct Core {
     sent: Mutex<Sent>,
     /// SOURCE's watcher, where its file system lets every change be seen.
     pub(super) watches: Option<Arc<super::watch::Watches>>,
+    /// Directories a file was opened in since their listing was last read (see
+    /// `Core::opendir`).
+    pub(super) opened_in: Mutex<std::collections::HashSet<u64>>,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
     /// The daemon's own umask, which the system applies to every node it makes
@@ -599,6 +602,7 @@ impl Core {
             dirs: Mutex::new(DirCache::default()),
             sent: Mutex::new(Sent::default()),
             watches,
+            opened_in: Mutex::default(),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -685,6 +689,7 @@ impl Core {
     pub(super) fn forgot(&self, ino: u64) {
         self.dirs.lock().fds.remove(&ino);
         self.sent.lock().remove(ino);
+        self.opened_in.lock().remove(&ino);
         if let Some(w) = &self.watches {
             w.forgot(ino);
         }

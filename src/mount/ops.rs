@@ -122,7 +122,10 @@ impl Core {
                 })
             }
             (_, Kind::State(_)) => return Err(Errno::EROFS),
-            (_, Kind::Real) => return self.open_file(who, ino, flags, register),
+            (parent, Kind::Real) => {
+                self.opening_in(parent);
+                return self.open_file(who, ino, flags, register);
+            }
         };
         Ok(Opened {
             fh,
