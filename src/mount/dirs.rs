@@ -270,15 +270,19 @@ impl Core {
         }
     }
 
-    /// An open descriptor of a real node for extended attributes; `None` for a symlink.    /// The attributes of a listed entry, read now; `None` if it has gone.
+    /// The attributes of a listed entry, read now; `None` if it has gone.
     fn entry_attr(&self, (dir, ttl): (Option<&OwnedFd>, Duration), e: &Entry) -> Option<Timed> {
         let real = self
             .nodes
             .read()
             .get(e.ino)
             .is_none_or(|n| n.kind == Kind::Real);
+        // Attributes handed out again keep their expiry, at most 1 s away: in a
+        // watched directory that would cut the entry's long life short, so they
+        // are read anew there (a listing the kernel keeps is rarely read again).
+        let reuse = ttl <= REAL_TTL;
         match (real, dir) {
-            (true, Some(_)) if let Some(still) = self.still_sent(e.ino) => Some(still),
+            (true, Some(_)) if reuse && let Some(still) = self.still_sent(e.ino) => Some(still),
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
                 let a = self.sent(&attr(&st, real_id(st.st_ino)));
