@@ -217,7 +217,8 @@ impl Watches {
             };
             let Some(dir) = dir else { continue };
             let name = e.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
-            changed(told, core, dir, name, flags);
+            let child = name.and_then(|n| core.nodes.read().child(dir, n));
+            changed(told, (dir, name), child, flags);
         }
     }
 
@@ -227,9 +228,14 @@ impl Watches {
     }
 }
 
-/// What one event in directory node `dir` (about `name`, or the directory
-/// itself) makes stale.
-pub fn changed(told: &mut Told, core: &Core, dir: u64, name: Option<&OsStr>, flags: ReadFlags) {
+/// What one event in directory node `dir` about `name` (node `child`, if the
+/// kernel was told of it), or about the directory itself, makes stale.
+fn changed(
+    told: &mut Told,
+    (dir, name): (u64, Option<&OsStr>),
+    child: Option<u64>,
+    flags: ReadFlags,
+) {
     let Some(name) = name else {
         told.node(dir, false);
         return;
@@ -237,7 +243,6 @@ pub fn changed(told: &mut Told, core: &Core, dir: u64, name: Option<&OsStr>, fla
     if dir == ROOT && name == OsStr::new(crate::store::STATE_DIR) {
         return;
     }
-    let child = core.nodes.read().child(dir, name);
     told.entries.insert((dir, name.to_owned()));
     let listing =
         ReadFlags::CREATE | ReadFlags::DELETE | ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO;
@@ -367,5 +372,116 @@ impl Core {
                 kernel.forget_attributes(*ino);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn told(events: &[(Option<&str>, Option<u64>, ReadFlags)]) -> Told {
+        let mut t = Told::default();
+        for (name, child, flags) in events {
+            changed(&mut t, (7, name.map(OsStr::new)), *child, *flags);
+        }
+        t
+    }
+
+    fn entry(name: &str) -> (u64, OsString) {
+        (7, name.into())
+    }
+
+    #[test]
+    fn a_name_made_or_removed_drops_the_entry_and_the_directory_listing() {
+        for flags in [
+            ReadFlags::CREATE,
+            ReadFlags::DELETE,
+            ReadFlags::MOVED_FROM,
+            ReadFlags::MOVED_TO,
+        ] {
+            let t = told(&[(Some("a"), None, flags)]);
+            assert!(t.entries.contains(&entry("a")), "{flags:?}");
+            assert_eq!(
+                t.nodes.get(&7),
+                Some(&true),
+                "{flags:?}: listing and attributes"
+            );
+        }
+    }
+
+    #[test]
+    fn new_content_drops_the_entry_and_the_file_pages_new_attributes_only_its_attributes() {
+        let t = told(&[(Some("f"), Some(9), ReadFlags::MODIFY)]);
+        assert!(t.entries.contains(&entry("f")));
+        assert_eq!(t.nodes.get(&9), Some(&true));
+        assert_eq!(t.nodes.get(&7), None, "the listing is unchanged");
+        let t = told(&[(Some("f"), Some(9), ReadFlags::ATTRIB)]);
+        assert!(
+            t.entries.contains(&entry("f")),
+            "a lookup of it may be in flight"
+        );
+        assert_eq!(t.nodes.get(&9), Some(&false), "pages kept");
+    }
+
+    #[test]
+    fn a_burst_on_one_file_is_told_once_and_pages_win_over_attributes() {
+        let burst: Vec<_> = (0..1000)
+            .map(|i| {
+                let f = if i % 2 == 0 {
+                    ReadFlags::MODIFY
+                } else {
+                    ReadFlags::ATTRIB
+                };
+                (Some("big"), Some(9), f)
+            })
+            .collect();
+        let t = told(&burst);
+        assert_eq!(t.entries.len(), 1);
+        assert_eq!(t.nodes.len(), 1);
+        assert_eq!(t.nodes.get(&9), Some(&true));
+    }
+
+    #[test]
+    fn an_event_on_the_directory_itself_drops_its_attributes() {
+        let t = told(&[(None, None, ReadFlags::ATTRIB)]);
+        assert!(t.entries.is_empty());
+        assert_eq!(t.nodes.get(&7), Some(&false));
+    }
+
+    #[test]
+    fn the_store_in_source_raises_nothing_for_the_virtual_state_directory() {
+        let mut t = Told::default();
+        let name = OsStr::new(crate::store::STATE_DIR);
+        changed(&mut t, (ROOT, Some(name)), None, ReadFlags::MODIFY);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_file_with_other_names_keeps_the_short_lifetime() {
+        let mut a = FileAttr {
+            ino: 9,
+            size: 0,
+            blocks: 0,
+            atime: std::time::UNIX_EPOCH,
+            mtime: std::time::UNIX_EPOCH,
+            ctime: std::time::UNIX_EPOCH,
+            kind: FileType::RegularFile,
+            perm: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+        };
+        assert_eq!(ttl_for(LONG_TTL, &a), LONG_TTL);
+        a.nlink = 2;
+        assert_eq!(ttl_for(LONG_TTL, &a), REAL_TTL);
+        a.kind = FileType::Directory;
+        assert_eq!(
+            ttl_for(LONG_TTL, &a),
+            LONG_TTL,
+            "a directory's links are its subdirectories"
+        );
+        assert_eq!(ttl_for(REAL_TTL, &a), REAL_TTL);
     }
 }
