@@ -74,6 +74,13 @@ struct Table {
     degraded_until: Option<Instant>,
 }
 
+impl Table {
+    fn degraded(&self) -> bool {
+        self.degraded_until
+            .is_some_and(|until| Instant::now() < until)
+    }
+}
+
 pub struct Watches {
     fd: OwnedFd,
     table: Mutex<Table>,
@@ -138,7 +145,7 @@ impl Watches {
     /// its watch (through `open`, the directory) if it has none yet.
     pub fn cover(&self, dir: u64, open: impl AsFd) -> bool {
         let mut t = self.table.lock();
-        if t.degraded_until.is_some_and(|until| Instant::now() < until) {
+        if t.degraded() {
             return false;
         }
         if t.by_dir.contains_key(&dir) {
@@ -170,7 +177,7 @@ impl Watches {
     /// Whether directory node `dir` is watched now (without adding a watch).
     pub fn covers(&self, dir: u64) -> bool {
         let t = self.table.lock();
-        !t.degraded_until.is_some_and(|until| Instant::now() < until) && t.by_dir.contains_key(&dir)
+        !t.degraded() && t.by_dir.contains_key(&dir)
     }
 
     /// The kernel forgot directory node `dir`: its watch goes.
