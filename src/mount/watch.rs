@@ -95,6 +95,10 @@ pub struct Told {
     pub nodes: HashMap<u64, bool>,
     /// The queue overflowed: everything the kernel holds is stale.
     pub everything: bool,
+    /// Directories whose watch ended (removed, or its inode gone): a node that
+    /// took their id meanwhile may have been given long entries no watch
+    /// covered, so every entry in them is dropped.
+    pub lost: HashSet<u64>,
 }
 
 impl Told {
@@ -103,7 +107,7 @@ impl Told {
     }
 
     fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.nodes.is_empty() && !self.everything
+        self.entries.is_empty() && self.nodes.is_empty() && self.lost.is_empty() && !self.everything
     }
 }
 
@@ -217,6 +221,7 @@ impl Watches {
                 if flags.contains(ReadFlags::IGNORED) {
                     if let Some(dir) = t.by_wd.remove(&e.wd()) {
                         t.by_dir.remove(&dir);
+                        told.lost.insert(dir);
                     }
                     continue;
                 }
@@ -366,6 +371,15 @@ impl Core {
             }
             kernel.forget_node(ROOT);
             return;
+        }
+        if !told.lost.is_empty() {
+            let known = self.nodes.read().places();
+            for (_, parent, name) in known.iter().filter(|(_, p, _)| told.lost.contains(p)) {
+                kernel.forget_entry(*parent, name);
+            }
+            for dir in &told.lost {
+                kernel.forget_node(*dir);
+            }
         }
         // Entries first: dropping one waits for a lookup of it in flight, whose
         // node the kernel then holds, so the node's drop below reaches it.
