@@ -46,6 +46,9 @@ pub const LONG_TTL: Duration = Duration::from_secs(3600);
 /// How long events are gathered before they are told, so a burst is merged.
 const GATHER: Duration = Duration::from_millis(5);
 
+/// The longest a burst is gathered before what it changed is told.
+const BURST: Duration = Duration::from_millis(50);
+
 /// How long every name keeps the 1 s TTL after the event queue overflowed.
 const AFTER_OVERFLOW: Duration = Duration::from_secs(2);
 
@@ -207,7 +210,7 @@ impl Watches {
                 Err(e) => {
                     log::error!("reading SOURCE's changes: {e}");
                     told.everything = true;
-                    return true;
+                    return false;
                 }
             };
             any = true;
@@ -286,9 +289,15 @@ fn run(watches: &Watches, core: &Weak<Core>) {
         let Some(c) = core.upgrade() else { return };
         let mut told = Told::default();
         if watches.gather(&mut buf, &mut told, &c) {
-            // A burst: what follows within a few milliseconds is merged with it.
-            std::thread::sleep(GATHER);
-            while watches.gather(&mut buf, &mut told, &c) {}
+            // A burst: what follows within a few milliseconds is merged with it,
+            // but a change that never stops (a log written to) is told anyway.
+            let began = Instant::now();
+            loop {
+                std::thread::sleep(GATHER);
+                if !watches.gather(&mut buf, &mut told, &c) || began.elapsed() > BURST {
+                    break;
+                }
+            }
         }
         if told.everything {
             watches.degrade();
