@@ -6,9 +6,10 @@
 //! learns of the names in a watched directory it may keep for `LONG_TTL`. One
 //! thread reads the events and tells the kernel exactly what they changed: a
 //! name made, removed or moved drops that entry and the directory's attributes
-//! and cached listing; changed attributes or content drop the entry (a lookup of
-//! it may be in flight: the kernel makes that drop wait for it) and the node's
-//! attributes, and its pages when the content changed.
+//! and cached listing; changed attributes or content drop the node's attributes,
+//! and its pages when the content changed (and the entry too when no node is
+//! known for it). An entry the kernel holds a node for is dropped only when the
+//! name went away: dropping it would detach anything mounted on it.
 //!
 //! Whatever this cannot see keeps the 1 s TTL, so a change made directly in
 //! SOURCE always shows within a second: a directory whose watch could not be
@@ -258,7 +259,12 @@ fn changed(
     if dir == ROOT && name == OsStr::new(crate::store::STATE_DIR) {
         return;
     }
-    told.entries.insert((dir, name.to_owned()));
+    // Dropping an entry also detaches whatever is mounted on it, so a name
+    // the kernel holds a node for is dropped only when it went away; a change
+    // of that node reaches it through its attributes.
+    if flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) || child.is_none() {
+        told.entries.insert((dir, name.to_owned()));
+    }
     let listing =
         ReadFlags::CREATE | ReadFlags::DELETE | ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO;
     if flags.intersects(listing) {
@@ -440,17 +446,25 @@ mod tests {
     }
 
     #[test]
-    fn new_content_drops_the_entry_and_the_file_pages_new_attributes_only_its_attributes() {
+    fn new_content_drops_the_file_pages_new_attributes_only_its_attributes() {
         let t = told(&[(Some("f"), Some(9), ReadFlags::MODIFY)]);
-        assert!(t.entries.contains(&entry("f")));
+        assert!(t.entries.is_empty(), "a mount on it would be detached");
         assert_eq!(t.nodes.get(&9), Some(&true));
         assert_eq!(t.nodes.get(&7), None, "the listing is unchanged");
         let t = told(&[(Some("f"), Some(9), ReadFlags::ATTRIB)]);
+        assert_eq!(t.nodes.get(&9), Some(&false), "pages kept");
+        let t = told(&[(Some("f"), None, ReadFlags::ATTRIB)]);
         assert!(
             t.entries.contains(&entry("f")),
-            "a lookup of it may be in flight"
+            "the kernel may hold it missing"
         );
-        assert_eq!(t.nodes.get(&9), Some(&false), "pages kept");
+        let t = told(&[(Some("d"), Some(9), ReadFlags::CREATE | ReadFlags::ISDIR)]);
+        assert!(
+            t.entries.is_empty(),
+            "made through the mount, maybe mounted on since"
+        );
+        let t = told(&[(Some("d"), Some(9), ReadFlags::DELETE)]);
+        assert!(t.entries.contains(&entry("d")));
     }
 
     #[test]
@@ -466,7 +480,7 @@ mod tests {
             })
             .collect();
         let t = told(&burst);
-        assert_eq!(t.entries.len(), 1);
+        assert!(t.entries.is_empty());
         assert_eq!(t.nodes.len(), 1);
         assert_eq!(t.nodes.get(&9), Some(&true));
     }
