@@ -200,7 +200,12 @@ impl Watches {
     }
 
     /// Reads the events queued now into `told`; `false` when there were none.
-    fn gather(&self, buf: &mut [MaybeUninit<u8>], told: &mut Told, core: &Core) -> bool {
+    fn gather(
+        &self,
+        buf: &mut [MaybeUninit<u8>],
+        told: &mut Told,
+        seen: &mut Vec<(u64, Option<OsString>, ReadFlags)>,
+    ) -> bool {
         let mut reader = inotify::Reader::new(&self.fd, buf);
         let mut any = false;
         loop {
@@ -232,9 +237,10 @@ impl Watches {
                 t.by_wd.get(&e.wd()).copied()
             };
             let Some(dir) = dir else { continue };
-            let name = e.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
-            let child = name.and_then(|n| core.nodes.read().child(dir, n));
-            changed(told, (dir, name), child, flags);
+            let name = e
+                .file_name()
+                .map(|n| OsStr::from_bytes(n.to_bytes()).to_owned());
+            seen.push((dir, name, flags));
         }
     }
 
@@ -294,16 +300,23 @@ fn run(watches: &Watches, core: &Weak<Core>) {
     loop {
         let Some(c) = core.upgrade() else { return };
         let mut told = Told::default();
-        if watches.gather(&mut buf, &mut told, &c) {
+        let mut seen = Vec::new();
+        if watches.gather(&mut buf, &mut told, &mut seen) {
             // A burst: what follows within a few milliseconds is merged with it,
             // but a change that never stops (a log written to) is told anyway.
             let began = Instant::now();
             loop {
                 std::thread::sleep(GATHER);
-                if !watches.gather(&mut buf, &mut told, &c) || began.elapsed() > BURST {
+                if !watches.gather(&mut buf, &mut told, &mut seen) || began.elapsed() > BURST {
                     break;
                 }
             }
+        }
+        // Nodes are looked for now, after the burst: a name made through the
+        // mount is known by then, and its entry (maybe mounted on) is kept.
+        for (dir, name, flags) in seen {
+            let child = name.as_deref().and_then(|n| c.nodes.read().child(dir, n));
+            changed(&mut told, (dir, name.as_deref()), child, flags);
         }
         if told.everything {
             watches.degrade();
