@@ -171,6 +171,24 @@ fn a_file_changed_through_another_of_its_names_shows_within_a_second() {
     });
 }
 
+/// The kernel cached the file while it had one name; the second name comes later,
+/// and a link count's change raises no event in the file's own directory.
+#[test]
+fn a_file_linked_after_it_was_cached_shows_changes_through_the_new_name_within_a_second() {
+    let m = mount!();
+    fs::create_dir(m.src.join("elsewhere")).unwrap();
+    warm(&m);
+    m.ok("ls elsewhere >/dev/null");
+    fs::hard_link(m.src.join("lib/util.txt"), m.src.join("elsewhere/link.txt")).unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "stat -c %h lib/util.txt", |o| o == "2\n");
+    fs::write(m.src.join("elsewhere/link.txt"), "via the link, longer\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "cat lib/util.txt", |o| {
+        o == "via the link, longer\n"
+    });
+}
+
 #[test]
 fn changes_made_through_the_mount_show_at_once() {
     let m = mount!();
