@@ -189,6 +189,39 @@ fn a_file_linked_after_it_was_cached_shows_changes_through_the_new_name_within_a
     });
 }
 
+/// A sandbox or a user mounts over a directory inside the mount (a tmpfs for a
+/// build directory, a read-only bind of `.git`): telling the kernel of a change
+/// in SOURCE must not unmount it, as dropping the directory's entry does.
+#[test]
+fn a_mount_over_a_directory_in_the_mount_survives_a_change_of_that_directory_in_source() {
+    let m = mount!();
+    warm(&m);
+    let over = m.mnt.join("lib");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "over-lib"])
+        .arg(&over)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let still_mounted = || {
+        std::process::Command::new("mountpoint")
+            .arg("-q")
+            .arg(&over)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(still_mounted());
+    fs::set_permissions(m.src.join("lib"), fs::Permissions::from_mode(0o700)).unwrap();
+    std::thread::sleep(PROMISE);
+    let kept = still_mounted();
+    let _ = std::process::Command::new("umount").arg(&over).status();
+    assert!(
+        kept,
+        "the mount over lib/ went when lib/ changed mode in SOURCE"
+    );
+}
+
 #[test]
 fn changes_made_through_the_mount_show_at_once() {
     let m = mount!();
