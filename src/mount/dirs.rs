@@ -199,7 +199,7 @@ impl Core {
             _ => {}
         }
     }
-    fn list(&self, ino: u64) -> Res<Vec<Entry>> {
+    pub(super) fn list(&self, ino: u64) -> Res<Vec<Entry>> {
         if let Kind::State(rel) = self.kind(ino)? {
             return self.state_entries(ino, &rel);
         }

@@ -6,10 +6,9 @@
 //! learns of the names in a watched directory it may keep for `LONG_TTL`. One
 //! thread reads the events and tells the kernel exactly what they changed: a
 //! name made, removed or moved drops that entry and the directory's attributes
-//! and cached listing; changed attributes or content drop the node's attributes,
-//! and its pages when the content changed (and the entry too when no node is
-//! known for it). An entry the kernel holds a node for is dropped only when the
-//! name went away: dropping it would detach anything mounted on it.
+//! and cached listing; changed attributes or content drop the entry (a lookup of
+//! it may be in flight: the kernel makes that drop wait for it) and the node's
+//! attributes, and its pages when the content changed.
 //!
 //! Whatever this cannot see keeps the 1 s TTL, so a change made directly in
 //! SOURCE always shows within a second: a directory whose watch could not be
@@ -37,9 +36,11 @@ use parking_lot::Mutex;
 use rustix::event::{PollFd, PollFlags};
 use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
 
+use rustix::fs::AtFlags;
+
 use super::fs::{Core, REAL_TTL};
-use super::nodes::{Kind, ROOT};
-use super::types::{FileAttr, FileType};
+use super::nodes::{Kind, ROOT, real_id};
+use super::types::{FileAttr, FileType, Kernel};
 
 /// How long the kernel keeps what a watched directory told it.
 pub const LONG_TTL: Duration = Duration::from_secs(3600);
@@ -93,11 +94,11 @@ pub struct Watches {
 /// What one gathered burst of events asks the kernel to drop.
 #[derive(Default, Debug, PartialEq, Eq)]
 pub struct Told {
-    /// Entries, by directory node and name.
-    pub entries: HashSet<(u64, OsString)>,
+    /// Names events came for, by directory node and name, with every event's flags.
+    pub names: HashMap<(u64, OsString), ReadFlags>,
     /// Nodes whose attributes (and pages, if `true`) are stale.
     pub nodes: HashMap<u64, bool>,
-    /// The queue overflowed: everything the kernel holds is stale.
+    /// The queue overflowed: whatever the kernel holds is checked against SOURCE.
     pub everything: bool,
     /// Directories whose watch ended (removed, or its inode gone): a node that
     /// took their id meanwhile may have been given long entries no watch
@@ -111,7 +112,41 @@ impl Told {
     }
 
     fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.nodes.is_empty() && self.lost.is_empty() && !self.everything
+        self.names.is_empty() && self.nodes.is_empty() && self.lost.is_empty() && !self.everything
+    }
+}
+
+/// What the kernel is told of one name that events came for.
+#[derive(Default, Debug, PartialEq, Eq)]
+struct AboutName {
+    /// The entry is dropped: dropping it detaches whatever is mounted beneath it
+    /// inside the mount, so only a real change of the name does, or a name
+    /// whose node the kernel cannot hold (then a lookup of it may be in flight,
+    /// and the kernel makes the drop wait for it).
+    entry: bool,
+    /// The directory's attributes and cached listing are stale.
+    listing: bool,
+    /// Nodes whose attributes (and pages, if `true`) are stale.
+    nodes: Vec<(u64, bool)>,
+}
+
+/// What events `flags` about a name make stale, given the node the kernel
+/// was told the name is (`known`) and the node the name is in SOURCE now
+/// (`now`: another name of a file reaches the file, and a new link refreshes
+/// its link count).
+fn about_name(flags: ReadFlags, known: Option<u64>, now: Option<u64>) -> AboutName {
+    let renamed = flags.intersects(
+        ReadFlags::CREATE | ReadFlags::DELETE | ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO,
+    );
+    let content = flags.intersects(ReadFlags::MODIFY | ReadFlags::CLOSE_WRITE);
+    let mut nodes: Vec<(u64, bool)> = known.into_iter().map(|k| (k, content)).collect();
+    if let Some(n) = now.filter(|n| Some(*n) != known) {
+        nodes.push((n, content));
+    }
+    AboutName {
+        entry: renamed || known.is_none(),
+        listing: renamed,
+        nodes,
     }
 }
 
@@ -200,12 +235,7 @@ impl Watches {
     }
 
     /// Reads the events queued now into `told`; `false` when there were none.
-    fn gather(
-        &self,
-        buf: &mut [MaybeUninit<u8>],
-        told: &mut Told,
-        seen: &mut Vec<(u64, Option<OsString>, ReadFlags)>,
-    ) -> bool {
+    fn gather(&self, buf: &mut [MaybeUninit<u8>], told: &mut Told) -> bool {
         let mut reader = inotify::Reader::new(&self.fd, buf);
         let mut any = false;
         loop {
@@ -237,10 +267,8 @@ impl Watches {
                 t.by_wd.get(&e.wd()).copied()
             };
             let Some(dir) = dir else { continue };
-            let name = e
-                .file_name()
-                .map(|n| OsStr::from_bytes(n.to_bytes()).to_owned());
-            seen.push((dir, name, flags));
+            let name = e.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
+            changed(told, (dir, name), flags);
         }
     }
 
@@ -250,14 +278,9 @@ impl Watches {
     }
 }
 
-/// What one event in directory node `dir` about `name` (node `child`, if the
-/// kernel was told of it), or about the directory itself, makes stale.
-fn changed(
-    told: &mut Told,
-    (dir, name): (u64, Option<&OsStr>),
-    child: Option<u64>,
-    flags: ReadFlags,
-) {
+/// Records one event in directory node `dir` about `name`, or about the
+/// directory itself; what it makes stale is decided when the burst is told.
+fn changed(told: &mut Told, (dir, name): (u64, Option<&OsStr>), flags: ReadFlags) {
     let Some(name) = name else {
         told.node(dir, false);
         return;
@@ -265,21 +288,10 @@ fn changed(
     if dir == ROOT && name == OsStr::new(crate::store::STATE_DIR) {
         return;
     }
-    // Dropping an entry also detaches whatever is mounted on it, so a name
-    // the kernel holds a node for is dropped only when it went away; a change
-    // of that node reaches it through its attributes.
-    if flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) || child.is_none() {
-        told.entries.insert((dir, name.to_owned()));
-    }
-    let listing =
-        ReadFlags::CREATE | ReadFlags::DELETE | ReadFlags::MOVED_FROM | ReadFlags::MOVED_TO;
-    if flags.intersects(listing) {
-        told.node(dir, true);
-    }
-    if let Some(child) = child {
-        let content = flags.intersects(ReadFlags::MODIFY | ReadFlags::CLOSE_WRITE);
-        told.node(child, content);
-    }
+    *told
+        .names
+        .entry((dir, name.to_owned()))
+        .or_insert(ReadFlags::empty()) |= flags;
 }
 
 /// Starts the thread that tells the kernel of changes in SOURCE.
@@ -300,23 +312,16 @@ fn run(watches: &Watches, core: &Weak<Core>) {
     loop {
         let Some(c) = core.upgrade() else { return };
         let mut told = Told::default();
-        let mut seen = Vec::new();
-        if watches.gather(&mut buf, &mut told, &mut seen) {
+        if watches.gather(&mut buf, &mut told) {
             // A burst: what follows within a few milliseconds is merged with it,
             // but a change that never stops (a log written to) is told anyway.
             let began = Instant::now();
             loop {
                 std::thread::sleep(GATHER);
-                if !watches.gather(&mut buf, &mut told, &mut seen) || began.elapsed() > BURST {
+                if !watches.gather(&mut buf, &mut told) || began.elapsed() > BURST {
                     break;
                 }
             }
-        }
-        // Nodes are looked for now, after the burst: a name made through the
-        // mount is known by then, and its entry (maybe mounted on) is kept.
-        for (dir, name, flags) in seen {
-            let child = name.as_deref().and_then(|n| c.nodes.read().child(dir, n));
-            changed(&mut told, (dir, name.as_deref()), child, flags);
         }
         if told.everything {
             watches.degrade();
@@ -384,20 +389,11 @@ impl Core {
 
     /// Tells the kernel what a burst of changes in SOURCE made stale, holding no lock.
     fn tell(&self, told: &Told) {
-        for ino in told.nodes.keys() {
-            self.touched(*ino);
-        }
         let Some(kernel) = self.notifier.get() else {
             return;
         };
         if told.everything {
-            let known = self.nodes.read().places();
-            for (ino, parent, name) in known {
-                self.touched(ino);
-                kernel.forget_entry(parent, &name);
-                kernel.forget_node(ino);
-            }
-            kernel.forget_node(ROOT);
+            self.recheck(&**kernel);
             return;
         }
         if !told.lost.is_empty() {
@@ -409,12 +405,30 @@ impl Core {
                 kernel.forget_node(*dir);
             }
         }
+        let mut nodes = told.nodes.clone();
+        let mut entries = Vec::new();
+        for ((dir, name), flags) in &told.names {
+            let known = self.nodes.read().child(*dir, name);
+            let about = about_name(*flags, known, self.now_known(*dir, name));
+            if about.entry {
+                entries.push((*dir, name));
+            }
+            if about.listing {
+                nodes.insert(*dir, true);
+            }
+            for (ino, pages) in about.nodes {
+                *nodes.entry(ino).or_default() |= pages;
+            }
+        }
+        for ino in nodes.keys() {
+            self.touched(*ino);
+        }
         // Entries first: dropping one waits for a lookup of it in flight, whose
         // node the kernel then holds, so the node's drop below reaches it.
-        for (dir, name) in &told.entries {
-            kernel.forget_entry(*dir, name);
+        for (dir, name) in entries {
+            kernel.forget_entry(dir, name);
         }
-        for (ino, pages) in &told.nodes {
+        for (ino, pages) in &nodes {
             if *pages {
                 kernel.forget_node(*ino);
             } else {
@@ -422,86 +436,127 @@ impl Core {
             }
         }
     }
+
+    /// The node `name` in directory node `dir` is in SOURCE now, if the
+    /// kernel may hold it: the file a change through a name no lookup went
+    /// by reaches.
+    fn now_known(&self, dir: u64, name: &OsStr) -> Option<u64> {
+        let fd = self.dir_of(dir).ok()?;
+        let st = rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let id = real_id(st.st_ino);
+        self.nodes.read().get(id).is_some().then_some(id)
+    }
+
+    /// After the queue overflowed: every name the kernel holds is checked
+    /// against SOURCE, and only those that name another file now (or nothing)
+    /// are dropped, so nothing mounted beneath the others goes; every node's
+    /// attributes and pages are dropped, and so is every name a directory the
+    /// kernel holds has now that it may hold as missing.
+    fn recheck(&self, kernel: &dyn Kernel) {
+        let known: Vec<_> = {
+            let nodes = self.nodes.read();
+            nodes
+                .places()
+                .into_iter()
+                .filter(|(ino, _, _)| nodes.get(*ino).is_some_and(|n| n.kind == Kind::Real))
+                .collect()
+        };
+        let mut held: HashMap<u64, HashSet<&OsStr>> = HashMap::from([(ROOT, HashSet::new())]);
+        for (ino, parent, name) in &known {
+            held.entry(*parent).or_default().insert(name);
+            self.touched(*ino);
+            let fd = self.dir_of(*parent).ok();
+            let now =
+                fd.and_then(|fd| rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW).ok());
+            if now.map(|st| real_id(st.st_ino)) != Some(*ino) {
+                kernel.forget_entry(*parent, name);
+            }
+            kernel.forget_node(*ino);
+        }
+        for (dir, names) in &held {
+            let Ok(listed) = self.list(*dir) else {
+                continue;
+            };
+            for e in listed
+                .iter()
+                .filter(|e| !names.contains(e.name.as_os_str()))
+            {
+                kernel.forget_entry(*dir, &e.name);
+            }
+        }
+        kernel.forget_node(ROOT);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn told(events: &[(Option<&str>, Option<u64>, ReadFlags)]) -> Told {
-        let mut t = Told::default();
-        for (name, child, flags) in events {
-            changed(&mut t, (7, name.map(OsStr::new)), *child, *flags);
-        }
-        t
-    }
-
-    fn entry(name: &str) -> (u64, OsString) {
-        (7, name.into())
-    }
+    const RENAMES: [ReadFlags; 4] = [
+        ReadFlags::CREATE,
+        ReadFlags::DELETE,
+        ReadFlags::MOVED_FROM,
+        ReadFlags::MOVED_TO,
+    ];
 
     #[test]
     fn a_name_made_or_removed_drops_the_entry_and_the_directory_listing() {
-        for flags in [
-            ReadFlags::CREATE,
-            ReadFlags::DELETE,
-            ReadFlags::MOVED_FROM,
-            ReadFlags::MOVED_TO,
-        ] {
-            let t = told(&[(Some("a"), None, flags)]);
-            assert!(t.entries.contains(&entry("a")), "{flags:?}");
-            assert_eq!(
-                t.nodes.get(&7),
-                Some(&true),
-                "{flags:?}: listing and attributes"
-            );
+        for flags in RENAMES {
+            let t = about_name(flags, Some(9), None);
+            assert!(t.entry, "{flags:?}");
+            assert!(t.listing, "{flags:?}");
+            assert_eq!(t.nodes, vec![(9, false)], "{flags:?}: its link count");
         }
     }
 
     #[test]
-    fn new_content_drops_the_file_pages_new_attributes_only_its_attributes() {
-        let t = told(&[(Some("f"), Some(9), ReadFlags::MODIFY)]);
-        assert!(t.entries.is_empty(), "a mount on it would be detached");
-        assert_eq!(t.nodes.get(&9), Some(&true));
-        assert_eq!(t.nodes.get(&7), None, "the listing is unchanged");
-        let t = told(&[(Some("f"), Some(9), ReadFlags::ATTRIB)]);
-        assert_eq!(t.nodes.get(&9), Some(&false), "pages kept");
-        let t = told(&[(Some("f"), None, ReadFlags::ATTRIB)]);
+    fn new_attributes_or_content_of_a_known_node_keep_its_entry_and_so_any_mount_beneath_it() {
+        let t = about_name(ReadFlags::MODIFY, Some(9), Some(9));
         assert!(
-            t.entries.contains(&entry("f")),
-            "the kernel may hold it missing"
+            !t.entry,
+            "dropping the entry would detach mounts beneath it"
         );
-        let t = told(&[(Some("d"), Some(9), ReadFlags::CREATE | ReadFlags::ISDIR)]);
-        assert!(
-            t.entries.is_empty(),
-            "made through the mount, maybe mounted on since"
-        );
-        let t = told(&[(Some("d"), Some(9), ReadFlags::DELETE)]);
-        assert!(t.entries.contains(&entry("d")));
+        assert!(!t.listing, "the listing is unchanged");
+        assert_eq!(t.nodes, vec![(9, true)], "attributes and pages");
+        let t = about_name(ReadFlags::ATTRIB, Some(9), Some(9));
+        assert!(!t.entry && !t.listing);
+        assert_eq!(t.nodes, vec![(9, false)], "pages kept");
     }
 
     #[test]
-    fn a_burst_on_one_file_is_told_once_and_pages_win_over_attributes() {
-        let burst: Vec<_> = (0..1000)
-            .map(|i| {
-                let f = if i % 2 == 0 {
-                    ReadFlags::MODIFY
-                } else {
-                    ReadFlags::ATTRIB
-                };
-                (Some("big"), Some(9), f)
-            })
-            .collect();
-        let t = told(&burst);
-        assert!(t.entries.is_empty());
-        assert_eq!(t.nodes.len(), 1);
-        assert_eq!(t.nodes.get(&9), Some(&true));
+    fn a_change_of_a_name_no_lookup_went_by_drops_the_entry_a_lookup_in_flight_may_give() {
+        let t = about_name(ReadFlags::ATTRIB, None, None);
+        assert!(t.entry);
+        assert!(t.nodes.is_empty());
     }
 
     #[test]
-    fn an_event_on_the_directory_itself_drops_its_attributes() {
-        let t = told(&[(None, None, ReadFlags::ATTRIB)]);
-        assert!(t.entries.is_empty());
+    fn a_change_through_another_name_or_a_new_link_reaches_the_file_the_kernel_holds() {
+        let t = about_name(ReadFlags::CLOSE_WRITE, None, Some(9));
+        assert!(t.nodes.contains(&(9, true)), "the pages of the file");
+        let t = about_name(ReadFlags::CREATE, None, Some(9));
+        assert!(t.nodes.contains(&(9, false)), "its new link count");
+        let t = about_name(ReadFlags::MOVED_TO, Some(8), Some(9));
+        assert_eq!(t.nodes, vec![(8, false), (9, false)], "the old and the new");
+    }
+
+    #[test]
+    fn a_burst_on_one_name_is_merged_and_an_event_on_the_directory_drops_its_attributes() {
+        let mut t = Told::default();
+        for i in 0..1000 {
+            let f = if i % 2 == 0 {
+                ReadFlags::MODIFY
+            } else {
+                ReadFlags::ATTRIB
+            };
+            changed(&mut t, (7, Some(OsStr::new("big"))), f);
+        }
+        assert_eq!(t.names.len(), 1);
+        assert_eq!(
+            t.names.get(&(7, OsString::from("big"))),
+            Some(&(ReadFlags::MODIFY | ReadFlags::ATTRIB))
+        );
+        changed(&mut t, (7, None), ReadFlags::ATTRIB);
         assert_eq!(t.nodes.get(&7), Some(&false));
     }
 
@@ -509,7 +564,7 @@ mod tests {
     fn the_store_in_source_raises_nothing_for_the_virtual_state_directory() {
         let mut t = Told::default();
         let name = OsStr::new(crate::store::STATE_DIR);
-        changed(&mut t, (ROOT, Some(name)), None, ReadFlags::MODIFY);
+        changed(&mut t, (ROOT, Some(name)), ReadFlags::MODIFY);
         assert!(t.is_empty());
     }
 
