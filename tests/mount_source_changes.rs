@@ -274,6 +274,46 @@ fn after_an_overflow_of_the_watcher_queue_changes_show_and_a_mount_over_an_uncha
     shows_within(&m, at, "ls busy | wc -l", |o| o == "8000\n");
 }
 
+/// A FUSE file system mounted inside SOURCE (an sshfs, a dev container's
+/// share, another editfs) changes with no event this kernel sees: what the
+/// mount shows of it keeps the 1 s lifetime.
+#[test]
+fn a_fuse_file_system_mounted_inside_source_shows_its_own_changes_within_a_second() {
+    let m = mount!();
+    let inner = tempfile::tempdir().unwrap();
+    fs::write(inner.path().join("f"), "v1\n").unwrap();
+    let nested = m.src.join("nested");
+    fs::create_dir(&nested).unwrap();
+    let editfs = env!("CARGO_BIN_EXE_editfs");
+    let started = std::process::Command::new(editfs)
+        .arg("mount")
+        .arg(inner.path())
+        .arg(&nested)
+        .arg("--daemon")
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{started:?}");
+    for _ in 0..2 {
+        m.ok("ls -la nested >/dev/null; cat nested/f >/dev/null; stat nested nested/f >/dev/null");
+    }
+    // Same size: only the times and the content tell the change.
+    fs::write(inner.path().join("f"), "v2\n").unwrap();
+    let at = Instant::now();
+    let seen = std::panic::catch_unwind(|| {
+        shows_within(&m, at, "cat nested/f", |o| o == "v2\n");
+        fs::write(inner.path().join("g"), "new\n").unwrap();
+        let at = Instant::now();
+        shows_within(&m, at, "ls nested", |o| o.contains('g'));
+    });
+    let _ = std::process::Command::new(editfs)
+        .arg("unmount")
+        .arg(&nested)
+        .status();
+    if let Err(e) = seen {
+        std::panic::resume_unwind(e);
+    }
+}
+
 #[test]
 fn changes_made_through_the_mount_show_at_once() {
     let m = mount!();

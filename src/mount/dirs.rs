@@ -8,7 +8,6 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -21,6 +20,7 @@ use super::ops::Register;
 use super::real::chmod_nofollow;
 use super::state;
 use super::types::{Errno, FileType, Opened, Requester, Res, Served, Timed, errno};
+use super::watch::Lease;
 use crate::store::STATE_DIR;
 
 /// Opens `name` with `O_CREAT`, saying whether this call made it: only a file
@@ -145,12 +145,12 @@ impl Core {
     }
 
     fn entry_at(&self, parent: u64, dir: &impl AsFd, name: &OsStr) -> Res<Timed> {
-        let ttl = self.ttl_in(parent);
+        let lease = self.lease_in(parent);
         let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
         let id = real_id(st.st_ino);
         self.nodes.write().remember(id, parent, name);
         let a = attr(&st, id);
-        Ok((a, super::watch::ttl_for(ttl, &a)))
+        Ok((a, self.ttl_after(lease, st.st_dev, &a)))
     }
 
     /// A name the user may change: real, in a real directory, not a control file.
@@ -271,7 +271,7 @@ impl Core {
     }
 
     /// The attributes of a listed entry, read now; `None` if it has gone.
-    fn entry_attr(&self, (dir, ttl): (Option<&OwnedFd>, Duration), e: &Entry) -> Option<Timed> {
+    fn entry_attr(&self, (dir, lease): (Option<&OwnedFd>, Lease), e: &Entry) -> Option<Timed> {
         let real = self
             .nodes
             .read()
@@ -280,13 +280,13 @@ impl Core {
         // Attributes handed out again keep their expiry, at most 1 s away: in a
         // watched directory that would cut the entry's long life short, so they
         // are read anew there (a listing the kernel keeps is rarely read again).
-        let reuse = ttl <= REAL_TTL;
+        let reuse = lease.ttl() <= REAL_TTL;
         match (real, dir) {
             (true, Some(_)) if reuse && let Some(still) = self.still_sent(e.ino) => Some(still),
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
                 let a = self.sent(&attr(&st, real_id(st.st_ino)));
-                Some((a, super::watch::ttl_for(ttl, &a)))
+                Some((a, self.ttl_after(lease, st.st_dev, &a)))
             }
             _ => self.getattr(e.ino, None).ok(),
         }
@@ -415,7 +415,7 @@ impl Core {
         register: Register<'_>,
     ) -> Res<(Timed, Opened)> {
         let dir = self.new_name(parent, name)?;
-        let ttl = self.ttl_in(parent);
+        let lease = self.lease_in(parent);
         let writer = super::real::writer(flags);
         let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)
             | OFlags::CREATE
@@ -449,7 +449,10 @@ impl Core {
             None => Served::Plain,
         };
         let a = attr(&st, id);
-        Ok(((a, super::watch::ttl_for(ttl, &a)), Opened { fh, served }))
+        Ok((
+            (a, self.ttl_after(lease, st.st_dev, &a)),
+            Opened { fh, served },
+        ))
     }
 
     /// Opens a directory; `true` if the kernel may keep its listing across
@@ -528,8 +531,8 @@ impl Core {
     ) -> Res<()> {
         let entries = self.entries(ino, &*self.handle(fh)?)?;
         let dir = match self.kind(ino) {
-            Ok(Kind::Real) => (self.dir_of(ino).ok(), self.ttl_in(ino)),
-            _ => (None, REAL_TTL),
+            Ok(Kind::Real) => (self.dir_of(ino).ok(), self.lease_in(ino)),
+            _ => (None, Lease::short()),
         };
         // `.` and `..` come first; the kernel looks neither up.
         let Ok((here, _)) = self.getattr(ino, None) else {

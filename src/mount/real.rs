@@ -102,13 +102,13 @@ impl Core {
         }
         let dir = self.dir_of(parent)?;
         // Watched before it is read: a change from now on is told to the kernel.
-        let ttl = self.ttl_in(parent);
+        let lease = self.lease_in(parent);
         match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => {
                 let id = real_id(st.st_ino);
                 self.nodes.write().remember(id, parent, name);
                 let a = self.sent(&attr(&st, id));
-                Ok((a, super::watch::ttl_for(ttl, &a)))
+                Ok((a, self.ttl_after(lease, st.st_dev, &a)))
             }
             Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, name),
             Err(e) => Err(errno(e)),
@@ -119,7 +119,7 @@ impl Core {
         if let Some(Handle::File { file, .. }) = self.file_of(ino, fh).as_deref() {
             let st = rustix::fs::fstat(file).map_err(errno)?;
             let a = self.sent(&attr(&st, ino));
-            return Ok((a, self.ttl_of(ino, &a)));
+            return Ok((a, self.ttl_of(ino, st.st_dev, &a)));
         }
         let st = match self.stat_real(ino) {
             // Replaced or unlinked under its name, but still open: the
@@ -128,7 +128,7 @@ impl Core {
             other => other?,
         };
         let a = self.sent(&attr(&st, ino));
-        Ok((a, self.ttl_of(ino, &a)))
+        Ok((a, self.ttl_of(ino, st.st_dev, &a)))
     }
 
     /// A real node's status, checked to still be the same file.

@@ -68,11 +68,19 @@ const LOCAL: [i64; 8] = [
     0x794C_7630, // overlayfs
 ];
 
+/// One directory's watch.
+struct Watch {
+    wd: i32,
+    /// Events read from it so far: a reply whose reading of SOURCE overlapped
+    /// one does not promise a long life (see `Lease`).
+    events: u64,
+}
+
 /// The watches, by watch descriptor and by directory node.
 #[derive(Default)]
 struct Table {
     by_wd: HashMap<i32, u64>,
-    by_dir: HashMap<u64, i32>,
+    by_dir: HashMap<u64, Watch>,
     /// Directories whose watch could not be added: not tried again while known.
     refused: HashSet<u64>,
     /// Until when every name keeps the 1 s TTL (after an overflow).
@@ -89,6 +97,9 @@ impl Table {
 pub struct Watches {
     fd: OwnedFd,
     table: Mutex<Table>,
+    /// SOURCE's device: a directory on another is another file system,
+    /// mounted inside SOURCE.
+    dev: u64,
 }
 
 /// What one gathered burst of events asks the kernel to drop.
@@ -162,6 +173,7 @@ const MASK: WatchFlags = WatchFlags::CREATE
 impl Watches {
     /// Watches for SOURCE at `root`, or `None` where changes could escape them.
     pub fn new(root: impl AsFd) -> Option<Watches> {
+        let dev = rustix::fs::fstat(&root).ok()?.st_dev;
         let fs = rustix::fs::fstatfs(&root).ok()?;
         if !LOCAL.contains(&(fs.f_type as i64)) {
             log::info!(
@@ -174,6 +186,7 @@ impl Watches {
             Ok(fd) => Some(Watches {
                 fd,
                 table: Mutex::default(),
+                dev,
             }),
             Err(e) => {
                 log::warn!(
@@ -197,12 +210,16 @@ impl Watches {
         if t.refused.contains(&dir) {
             return false;
         }
+        if !self.sees(&open) {
+            t.refused.insert(dir);
+            return false;
+        }
         let link = format!("/proc/self/fd/{}", open.as_fd().as_raw_fd());
         match inotify::add_watch(&self.fd, link.as_str(), MASK) {
             Ok(wd) => {
                 // The same inode under another node id cannot happen: ids are inodes.
                 t.by_wd.insert(wd, dir);
-                t.by_dir.insert(dir, wd);
+                t.by_dir.insert(dir, Watch { wd, events: 0 });
                 true
             }
             Err(e) => {
@@ -217,17 +234,39 @@ impl Watches {
         }
     }
 
+    /// Whether every change in directory `open` passes through this kernel's
+    /// VFS: it is on SOURCE's file system, or on another local one mounted
+    /// inside SOURCE (a tmpfs, a bind mount). A FUSE, network or 9p file
+    /// system mounted there changes with no event.
+    fn sees(&self, open: &impl AsFd) -> bool {
+        match rustix::fs::fstat(open) {
+            Ok(st) if st.st_dev == self.dev => true,
+            Ok(_) => rustix::fs::fstatfs(open).is_ok_and(|fs| LOCAL.contains(&(fs.f_type as i64))),
+            Err(_) => false,
+        }
+    }
+
     /// Whether directory node `dir` is watched now (without adding a watch).
     pub fn covers(&self, dir: u64) -> bool {
         let t = self.table.lock();
         !t.degraded() && t.by_dir.contains_key(&dir)
     }
 
+    /// How many events were read from the watch of directory node `dir`, if it
+    /// is watched and no overflow makes every name short-lived.
+    fn events_in(&self, dir: u64) -> Option<u64> {
+        let t = self.table.lock();
+        t.by_dir
+            .get(&dir)
+            .filter(|_| !t.degraded())
+            .map(|w| w.events)
+    }
+
     /// The kernel forgot directory node `dir`: its watch goes.
     pub fn forgot(&self, dir: u64) {
         let mut t = self.table.lock();
         t.refused.remove(&dir);
-        if let Some(wd) = t.by_dir.remove(&dir) {
+        if let Some(Watch { wd, .. }) = t.by_dir.remove(&dir) {
             t.by_wd.remove(&wd);
             // Gone already if the directory was removed: nothing to undo.
             let _ = inotify::remove_watch(&self.fd, wd);
@@ -259,12 +298,18 @@ impl Watches {
                 let mut t = self.table.lock();
                 if flags.contains(ReadFlags::IGNORED) {
                     if let Some(dir) = t.by_wd.remove(&e.wd()) {
-                        t.by_dir.remove(&dir);
+                        if t.by_dir.get(&dir).is_some_and(|w| w.wd == e.wd()) {
+                            t.by_dir.remove(&dir);
+                        }
                         told.lost.insert(dir);
                     }
                     continue;
                 }
-                t.by_wd.get(&e.wd()).copied()
+                let dir = t.by_wd.get(&e.wd()).copied();
+                if let Some(w) = dir.and_then(|d| t.by_dir.get_mut(&d)) {
+                    w.events += 1;
+                }
+                dir
             };
             let Some(dir) = dir else { continue };
             let name = e.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
@@ -347,7 +392,57 @@ pub fn ttl_for(ttl: Duration, a: &FileAttr) -> Duration {
     }
 }
 
+/// What a reply about a name in a directory may promise, taken before SOURCE
+/// is read for it. An event read meanwhile may be one the watcher tells the
+/// kernel before the kernel holds what the reply tells it (a node new to the
+/// kernel cannot be told of), so such a reply promises 1 s only.
+#[derive(Clone, Copy)]
+pub struct Lease {
+    ttl: Duration,
+    dir: u64,
+    events: Option<u64>,
+}
+
+impl Lease {
+    /// The lease of a reply in no watched directory.
+    pub fn short() -> Lease {
+        Lease {
+            ttl: REAL_TTL,
+            dir: ROOT,
+            events: None,
+        }
+    }
+
+    /// The longest the reply may promise.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+}
+
 impl Core {
+    /// The lease of a reply about a name in directory node `dir`, adding its
+    /// watch if needed (see `ttl_in`).
+    pub(super) fn lease_in(&self, dir: u64) -> Lease {
+        let ttl = self.ttl_in(dir);
+        let events = self.watches.as_ref().and_then(|w| w.events_in(dir));
+        Lease { ttl, dir, events }
+    }
+
+    /// How long the kernel may keep a name and its attributes `a`, read under
+    /// `lease` from a file on device `dev`: those of a file system mounted
+    /// inside SOURCE may change where no watch sees it (its root's own
+    /// attributes, or all of a FUSE or network file system).
+    pub(super) fn ttl_after(&self, lease: Lease, dev: u64, a: &FileAttr) -> Duration {
+        let Some(w) = self.watches.as_ref() else {
+            return REAL_TTL;
+        };
+        let quiet = lease.events.is_some() && w.events_in(lease.dir) == lease.events;
+        match quiet && dev == w.dev {
+            true => ttl_for(lease.ttl, a),
+            false => REAL_TTL,
+        }
+    }
+
     /// How long the kernel may keep a name in directory node `dir`, and its
     /// attributes: long if changes there are told (a watch is added now if
     /// needed), else 1 s.
@@ -364,14 +459,14 @@ impl Core {
         }
     }
 
-    /// How long the kernel may keep the attributes `a` of node `ino`: long if
-    /// its directory is watched and it has no other name a change could come
-    /// through.
-    pub(super) fn ttl_of(&self, ino: u64, a: &FileAttr) -> Duration {
+    /// How long the kernel may keep the attributes `a` of node `ino` (on device
+    /// `dev`): long if its directory is watched, it has no other name a change
+    /// could come through, and it is on SOURCE's file system.
+    pub(super) fn ttl_of(&self, ino: u64, dev: u64, a: &FileAttr) -> Duration {
         let Some(w) = self.watches.as_ref() else {
             return REAL_TTL;
         };
-        let single = a.kind == FileType::Directory || a.nlink <= 1;
+        let single = (a.kind == FileType::Directory || a.nlink <= 1) && dev == w.dev;
         let parent = if ino == ROOT {
             Some(ROOT)
         } else {
