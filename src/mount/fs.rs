@@ -10,9 +10,10 @@
 //! 2. the store's lock (transactions, and pre-images of direct writes);
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
+//! 4. the watches' table, alone or under `nodes` (a forgotten directory's
+//!    watch goes with its node);
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold`, `remover`, `opened_in` and the watches' table are
-//!    taken alone and briefly.
+//!    `retries`, `untold`, `remover` and `opened_in` are taken alone and briefly.
 //!
 //! The watcher's thread (`watch.rs`) calls into the kernel holding nothing, and
 //! no FUSE worker ever waits for it.
@@ -690,9 +691,6 @@ impl Core {
         self.dirs.lock().fds.remove(&ino);
         self.sent.lock().remove(ino);
         self.opened_in.lock().remove(&ino);
-        if let Some(w) = &self.watches {
-            w.forgot(ino);
-        }
     }
 
     /// Records the attributes of a real node as just given to the kernel.

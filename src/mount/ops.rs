@@ -48,8 +48,19 @@ impl Core {
         Ok((self.control_attr(ino, parent, &base, control)?, VIRTUAL_TTL))
     }
 
+    /// A directory's watch goes while the nodes lock is held: a lookup that
+    /// brought the node back in between would find the watch still there and
+    /// promise long-lived names in it that nothing watches any more.
     pub(super) fn forget(&self, ino: u64, nlookup: u64) {
-        if self.nodes.write().forget(ino, nlookup) {
+        let gone = {
+            let mut nodes = self.nodes.write();
+            let gone = nodes.forget(ino, nlookup);
+            if let (true, Some(w)) = (gone, &self.watches) {
+                w.forgot(ino);
+            }
+            gone
+        };
+        if gone {
             self.forgot(ino);
         }
     }
