@@ -45,6 +45,11 @@ use super::types::{FileAttr, FileType, Kernel};
 /// How long the kernel keeps what a watched directory told it.
 pub const LONG_TTL: Duration = Duration::from_secs(3600);
 
+/// The longest the kernel keeps a file's attributes, even in a watched
+/// directory: a hard link made outside SOURCE, and a write through it, raise
+/// no event any watch here sees, so such a change shows within this.
+pub const FILE_TTL: Duration = Duration::from_secs(60);
+
 /// How long events are gathered before they are told, so a burst is merged.
 const GATHER: Duration = Duration::from_millis(5);
 
@@ -384,11 +389,13 @@ fn run(watches: &Watches, core: &Weak<Core>) {
 }
 
 /// The TTL of attributes `a` learned in a directory whose names live `ttl`: a
-/// file with other names could change through one no watch covers.
+/// file with other names could change through one no watch covers, and one
+/// that gets a name outside SOURCE could too (see `FILE_TTL`).
 pub fn ttl_for(ttl: Duration, a: &FileAttr) -> Duration {
-    match a.kind != FileType::Directory && a.nlink > 1 {
-        true => REAL_TTL,
-        false => ttl,
+    match (a.kind, a.nlink) {
+        (FileType::Directory, _) => ttl,
+        (_, 2..) => REAL_TTL,
+        _ => ttl.min(FILE_TTL),
     }
 }
 
@@ -477,7 +484,7 @@ impl Core {
                 .map(|n| n.parent)
         };
         match parent {
-            Some(p) if single && w.covers(p) => LONG_TTL,
+            Some(p) if single && w.covers(p) => ttl_for(LONG_TTL, a),
             _ => REAL_TTL,
         }
     }
@@ -664,7 +671,7 @@ mod tests {
     }
 
     #[test]
-    fn a_file_with_other_names_keeps_the_short_lifetime() {
+    fn a_file_with_other_names_keeps_the_short_lifetime_and_one_with_a_single_name_a_bounded_one() {
         let mut a = FileAttr {
             ino: 9,
             size: 0,
@@ -680,7 +687,11 @@ mod tests {
             rdev: 0,
             blksize: 4096,
         };
-        assert_eq!(ttl_for(LONG_TTL, &a), LONG_TTL);
+        assert_eq!(
+            ttl_for(LONG_TTL, &a),
+            FILE_TTL,
+            "a link made outside SOURCE raises no event here"
+        );
         a.nlink = 2;
         assert_eq!(ttl_for(LONG_TTL, &a), REAL_TTL);
         a.kind = FileType::Directory;
