@@ -3,22 +3,27 @@
 //!
 //! Every directory the kernel asks about (a lookup in it, a listing of it) gets
 //! an inotify watch first, before anything in it is read; what the kernel
-//! learns of the names in a watched directory it may keep for `LONG_TTL`. One
-//! thread reads the events and tells the kernel exactly what they changed: a
-//! name made, removed or moved drops that entry and the directory's attributes
-//! and cached listing; changed attributes or content drop the entry (a lookup of
-//! it may be in flight: the kernel makes that drop wait for it) and the node's
-//! attributes, and its pages when the content changed.
+//! learns of the names in a watched directory it may keep for `LONG_TTL` (a
+//! file's attributes for `FILE_TTL`). One thread reads the events and tells
+//! the kernel exactly what they changed: a name made, removed or moved drops
+//! that entry and the directory's attributes and cached listing; changed
+//! attributes or content drop the attributes of the node the name is in SOURCE
+//! now (and of the node the kernel knows by it), and its pages when the content
+//! changed, but never the entry: the kernel detaches whatever is mounted beneath
+//! a dropped entry inside the mount (fuser cannot send `FUSE_EXPIRE_ONLY`).
 //!
 //! Whatever this cannot see keeps the 1 s TTL, so a change made directly in
 //! SOURCE always shows within a second: a directory whose watch could not be
 //! added (the user's inotify limit), a file with more than one link (a change
 //! through another name reports that name), every name for a while after the
-//! event queue overflowed (and all the kernel held is dropped then), and
+//! event queue overflowed (then each name the kernel holds is checked against
+//! SOURCE), a reply that read SOURCE while an event in its directory was read
+//! (see `Lease`), what lies on another file system mounted inside SOURCE, and
 //! SOURCE on a file system whose changes need not pass through this kernel
 //! (network and FUSE file systems): there nothing is watched at all.
-//! One gap stays: writes through a shared map raise no event; they show when
-//! the writer closes the file, or when the size or mtime changes otherwise.
+//! Gaps stay: a hard link made outside SOURCE, and writes through it or through
+//! a shared map, raise no event here; they show when the file's attributes
+//! expire with a new mtime, or when the writer closes the file.
 //!
 //! The daemon's own changes through the mount raise events too; they are
 //! gathered for a few milliseconds and merged per name, so a long write costs a
