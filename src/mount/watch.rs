@@ -86,6 +86,15 @@ struct Watch {
     events: u64,
 }
 
+/// Whether every change on file system `fs` passes through this kernel.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "f_type is 32 bits wide on some targets"
+)]
+fn local(fs: &rustix::fs::StatFs) -> bool {
+    LOCAL.contains(&(fs.f_type as i64))
+}
+
 /// The watches, by watch descriptor and by directory node.
 #[derive(Default)]
 struct Table {
@@ -185,7 +194,7 @@ impl Watches {
     pub fn new(root: impl AsFd) -> Option<Watches> {
         let dev = rustix::fs::fstat(&root).ok()?.st_dev;
         let fs = rustix::fs::fstatfs(&root).ok()?;
-        if !LOCAL.contains(&(fs.f_type as i64)) {
+        if !local(&fs) {
             log::info!(
                 "SOURCE is on a file system (type {:#x}) whose changes inotify may not see: names and attributes live 1 s in the kernel",
                 fs.f_type
@@ -251,7 +260,7 @@ impl Watches {
     fn sees(&self, open: &impl AsFd) -> bool {
         match rustix::fs::fstat(open) {
             Ok(st) if st.st_dev == self.dev => true,
-            Ok(_) => rustix::fs::fstatfs(open).is_ok_and(|fs| LOCAL.contains(&(fs.f_type as i64))),
+            Ok(_) => rustix::fs::fstatfs(open).is_ok_and(|fs| local(&fs)),
             Err(_) => false,
         }
     }
