@@ -150,9 +150,11 @@ impl Told {
 #[derive(Default, Debug, PartialEq, Eq)]
 struct AboutName {
     /// The entry is dropped: dropping it detaches whatever is mounted beneath it
-    /// inside the mount, so only a real change of the name does, or a name
-    /// whose node the kernel cannot hold (then a lookup of it may be in flight,
-    /// and the kernel makes the drop wait for it).
+    /// inside the mount, so only a name that went away or names another file
+    /// now is, or a name whose node the kernel cannot hold (then a lookup of it
+    /// may be in flight, and the kernel makes the drop wait for it). A name made
+    /// through the mount is known by the time its event is told, and kept: a
+    /// directory made so may have been mounted on since.
     entry: bool,
     /// The directory's attributes and cached listing are stale.
     listing: bool,
@@ -173,8 +175,9 @@ fn about_name(flags: ReadFlags, known: Option<u64>, now: Option<u64>) -> AboutNa
     if let Some(n) = now.filter(|n| Some(*n) != known) {
         nodes.push((n, content));
     }
+    let gone = flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM);
     AboutName {
-        entry: renamed || known.is_none(),
+        entry: gone || known.is_none() || now != known,
         listing: renamed,
         nodes,
     }
@@ -623,6 +626,17 @@ mod tests {
             assert!(t.listing, "{flags:?}");
             assert_eq!(t.nodes, vec![(9, false)], "{flags:?}: its link count");
         }
+    }
+
+    #[test]
+    fn a_name_made_through_the_mount_keeps_its_entry_which_may_be_mounted_on_since() {
+        for flags in [ReadFlags::CREATE | ReadFlags::ISDIR, ReadFlags::MOVED_TO] {
+            let t = about_name(flags, Some(9), Some(9));
+            assert!(!t.entry, "{flags:?}");
+            assert!(t.listing, "{flags:?}");
+        }
+        let t = about_name(ReadFlags::DELETE | ReadFlags::CREATE, Some(9), Some(9));
+        assert!(t.entry, "removed, whatever took the name since");
     }
 
     #[test]
