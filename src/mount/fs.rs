@@ -32,7 +32,8 @@
 //! read that must commit is handed over, decided under the `EditBuffer` lock).
 //!
 //! Cache policy: real entries, attributes and listings of a directory SOURCE's
-//! watcher covers live an hour in the kernel, and the watcher drops whatever a
+//! watcher covers live an hour in the kernel (a file's attributes a minute: a
+//! link made outside SOURCE escapes every watch), and the watcher drops whatever a
 //! change made directly in SOURCE makes stale (`watch.rs`); elsewhere they live
 //! 1 s. File pages stay cached across opens but are dropped when the watcher
 //! sees the content change, or a refresh of attributes shows a new size or
