@@ -874,31 +874,16 @@ mod tests {
         Meant::File { dev: 1, ino }
     }
 
-    fn attr_of(ino: u64) -> FileAttr {
-        FileAttr {
-            ino,
-            size: 0,
-            blocks: 0,
-            atime: UNIX_EPOCH,
-            mtime: UNIX_EPOCH,
-            ctime: UNIX_EPOCH,
-            kind: FileType::RegularFile,
-            perm: 0o644,
-            nlink: 1,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            blksize: 4096,
-        }
-    }
-
     #[test]
     fn attributes_given_longer_ago_than_a_ttl_do_not_pile_up_over_a_walk() {
         let mut sent = Sent::default();
         let start = Instant::now();
         // A walk of 50,000 files, 10,000 a second.
         for i in 0..50_000u64 {
-            sent.insert(attr_of(i + 2), start + Duration::from_micros(100 * i));
+            sent.insert(
+                FileAttr::regular(i + 2),
+                start + Duration::from_micros(100 * i),
+            );
         }
         let end = start + Duration::from_secs(5);
         assert!(

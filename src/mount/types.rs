@@ -89,6 +89,28 @@ pub struct FileAttr {
     pub blksize: u32,
 }
 
+#[cfg(test)]
+impl FileAttr {
+    /// An empty regular file `ino`, owned by root, for tests of what is told the kernel.
+    pub fn regular(ino: u64) -> FileAttr {
+        FileAttr {
+            ino,
+            size: 0,
+            blocks: 0,
+            atime: SystemTime::UNIX_EPOCH,
+            mtime: SystemTime::UNIX_EPOCH,
+            ctime: SystemTime::UNIX_EPOCH,
+            kind: FileType::RegularFile,
+            perm: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+        }
+    }
+}
+
 /// Attributes with how long the kernel may keep them (and the entry that led to them).
 pub type Timed = (FileAttr, Duration);
 

@@ -700,21 +700,7 @@ mod tests {
 
     #[test]
     fn a_file_with_other_names_keeps_the_short_lifetime_and_one_with_a_single_name_a_bounded_one() {
-        let mut a = FileAttr {
-            ino: 9,
-            size: 0,
-            blocks: 0,
-            atime: std::time::UNIX_EPOCH,
-            mtime: std::time::UNIX_EPOCH,
-            ctime: std::time::UNIX_EPOCH,
-            kind: FileType::RegularFile,
-            perm: 0o644,
-            nlink: 1,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            blksize: 4096,
-        };
+        let mut a = FileAttr::regular(9);
         assert_eq!(
             ttl_for(LONG_TTL, &a),
             FILE_TTL,
