@@ -815,6 +815,25 @@ fn ragged_indentation_matches_when_unique_and_keeps_the_files_indentation() {
 }
 
 #[test]
+fn a_first_line_that_lost_its_indentation_is_not_read_as_a_deeper_nesting_step() {
+    // SEARCH copied from a viewer: only the `def` line lost its indentation, the
+    // body is as in the file. A new nested line must keep the file's 4-column step,
+    // not be halved as if SEARCH nested 8 columns per level.
+    let file = "class C:\n    def f(self, text):\n        text = g(text)\n        return h(text)\n";
+    let r = run(
+        file,
+        &block(
+            "def f(self, text):\n        text = g(text)\n        return h(text)\n",
+            "def f(self, text):\n        text = g(text)\n        if not text:\n            return []\n        return h(text)\n",
+        ),
+    );
+    assert_eq!(
+        text(&r),
+        "class C:\n    def f(self, text):\n        text = g(text)\n        if not text:\n            return []\n        return h(text)\n"
+    );
+    assert!(!warnings(&r).contains("twice as deep"), "{}", warnings(&r));
+}
+#[test]
 fn a_line_fragment_found_once_is_replaced_as_text() {
     let file = "const TIMEOUT_MS: u64 = 500;\nconst RETRIES: u32 = 3;\n";
     let r = run(

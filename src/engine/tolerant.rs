@@ -189,8 +189,11 @@ impl Shift {
 /// The uniform mapping that turns every non-blank SEARCH line's indentation into
 /// its file line's, if there is one.
 pub fn uniform_shift(file: &[&str], search: &[&str]) -> Option<Shift> {
-    let scales = [(1, 1), (2, 1), (1, 2)];
-    scales.into_iter().find_map(|(num, den)| {
+    let scales: &[(isize, isize)] = match first_line_lost_indent(file, search) {
+        true => &[(1, 1)],
+        false => &[(1, 1), (2, 1), (1, 2)],
+    };
+    scales.iter().find_map(|&(num, den)| {
         [4, 2, 8, 3].into_iter().find_map(|tab| {
             let mut offset = None;
             for (f, s) in file.iter().zip(search) {
@@ -211,6 +214,25 @@ pub fn uniform_shift(file: &[&str], search: &[&str]) -> Option<Shift> {
             })
         })
     })
+}
+
+/// Whether SEARCH's first line lost all its indentation while every other line
+/// has exactly the file's, as copied from a viewer. Two indentation levels then
+/// also fit a scale (SEARCH "twice as deep", shifted), which would re-indent new
+/// nested lines by half the file's step: such a copy is ragged, not rescaled.
+fn first_line_lost_indent(file: &[&str], search: &[&str]) -> bool {
+    let mut pairs = file
+        .iter()
+        .zip(search)
+        .filter(|(f, s)| !is_blank(f) && !is_blank(s));
+    let Some((f, s)) = pairs.next() else {
+        return false;
+    };
+    let mut rest = pairs.peekable();
+    indent_of(s).is_empty()
+        && !indent_of(f).is_empty()
+        && rest.peek().is_some()
+        && rest.all(|(f, s)| indent_of(f) == indent_of(s))
 }
 
 /// Per SEARCH line, how far the file's indentation lies from SEARCH's, in columns:
