@@ -386,18 +386,20 @@ pub fn parse_multi<'a>(
 }
 
 /// The file a line of text before a block names, as agents write it: `src/a.py`,
-/// `` `src/a.py` ``, `**src/a.py**`, `"my notes.md"`, `src/a.py:`, `File: src/a.py`.
-/// A line with spaces is a path only when it names an existing file, or a file
-/// the block creates in an existing directory: otherwise it is prose. A line
-/// without spaces is taken as a path by its shape, so a mistyped one is
-/// reported as a missing file rather than as a block without a path.
+/// `` `src/a.py` ``, `**src/a.py**`, `"my notes.md"`, `src/a.py:`, `File: src/a.py`,
+/// `### src/a.py`. A line with spaces, or a Markdown heading, is a path only when
+/// it names an existing file, or a file the block creates in an existing
+/// directory: otherwise it is prose or a title. Another line without spaces is
+/// taken as a path by its shape, so a mistyped one is reported as a missing file
+/// rather than as a block without a path.
 fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
+    let (label, heading) = strip_heading(label);
     let t = strip_decoration(label);
     let tag = t.starts_with('<') && t.ends_with('>');
     if t.is_empty() || t.starts_with('#') || tag {
         return None;
     }
-    let by_shape = !t.contains(char::is_whitespace);
+    let by_shape = !heading && !t.contains(char::is_whitespace);
     let Ok(rel) = tree.locate(t) else {
         return by_shape.then(|| t.to_owned());
     };
@@ -411,9 +413,20 @@ fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
     (exists || by_shape || (creates && parent_is_dir())).then_some(rel)
 }
 
+/// The text of a Markdown heading (`### src/a.py`), and whether it was one.
+fn strip_heading(label: &str) -> (&str, bool) {
+    let t = label.trim_start();
+    let text = t.trim_start_matches('#');
+    let level = t.len() - text.len();
+    match (1..=6).contains(&level) && text.starts_with(' ') {
+        true => (text, true),
+        false => (label, false),
+    }
+}
+
 fn strip_decoration(label: &str) -> &str {
     let t = label.trim();
-    let t = ["File:", "Path:", "file:", "path:"]
+    let t = ["File:", "Path:", "Filename:", "file:", "path:", "filename:"]
         .iter()
         .find_map(|p| t.strip_prefix(p))
         .unwrap_or(t);
@@ -544,6 +557,20 @@ mod tests {
         let json = r#"{"path": "a b/c.py", "search": "x = 1", "replace": "x = 2"}"#;
         let (files, _) = parse_multi(json.as_bytes(), 10_000, &tree).unwrap();
         assert_eq!(shape(&files), [("a b/c.py", 1)]);
+    }
+
+    #[test]
+    fn a_markdown_heading_or_filename_line_names_an_existing_file() {
+        let tree = Fake(&["src/a.py", "lib/b.rs"]);
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let text = format!(
+            "### src/a.py\n```python\n{block}```\n## Fix the loop\n{block}# Filename: lib/b.rs\n{block}"
+        );
+        let (files, _) = parse_multi(text.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("src/a.py", 2), ("lib/b.rs", 1)]);
+        // A heading that names no file is a title, not a path.
+        let title = format!("## Changes\n{block}");
+        assert!(parse_multi(title.as_bytes(), 10_000, &tree).is_err());
     }
 
     #[test]
