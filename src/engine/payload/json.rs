@@ -135,6 +135,9 @@ fn object(
         return Ok(ops);
     }
     command(index, map)?;
+    if let Some(ops) = multi_edit(index, map, notes)? {
+        return Ok(ops);
+    }
     let ops = match block_text(index, map, notes)? {
         Some(ops) => ops,
         None if is_roo(map) => vec![roo(index, map, notes)?],
@@ -252,6 +255,45 @@ fn block_text(
         op.path = path.clone();
     }
     note_form(notes, form);
+    Ok(Some(ops))
+}
+
+/// A MultiEdit call's arguments (`{"file_path", "edits": [{"old_string", ...}]}`):
+/// its edits, in order, on the file the call names.
+fn multi_edit(
+    index: usize,
+    map: &Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<Option<Vec<Operation>>, PayloadError> {
+    if get(map, SEARCH).is_some() {
+        return Ok(None);
+    }
+    let Some(edits) = map.get("edits") else {
+        return Ok(None);
+    };
+    let Value::Array(edits) = edits else {
+        return Err(field(index, "`edits` is not an array of edits"));
+    };
+    if edits.is_empty() {
+        return Err(field(index, "`edits` is empty"));
+    }
+    let path = string(index, map, PATH)?;
+    let mut ops = Vec::with_capacity(edits.len());
+    for (k, edit) in edits.iter().enumerate() {
+        let in_edit = |e: PayloadError| match e {
+            PayloadError::Field { message, .. } => {
+                field(index, format!("edit {} of `edits` {message}", k + 1))
+            }
+            other => other,
+        };
+        let Value::Object(edit) = edit else {
+            return Err(in_edit(field(index, "is not an object")));
+        };
+        let mut op = operation(index, edit).map_err(in_edit)?;
+        op.path = op.path.or_else(|| path.clone());
+        ops.push(op);
+    }
+    note_form(notes, tools::MULTI_EDIT);
     Ok(Some(ops))
 }
 
@@ -393,6 +435,40 @@ mod tests {
                 p.notes
             );
         }
+    }
+
+    #[test]
+    fn a_multi_edit_call_is_read_as_its_edits_in_order() {
+        let call = r#"{"file_path": "/w/a.py", "edits": [
+            {"old_string": "a", "new_string": "b"},
+            {"old_string": "c", "new_string": "d", "replace_all": true}]}"#;
+        let p = parse(call).unwrap();
+        let ops: Vec<_> = p
+            .operations
+            .iter()
+            .map(|o| {
+                (
+                    o.search.as_str(),
+                    o.replace.as_str(),
+                    o.all,
+                    o.path.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                ("a", "b", false, Some("/w/a.py")),
+                ("c", "d", true, Some("/w/a.py"))
+            ]
+        );
+        assert!(
+            p.notes.iter().any(|n| n.contains("MultiEdit")),
+            "{:?}",
+            p.notes
+        );
+        let err = parse(r#"{"edits": [{"old_string": "a"}, {"new_string": "d"}]}"#).unwrap_err();
+        assert!(err.to_string().contains("edit 2 of `edits`"), "{err}");
     }
 
     #[test]

@@ -43,6 +43,9 @@ several matches with a warning, a SEARCH found more than once fails as ambiguous
 pub const DESKTOP_COMMANDER: &str = "Desktop Commander's edit_block: expected_replacements must \
 be the number of matches; unlike Desktop Commander, which only reports a near match, a near match \
 that the tolerance ladder finds unique is applied, with a warning";
+pub const MULTI_EDIT: &str = "a MultiEdit call; as there, the edits run in order, each on the \
+result of the one before, and apply all or none; a SEARCH found more than once fails as ambiguous \
+unless that edit sets replace_all";
 pub const DESKTOP_COMMANDER_BLOCK: &str = "Desktop Commander's edit_block (blockContent); unlike \
 Desktop Commander, which replaced the first of several matches, a SEARCH found more than once fails \
 as ambiguous";
