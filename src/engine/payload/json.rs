@@ -10,7 +10,7 @@ use regex::bytes::RegexBuilder;
 use serde_json::{Map, Value};
 
 use super::tools::{self, REGEX_SIZE_LIMIT, RooCall};
-use super::{Find, Operation, Payload, PayloadError, markers};
+use super::{Find, Operation, Payload, PayloadError, markers, patch};
 
 const SEARCH: &[&str] = &["search", "old_str", "old_string"];
 const REPLACE: &[&str] = &["replace", "new_str", "new_string"];
@@ -127,6 +127,13 @@ fn object(
     map: &Map<String, Value>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Operation>, PayloadError> {
+    if let Some(patch) = patch_input(map)? {
+        notes.extend(patch.notes);
+        notes.push(format!(
+            "operation {index}: read the patch in the apply_patch call's `input`"
+        ));
+        return Ok(patch.operations);
+    }
     if let Some((name, args)) = envelope(index, map)? {
         let ops = object(index, &args, notes)?;
         notes.push(format!(
@@ -151,6 +158,15 @@ fn object(
     };
     note_unknown(index, map, notes);
     Ok(ops)
+}
+
+/// An apply_patch call's arguments (`{"input": "*** Begin Patch ..."}`): the
+/// patch it carries, which is no JSON to unwrap further.
+fn patch_input(map: &Map<String, Value>) -> Result<Option<Payload>, PayloadError> {
+    match map.get("input") {
+        Some(Value::String(text)) if patch::detect(text) => patch::parse(text).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// A tool call's name and its arguments.
@@ -469,6 +485,22 @@ mod tests {
         );
         let err = parse(r#"{"edits": [{"old_string": "a"}, {"new_string": "d"}]}"#).unwrap_err();
         assert!(err.to_string().contains("edit 2 of `edits`"), "{err}");
+    }
+
+    #[test]
+    fn an_apply_patch_call_is_read_as_the_patch_in_its_input() {
+        let patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch\n";
+        let args = serde_json::json!({ "input": patch }).to_string();
+        let call = serde_json::json!({ "name": "apply_patch", "arguments": args }).to_string();
+        for text in [args, call] {
+            let p = parse(&text).unwrap();
+            let ops: Vec<_> = p
+                .operations
+                .iter()
+                .map(|o| (o.search.as_str(), o.replace.as_str(), o.label.as_deref()))
+                .collect();
+            assert_eq!(ops, [("x = 1\n", "x = 2\n", Some("a.py"))], "{text}");
+        }
     }
 
     #[test]
