@@ -716,6 +716,17 @@ fn the_text_report_says_what_happened_and_how_to_fix_a_miss() {
     assert!(text.contains("closest match: lines 1-2"), "{text}");
 }
 
+#[test]
+fn a_closest_region_that_differs_is_never_reported_as_fully_similar() {
+    let file = "    def _split_chunks(self, text):\n        text = self._munge_whitespace(text)\n        return self._split(text)\n";
+    let search = file.replace("_munge_whitespace", "_munge_whitespaces");
+    let r = run(file, &block(&search, "pass\n"));
+    let closest = r.report.error.as_ref().unwrap().closest.clone().unwrap();
+    assert!(closest.similarity < 1.0, "{}", closest.similarity);
+    let text = r.report.to_string();
+    assert!(text.contains("(similarity 0.99)"), "{text}");
+}
+
 // §3 payload shapes that would destroy code, and the last two tiers
 
 #[test]

@@ -83,7 +83,8 @@ fn at_region(doc: &Doc, search: &[&str], start: usize, len: usize) -> Diagnosis 
     let closest = Closest {
         start_line: start + 1,
         end_line: start + len,
-        similarity: (similarity * 1000.0).round() / 1000.0,
+        // Rounded down: a region that differs must never read as fully similar.
+        similarity: (similarity * 1000.0 + 1e-9).floor() / 1000.0,
         diff: text_diff(
             &clip_lines(&search_text, col),
             &clip_lines(&region_text, col),

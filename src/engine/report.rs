@@ -274,7 +274,9 @@ fn write_error(f: &mut fmt::Formatter<'_>, e: &ErrorReport) -> fmt::Result {
         writeln!(
             f,
             "closest match: lines {}-{} (similarity {:.2}); what SEARCH would need to change:",
-            c.start_line, c.end_line, c.similarity
+            c.start_line,
+            c.end_line,
+            (c.similarity * 100.0 + 1e-9).floor() / 100.0
         )?;
         write!(f, "{}", c.diff)?;
     }
