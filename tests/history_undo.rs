@@ -92,8 +92,10 @@ fn paths_that_leave_the_root_are_refused() {
 fn if_match_per_file_names_the_stale_file_and_its_sha() {
     let p = project();
     let root = p.path().to_str().unwrap();
-    let payload = r#"[{"path": "b.txt", "search": "bee", "replace": "x", "if_match": "00"},
-                     {"path": "src/a.py", "search": "a = 1", "replace": "a = 3"}]"#;
+    let payload = r#"[{"path": "b.txt", "search": "bee", "replace": "x", "if_match": "STALE"},
+                     {"path": "src/a.py", "search": "a = 1", "replace": "a = 3"}]"#
+        .replace("STALE", &"0".repeat(64));
+    let payload = payload.as_str();
     let o = editfs(&["apply", "--multi", root], payload, p.path());
     assert_eq!(o.status.code(), Some(1));
     let sha = editfs::engine::sha256_hex(b"bee\n");

@@ -374,9 +374,29 @@ fn operation(index: usize, map: &Map<String, Value>) -> Result<Operation, Payloa
     op.all = flag(index, map, ALL)?;
     op.expected = count(index, map, "expected_replacements", 1)?;
     op.scope = scope(index, map)?;
-    op.if_match = string(index, map, &["if_match"])?.map(|s| s.trim().to_ascii_lowercase());
+    op.if_match = match string(index, map, &["if_match"])? {
+        Some(s) => Some(sha256_field(index, &s)?),
+        None => None,
+    };
     op.path = string(index, map, PATH)?;
     Ok(op)
+}
+
+/// An `if_match` value: a hex SHA-256, lower-cased, `sha256:` prefix allowed.
+/// Anything else (a git object id, an mtime) could never hold, and reporting it
+/// as `stale` would send the agent to re-read the file and fail again.
+fn sha256_field(index: usize, value: &str) -> Result<String, PayloadError> {
+    let v = value.trim();
+    let hex = v.strip_prefix("sha256:").unwrap_or(v).to_ascii_lowercase();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(hex);
+    }
+    Err(field(
+        index,
+        format!(
+            "`if_match` is `{v}`, not a SHA-256: it must be the 64 hex digits of the file's SHA-256 (as `sha256sum` prints it, or F.status's sha256)"
+        ),
+    ))
 }
 
 fn scope(
@@ -535,15 +555,35 @@ mod tests {
     #[test]
     fn every_option_is_read() {
         let p = parse(
-            r#"{"search": "a(\\d)", "replace": "b$1", "regex": true, "ignore_case": true,
-                "start_line": 2, "end_line": 4, "expected_replacements": 2, "if_match": "ABC"}"#,
+            &r#"{"search": "a(\\d)", "replace": "b$1", "regex": true, "ignore_case": true,
+                "start_line": 2, "end_line": 4, "expected_replacements": 2, "if_match": "ABC"}"#
+                .replace("ABC", &"AB".repeat(32)),
         )
         .unwrap();
         let op = &p.operations[0];
         assert!(matches!(op.find, Find::Regex(_)));
         assert_eq!(op.scope, Some(2..=4));
         assert_eq!(op.expected, Some(2));
-        assert_eq!(op.if_match.as_deref(), Some("abc"));
+        assert_eq!(op.if_match, Some("ab".repeat(32)));
+    }
+
+    #[test]
+    fn an_if_match_that_is_no_sha256_is_refused_as_such() {
+        for bad in [
+            "abc",
+            "0123456789abcdef0123456789abcdef01234567",
+            "1700000000",
+        ] {
+            let json = format!(r#"{{"search": "a", "replace": "b", "if_match": "{bad}"}}"#);
+            let err = parse(&json).unwrap_err().to_string();
+            assert!(err.contains("64 hex digits"), "{bad}: {err}");
+        }
+        let prefixed = format!(
+            r#"{{"search": "a", "if_match": "sha256:{}"}}"#,
+            "0f".repeat(32)
+        );
+        let p = parse(&prefixed).unwrap();
+        assert_eq!(p.operations[0].if_match, Some("0f".repeat(32)));
     }
 
     #[test]
