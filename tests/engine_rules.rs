@@ -727,6 +727,35 @@ fn a_closest_region_that_differs_is_never_reported_as_fully_similar() {
     assert!(text.contains("(similarity 0.99)"), "{text}");
 }
 
+#[test]
+fn a_block_written_against_lines_an_earlier_block_changed_says_so() {
+    let file = "def f(text):\n    text = g(text)\n    return h(text)\n";
+    let payload = block("    text = g(text)\n", "    text = g(text)  # A\n")
+        + &block(
+            "    text = g(text)\n    return h(text)\n",
+            "    text = g(text)\n    return list(h(text))\n",
+        );
+    let r = run(file, &payload);
+    assert_eq!(kind(&r), "not_found");
+    let hint = r.report.error.unwrap().hint.unwrap();
+    assert!(
+        hint.contains("matches the file as it was before operation #1 changed it"),
+        "{hint}"
+    );
+    // A SEARCH that never matched gets no such note.
+    let typo = block("    text = g(text)\n", "    text = g(text)  # A\n")
+        + &block("def f(txt):\n", "def f(t):\n");
+    let r = run(file, &typo);
+    assert!(
+        !r.report
+            .error
+            .unwrap()
+            .hint
+            .unwrap()
+            .contains("before operation")
+    );
+}
+
 // §3 payload shapes that would destroy code, and the last two tiers
 
 #[test]

@@ -160,13 +160,55 @@ fn run_parsed(
         exists: original.is_some(),
         act: None,
     };
-    let ops: Vec<OpReport> = parsed
+    let mut ops: Vec<OpReport> = parsed
         .operations
         .iter()
         .enumerate()
         .map(|(i, op)| tx.run(i + 1, op))
         .collect();
+    note_earlier_changes(&mut ops, &parsed.operations, &tx);
     finish(name, original, &tx, ops, parsed.notes)
+}
+
+/// Agents often write every block against the file as they read it, so a block
+/// whose lines an earlier block of the payload changed fails as `not_found`. The
+/// file alone does not show why; say which earlier operation changed those lines.
+fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transaction<'_, '_>) {
+    for i in 1..ops.len() {
+        let Some(error) = ops[i].error.as_ref() else {
+            continue;
+        };
+        if error.kind != ErrorKind::NotFound {
+            continue;
+        }
+        let mut alone = Transaction {
+            doc: Doc::new(tx.body),
+            tracked: true,
+            body: tx.body,
+            utf8: OnceCell::new(),
+            opts: tx.opts,
+            exists: tx.exists,
+            act: None,
+        };
+        let Some([first, last]) = alone.run(i + 1, &parsed[i]).lines else {
+            continue;
+        };
+        let Some(earlier) = ops[..i].iter().rev().find(|o| {
+            o.outcome == OpOutcome::Applied && o.lines.is_some_and(|[a, b]| a <= last && first <= b)
+        }) else {
+            continue;
+        };
+        let note = format!(
+            "SEARCH matches the file as it was before operation #{} changed it (lines {first}-{last}): operations run in order, each on the result of the one before, so write this SEARCH as the file reads after #{}, or merge the two blocks into one",
+            earlier.index, earlier.index
+        );
+        if let Some(e) = ops[i].error.as_mut() {
+            e.hint = Some(match e.hint.take() {
+                Some(h) => format!("{note}; {h}"),
+                None => note,
+            });
+        }
+    }
 }
 
 pub fn rejected(e: payload::PayloadError, sha: String) -> Edit {
