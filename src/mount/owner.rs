@@ -8,10 +8,13 @@
 //! closes when its process dies however it dies: a daemon killed with SIGKILL
 //! never blocks the next mount. The lock is on the file, not on its name, so every
 //! spelling of the same directory (symlinks, `..`, trailing slashes) meets it.
+//! A holder whose mount point is no longer mounted is on its way out: the next
+//! daemon waits a moment for it rather than refusing.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The lock file's name inside the state directory.
 pub const LOCK_FILE: &str = "daemon.lock";
@@ -66,14 +69,19 @@ impl Owner {
             .truncate(false)
             .open(&path)
             .map_err(io_err)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(OwnerError::Taken {
-                    holder: read_holder(&mut file),
-                });
+        let deadline = Instant::now() + RELEASE_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let holder = read_holder(&mut file);
+                    if serving(&holder) || Instant::now() >= deadline {
+                        return Err(OwnerError::Taken { holder });
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(TryLockError::Error(e)) => return Err(io_err(e)),
             }
-            Err(TryLockError::Error(e)) => return Err(io_err(e)),
         }
         let record = format!("{}\n{}\n", std::process::id(), mountpoint.display());
         file.set_len(0)
@@ -90,6 +98,20 @@ impl Drop for Owner {
     fn drop(&mut self) {
         let _ = self.file.set_len(0);
     }
+}
+
+/// How long a mount waits for a holder that serves no mount point any more: a
+/// daemon lets go of the lock only as it exits, a moment after its unmount, and
+/// `editfs unmount` followed at once by `editfs mount` must not be refused.
+const RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether the holder is mounted where its record says: a daemon serving there,
+/// not one on its way out (its record gone or its mount point unmounted).
+fn serving(holder: &Holder) -> bool {
+    holder
+        .mountpoint
+        .as_deref()
+        .is_some_and(|m| super::mounted_at(m).is_some())
 }
 
 /// What the holder wrote: its pid on the first line, its mount point on the rest.
@@ -128,6 +150,20 @@ mod tests {
         assert_eq!(holder.mountpoint.as_deref(), Some(Path::new("/mnt/a b")));
         drop(first);
         Owner::take(&state, Path::new("/mnt/c")).unwrap();
+    }
+
+    #[test]
+    fn a_daemon_that_was_unmounted_and_is_exiting_does_not_refuse_the_next_mount() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let gone = tmp.path().join("unmounted");
+        let exiting = Owner::take(&state, &gone).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(exiting);
+        });
+        Owner::take(&state, Path::new("/mnt/next")).unwrap();
+        release.join().unwrap();
     }
 
     #[test]
