@@ -238,6 +238,7 @@ impl Found<'_> {
             steps: tolerant::indent_steps(&file, &p.lines),
             tabs,
             region,
+            file: file.iter().map(|l| (*l).to_owned()).collect(),
         };
         let mut new: Vec<String> = Vec::with_capacity(replace.len());
         for op in capture_diff_slices(Algorithm::Myers, &p.lines, replace) {
@@ -258,7 +259,7 @@ impl Found<'_> {
                     self.push_new(
                         &mut new,
                         &replace[new_index..new_index + new_len],
-                        near,
+                        (near, |_| None),
                         &ctx,
                     );
                 }
@@ -270,10 +271,11 @@ impl Found<'_> {
                 } => {
                     // Changed lines take the step of their SEARCH counterparts.
                     let near = |k: usize| old_index + k.min(old_len - 1);
+                    let counterpart = |k: usize| (k < old_len).then(|| old_index + k);
                     self.push_new(
                         &mut new,
                         &replace[new_index..new_index + new_len],
-                        near,
+                        (near, counterpart),
                         &ctx,
                     );
                 }
@@ -283,13 +285,14 @@ impl Found<'_> {
         new
     }
 
-    /// New REPLACE lines, each in the file's style; `near(k)` is the SEARCH line
-    /// whose indentation step the `k`th of them takes in a ragged match.
+    /// New REPLACE lines, each in the file's style. `near(k)` is the SEARCH line
+    /// whose indentation step the `k`th of them takes in a ragged match;
+    /// `counterpart(k)` the SEARCH line it changes, if it replaces one.
     fn push_new(
         &self,
         out: &mut Vec<String>,
         lines: &[&str],
-        near: impl Fn(usize) -> usize,
+        (near, counterpart): (impl Fn(usize) -> usize, impl Fn(usize) -> Option<usize>),
         ctx: &Style,
     ) {
         for (k, line) in lines.iter().enumerate() {
@@ -297,21 +300,28 @@ impl Found<'_> {
                 Tier::Ragged => ctx.steps.at(near(k)),
                 _ => ctx.shift,
             };
-            out.push(self.adapt(line, shift, ctx.tabs, &ctx.region));
+            let pair = counterpart(k).map(|j| (self.pattern.lines[j], ctx.file[j].as_str()));
+            out.push(self.adapt(line, shift, ctx, pair));
         }
     }
 
-    /// One new REPLACE line in the file's indentation and characters.
-    fn adapt(&self, line: &str, shift: Shift, tabs: bool, region: &str) -> String {
+    /// One new REPLACE line in the file's indentation and characters; `pair` is
+    /// the SEARCH line it changes and the file line that SEARCH line matched.
+    fn adapt(&self, line: &str, shift: Shift, ctx: &Style, pair: Option<(&str, &str)>) -> String {
         let tier = self.pattern.tier;
         let line = if tier >= Tier::Indentation {
-            tolerant::reindent(line, shift, tabs)
+            tolerant::reindent(line, shift, ctx.tabs)
         } else {
             line.to_owned()
         };
         if tier < Tier::Typography {
             return line;
         }
+        let region = &ctx.region;
+        let line = match pair {
+            Some((search, file)) => tolerant::keep_file_chars(&line, search, file),
+            None => line,
+        };
         line.chars()
             .map(|c| {
                 if tolerant::is_typographic(c) && !region.contains(c) {
@@ -362,6 +372,8 @@ struct Style {
     steps: tolerant::Steps,
     tabs: bool,
     region: String,
+    /// The matched file lines, one per SEARCH line.
+    file: Vec<String>,
 }
 
 fn ragged_warning(file: &[&str], search: &[&str]) -> String {
@@ -511,6 +523,24 @@ mod tests {
             ALL,
         );
         assert_eq!(r, Some((Tier::Typography, "say(\"hello\")\n".into())));
+    }
+
+    #[test]
+    fn typography_tier_keeps_the_files_characters_where_a_changed_line_keeps_searchs() {
+        let file = "name = \u{201c}hello\u{201d}\nx = 1\n";
+        let r = edit(
+            file,
+            "name = \"hello\"\n",
+            "name = \"hello world\"\nlabel = \"new\"\n",
+            ALL,
+        );
+        assert_eq!(
+            r,
+            Some((
+                Tier::Typography,
+                "name = \u{201c}hello world\u{201d}\nlabel = \"new\"\nx = 1\n".into()
+            ))
+        );
     }
 
     #[test]

@@ -105,6 +105,39 @@ pub fn loose_key(line: &[u8]) -> u64 {
     h.finish()
 }
 
+/// `line` (a REPLACE line that changes `search`, which matched `file` at the
+/// typography tier) with the file's own character wherever it keeps a character
+/// of SEARCH that stands for a look-alike in the file: `"hello"` changed to
+/// `"hello world"` in a file that reads `“hello”` is written `“hello world”`.
+pub fn keep_file_chars(line: &str, search: &str, file: &str) -> String {
+    let s: Vec<char> = search.trim().chars().collect();
+    let f: Vec<char> = file.trim().chars().collect();
+    if s.len() != f.len() || s == f {
+        return line.to_owned();
+    }
+    let r: Vec<char> = line.chars().collect();
+    let mut out = r.clone();
+    let offset = search.len() - search.trim_start().len();
+    let s_all: Vec<char> = search.chars().collect();
+    let skip = search[..offset].chars().count();
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &s_all, &r) {
+        if let similar::DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = op
+        {
+            for k in 0..len {
+                let at = old_index + k;
+                if at >= skip && at - skip < f.len() && f[at - skip] != s[at - skip] {
+                    out[new_index + k] = f[at - skip];
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
 pub fn is_typographic(c: char) -> bool {
     fold(c) != c
 }
