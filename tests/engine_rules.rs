@@ -581,6 +581,24 @@ fn if_match_is_a_compare_and_swap() {
 }
 
 #[test]
+fn a_stale_report_has_one_operation_object_per_operation() {
+    let payload = format!(
+        r#"[{{"search": "a", "replace": "b"}}, {{"search": "zz", "replace": "y", "if_match": "{}"}}]"#,
+        "0".repeat(64)
+    );
+    let r = run(
+        "a
+", &payload,
+    );
+    assert_eq!(kind(&r), "stale");
+    let outcomes: Vec<_> = r.report.operations.iter().map(|o| o.outcome).collect();
+    assert_eq!(outcomes, [OpOutcome::Matched, OpOutcome::Failed]);
+    let second = r.report.operations[1].error.as_ref().unwrap();
+    assert_eq!(second.kind.as_str(), "stale");
+    assert!(!r.written);
+}
+
+#[test]
 fn non_utf8_files_take_byte_exact_edits_only() {
     let file: &[u8] = b"caf\xe9 = 1\nx = 2\n";
     let edit = apply(

@@ -133,19 +133,13 @@ fn run_parsed(
 ) -> Edit {
     let before = original.unwrap_or_default();
     // Hashing a large file costs more than editing it: hash only what a report needs.
-    let total = parsed.operations.len();
-    if parsed.operations.iter().any(|op| op.if_match.is_some()) {
-        let sha = sha256_hex(before);
-        if let Some(stale) = stale(&parsed.operations, &sha) {
-            let mut report = failed(stale, sha, total);
-            report.notes = parsed.notes;
-            return Edit {
-                content: None,
-                report,
-                act: None,
-            };
+    let stale = match parsed.operations.iter().any(|op| op.if_match.is_some()) {
+        true => {
+            let sha = sha256_hex(before);
+            stale(&parsed.operations, &sha).map(|e| (e, sha))
         }
-    }
+        false => None,
+    };
     let body = before.strip_prefix(BOM).unwrap_or(before);
     let doc = match parsed.operations.len() {
         0 | 1 => Doc::new(body),
@@ -166,8 +160,34 @@ fn run_parsed(
         .enumerate()
         .map(|(i, op)| tx.run(i + 1, op))
         .collect();
+    if let Some((error, sha)) = stale {
+        return stale_edit(error, sha, ops, parsed.notes);
+    }
     note_earlier_changes(&mut ops, &parsed.operations, &tx);
     finish(name, original, &tx, ops, parsed.notes)
+}
+
+/// The report of a transaction whose `if_match` did not hold: the operations ran
+/// on the file as it is, so each still says whether it would apply, and the one
+/// that carried the `if_match` failed as `stale`.
+fn stale_edit(error: ErrorReport, sha: String, mut ops: Vec<OpReport>, notes: Vec<String>) -> Edit {
+    let at = error.operation.unwrap_or(1).saturating_sub(1);
+    for (i, op) in ops.iter_mut().enumerate() {
+        if i == at {
+            op.outcome = OpOutcome::Failed;
+            op.error = Some(error.clone());
+        } else if op.outcome != OpOutcome::Failed {
+            op.outcome = OpOutcome::Matched;
+        }
+    }
+    let mut report = failed(error, sha, ops.len());
+    report.operations = ops;
+    report.notes = notes;
+    Edit {
+        content: None,
+        report,
+        act: None,
+    }
 }
 
 /// Agents often write every block against the file as they read it, so a block
