@@ -14,10 +14,7 @@ use super::{FileAct, Find, Operation, Payload, PayloadError, text_lines};
 /// removal of an empty file has nothing more).
 pub fn detect(text: &str) -> bool {
     let lines: Vec<&str> = text.lines().collect();
-    let begin = lines
-        .iter()
-        .find(|l| !l.trim().is_empty())
-        .is_some_and(|l| l.trim_end() == "*** Begin Patch");
+    let begin = lines.iter().any(|l| is_begin(l));
     let unified = lines.windows(3).any(|w| {
         w[0].starts_with("--- ") && w[1].starts_with("+++ ") && hunk_header(w[2]).is_some()
     });
@@ -25,16 +22,22 @@ pub fn detect(text: &str) -> bool {
     begin || unified || git
 }
 
+/// A `*** Begin Patch` line. Agents often put the patch in a fence, with a
+/// sentence before or after it, so it need not be the first line.
+fn is_begin(line: &str) -> bool {
+    line.trim_end() == "*** Begin Patch"
+}
+
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
     let lines = text_lines(text);
-    let begin = lines
-        .iter()
-        .position(|l| !l.trim().is_empty())
-        .filter(|&i| lines[i].trim_end() == "*** Begin Patch");
+    let begin = lines.iter().position(|l| is_begin(l));
     let mut payload = match begin {
         Some(i) => begin_patch(&lines, i + 1)?,
         None => unified(&lines)?,
     };
+    if let Some(i) = begin {
+        note_outside(&lines, i, &mut payload);
+    }
     let form = if begin.is_some() {
         "a *** Begin Patch patch"
     } else {
@@ -51,6 +54,27 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
     }
     payload.notes.push(note);
     Ok(payload)
+}
+
+/// Notes the text around a `*** Begin Patch` patch that starts at line `begin`
+/// (0-based): ignored, like text outside marker blocks; fences say nothing.
+fn note_outside(lines: &[&str], begin: usize, payload: &mut Payload) {
+    let end = lines
+        .iter()
+        .skip(begin)
+        .position(|l| l.trim_end() == "*** End Patch")
+        .map_or(lines.len(), |k| begin + k + 1);
+    let prose = |l: &&&str| {
+        let t = l.trim();
+        !t.is_empty() && !t.starts_with("```")
+    };
+    let outside =
+        lines[..begin].iter().filter(prose).count() + lines[end..].iter().filter(prose).count();
+    if outside > 0 {
+        payload.notes.push(format!(
+            "ignored {outside} line(s) of text outside the patch"
+        ));
+    }
 }
 
 fn structure(line: usize, found: impl Into<String>, expected: impl Into<String>) -> PayloadError {
@@ -580,6 +604,19 @@ mod tests {
                     Some(11)
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn a_begin_patch_in_prose_and_a_fence_is_read_with_a_note() {
+        let text = "Apply this:\n```\n*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 2\n*** End Patch\n```\nDone.\n";
+        assert_eq!(ops(text), [op("a.py", "x = 1\n", "x = 2\n", None)]);
+        let notes = parse(text).unwrap().notes;
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("ignored 2 line(s) of text outside the patch")),
+            "{notes:?}"
         );
     }
 
