@@ -248,6 +248,12 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let payload = if let Some(calls) = tools::parse_xml(text) {
         calls?
+    } else if let Some(json) = fenced_json(text) {
+        let mut payload = json::parse(json)?;
+        payload
+            .notes
+            .push("read the JSON inside a ``` fence".into());
+        payload
     } else if looks_like_json(text) {
         match json::parse(text) {
             Ok(p) => p,
@@ -438,6 +444,19 @@ fn strip_decoration(label: &str) -> &str {
         .trim()
 }
 
+/// The JSON a payload holds when all of it is one fenced block (```` ```json ````
+/// or a bare ```` ``` ````), as models often write it.
+fn fenced_json(text: &str) -> Option<&str> {
+    let t = text.trim();
+    let (open, rest) = t.split_once('\n')?;
+    let tag = open.trim_end().strip_prefix("```")?;
+    if !(tag.is_empty() || tag.eq_ignore_ascii_case("json")) {
+        return None;
+    }
+    let inside = rest.trim_end().strip_suffix("```")?;
+    (looks_like_json(inside) && !inside.contains("\n```")).then_some(inside)
+}
+
 fn looks_like_json(text: &str) -> bool {
     matches!(text.trim_start().chars().next(), Some('{' | '['))
 }
@@ -530,6 +549,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.operations.len(), 1);
+    }
+
+    #[test]
+    fn json_in_a_fence_is_read_as_json() {
+        let text = "```json\n{\"search\": \"a\", \"replace\": \"b\"}\n```\n";
+        let p = parse(text.as_bytes(), 1000).unwrap();
+        assert_eq!(p.operations.len(), 1);
+        assert_eq!(
+            (
+                p.operations[0].search.as_str(),
+                p.operations[0].replace.as_str()
+            ),
+            ("a", "b")
+        );
+        assert!(p.notes.iter().any(|n| n.contains("fence")), "{:?}", p.notes);
     }
 
     #[test]
