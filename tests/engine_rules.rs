@@ -653,6 +653,22 @@ fn an_operation_that_replaces_several_places_says_how_many() {
 }
 
 #[test]
+fn a_tolerant_match_replaced_in_several_places_says_how_many() {
+    let file = "a = 1\nb\na = 1\n";
+    let r = run(
+        file,
+        r#"{"search": "a = 1  \n", "replace": "a = 2\n", "expected_replacements": 2}"#,
+    );
+    assert_eq!(text(&r), "a = 2\nb\na = 2\n");
+    assert_eq!(r.report.operations[0].strategy, Some("whitespace"));
+    assert!(
+        warnings(&r).contains("2 occurrences replaced (lines 1, 3)"),
+        "{}",
+        warnings(&r)
+    );
+}
+
+#[test]
 fn json_scope_all_and_expected_count() {
     let file = "a\na\na\na\n";
     let r = run(

@@ -676,6 +676,14 @@ impl Transaction<'_, '_> {
                 chosen.len()
             ));
         }
+        if todo.len() > 1 {
+            let at: Vec<usize> = todo.iter().map(|&k| ranges[k][0]).collect();
+            warnings.push(format!(
+                "{} occurrences replaced (lines {})",
+                todo.len(),
+                listed(&at)
+            ));
+        }
         if !exact {
             warnings.splice(0..0, found.warnings(&self.doc, found.starts[todo[0]]));
         }
