@@ -602,7 +602,7 @@ fn a_too_large_payload_fails_at_the_write_past_the_limit_and_reports_the_limit()
     // The write that passes the limit is refused, and the size it reached stated
     // (where it falls depends on how much cat reads from its pipe at once).
     let reached: usize = status
-        .split("the payload is ")
+        .split("the payload reached ")
         .nth(1)
         .and_then(|rest| rest.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("{status}"));

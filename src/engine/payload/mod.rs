@@ -112,7 +112,9 @@ pub struct Payload {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PayloadError {
-    #[error("the payload is {size} bytes, over the limit of {limit} bytes (--max-content-size)")]
+    #[error(
+        "the payload reached {size} bytes, over the limit of {limit} bytes (--max-content-size)"
+    )]
     TooLarge { size: usize, limit: usize },
     #[error("the payload is not UTF-8 text (invalid byte at offset {offset})")]
     NotUtf8 { offset: usize },
@@ -524,9 +526,11 @@ mod tests {
                 limit: 10
             }
         );
+        // A writer through the mount stops at the write that passes the limit:
+        // the size is what arrived, a lower bound, never claimed as the whole.
         assert!(
             err.to_string()
-                .contains("147456 bytes, over the limit of 10")
+                .contains("the payload reached 147456 bytes, over the limit of 10")
         );
     }
 
