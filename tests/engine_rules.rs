@@ -762,6 +762,23 @@ fn a_closest_region_that_differs_is_never_reported_as_fully_similar() {
 }
 
 #[test]
+fn line_number_prefixes_that_disagree_with_the_file_are_named_in_the_hint() {
+    let file = "a = 1\nb = 2\nc = 3\n";
+    let r = run(
+        file,
+        &block("12 | b = 2\n13 | c = 3\n", "12 | b = 20\n13 | c = 3\n"),
+    );
+    assert_eq!(kind(&r), "not_found");
+    let hint = r.report.error.unwrap().hint.unwrap();
+    assert!(
+        hint.contains(
+            "SEARCH's line-number prefixes say lines 12-13, but the text is at lines 2-3"
+        ),
+        "{hint}"
+    );
+}
+
+#[test]
 fn a_block_written_against_lines_an_earlier_block_changed_says_so() {
     let file = "def f(text):\n    text = g(text)\n    return h(text)\n";
     let payload = block("    text = g(text)\n", "    text = g(text)  # A\n")

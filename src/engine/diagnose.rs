@@ -15,7 +15,7 @@ use super::diff::text_diff;
 use super::doc::Doc;
 use super::placeholder;
 use super::report::Closest;
-use super::tolerant::{self, fold};
+use super::tolerant::{self, Tier, fold};
 
 /// Candidate window starts examined in full.
 const CANDIDATES: usize = 5;
@@ -412,6 +412,27 @@ fn html_entities(search: &[&str], region: &[&str]) -> Option<String> {
 }
 
 /// The differences between SEARCH and the closest region, most useful first.
+/// SEARCH lines copied with a viewer's line numbers that are not the lines the
+/// text is at (the file changed since, or the numbers came from another view):
+/// such prefixes are stripped only when they agree, so say where the text is.
+fn numbers_elsewhere(search: &[&str], region: &[&str], start: usize) -> Option<String> {
+    let (stripped, first) = tolerant::strip_numbers(search)?;
+    let same = stripped.len() == region.len()
+        && stripped
+            .iter()
+            .zip(region)
+            .all(|(s, r)| Tier::Ragged.equal(r, s));
+    (same && first != start + 1).then(|| {
+        format!(
+            "SEARCH's line-number prefixes say lines {}-{}, but the text is at lines {}-{}: prefixes are stripped only when they agree; drop them (or correct them)",
+            first,
+            first + stripped.len() - 1,
+            start + 1,
+            start + region.len()
+        )
+    })
+}
+
 fn explain(search: &[&str], region: &[&str], start: usize) -> String {
     // Keys of the lines' heads: two long lines that part further on pair up as
     // alike, and `same_line` then names the column where they part.
@@ -426,6 +447,9 @@ fn explain(search: &[&str], region: &[&str], start: usize) -> String {
         ));
     }
     if let Some(hint) = html_entities(search, region) {
+        hints.insert(0, hint);
+    }
+    if let Some(hint) = numbers_elsewhere(search, region, start) {
         hints.insert(0, hint);
     }
     for op in capture_diff_slices(Algorithm::Myers, &sk, &rk) {
