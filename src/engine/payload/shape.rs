@@ -1,5 +1,5 @@
 //! Payloads that hold no edit but look like one that went through the wrong
-//! hands: escaped as a JSON string, escaped for HTML, or a bare diff fragment. The rejection
+//! hands: escaped as a JSON string, escaped for HTML, a bare diff fragment, or JSON after a sentence. The rejection
 //! names what the payload looks like, so the agent can send the edit itself;
 //! the escaped text is never written into a file.
 
@@ -7,7 +7,7 @@ use super::{PayloadError, markers};
 
 /// What an edit-less payload looks like, when it looks like something.
 pub fn diagnose(text: &str) -> Option<PayloadError> {
-    escaped(text).or_else(|| {
+    escaped(text).or_else(|| json_after_text(text)).or_else(|| {
         let looks_like = if headed(text) {
             "a diff whose hunk headers cannot be read (`@@ -START,COUNT +START,COUNT @@` or `@@ ... @@`)"
         } else {
@@ -18,6 +18,34 @@ pub fn diagnose(text: &str) -> Option<PayloadError> {
             hint: "send the whole diff, as `git diff` or `diff -u` prints it, or each change as a SEARCH/REPLACE block".into(),
         })
     })
+}
+
+/// JSON operations after a sentence: JSON is read only from the payload's start.
+/// Only the first few lines that open with a bracket are tried, so a long
+/// rejected payload costs a few parses, not one per line.
+fn json_after_text(text: &str) -> Option<PayloadError> {
+    let mut offset = 0;
+    let mut tries = 3;
+    for (at, line) in text.split_inclusive('\n').enumerate() {
+        let rest = &text[offset..];
+        offset += line.len();
+        let opens = matches!(line.trim_start().chars().next(), Some('{' | '['));
+        if at == 0 || !opens {
+            continue;
+        }
+        if tries == 0 {
+            return None;
+        }
+        tries -= 1;
+        let json = serde_json::from_str::<serde_json::Value>(rest.trim());
+        if json.is_ok_and(|v| v.is_object() || v.is_array()) {
+            return Some(PayloadError::Shape {
+                looks_like: format!("JSON after {at} line(s) of text"),
+                hint: "send the JSON alone: a JSON payload starts with `{` or `[` (or is one ```json fence)".into(),
+            });
+        }
+    }
+    None
 }
 
 /// Whether the text has a diff's `---`/`+++` file header.
@@ -125,6 +153,17 @@ mod tests {
             bad_header.contains("hunk headers cannot be read"),
             "{bad_header}"
         );
+    }
+
+    #[test]
+    fn json_after_a_sentence_is_named() {
+        let text = "Here is the edit:\n{\"search\": \"a\", \"replace\": \"b\"}\n";
+        let message = named(text);
+        assert!(
+            message.contains("JSON after 1 line(s) of text"),
+            "{message}"
+        );
+        assert!(diagnose("see {the docs}\n").is_none());
     }
 
     #[test]
