@@ -340,6 +340,48 @@ fn multi_file_paths_with_spaces_and_unicode_in_path_lines_and_json() {
 }
 
 #[test]
+fn multi_file_paths_under_a_subdirectory_are_kept_as_the_projects_and_undo_restores_them() {
+    let p = Project::new();
+    fs::create_dir_all(p.path("sub")).unwrap();
+    fs::write(p.path("sub/f.py"), "a = 6\n").unwrap();
+    let payload = "f.py\n<<<<<<< SEARCH\na = 6\n=======\na = 7\n>>>>>>> REPLACE\n";
+    let out = p.editfs(&["apply", "--multi", "sub"], payload);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("sub/f.py"), "a = 7\n");
+    assert!(!p.path("f.py").exists());
+
+    let history = p.editfs(&["history", "."], "");
+    assert!(
+        stdout(&history).contains("sub/f.py"),
+        "{}",
+        stdout(&history)
+    );
+    let tx = stdout(&out)
+        .split("tx ")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .unwrap_or_default()
+        .to_owned();
+    let undo = p.editfs(&["undo", ".", "--tx", &tx], "");
+    assert!(
+        undo.status.success(),
+        "{}{}",
+        stdout(&undo),
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(p.read("sub/f.py"), "a = 6\n");
+    assert!(
+        !p.path("f.py").exists(),
+        "undo made a file that never existed"
+    );
+
+    let escape = "../a.txt\n<<<<<<< SEARCH\nold line\n=======\nx\n>>>>>>> REPLACE\n";
+    let out = p.editfs(&["apply", "--multi", "sub"], escape);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
+}
+
+#[test]
 fn multi_file_absolute_paths_inside_the_root_apply_and_outside_are_refused() {
     let p = Project::new();
     let root = fs::canonicalize(p.path("")).unwrap();

@@ -154,10 +154,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
     let store = open_store(state.as_deref(), args.keep)?;
     // Inside the project that holds the state directory, paths (in reports too) are
     // the project's; elsewhere the report names the file as it was given.
-    let project = state
-        .as_deref()
-        .and_then(|s| fs::canonicalize(s).ok())
-        .and_then(|s| s.parent().map(Path::to_owned));
+    let project = project_of(state.as_deref());
     let (root, rel, label) = match project
         .as_deref()
         .and_then(|r| Some((r, path.strip_prefix(r).ok()?)))
@@ -188,6 +185,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
             fd: dir.as_fd(),
             path: &root,
             mount: None,
+            from: Path::new(""),
         },
         rel: &rel,
         label: &label,
@@ -220,6 +218,14 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         None => Store::find_for(&root.join("x")),
     };
     let store = open_store(state.as_deref(), args.keep)?;
+    // ROOT inside the project that holds the state directory: the payload's
+    // paths start at ROOT, and are kept as the project's, as a single file's are.
+    let (root, from) = match project_of(state.as_deref())
+        .and_then(|p| Some((p.clone(), root.strip_prefix(&p).ok()?.to_owned())))
+    {
+        Some(inside) => inside,
+        None => (root, PathBuf::new()),
+    };
     let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
     let report = multi::run(
         store.as_ref(),
@@ -227,6 +233,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
             fd: dir.as_fd(),
             path: &root,
             mount: None,
+            from: &from,
         },
         Received::cut(&payload.0, payload.1),
         opts,
@@ -238,6 +245,12 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         report.to_json(),
         report.outcome,
     ))
+}
+
+/// The project a state directory belongs to: the directory that holds it.
+fn project_of(state: Option<&Path>) -> Option<PathBuf> {
+    let state = fs::canonicalize(state?).ok()?;
+    state.parent().map(Path::to_owned)
 }
 
 /// The real file behind `file`: symlinks are followed, so the link stays a link.

@@ -299,6 +299,7 @@ pub fn undo(args: UndoArgs) -> ExitCode {
             fd: dir.as_fd(),
             path: &root,
             mount: None,
+            from: Path::new(""),
         };
         let undone = if args.dry_run {
             undo::preview(&Objects::new(&state), &entries_in(&state), root, &req)

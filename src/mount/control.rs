@@ -594,6 +594,7 @@ impl Core {
             fd: self.source.root(),
             path: self.source.path(),
             mount: Some(self.source.mountpoint()),
+            from: Path::new(""),
         }
     }
 

@@ -277,6 +277,7 @@ mod tests {
                         fd: rootfd.as_fd(),
                         path: root,
                         mount: None,
+                        from: std::path::Path::new(""),
                     },
                     rel: "other.txt",
                     label: "other.txt",

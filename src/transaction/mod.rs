@@ -45,6 +45,11 @@ pub struct Root<'a> {
     /// The mount point that mirrors it, if any: absolute paths through it name
     /// files beneath the root too.
     pub mount: Option<&'a Path>,
+    /// Where a payload's paths start, beneath the root (empty: at the root).
+    /// `editfs apply --multi SUBDIR` inside a project reads the payload's paths
+    /// from SUBDIR, while history, snapshots and undo need them as the
+    /// project's paths.
+    pub from: &'a Path,
 }
 
 /// The process a transaction is made for, as the log and `editfs history` show it.
@@ -651,6 +656,7 @@ mod tests {
             fd: fd.as_fd(),
             path: dir.path(),
             mount: None,
+            from: Path::new(""),
         };
         let nobody = Caller::of(65534, 65534, u32::MAX);
         for denied in ["private", "write-only", "new"] {

@@ -641,6 +641,7 @@ mod tests {
             fd: fd.as_fd(),
             path: tmp.path(),
             mount: None,
+            from: std::path::Path::new(""),
         };
         let block = |from: &str, to: &str| {
             format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n")

@@ -17,13 +17,18 @@ impl Tree for Root<'_> {
     fn locate(&self, written: &str) -> Result<String, String> {
         let path = Path::new(written);
         if !path.is_absolute() {
-            return Ok(joined(&lexical(path)));
+            // A `..` is kept as written, so the path is refused rather than
+            // allowed out of where the payload's paths start.
+            return Ok(joined(&self.from.join(lexical(path))));
         }
         let path = lexical(path);
         [Some(self.path), self.mount]
             .into_iter()
             .flatten()
-            .find_map(|base| path.strip_prefix(lexical(base)).ok().map(joined))
+            .find_map(|base| {
+                let rest = path.strip_prefix(lexical(&base.join(self.from))).ok()?;
+                Some(joined(&self.from.join(rest)))
+            })
             .ok_or_else(|| {
                 format!("{written} is outside the project: give the path relative to its root")
             })
@@ -87,6 +92,7 @@ mod tests {
             fd: std::os::fd::AsFd::as_fd(&fd),
             path: Path::new("/srv/project"),
             mount: Some(Path::new("/mnt/project")),
+            from: Path::new(""),
         };
         f(&root)
     }
@@ -100,6 +106,26 @@ mod tests {
             assert!(root.locate("/srv/projectx/src/x.rs").is_err());
             assert!(root.locate("/etc/passwd").is_err());
             assert_eq!(root.locate("/mnt/project/../x").unwrap(), "../x");
+        });
+    }
+
+    #[test]
+    fn paths_read_from_a_directory_beneath_the_root_become_the_roots() {
+        with_root(|root| {
+            let sub = Root {
+                from: Path::new("src"),
+                ..*root
+            };
+            assert_eq!(sub.locate("a b/c.py").unwrap(), "src/a b/c.py");
+            assert_eq!(sub.locate("./x.rs").unwrap(), "src/x.rs");
+            assert_eq!(sub.locate("/srv/project/src/x.rs").unwrap(), "src/x.rs");
+            assert_eq!(sub.locate("/mnt/project/src/x.rs").unwrap(), "src/x.rs");
+            assert!(sub.locate("/srv/project/lib/x.rs").is_err());
+            assert_eq!(sub.locate("../lib/x.rs").unwrap(), "src/../lib/x.rs");
+            assert_eq!(
+                sub.entry(&sub.locate("a b/c.py").unwrap()),
+                Some(Entry::File)
+            );
         });
     }
 
