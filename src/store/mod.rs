@@ -14,7 +14,8 @@
 //! objects/<sha256>            file contents, each stored once
 //! snapshots/<path>/<tx>       <path> before transaction <tx> (a link to its object)
 //! versions/<path>/<tx>        <path> after transaction <tx>
-//! tmp/                        temporary files of commits in progress
+//! tmp/                        temporary files of commits in progress, and files
+//!                             dropped, until the reaper unlinks them (see reaper.rs)
 //! daemon.log                  what `editfs mount --daemon` logs
 //! ```
 //!
@@ -74,6 +75,7 @@ pub mod atomic;
 pub mod journal;
 pub mod logline;
 pub mod objects;
+pub mod reaper;
 pub mod rel;
 pub mod removals;
 
@@ -287,6 +289,7 @@ impl Store {
         store.sync_log()?;
         store.unsettled.lock().lines = false;
         store.journal.remove_handled(handled)?;
+        store.objects.reaper().drain();
         // Temporary files of writes a crash cut short: the commit's, and those of
         // the journal, objects and counter (written whole or not at all).
         let swept: usize = ["tmp", "journal", "objects", ""]
@@ -321,6 +324,13 @@ impl Store {
 
     pub fn objects(&self) -> &objects::Objects {
         &self.objects
+    }
+
+    /// Closes `file`, which a commit replaced, in the background: its last
+    /// close frees its blocks, which is slow where that is a synchronous
+    /// discard (see reaper.rs), and nobody waits for it.
+    pub fn release(&self, file: File) {
+        self.objects.reaper().close(file);
     }
 
     /// The state directory of the nearest ancestor of `file` that has one, as git finds `.git`.
@@ -908,6 +918,67 @@ mod tests {
             tx,
             ..LogEntry::default()
         }
+    }
+
+    /// Commits `text` as the new content of `a` under `root`.
+    fn commit_text(store: &Store, root: &Path, tx: u64, pre: Option<&[u8]>, text: &[u8]) {
+        let rootfd = atomic::open_dir(root).unwrap();
+        let lock = store.lock().unwrap();
+        let change = Change {
+            rel: "a",
+            dir: rootfd.as_fd(),
+            old: None,
+            pre,
+            new: text,
+            new_sha: None,
+            writer: atomic::Writer::KeepsSetId,
+        };
+        store
+            .commit(&lock, tx, (rootfd.as_fd(), root), &[change], line(tx))
+            .unwrap();
+    }
+
+    #[test]
+    fn an_object_pruned_and_stored_again_at_once_stays() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let keep_one = Retention {
+            keep: 1,
+            ..Retention::default()
+        };
+        let store = Store::open_with(&root.join(".editfs"), keep_one).unwrap();
+        let texts: [&[u8]; 2] = [b"one", b"two"];
+        commit_text(&store, &root, 1, None, texts[0]);
+        // Each commit prunes the version that held the content it brings back.
+        for tx in 2..=6 {
+            let i = tx as usize % 2;
+            commit_text(&store, &root, tx, Some(texts[1 - i]), texts[i]);
+        }
+        store.objects().reaper().drain();
+        assert_eq!(
+            store.objects().read(objects::Side::Post, "a", 6).unwrap(),
+            b"one"
+        );
+        assert_eq!(
+            store.objects().read(objects::Side::Pre, "a", 6).unwrap(),
+            b"two"
+        );
+        assert_eq!(
+            fs::read_dir(root.join(".editfs/objects")).unwrap().count(),
+            2
+        );
+        assert_eq!(fs::read_dir(root.join(".editfs/tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_file_a_crash_left_in_tmp_before_its_unlink_is_removed_at_the_next_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let aside = state.join("tmp").join(atomic::tmp_name());
+        fs::write(&aside, "a dropped object, not unlinked yet").unwrap();
+        drop(Store::open(&state).unwrap());
+        assert!(!aside.exists());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 
 use parking_lot::Mutex;
 
+use super::reaper::Reaper;
 use super::{StoreError, atomic, io_err};
 use crate::engine::sha256_hex;
 
@@ -64,6 +65,8 @@ pub struct Objects {
     /// so a commit lists them only when they may be over what is kept. Another
     /// process adding versions only delays its pruning here (it prunes its own).
     counts: Mutex<HashMap<(Side, String), usize>>,
+    /// Unlinks the objects dropped, in the background.
+    reaper: Reaper,
 }
 
 /// Files whose count of versions is remembered; past it, all are forgotten
@@ -76,7 +79,13 @@ impl Objects {
             state: state.to_owned(),
             total: Mutex::new(None),
             counts: Mutex::default(),
+            reaper: Reaper::new(&state.join("tmp")),
         }
+    }
+
+    /// What frees blocks in the background for this store.
+    pub fn reaper(&self) -> &Reaper {
+        &self.reaper
     }
 
     fn object(&self, sha: &str) -> PathBuf {
@@ -416,6 +425,8 @@ impl Objects {
     }
 
     /// Removes one version; frees its object when nothing else links to it.
+    /// The version's own name is never its file's last (the object has that),
+    /// so only the object's removal may free blocks: the reaper does that.
     fn drop_version(&self, side: Side, rel: &str, tx: u64) -> u64 {
         let link = self.state.join(Objects::name(side, rel, tx));
         let Ok(meta) = fs::metadata(&link) else {
@@ -426,13 +437,14 @@ impl Objects {
         let orphan = (meta.nlink() == 2)
             .then(|| fs::read(&link).ok())
             .flatten()
-            .map(|b| self.object(&sha256_hex(&b)));
+            .map(|b| self.object(&sha256_hex(&b)))
+            .filter(|o| fs::metadata(o).is_ok_and(|m| m.ino() == meta.ino()));
         if fs::remove_file(&link).is_err() {
             return 0;
         }
         self.count(side, rel, -1);
         match orphan {
-            Some(object) if fs::remove_file(&object).is_ok() => {
+            Some(object) if self.reaper.remove(&object).is_ok() => {
                 self.adjust(-(meta.len() as i64));
                 meta.len()
             }

@@ -299,6 +299,9 @@ fn stored(
     ) {
         Ok(kept) => {
             report.snapshot = kept.into_iter().next().flatten();
+            if let Some(replaced) = opened.file {
+                store.release(replaced);
+            }
             report
         }
         Err(e) => {

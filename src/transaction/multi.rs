@@ -477,6 +477,10 @@ fn commit(
                     r.snapshot = k;
                 }
             }
+            if let Some(store) = store {
+                let replaced = decided.into_iter().filter_map(|d| d.opened?.file);
+                replaced.for_each(|file| store.release(file));
+            }
         }
         Err(e) => {
             let failed = failed_commit(e, Report::new(Outcome::Failed, String::new()), None);

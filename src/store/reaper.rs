@@ -1,0 +1,237 @@
+//! Freeing of disk blocks, off the path of the request that made them free.
+//!
+//! On a file system mounted with `discard`, freeing a file's blocks is a
+//! synchronous discard: the last close of a file a commit renamed over, or the
+//! unlink of a kept version's last name, takes milliseconds, where the rest of
+//! a commit takes a fraction of one. Nothing anyone sees depends on when that
+//! happens: a replaced file has no name any more, and a dropped object is
+//! first moved to a fresh name in the state directory's `tmp/` (a rename frees
+//! nothing), so its own name is free at once for a commit that stores the same
+//! content again. The reaper's thread then closes and unlinks.
+//!
+//! Its queue is bounded (`QUEUED`): when it is full, the work is done at once
+//! by whoever brings it, so memory and open descriptors stay bounded. What is
+//! queued is done before the reaper is dropped (the store closing). A name a
+//! crash left in `tmp/` starts with the temporary prefix, and opening the store
+//! sweeps it away.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+
+use super::atomic;
+
+/// Jobs waiting at most: each holds at most one descriptor.
+const QUEUED: usize = 256;
+
+/// Work that frees blocks.
+enum Job {
+    /// The last descriptor of a file that may have no name left.
+    Close(File),
+    /// A name in `tmp/` that may be the last of its file.
+    Unlink(PathBuf),
+    /// Answers once every job queued before it is done.
+    Barrier(mpsc::Sender<()>),
+}
+
+impl Job {
+    fn run(self) {
+        match self {
+            Job::Close(file) => drop(file),
+            Job::Unlink(path) => {
+                if let Err(e) = std::fs::remove_file(&path)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    log::warn!("cannot remove {}: {e}", path.display());
+                }
+            }
+            Job::Barrier(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Closes and unlinks in the background (see the module doc).
+pub struct Reaper {
+    /// `tmp/` of the state directory: where names go before they are unlinked.
+    trash: PathBuf,
+    /// The queue and its thread, started with the first job.
+    worker: Mutex<Option<Worker>>,
+}
+
+struct Worker {
+    queue: SyncSender<Job>,
+    thread: JoinHandle<()>,
+}
+
+impl Reaper {
+    /// A reaper whose unlinks go through `trash` (a directory on the file
+    /// system of what it unlinks).
+    pub fn new(trash: &Path) -> Reaper {
+        Reaper {
+            trash: trash.to_owned(),
+            worker: Mutex::new(None),
+        }
+    }
+
+    /// Closes `file` in the background: its last close may free its blocks.
+    pub fn close(&self, file: File) {
+        self.send(Job::Close(file));
+    }
+
+    /// Removes the file at `path`, whose blocks its unlink may free: the name
+    /// is free when this returns, the blocks later. Fails as a rename or an
+    /// unlink of `path` would (not found: there was nothing to remove).
+    pub fn remove(&self, path: &Path) -> std::io::Result<()> {
+        let aside = self.trash.join(trash_name());
+        match std::fs::rename(path, &aside) {
+            Ok(()) => {
+                self.send(Job::Unlink(aside));
+                Ok(())
+            }
+            // No `tmp/` (a store being made), another file system, or no
+            // `path`: the unlink says which.
+            Err(_) => std::fs::remove_file(path),
+        }
+    }
+
+    /// Waits until everything queued so far is done.
+    pub fn drain(&self) {
+        let (done, wait) = mpsc::channel();
+        if self.send(Job::Barrier(done)) {
+            let _ = wait.recv();
+        }
+    }
+
+    /// Queues `job`, or runs it at once when the queue is full or has no
+    /// thread; says whether it was queued.
+    fn send(&self, job: Job) -> bool {
+        let mut worker = self.worker.lock();
+        if worker.is_none() {
+            *worker = spawn();
+        }
+        let Some(w) = worker.as_ref() else {
+            drop(worker);
+            job.run();
+            return false;
+        };
+        match w.queue.try_send(job) {
+            Ok(()) => true,
+            Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                drop(worker);
+                job.run();
+                false
+            }
+        }
+    }
+}
+
+/// A fresh name for something about to be unlinked, swept at the next open
+/// should a crash leave it.
+fn trash_name() -> OsString {
+    atomic::tmp_name()
+}
+
+fn spawn() -> Option<Worker> {
+    let (queue, jobs) = mpsc::sync_channel(QUEUED);
+    let thread = std::thread::Builder::new()
+        .name("editfs-reaper".into())
+        .spawn(move || work(jobs));
+    match thread {
+        Ok(thread) => Some(Worker { queue, thread }),
+        Err(e) => {
+            log::warn!("no reaper thread ({e}): blocks are freed in the request path");
+            None
+        }
+    }
+}
+
+fn work(jobs: Receiver<Job>) {
+    for job in jobs {
+        job.run();
+    }
+}
+
+impl Drop for Reaper {
+    /// Everything queued is done before the store goes.
+    fn drop(&mut self) {
+        if let Some(Worker { queue, thread }) = self.worker.get_mut().take() {
+            drop(queue);
+            if thread.join().is_err() {
+                log::error!("the reaper thread panicked");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn a_removed_name_is_free_at_once_and_its_file_goes_once_drained() {
+        let tmp = tempfile::tempdir().unwrap();
+        let trash = tmp.path().join("tmp");
+        fs::create_dir(&trash).unwrap();
+        let object = tmp.path().join("object");
+        fs::write(&object, "old").unwrap();
+        let reaper = Reaper::new(&trash);
+        reaper.remove(&object).unwrap();
+        fs::write(&object, "same name, new file").unwrap();
+        reaper.drain();
+        assert_eq!(fs::read(&object).unwrap(), b"same name, new file");
+        assert_eq!(fs::read_dir(&trash).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn removing_a_missing_name_says_so() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reaper = Reaper::new(tmp.path());
+        let err = reaper.remove(&tmp.path().join("none")).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn without_a_trash_directory_the_name_is_removed_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let object = tmp.path().join("object");
+        fs::write(&object, "x").unwrap();
+        let reaper = Reaper::new(&tmp.path().join("no-such-dir"));
+        reaper.remove(&object).unwrap();
+        assert!(!object.exists());
+    }
+
+    #[test]
+    fn what_is_queued_is_done_when_the_reaper_is_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let trash = tmp.path().join("tmp");
+        fs::create_dir(&trash).unwrap();
+        let reaper = Reaper::new(&trash);
+        let path = tmp.path().join("unlinked");
+        fs::write(&path, vec![7u8; 1 << 16]).unwrap();
+        let file = File::open(&path).unwrap();
+        let ino = file.metadata().unwrap().ino();
+        fs::remove_file(&path).unwrap();
+        reaper.close(file);
+        for n in 0..QUEUED * 2 {
+            let p = tmp.path().join(format!("f{n}"));
+            fs::write(&p, "x").unwrap();
+            reaper.remove(&p).unwrap();
+        }
+        drop(reaper);
+        assert_eq!(fs::read_dir(&trash).unwrap().count(), 0);
+        let open_fds = fs::read_dir("/proc/self/fd").unwrap().flatten();
+        let still_open = open_fds
+            .filter_map(|e| fs::metadata(e.path()).ok())
+            .any(|m| m.ino() == ino && m.nlink() == 0);
+        assert!(!still_open, "the queued close was made");
+    }
+}
