@@ -11,7 +11,7 @@
 # measure instead of building this tree's, to compare two versions back to back),
 # KEEP=1 (keep the temp dir and print its path),
 # ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find
-# findcold grep grepcold untar rmrf git gitcold cargo gitcrate rt rtin cp; rss is
+# findcold grep grepcold untar rmrf git gitcold cargo gitcrate rt rtin rtnew cp; rss is
 # measured after grep).
 # Cold rows drop the page cache, dentries and inodes before each repetition (root
 # only; the rows are left out otherwise): for a FUSE view that also drops the
@@ -163,6 +163,7 @@ while size < 100 * 1024 - 200:
     l = f"line {i:05}: " + " ".join(random.choice(words) for _ in range(8)) + "\n"
     lines.append(l); size += len(l); i += 1
 lines.insert(len(lines) // 2, "marker = alpha\n")
+lines.insert(len(lines) // 3, "counter = 0\n")
 os.makedirs(os.path.join(src, "edit"))
 with open(os.path.join(src, "edit", "big.txt"), "w") as f:
     f.write("".join(lines))
@@ -309,6 +310,7 @@ add_w git "git status, $repo_files files, warm"
 }
 add_w rt "edit round trip, 2x cat (+2 execs)"
 add_w rtin "edit round trip, in-process (p90 below)"
+add_w rtnew "edit round trip, new content each time"
 add_w cp "ref: cp 100 KiB file"
 [ "$BIG_MIB" = 1024 ] || {
   W_LABEL[seq]="$BIG_MIB MiB sequential read (cat), warm"
@@ -365,6 +367,35 @@ for i in range(n + 4):
     t = time.perf_counter()
     fd = os.open(f + ".edit", os.O_WRONLY | os.O_TRUNC)
     os.write(fd, payloads[i % 2])
+    os.close(fd)
+    with open(f + ".status", "rb") as s:
+        status = s.read()
+    took = time.perf_counter() - t
+    if not status.startswith(b"OK "):
+        sys.exit("round trip %d: %s" % (i, status[:300].decode(errors="replace")))
+    if i >= 4:
+        samples.append(took * 1e3)
+samples.sort()
+print("%.3f %.3f" % (samples[len(samples) // 2], samples[int(len(samples) * 0.9)]))
+PY
+}
+
+# in_process_new_contents FILE N: as in_process_round_trips, but every round trip
+# writes a content the store has never kept (the line `counter = K` becomes
+# `counter = K+1`), so each commit also stores its new version: the path of an
+# agent's real edits, where rtin's two alternating contents are stored already.
+in_process_new_contents() {
+  python3 - "$1" "$2" <<'PY'
+import os, re, sys, time
+f, n = sys.argv[1], int(sys.argv[2])
+k = int(re.search(rb"^counter = (\d+)$", open(f, "rb").read(), re.M).group(1))
+samples = []
+for i in range(n + 4):
+    payload = b"<<<<<<< SEARCH\ncounter = %d\n=======\ncounter = %d\n>>>>>>> REPLACE\n" % (k, k + 1)
+    k += 1
+    t = time.perf_counter()
+    fd = os.open(f + ".edit", os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, payload)
     os.close(fd)
     with open(f + ".status", "rb") as s:
         status = s.read()
@@ -574,6 +605,17 @@ for n in os.listdir("small"):
       fail rtin editfs "in-process round trips on $mnt_e/edit/big.txt" "$work/err/rtin"
     fi
   fi
+
+  # after rt and rtin, which check that the file ends as it began
+  if want rtnew && [ "$v" = editfs ]; then
+    say "editfs: $RTIN_REPS edit round trips with new content, in one process"
+    if in_process_new_contents "$mnt_e/edit/big.txt" "$RTIN_REPS" >"$work/rtnew" 2>"$work/err/rtnew"; then
+      read -r rtnew_median rtnew_p90 <"$work/rtnew"
+      RES[rtnew|editfs]=$rtnew_median
+    else
+      fail rtnew editfs "in-process round trips with new content on $mnt_e/edit/big.txt" "$work/err/rtnew"
+    fi
+  fi
 done
 
 # ---------------------------------------------------------------- table
@@ -607,7 +649,9 @@ echo "daemon and its answer (the kernel caches none), natively the system call a
 echo "edit round trip (100 KiB file, 1 block) = cat PAYLOAD > F.edit; cat F.status: two"
 echo "process starts included (editfs only; native and bindfs have no control files)."
 echo "in-process: open F.edit, write, close, read F.status from one python process, $RTIN_REPS times."
+echo "new content: the same, each round trip a content the store has not kept (stored too)."
 [ -z "${rtin_p90:-}" ] || echo "in-process edit round trip: median ${RES[rtin|editfs]} ms, p90 $rtin_p90 ms"
+[ -z "${rtnew_p90:-}" ] || echo "in-process edit round trip, new content: median ${RES[rtnew|editfs]} ms, p90 $rtnew_p90 ms"
 echo "The cp row is a reference: a plain 100 KiB write on each view."
 for k in "${!NOTE[@]}"; do echo "note: $k: ${NOTE[$k]}"; done
 
