@@ -212,8 +212,9 @@ fn keep_metadata(
 
 /// Names of the extended attributes of `fd` (none when the file system has none).
 pub fn xattr_names(fd: BorrowedFd<'_>) -> Vec<std::ffi::CString> {
-    let Ok(size) = rustix::fs::flistxattr_query(fd) else {
-        return Vec::new();
+    let size = match rustix::fs::flistxattr_query(fd) {
+        Ok(size) if size > 0 => size,
+        _ => return Vec::new(),
     };
     let mut buf = vec![0u8; size];
     match rustix::fs::flistxattr(fd, &mut buf[..]) {

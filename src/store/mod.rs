@@ -189,6 +189,15 @@ pub struct Store {
     unsettled: parking_lot::Mutex<Unsettled>,
     /// Removals moved aside and not filed yet (see removals.rs).
     removals: removals::Removals,
+    /// The log, held open for appending while it is the file named `log`
+    /// (another process sharing the state directory may move it to `log.1`).
+    log_file: parking_lot::Mutex<Option<LogFile>>,
+}
+
+/// The log file as opened, and which file it is.
+struct LogFile {
+    file: File,
+    id: (u64, u64),
 }
 
 /// Commits past which a checkpoint is made at once, whatever else makes them:
@@ -265,6 +274,7 @@ impl Store {
             recovered: journal::Recovered::default(),
             unsettled: parking_lot::Mutex::default(),
             removals: removals::Removals::open(dir)?,
+            log_file: parking_lot::Mutex::default(),
         };
         let lock = store.lock()?;
         let mut logged: Option<std::collections::HashSet<u64>> = None;
@@ -608,14 +618,58 @@ impl Store {
     }
 
     /// Keeps both versions of every file, writes the new contents to temporary
-    /// files and marks the journal record committed (the commit point).
+    /// files and marks the journal record committed (the commit point). The
+    /// versions are kept on a thread of their own while the temporary files
+    /// are written: each waits for its own sync, and the record's waits for
+    /// both, so a commit waits for two syncs in a row, not one per file made.
     fn prepare(
         &self,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
-        mut log: LogEntry,
+        log: LogEntry,
     ) -> Result<(journal::Record, Vec<Option<String>>), StoreError> {
+        let mut record = self.record(tx, root.1, (changes, removals), log);
+        self.journal.write(&record)?;
+        let (kept, written) = std::thread::scope(|s| {
+            let versions = std::thread::Builder::new()
+                .name("editfs-versions".into())
+                .spawn_scoped(s, || self.keep_versions(tx, changes, removals));
+            let written = self.write_temps(&record, changes);
+            let kept = match versions {
+                Ok(thread) => thread.join().unwrap_or_else(|_| {
+                    Err(io_err("keep the versions of", root.1)(io::Error::other(
+                        "the thread keeping them panicked",
+                    )))
+                }),
+                Err(_) => self.keep_versions(tx, changes, removals),
+            };
+            (kept, written)
+        });
+        let committed = written.and(kept).and_then(|kept| {
+            record.committed = true;
+            self.journal.write(&record).map(|()| kept)
+        });
+        match committed {
+            Ok(kept) => Ok((record, kept)),
+            Err(e) => {
+                for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
+                    journal::discard_in(dir, self.tmp.as_fd(), e);
+                }
+                let _ = self.journal.remove(&[tx]);
+                Err(e)
+            }
+        }
+    }
+
+    /// Keeps the version before and after `tx` of every file of it, each
+    /// synced if new to the store; returns the names of the ones before.
+    fn keep_versions(
+        &self,
+        tx: u64,
+        changes: &[Change<'_>],
+        removals: &[Removal<'_>],
+    ) -> Result<Vec<Option<String>>, StoreError> {
         let mut kept = Vec::with_capacity(changes.len() + removals.len());
         for c in changes {
             kept.push(
@@ -634,12 +688,27 @@ impl Store {
                 r.pre,
             )?));
         }
-        // What only the store knows for sure: which files this made or removed.
+        Ok(kept)
+    }
+
+    /// The prepared journal record of `tx`, whose log line says what only the
+    /// store knows for sure: which files it made or removed.
+    fn record(
+        &self,
+        tx: u64,
+        root: &Path,
+        (changes, removals): (&[Change<'_>], &[Removal<'_>]),
+        mut log: LogEntry,
+    ) -> journal::Record {
+        let metas: Vec<Option<fs::Metadata>> = changes
+            .iter()
+            .map(|c| c.old.and_then(|f| f.metadata().ok()))
+            .collect();
         for f in &mut log.files {
             f.created |= changes.iter().any(|c| c.rel == f.file && c.pre.is_none());
-            let old = changes.iter().find(|c| c.rel == f.file).and_then(|c| c.old);
-            if let Some(meta) = old.and_then(|file| file.metadata().ok()) {
-                f.access = Some(logline::Access::of(&meta));
+            let old = changes.iter().position(|c| c.rel == f.file);
+            if let Some(meta) = old.and_then(|i| metas[i].as_ref()) {
+                f.access = Some(logline::Access::of(meta));
             }
             if removals.iter().any(|r| r.rel == f.file) {
                 f.removed = true;
@@ -648,16 +717,15 @@ impl Store {
         }
         let mut record = journal::Record {
             tx,
-            root: root.1.to_owned(),
+            root: root.to_owned(),
             committed: false,
             files: Vec::new(),
             log,
         };
-        for c in changes {
-            let links = c
-                .old
-                .and_then(|f| f.metadata().ok())
-                .map_or(1, |m| std::os::unix::fs::MetadataExt::nlink(&m));
+        for (c, meta) in changes.iter().zip(&metas) {
+            let links = meta
+                .as_ref()
+                .map_or(1, std::os::unix::fs::MetadataExt::nlink);
             // Renaming would cut the other names off from the new content; a
             // file moved here from elsewhere has no names here to keep.
             let in_place = c.pre.is_some() && links > 1;
@@ -682,19 +750,7 @@ impl Store {
             in_place: false,
             remove: true,
         }));
-        self.journal.write(&record)?;
-        let written = self.write_temps(&record, changes).and_then(|()| {
-            record.committed = true;
-            self.journal.write(&record)
-        });
-        if let Err(e) = written {
-            for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
-                journal::discard_in(dir, self.tmp.as_fd(), e);
-            }
-            let _ = self.journal.remove(&[tx]);
-            return Err(e);
-        }
-        Ok((record, kept))
+        record
     }
 
     fn write_temps(
@@ -792,20 +848,41 @@ impl Store {
     }
 
     fn append_to_log(&self, text: &str) -> Result<(), StoreError> {
+        use std::os::unix::fs::MetadataExt;
         let path = self.dir.join("log");
-        let rotated = rotate(&path);
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io_err("open", &path))?;
-        file.write_all(text.as_bytes())
-            .map_err(io_err("append to", &path))?;
+        let now = fs::metadata(&path).ok();
+        let rotated = rotate(&path, now.as_ref(), self.objects.reaper());
+        {
+            let mut held = self.log_file.lock();
+            let same = |l: &LogFile| now.as_ref().is_some_and(|m| l.id == (m.dev(), m.ino()));
+            let file = match held.take().filter(|l| !rotated && same(l)) {
+                Some(open) => held.insert(open),
+                None => held.insert(open_log(&path)?),
+            };
+            (&file.file)
+                .write_all(text.as_bytes())
+                .map_err(io_err("append to", &path))?;
+        }
         let mut u = self.unsettled.lock();
         u.lines = true;
         u.rotated |= rotated;
         Ok(())
     }
+}
+
+/// Opens the log at `path` for appending, creating it if needed.
+fn open_log(path: &Path) -> Result<LogFile, StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io_err("open", path))?;
+    let meta = file.metadata().map_err(io_err("stat", path))?;
+    Ok(LogFile {
+        id: (meta.dev(), meta.ino()),
+        file,
+    })
 }
 
 #[cfg(test)]
@@ -838,11 +915,14 @@ const OLD_LOG: &str = "log.1";
 
 /// Moves the log at `path` to `log.1` once it has passed `LOG_ROTATE`; called
 /// with the transaction lock held, before a line is appended. Says whether it did.
-fn rotate(path: &Path) -> bool {
-    if !fs::metadata(path).is_ok_and(|m| m.len() >= LOG_ROTATE) {
+/// The previous `log.1`, whose lines go, is handed to `reaper` first: freeing
+/// its megabytes is the reaper's wait, not the transaction's.
+fn rotate(path: &Path, now: Option<&fs::Metadata>, reaper: &reaper::Reaper) -> bool {
+    if !now.is_some_and(|m| m.len() >= LOG_ROTATE) {
         return false;
     }
     let old = path.with_file_name(OLD_LOG);
+    let _ = reaper.remove(&old);
     match fs::rename(path, &old) {
         Ok(()) => true,
         Err(e) => {
@@ -1406,6 +1486,20 @@ mod tests {
         );
         assert_eq!(txs.last(), Some(&lines));
         assert_eq!(last_logged_tx(&tmp.path().join("log")), Some(lines));
+    }
+
+    #[test]
+    fn a_line_goes_to_the_log_another_process_started_after_moving_the_old_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        store.log(&line(1)).unwrap();
+        // What another process's rotation does.
+        fs::rename(tmp.path().join("log"), tmp.path().join(OLD_LOG)).unwrap();
+        store.log(&line(2)).unwrap();
+        assert_eq!(last_in(&tmp.path().join("log")), Some(2));
+        assert_eq!(last_in(&tmp.path().join(OLD_LOG)), Some(1));
+        let txs: Vec<u64> = store.entries().iter().map(|e| e.tx).collect();
+        assert_eq!(txs, [1, 2]);
     }
 
     #[test]
