@@ -105,6 +105,7 @@ impl Objects {
             let dir = self.state.join("objects");
             fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
             atomic::write_new_with(&path, bytes, 0o444, sync)?;
+            mark(&path, &sha);
             self.adjust(bytes.len() as i64);
         }
         Ok(sha)
@@ -158,6 +159,7 @@ impl Objects {
             let _ = fs::remove_file(&tmp);
         } else {
             fs::rename(&tmp, &object).map_err(io_err("name", &object))?;
+            mark(&object, &sha);
             self.adjust(len as i64);
         }
         Ok(sha)
@@ -291,7 +293,8 @@ impl Objects {
         let meta = file.metadata().map_err(io_err("stat", at))?;
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.read_to_end(&mut bytes).map_err(io_err("read", at))?;
-        let object = self.object(&sha256_hex(&bytes));
+        let sha = sha256_hex(&bytes);
+        let object = self.object(&sha);
         if !open && meta.is_file() && meta.nlink() == 1 && !object.exists() {
             let objects = self.state.join("objects");
             fs::create_dir_all(&objects).map_err(io_err("create", &objects))?;
@@ -299,6 +302,7 @@ impl Objects {
                 Ok(()) => {
                     // Objects are read-only; the file had no other name or open descriptor to notice.
                     let _ = rustix::fs::fchmod(&file, Mode::from(0o444));
+                    mark(&object, &sha);
                     self.adjust(bytes.len() as i64);
                 }
                 Err(e) => log::debug!("{rel}: not linked into the store ({e}): copied"),
@@ -328,6 +332,7 @@ impl Objects {
                 Ok(()) | Err(rustix::io::Errno::EXIST) => {
                     // Objects are read-only; nobody else holds the file to notice.
                     let _ = rustix::fs::fchmod(file, Mode::from(0o444));
+                    mark(&object, sha);
                     self.adjust(bytes.len() as i64);
                     return Ok(());
                 }
@@ -433,12 +438,11 @@ impl Objects {
             return 0;
         };
         // Only the object's own name would remain: nothing needs it any more. Its
-        // name is its content's hash, read from the version before it goes.
+        // name is its content's hash, found from the version before it goes.
         let orphan = (meta.nlink() == 2)
-            .then(|| fs::read(&link).ok())
+            .then(|| self.object(&hash_of(&link)?).into())
             .flatten()
-            .map(|b| self.object(&sha256_hex(&b)))
-            .filter(|o| fs::metadata(o).is_ok_and(|m| m.ino() == meta.ino()));
+            .filter(|o: &PathBuf| fs::metadata(o).is_ok_and(|m| m.ino() == meta.ino()));
         if fs::remove_file(&link).is_err() {
             return 0;
         }
@@ -530,6 +534,37 @@ impl Objects {
     }
 }
 
+/// Extended attribute an object carries its own name in: the hash of its
+/// bytes, so dropping its last version finds it without reading them.
+const HASH_ATTR: &std::ffi::CStr = c"user.editfs.sha256";
+
+/// Writes `sha`, the hash of the object at `path`, into its `HASH_ATTR`. A file
+/// system without user attributes keeps none, nor does a read-only object
+/// for a daemon that is not root; `hash_of` then hashes.
+fn mark(path: &Path, sha: &str) {
+    let _ = rustix::fs::setxattr(
+        path,
+        HASH_ATTR,
+        sha.as_bytes(),
+        rustix::fs::XattrFlags::empty(),
+    );
+}
+
+/// The hash of the bytes of the kept version at `link`: its object's name. The
+/// attribute `mark` wrote is taken when it has the form of one, and the caller
+/// checks that the object it names is this very file.
+fn hash_of(link: &Path) -> Option<String> {
+    let mut buf = [0u8; 64];
+    if let Ok(64) = rustix::fs::getxattr(link, HASH_ATTR, &mut buf[..])
+        && buf
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    {
+        return String::from_utf8(buf.to_vec()).ok();
+    }
+    fs::read(link).ok().map(|b| sha256_hex(&b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -596,6 +631,37 @@ mod tests {
         o.cap(250);
         assert!(o.txs(Side::Pre, "f1").is_empty() && o.txs(Side::Pre, "f2").is_empty());
         assert_eq!(o.txs(Side::Pre, "f4"), [4]);
+    }
+
+    #[test]
+    fn an_object_whose_hash_attribute_lies_is_not_removed_for_another() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        o.keep(Side::Pre, "a", 1, b"kept").unwrap();
+        o.keep(Side::Pre, "b", 2, b"other").unwrap();
+        let other = sha256_hex(b"other");
+        let link = tmp.path().join(Objects::name(Side::Pre, "a", 1));
+        let flags = rustix::fs::XattrFlags::empty();
+        if rustix::fs::setxattr(&link, HASH_ATTR, other.as_bytes(), flags).is_err() {
+            eprintln!("this file system has no user xattrs; skipping");
+            return;
+        }
+        o.prune("a", 0);
+        o.reaper().drain();
+        assert_eq!(o.read(Side::Pre, "b", 2).unwrap(), b"other");
+        assert!(o.object(&other).exists());
+    }
+
+    #[test]
+    fn a_dropped_version_frees_its_object_by_the_name_it_carries() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        o.keep(Side::Pre, "a", 1, b"v1").unwrap();
+        o.keep(Side::Pre, "a", 2, b"v2").unwrap();
+        o.prune("a", 1);
+        o.reaper().drain();
+        assert!(!o.object(&sha256_hex(b"v1")).exists());
+        assert!(o.object(&sha256_hex(b"v2")).exists());
     }
 
     #[test]
