@@ -918,7 +918,7 @@ const OLD_LOG: &str = "log.1";
 /// The previous `log.1`, whose lines go, is handed to `reaper` first: freeing
 /// its megabytes is the reaper's wait, not the transaction's.
 fn rotate(path: &Path, now: Option<&fs::Metadata>, reaper: &reaper::Reaper) -> bool {
-    if !now.is_some_and(|m| m.len() >= LOG_ROTATE) {
+    if now.is_none_or(|m| m.len() < LOG_ROTATE) {
         return false;
     }
     let old = path.with_file_name(OLD_LOG);
