@@ -28,18 +28,19 @@
 //! a file is replaced by renaming a complete temporary file over it, only after
 //! its committed record exists, and recovery finishes any committed record and
 //! undoes any other. A crash of the machine loses what was not synced; for that,
-//! a commit of one transaction syncs, in this order, before its files change:
+//! a commit of one transaction syncs, before its files change:
 //!
 //! 1. the bytes of each kept version that is new to the store (objects already
 //!    stored are only linked again, never rewritten or synced again): so the
 //!    pre-image is durable before the file changes;
-//! 2. each temporary file holding a new content (its bytes, mode and owner);
-//! 3. the committed record, appended to the process's journal file and synced
-//!    in one step: the commit point.
+//! 2. at the same time, on another thread, each temporary file holding a new
+//!    content (its bytes, mode and owner);
+//! 3. once both are done, the committed record, appended to the process's
+//!    journal file and synced in one step: the commit point.
 //!
 //! That is one sync per new content and one for the record (plus one per new
-//! kept version), where a commit used to make fourteen. What is not synced at
-//! once, and why that loses nothing:
+//! kept version), where a commit used to make fourteen, and a commit waits for
+//! two in a row. What is not synced at once, and why that loses nothing:
 //!
 //! - Names made in the state directory (temporary files, objects, snapshot
 //!   links, the journal file when a commit creates it) ride on the sync of the
@@ -67,6 +68,10 @@
 //!   made, and appending its log line if the log lost it. So an edit whose
 //!   `close()` returned 0 is never lost, and every transaction keeps its id and
 //!   its line.
+//! - Blocks freed by a commit (the file it replaced, objects pruned past
+//!   `--keep`) are freed by the reaper's thread, after the commit answers
+//!   (see reaper.rs): a dropped object's name goes at once, by a rename into
+//!   `tmp/`, and a crash leaves at worst a name there that the next open sweeps.
 //! - Log lines of transactions that changed nothing (failed, rejected) and of
 //!   direct writes and removals are appended unsynced and ride on the next
 //!   checkpoint too; a crash of the machine before it may lose the latest of them.
