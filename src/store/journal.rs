@@ -277,10 +277,17 @@ impl Journal {
             }
             return Ok(());
         }
-        match wal.file.take() {
-            Some((_, path)) => fs::remove_file(&path).map_err(io_err("remove", &path)),
-            None => Ok(()),
-        }
+        let Some((file, path)) = wal.file.take() else {
+            return Ok(());
+        };
+        // A commit may be waiting for the lock to append: the removal, and the
+        // close that frees the file's blocks (a synchronous discard where the
+        // file system is mounted with `discard`), are made without it. A commit
+        // that comes meanwhile creates a file of its own.
+        drop(wal);
+        let removed = fs::remove_file(&path).map_err(io_err("remove", &path));
+        drop(file);
+        removed
     }
 
     /// What `kill -9` does to this process's journal file: closed, so unlocked,
