@@ -64,10 +64,26 @@ pub struct Objects {
     /// Versions of a file on one side, as last listed and kept up to date since,
     /// so a commit lists them only when they may be over what is kept. Another
     /// process adding versions only delays its pruning here (it prunes its own).
-    counts: Mutex<HashMap<(Side, String), usize>>,
+    counts: Mutex<HashMap<(Side, String), Count>>,
     /// Unlinks the objects dropped, in the background.
     reaper: Reaper,
 }
+
+/// What is remembered of the versions of a file on one side.
+#[derive(Default)]
+struct Count {
+    /// How many there are.
+    n: usize,
+    /// The oldest of those kept at the last listing, oldest first, at most
+    /// `NEXT_OLDEST`: the next to be pruned, as every later version has a later
+    /// id. So a file at its `--keep` is listed once per `NEXT_OLDEST` commits,
+    /// not at every one. One another process pruned is dropped for nothing,
+    /// and a later prune lists again.
+    next: std::collections::VecDeque<u64>,
+}
+
+/// Versions remembered per file and side as the next to prune.
+const NEXT_OLDEST: usize = 16;
 
 /// Files whose count of versions is remembered; past it, all are forgotten
 /// (and listed again when next pruned), so memory stays bounded.
@@ -258,14 +274,22 @@ impl Objects {
             other => other,
         }
         .map_err(io_err("link", &link))?;
-        self.count(side, rel, 1);
+        self.added(side, rel);
         Ok(name)
     }
 
-    /// Adds `by` to the remembered count of versions of `rel` on `side`, if any.
-    fn count(&self, side: Side, rel: &str, by: isize) {
-        if let Some(n) = self.counts.lock().get_mut(&(side, rel.to_owned())) {
-            *n = n.saturating_add_signed(by);
+    /// Counts one more version of `rel` on `side` in what is remembered, if anything.
+    fn added(&self, side: Side, rel: &str) {
+        if let Some(c) = self.counts.lock().get_mut(&(side, rel.to_owned())) {
+            c.n += 1;
+        }
+    }
+
+    /// Forgets version `side` of `rel` at `tx`, just dropped, in what is remembered.
+    fn dropped(&self, side: Side, rel: &str, tx: u64) {
+        if let Some(c) = self.counts.lock().get_mut(&(side, rel.to_owned())) {
+            c.n = c.n.saturating_sub(1);
+            c.next.retain(|t| *t != tx);
         }
     }
 
@@ -371,21 +395,26 @@ impl Objects {
 
     fn prune_side(&self, side: Side, rel: &str, keep: usize) -> u64 {
         let key = (side, rel.to_owned());
-        if self.counts.lock().get(&key).is_some_and(|n| *n <= keep) {
-            return 0;
-        }
-        let txs = self.txs(side, rel);
-        {
-            let mut counts = self.counts.lock();
-            if counts.len() >= COUNTED_FILES {
-                counts.clear();
+        let remembered = match self.counts.lock().get_mut(&key) {
+            Some(c) if c.n <= keep => return 0,
+            Some(c) if c.next.len() >= c.n - keep => Some(c.next.drain(..c.n - keep).collect()),
+            _ => None,
+        };
+        let due: Vec<u64> = match remembered {
+            Some(due) => due,
+            None => {
+                let txs = self.txs(side, rel);
+                let over = txs.len().saturating_sub(keep);
+                let next = txs[over..].iter().take(NEXT_OLDEST).copied().collect();
+                let mut counts = self.counts.lock();
+                if counts.len() >= COUNTED_FILES {
+                    counts.clear();
+                }
+                counts.insert(key, Count { n: txs.len(), next });
+                txs[..over].to_vec()
             }
-            counts.insert(key, txs.len());
-        }
-        txs[..txs.len().saturating_sub(keep)]
-            .iter()
-            .map(|tx| self.drop_version(side, rel, *tx))
-            .sum()
+        };
+        due.iter().map(|tx| self.drop_version(side, rel, *tx)).sum()
     }
 
     /// Links the stored object `sha` as the pre-image of `rel` removed by
@@ -403,7 +432,7 @@ impl Objects {
         let object = self.object(sha);
         match fs::hard_link(&object, &link) {
             Ok(()) => {
-                self.count(Side::Pre, rel, 1);
+                self.added(Side::Pre, rel);
                 self.prune_side(Side::Pre, rel, retention.keep);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -411,7 +440,7 @@ impl Objects {
                     fs::create_dir_all(dir).map_err(io_err("create", dir))?;
                 }
                 fs::hard_link(&object, &link).map_err(io_err("link", &link))?;
-                self.count(Side::Pre, rel, 1);
+                self.added(Side::Pre, rel);
             }
             Err(_) => {
                 self.link_object(Side::Pre, rel, tx, sha)?;
@@ -446,7 +475,7 @@ impl Objects {
         if fs::remove_file(&link).is_err() {
             return 0;
         }
-        self.count(side, rel, -1);
+        self.dropped(side, rel, tx);
         match orphan {
             Some(object) if self.reaper.remove(&object).is_ok() => {
                 self.adjust(-(meta.len() as i64));
@@ -662,6 +691,24 @@ mod tests {
         o.reaper().drain();
         assert!(!o.object(&sha256_hex(b"v1")).exists());
         assert!(o.object(&sha256_hex(b"v2")).exists());
+    }
+
+    #[test]
+    fn a_file_at_its_keep_is_pruned_oldest_first_commit_after_commit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        for tx in 1..=40 {
+            o.keep(Side::Post, "a", tx, &tx.to_le_bytes()).unwrap();
+            o.prune("a", 3);
+            let first = tx.saturating_sub(2).max(1);
+            assert_eq!(o.txs(Side::Post, "a"), (first..=tx).collect::<Vec<_>>());
+        }
+        // Dropped meanwhile by something else: pruning goes on all the same.
+        o.forget("a", 39);
+        o.keep(Side::Post, "a", 41, b"41").unwrap();
+        o.keep(Side::Post, "a", 42, b"42").unwrap();
+        o.prune("a", 3);
+        assert_eq!(o.txs(Side::Post, "a"), [40, 41, 42]);
     }
 
     #[test]
