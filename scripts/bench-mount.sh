@@ -93,6 +93,13 @@ cleanup() {
   trap - EXIT INT TERM
   cd /
   unmount_all
+  # the daemon finishes its own work after the unmount (its last checkpoint, freeing
+  # what it dropped), in the state directory below $work: wait for it to end
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -n "${editfs_pid:-}" ] && kill -0 "$editfs_pid" 2>/dev/null || break
+    sleep 0.1
+  done
   if is_mounted "$mnt_e" || is_mounted "$mnt_b"; then
     echo "bench-mount: a mount is still active; leaving $work in place" >&2
   elif [ "${KEEP:-0}" = 1 ]; then
