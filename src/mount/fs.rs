@@ -13,7 +13,12 @@
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
 //!    watch goes with its node);
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold`, `remover` and `opened_in` are taken alone and briefly.
+//!    `retries`, `untold`, `remover`, `opened_in` and `primed`'s set are
+//!    taken alone and briefly.
+//!
+//! A worker that stores a file's first pages in the kernel at its open holds
+//! no lock, only `primed`'s turn: a flag taken by compare-and-swap, never
+//! waited for (`primed.rs`).
 //!
 //! The watcher's thread (`watch.rs`) calls into the kernel holding nothing, and
 //! no FUSE worker ever waits for it.
@@ -409,6 +414,8 @@ pub struct Core {
     /// Directories a file was opened in since their listing was last read (see
     /// `Core::opendir`).
     pub(super) opened_in: Mutex<std::collections::HashSet<u64>>,
+    /// Small files whose first read was served at their open (`primed.rs`).
+    pub(super) primed: super::primed::Primed,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
     /// The daemon's own umask, which the system applies to every node it makes
@@ -605,6 +612,7 @@ impl Core {
             sent: Mutex::new(Sent::default()),
             watches,
             opened_in: Mutex::default(),
+            primed: Default::default(),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -692,6 +700,7 @@ impl Core {
         self.dirs.lock().fds.remove(&ino);
         self.sent.lock().remove(ino);
         self.opened_in.lock().remove(&ino);
+        self.primed.forgot(ino);
     }
 
     /// Records the attributes of a real node as just given to the kernel.

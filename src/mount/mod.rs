@@ -20,6 +20,7 @@ mod options;
 mod owner;
 mod passthrough;
 mod preimage;
+mod primed;
 mod ranges;
 mod real;
 mod replaced;

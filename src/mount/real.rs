@@ -334,7 +334,32 @@ impl Core {
         let pass = is_write(flags) || size >= PASS_FROM;
         match self.route(ino, fh, pass, register) {
             Some(id) => Served::Passed(id),
-            None => cached(flags),
+            None if is_write(flags) => cached(flags),
+            None => {
+                self.prime(ino, fh, size);
+                cached(flags)
+            }
+        }
+    }
+
+    /// Stores small file `ino` (open to read as `fh`, `size` bytes) in the
+    /// kernel's cache at its first open, so its first read asks nothing (see
+    /// `primed.rs`). A file that changed size since is stored as it is now,
+    /// which is what a read would have answered.
+    fn prime(&self, ino: u64, fh: u64, size: u64) {
+        if size == 0 || size >= PASS_FROM {
+            return;
+        }
+        let Some(_turn) = self.primed.first_open(ino) else {
+            return;
+        };
+        let (Ok(h), Some(kernel)) = (self.handle(fh), self.notifier.get()) else {
+            return;
+        };
+        if let Handle::File { file, .. } = &*h
+            && let Ok(data) = read_at(file, 0, size as usize)
+        {
+            kernel.store(ino, &data);
         }
     }
 

@@ -174,4 +174,6 @@ pub trait Kernel: Send + Sync {
     fn forget_entry(&self, parent: u64, name: &OsStr);
     /// Drops the cached attributes of node `ino`, keeping its pages.
     fn forget_attributes(&self, ino: u64);
+    /// Puts `data`, node `ino`'s content from its start, in its pages.
+    fn store(&self, ino: u64, data: &[u8]);
 }
