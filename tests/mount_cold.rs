@@ -5,15 +5,55 @@ mod common;
 
 use std::fs::{self, File};
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::Mount;
 use rustix::process::Signal;
 
+/// Files in `dir/`, one more than a tool opening them in turn would read first.
+const SIBLINGS: usize = 20;
+
 fn project(src: &Path) {
     fs::write(src.join("notes.txt"), "one\ntwo\n").unwrap();
+    fs::create_dir(src.join("dir")).unwrap();
+    for i in 0..SIBLINGS {
+        fs::write(src.join(format!("dir/f{i:02}.txt")), format!("file {i}\n")).unwrap();
+    }
+}
+
+/// Whether the first page of the file at `path` is in the page cache.
+fn in_memory(path: &Path) -> bool {
+    let file = File::open(path).unwrap();
+    let len = 1;
+    // SAFETY: a private read-only map of an open file, unmapped below; mincore
+    // only writes the one byte of `vec`.
+    unsafe {
+        let at = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        );
+        assert_ne!(at, libc::MAP_FAILED);
+        let mut vec = 0u8;
+        assert_eq!(libc::mincore(at, len, &mut vec), 0);
+        libc::munmap(at, len);
+        vec & 1 == 1
+    }
+}
+
+/// Drops the file at `path` from the page cache.
+fn evict(path: &Path) {
+    let file = File::open(path).unwrap();
+    file.sync_all().unwrap();
+    // SAFETY: an advice on an open descriptor.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
 }
 
 macro_rules! mount {
@@ -47,4 +87,42 @@ fn the_first_read_of_a_small_file_asks_the_daemon_nothing() {
     m.signal(Signal::CONT);
     let read = read.expect("the first read of a file opened cold waited for the daemon");
     assert_eq!(read, b"one\ntwo\n");
+}
+
+#[test]
+fn opening_a_file_to_read_reads_the_rest_of_its_directory_ahead() {
+    let m = mount!();
+    let files: Vec<_> = (1..SIBLINGS)
+        .map(|i| m.src.join(format!("dir/f{i:02}.txt")))
+        .collect();
+    files.iter().for_each(|f| evict(f));
+    assert!(
+        files.iter().all(|f| !in_memory(f)),
+        "the files were not dropped from the page cache"
+    );
+    assert_eq!(m.ok("cat dir/f00.txt"), "file 0\n");
+    let began = Instant::now();
+    while files.iter().any(|f| !in_memory(f)) {
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "files of the directory were not read ahead: {:?}",
+            files.iter().filter(|f| !in_memory(f)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let seen = m.ok("cat dir/f07.txt dir/f19.txt");
+    assert_eq!(seen, "file 7\nfile 19\n");
+}
+
+#[test]
+fn opening_a_file_to_write_reads_nothing_ahead() {
+    let m = mount!();
+    let other = m.src.join("dir/f01.txt");
+    evict(&other);
+    m.ok("echo more >> dir/f00.txt");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !in_memory(&other),
+        "an open for writing read its directory ahead"
+    );
 }

@@ -13,8 +13,8 @@
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
 //!    watch goes with its node);
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold`, `remover`, `opened_in` and `primed`'s set are
-//!    taken alone and briefly.
+//!    `retries`, `untold`, `remover`, `opened_in`, `primed`'s set and
+//!    `prefetch`'s are taken alone and briefly.
 //!
 //! A worker that stores a file's first pages in the kernel at its open holds
 //! no lock, only `primed`'s turn: a flag taken by compare-and-swap, never
@@ -416,6 +416,8 @@ pub struct Core {
     pub(super) opened_in: Mutex<std::collections::HashSet<u64>>,
     /// Small files whose first read was served at their open (`primed.rs`).
     pub(super) primed: super::primed::Primed,
+    /// Directories whose files were read ahead (`prefetch.rs`).
+    pub(super) prefetch: super::prefetch::Prefetch,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
     /// The daemon's own umask, which the system applies to every node it makes
@@ -613,6 +615,7 @@ impl Core {
             watches,
             opened_in: Mutex::default(),
             primed: Default::default(),
+            prefetch: super::prefetch::Prefetch::start(),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -701,6 +704,7 @@ impl Core {
         self.sent.lock().remove(ino);
         self.opened_in.lock().remove(&ino);
         self.primed.forgot(ino);
+        self.prefetch.forgot(ino);
     }
 
     /// Records the attributes of a real node as just given to the kernel.

@@ -19,6 +19,7 @@ mod ops;
 mod options;
 mod owner;
 mod passthrough;
+mod prefetch;
 mod preimage;
 mod primed;
 mod ranges;

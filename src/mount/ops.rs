@@ -135,6 +135,10 @@ impl Core {
             (_, Kind::State(_)) => return Err(Errno::EROFS),
             (parent, Kind::Real) => {
                 self.opening_in(parent);
+                if !is_write(flags) {
+                    self.prefetch
+                        .reading_in(parent, || self.dir_of(parent).ok());
+                }
                 return self.open_file(who, ino, flags, register);
             }
         };
