@@ -22,6 +22,14 @@ fn project(src: &Path) {
     for i in 0..SIBLINGS {
         fs::write(src.join(format!("dir/f{i:02}.txt")), format!("file {i}\n")).unwrap();
     }
+    fs::create_dir_all(src.join("tree/sub")).unwrap();
+    fs::write(src.join("tree/sub/leaf.txt"), "leaf\n").unwrap();
+}
+
+/// The access time of the file at `path`, in seconds.
+fn atime(path: &Path) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).unwrap().atime()
 }
 
 /// Whether the first page of the file at `path` is in the page cache.
@@ -125,4 +133,37 @@ fn opening_a_file_to_write_reads_nothing_ahead() {
         !in_memory(&other),
         "an open for writing read its directory ahead"
     );
+}
+
+/// A listing of a directory reads its subdirectories' listings in SOURCE: seen
+/// as the subdirectory's access time, which a listing of it sets (its access
+/// time being older than its modification time, as `relatime` wants).
+#[test]
+fn listing_a_directory_walks_its_subdirectories_ahead() {
+    let m = mount!();
+    let sub = m.src.join("tree/sub");
+    let old = rustix::fs::Timespec {
+        tv_sec: 1_000_000,
+        tv_nsec: 0,
+    };
+    let newer = rustix::fs::Timespec {
+        tv_sec: 2_000_000,
+        tv_nsec: 0,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: old,
+        last_modification: newer,
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, &sub, &times, rustix::fs::AtFlags::empty()).unwrap();
+    assert_eq!(atime(&sub), 1_000_000);
+    assert_eq!(m.ok("ls tree"), "sub\n");
+    let began = Instant::now();
+    while atime(&sub) == 1_000_000 {
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "the subdirectory was not walked ahead"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(m.ok("ls tree/sub"), "leaf.txt\n");
 }

@@ -491,6 +491,14 @@ impl Core {
         }
         // Read holding nothing; the kernel sends one listing request of a handle at a time.
         let read = Arc::new(self.list(ino)?);
+        if let Ok(Kind::Real) = self.kind(ino) {
+            // Not the state directory at the root: it is not SOURCE's to list.
+            let subdirs = read.iter().filter(|e| {
+                e.kind == FileType::Directory && !(ino == ROOT && e.name == state::NAME)
+            });
+            let names = subdirs.map(|e| e.name.clone()).collect();
+            self.prefetch.listed(ino, || self.dir_of(ino).ok(), names);
+        }
         Ok(listing.lock().get_or_insert(read).clone())
     }
 
