@@ -328,6 +328,42 @@ fn a_file_renamed_onto_a_removed_name_is_named_as_created_again_with_the_command
     assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
 }
 
+/// The niceness of each of `pid`'s threads, by thread name.
+fn niceness(pid: u32) -> Vec<(String, i64)> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let stat = fs::read_to_string(t.path().join("stat")).ok()?;
+            // Fields after the name, which stands in parentheses: the state is
+            // the 3rd field of stat(5) and the niceness the 19th.
+            let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let nice = rest.split(' ').nth(16)?.parse().ok()?;
+            Some((name.to_owned(), nice))
+        })
+        .collect()
+}
+
+#[test]
+fn the_removal_filer_yields_the_cpu_to_the_requests_of_the_mount() {
+    let m = mount!();
+    m.ok("rm lib/deep/a.txt");
+    let threads = niceness(m.pid().unwrap());
+    let of = |prefix: &str| {
+        threads
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(_, nice)| *nice)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of("editfs-removals"), [10], "{threads:?}");
+    let workers = of("fuser");
+    assert!(
+        !workers.is_empty() && workers.iter().all(|n| *n == 0),
+        "{threads:?}"
+    );
+}
+
 #[test]
 fn every_file_a_killed_daemon_removed_is_kept_and_logged_after_the_next_open() {
     const FILES: usize = 400;

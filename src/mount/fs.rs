@@ -346,9 +346,19 @@ fn checkpoints(core: std::sync::Weak<Core>) {
 /// the mount's state alive after an unmount.
 const FILER_WAKES: Duration = Duration::from_millis(100);
 
-/// How long the filer lets removals gather once one woke it: a removal waits
-/// for none of it, and a reader of history files what is left itself.
-const FILER_GATHERS: Duration = Duration::from_millis(20);
+/// How long no removal must come before the filer starts on those waiting:
+/// `rm -r` begins one every few dozen microseconds, and the filer then files
+/// them once it is done instead of competing with it for the CPU.
+const FILER_QUIET: Duration = Duration::from_millis(20);
+
+/// The longest the filer waits for quiet once a removal woke it, so an endless
+/// stream of removals is filed too. A transaction or a reader of history files
+/// what waits itself, so none of them waits for the filer.
+const FILER_WAITS_AT_MOST: Duration = Duration::from_secs(1);
+
+/// The filer's niceness: it does bookkeeping no request waits for, so the
+/// mount's requests and the user's programs go first when the CPU is busy.
+const FILER_NICE: i32 = 10;
 
 /// Starts the thread that files removals (see the store's `removals.rs`)
 /// while the mount lives. Without it, every reader of history files them
@@ -357,14 +367,18 @@ fn filer(core: std::sync::Weak<Core>) {
     let spawned = std::thread::Builder::new()
         .name("editfs-removals".into())
         .spawn(move || {
+            let me = rustix::thread::gettid();
+            if let Err(e) = rustix::process::setpriority_process(Some(me), FILER_NICE) {
+                log::debug!("the removal filer keeps its priority: {e}");
+            }
             let mut idle = true;
             loop {
                 let Some(core) = core.upgrade() else { return };
                 core.store.file_removals(idle);
                 idle = !core.store.wait_for_removals(FILER_WAKES);
                 if !idle {
-                    // More are likely to follow (`rm -r`): filed in one batch.
-                    std::thread::sleep(FILER_GATHERS);
+                    core.store
+                        .wait_for_quiet_removals(FILER_QUIET, FILER_WAITS_AT_MOST);
                 }
             }
         });

@@ -395,6 +395,11 @@ impl Store {
         self.removals.wait(timeout)
     }
 
+    /// Waits until no removal was begun for `quiet`, or `most` passed.
+    pub fn wait_for_quiet_removals(&self, quiet: std::time::Duration, most: std::time::Duration) {
+        self.removals.wait_quiet(quiet, most);
+    }
+
     /// Removes the regular file `name` in `dir` by moving it into the store,
     /// which keeps it as the pre-image and logs `line` with a new id in the
     /// background (see removals.rs). Returns the name it was moved to and its

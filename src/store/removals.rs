@@ -8,8 +8,13 @@
 //! mount, and first of all whatever takes the store's lock or reads history)
 //! then gives each removal its id, hashes the moved file, makes its inode the
 //! object when it is new to the store (a link: nothing is copied), links its
-//! snapshot, appends the log lines of a batch in one write and only then drops
-//! the moved name. Ids are handed out in the order of the removals, and before
+//! snapshot, and appends the log lines of a batch in one write. Only once it
+//! has caught up, and outside the store's lock, does it drop the moved names:
+//! dropping the last name of a file frees its inode and blocks, the slowest
+//! step on some file systems, and each free makes the file system's next inode
+//! allocations slower for a while (ext4 without a journal skips recently freed
+//! inodes one by one), so a burst's snapshot directories are made before any
+//! of its frees. Ids are handed out in the order of the removals, and before
 //! any transaction that comes after them takes one.
 //!
 //! After a crash, the next open files what is left: a line whose file is still
@@ -51,6 +56,10 @@ const COPY: &str = ".copy";
 /// most this many filings.
 const BATCH: usize = 64;
 
+/// Moved names filed and not dropped yet, past which they are dropped before
+/// the backlog is caught up, so an endless stream of removals holds no more.
+const DROP_AFTER: usize = 4096;
+
 /// One line of `removed/intents`.
 #[derive(Serialize, Deserialize)]
 struct Intent {
@@ -72,7 +81,8 @@ pub struct Removals {
     read: Mutex<u64>,
     /// Lines appended by this process and not yet filed.
     outstanding: AtomicU64,
-    /// Names the moved files of this process: its id, then a number.
+    /// Names the moved files of this process: its id, then a number (also the
+    /// count of removals begun).
     moved: (u32, AtomicU64),
     wake: Mutex<()>,
     woken: Condvar,
@@ -173,6 +183,18 @@ impl Removals {
         self.pending()
     }
 
+    /// Waits until no removal was begun for `quiet`, or `most` passed.
+    pub fn wait_quiet(&self, quiet: Duration, most: Duration) {
+        let began = std::time::Instant::now();
+        loop {
+            let seen = self.moved.1.load(Ordering::Relaxed);
+            std::thread::sleep(quiet);
+            if self.moved.1.load(Ordering::Relaxed) == seen || began.elapsed() >= most {
+                return;
+            }
+        }
+    }
+
     /// Up to `BATCH` complete lines not yet filed by this process, where they
     /// end and how many lines that is. Read with the gate taken alone: each has its rename behind it.
     fn take(&self) -> Result<(Vec<Intent>, u64, u64), StoreError> {
@@ -216,6 +238,15 @@ impl Removals {
                 Ok(()) => *read = 0,
                 Err(e) => log::warn!("cannot empty {DIR}/{INTENTS}: {e}"),
             }
+        }
+    }
+
+    /// Drops the moved names `filed` (their removals are filed and logged),
+    /// holding no lock: a crash before a name goes leaves a line the log has,
+    /// which the next open drops without logging it again.
+    fn drop_moved(&self, filed: &mut Vec<String>) {
+        for name in filed.drain(..) {
+            let _ = rustix::fs::unlinkat(&self.dir, name.as_str(), AtFlags::empty());
         }
     }
 
@@ -268,18 +299,42 @@ impl Store {
     /// that a line is in the log already (a crash between the log write and
     /// the drop of the moved file).
     pub(super) fn file_removals_with(&self, mut logged: Option<&mut dyn FnMut(&LogEntry) -> bool>) {
+        let mut filed = Vec::new();
+        while self.file_batches(&mut logged, &mut filed) {
+            self.removals.drop_moved(&mut filed);
+        }
+        self.removals.drop_moved(&mut filed);
+    }
+
+    /// Files batches until none is left, or until `dropping` holds
+    /// `DROP_AFTER` names (then says so): the moved names of what it filed go
+    /// to `dropping`, to be dropped outside the lock.
+    fn file_batches(
+        &self,
+        logged: &mut Option<&mut dyn FnMut(&LogEntry) -> bool>,
+        dropping: &mut Vec<String>,
+    ) -> bool {
         loop {
+            if dropping.len() >= DROP_AFTER {
+                return true;
+            }
             let lock = match self.lock_only() {
                 Ok(l) => l,
-                Err(e) => return log::error!("cannot file removals: {e}"),
+                Err(e) => {
+                    log::error!("cannot file removals: {e}");
+                    return false;
+                }
             };
             let (intents, end, count) = match self.removals.take() {
                 Ok(t) => t,
-                Err(e) => return log::error!("cannot file removals: {e}"),
+                Err(e) => {
+                    log::error!("cannot file removals: {e}");
+                    return false;
+                }
             };
             let mut read = self.removals.read.lock();
             if end == *read {
-                return;
+                return false;
             }
             let mut filed = Vec::new();
             let mut done = Vec::new();
@@ -301,9 +356,7 @@ impl Store {
                 log::error!("{e}: the removed files stay in {DIR}/");
                 done.clear();
             }
-            for name in done {
-                let _ = rustix::fs::unlinkat(&self.removals.dir, name.as_str(), AtFlags::empty());
-            }
+            dropping.append(&mut done);
             *read = end;
             // Lines of an earlier process (filed at open) were never counted.
             let _ = self.removals.outstanding.fetch_update(
@@ -321,7 +374,7 @@ impl Store {
         &self,
         lock: &Lock,
         mut line: LogEntry,
-        (mut file, name): (&File, &str),
+        (file, name): (&File, &str),
         copy: bool,
     ) -> Result<LogEntry, StoreError> {
         let Some(rel) = line.files.first().map(|f| f.file.clone()) else {
@@ -334,7 +387,11 @@ impl Store {
         let at = Path::new(&rel);
         let meta = file.metadata().map_err(io_err("stat", at))?;
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.read_to_end(&mut bytes).map_err(io_err("read", at))?;
+        // Through `take`: `File`'s own `read_to_end` asks its size and
+        // position again, two system calls a file.
+        file.take(u64::MAX)
+            .read_to_end(&mut bytes)
+            .map_err(io_err("read", at))?;
         let sha = sha256_hex(&bytes);
         let adopt = !copy && meta.is_file() && meta.nlink() == 1;
         let moved = (self.removals.dir.as_fd(), OsStr::new(name), file);
@@ -503,5 +560,76 @@ mod tests {
             store.objects().read(Side::Pre, "a", tx).as_deref(),
             Some(&b"before\n"[..])
         );
+    }
+
+    #[test]
+    fn no_moved_file_is_dropped_before_the_whole_backlog_is_filed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        let count = BATCH * 2 + 1;
+        for i in 0..count {
+            let name = format!("f{i}");
+            fs::write(root.join(&name), format!("{i}\n")).unwrap();
+            store
+                .begin_removal(&removal(&name), dir.as_fd(), OsStr::new(&name))
+                .unwrap();
+        }
+        let mut seen = 0;
+        store.file_removals_with(Some(&mut |_: &LogEntry| {
+            seen += 1;
+            assert_eq!(
+                moved_files(&state),
+                count,
+                "a moved file was dropped while the backlog was filed (line {seen})"
+            );
+            false
+        }));
+        assert_eq!(seen, count);
+        assert_eq!(moved_files(&state), 0, "all dropped once filed");
+        assert_eq!(deletes(&store).len(), count);
+    }
+
+    #[test]
+    fn waiting_for_quiet_lasts_while_removals_keep_coming() {
+        let tmp = tempfile::tempdir().unwrap();
+        let removals = Removals::open(tmp.path()).unwrap();
+        let stream = Duration::from_millis(400);
+        let quiet = Duration::from_millis(200);
+        let began = std::time::Instant::now();
+        let ended = std::thread::scope(|s| {
+            let coming = s.spawn(|| {
+                while began.elapsed() < stream {
+                    removals.moved.1.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                began.elapsed()
+            });
+            removals.wait_quiet(quiet, Duration::from_secs(60));
+            let waited = began.elapsed();
+            (coming.join().unwrap(), waited)
+        });
+        assert!(
+            ended.1 >= ended.0,
+            "stopped waiting at {:?}, removals came until {:?}",
+            ended.1,
+            ended.0
+        );
+        let removals_at_most = Removals::open(tmp.path()).unwrap();
+        let began = std::time::Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while began.elapsed() < Duration::from_secs(3) {
+                    removals_at_most.moved.1.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            removals_at_most.wait_quiet(quiet, Duration::from_millis(100));
+            assert!(
+                began.elapsed() < Duration::from_secs(3),
+                "an endless stream is waited for at most `most` (and one `quiet`)"
+            );
+        });
     }
 }

@@ -164,6 +164,11 @@ impl Mount {
         }
     }
 
+    /// The daemon's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// What the daemon logged so far.
     pub fn log(&self) -> String {
         fs::read_to_string(self._root.path().join("daemon.log")).unwrap_or_default()
