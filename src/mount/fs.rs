@@ -347,9 +347,10 @@ fn checkpoints(core: std::sync::Weak<Core>) {
 const FILER_WAKES: Duration = Duration::from_millis(100);
 
 /// How long no removal must come before the filer starts on those waiting:
-/// `rm -r` begins one every few dozen microseconds, and the filer then files
-/// them once it is done instead of competing with it for the CPU.
-const FILER_QUIET: Duration = Duration::from_millis(20);
+/// `rm -r` begins one every few dozen microseconds (a few milliseconds apart
+/// when the machine is busy), and the filer then files them once it is done
+/// instead of competing with it for the CPU.
+const FILER_QUIET: Duration = Duration::from_millis(50);
 
 /// The longest the filer waits for quiet once a removal woke it, so an endless
 /// stream of removals is filed too. A transaction or a reader of history files
