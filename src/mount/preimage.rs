@@ -139,7 +139,7 @@ impl Core {
             return None;
         }
         let name = rel.to_string_lossy();
-        self.store.settle_removals();
+        self.store.settle_removals_at(&name);
         let before = last_kept(self.store.objects(), &name)?;
         direct::begin(
             &self.store,

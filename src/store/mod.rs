@@ -380,6 +380,15 @@ impl Store {
         }
     }
 
+    /// `settle_removals` when a removal this process began from `rel` waits:
+    /// what is kept of `rel` is then complete, and a file made at another
+    /// path after `rm -r` does not wait for the whole tree to be filed.
+    pub fn settle_removals_at(&self, rel: &str) {
+        if self.removals.pending_at(rel) {
+            self.file_removals_with(None);
+        }
+    }
+
     /// Files what removals wait (the mount's filer thread), then empties their
     /// list once nothing is left in it: when `idle`, or when it has grown
     /// past a bound (emptying it is a truncation, not for every batch).

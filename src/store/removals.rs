@@ -28,6 +28,7 @@
 //! cannot change a kept version. A file with other names, or open, is never
 //! moved here (see `transaction::direct`).
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -81,6 +82,9 @@ pub struct Removals {
     read: Mutex<u64>,
     /// Lines appended by this process and not yet filed.
     outstanding: AtomicU64,
+    /// How many of those remove each path: a file made at any other path needs
+    /// none of them filed first.
+    waiting: Mutex<HashMap<String, usize>>,
     /// Names the moved files of this process: its id, then a number (also the
     /// count of removals begun).
     moved: (u32, AtomicU64),
@@ -111,6 +115,7 @@ impl Removals {
             gate: RwLock::new(()),
             read: Mutex::new(0),
             outstanding: AtomicU64::new(0),
+            waiting: Mutex::default(),
             moved: (std::process::id(), AtomicU64::new(0)),
             wake: Mutex::new(()),
             woken: Condvar::new(),
@@ -125,6 +130,26 @@ impl Removals {
     /// Whether this process moved files the filer has not filed yet.
     pub fn pending(&self) -> bool {
         self.outstanding.load(Ordering::Acquire) > 0
+    }
+
+    /// Whether this process moved a file from `rel` that is not filed yet.
+    pub fn pending_at(&self, rel: &str) -> bool {
+        self.waiting.lock().contains_key(rel)
+    }
+
+    /// Counts a removal from the path of `line` as waiting (`by` 1) or no
+    /// longer (`by` -1).
+    fn count_waiting(&self, line: &LogEntry, by: isize) {
+        let Some(rel) = line.files.first().map(|f| &f.file) else {
+            return;
+        };
+        let mut waiting = self.waiting.lock();
+        let n = waiting.get(rel).map_or(0, |n| *n).saturating_add_signed(by);
+        if n == 0 {
+            waiting.remove(rel);
+        } else {
+            waiting.insert(rel.clone(), n);
+        }
     }
 
     /// Appends `line` (the removal's log line, its id, hash and line count
@@ -148,6 +173,7 @@ impl Removals {
             let _gate = self.gate.read();
             std::io::Write::write_all(&mut &self.intents, text.as_bytes())
                 .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+            self.count_waiting(line, 1);
             self.outstanding.fetch_add(1, Ordering::AcqRel);
             rustix::fs::renameat_with(dir, name, &self.dir, &intent.name, RenameFlags::NOREPLACE)
         };
@@ -339,6 +365,8 @@ impl Store {
             let mut filed = Vec::new();
             let mut done = Vec::new();
             for intent in intents {
+                // Filed now, or never: its line is read past either way.
+                self.removals.count_waiting(&intent.line, -1);
                 let Some((file, name, copy)) = self.removals.moved(&intent.name) else {
                     continue;
                 };
@@ -631,5 +659,24 @@ mod tests {
                 "an endless stream is waited for at most `most` (and one `quiet`)"
             );
         });
+    }
+
+    #[test]
+    fn a_path_with_no_removal_waiting_files_nothing_and_one_with_a_removal_files_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("gone.txt"), "x\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        store
+            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .unwrap();
+        store.settle_removals_at("other.txt");
+        assert_eq!(moved_files(&state), 1, "not filed for another path");
+        assert!(store.removals.pending_at("gone.txt"));
+        store.settle_removals_at("gone.txt");
+        assert_eq!(moved_files(&state), 0, "filed for its own path");
+        assert!(!store.removals.pending_at("gone.txt"));
+        assert_eq!(deletes(&store).len(), 1);
     }
 }
