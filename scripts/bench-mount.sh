@@ -359,50 +359,31 @@ print(sorted(runs)[2])
 PY
 }
 
-# in_process_round_trips FILE N: the edit round trip exactly as an agent's tool makes
-# it, with no process start: open F.edit (O_WRONLY|O_TRUNC), write the block, close,
-# read F.status; N timed (plus 4 untimed first), an even number in all, so the
-# file ends as it began. Prints the median and the 90th percentile, in ms.
+# in_process_round_trips FILE N [new]: the edit round trip exactly as an agent's tool
+# makes it, with no process start: open F.edit (O_WRONLY|O_TRUNC), write the block,
+# close, read F.status; N timed (plus 4 untimed first). Without `new` the two payloads
+# alternate, an even number in all, so the file ends as it began. With `new` every
+# round trip writes a content the store has never kept (the line `counter = K` becomes
+# `counter = K+1`), so each commit also stores its new version: the path of an agent's
+# real edits, where the two alternating contents are stored already. Prints the median
+# and the 90th percentile, in ms.
 in_process_round_trips() {
-  python3 - "$1" "$2" "$work/payload-a" "$work/payload-b" <<'PY'
-import os, sys, time
-f, n = sys.argv[1], int(sys.argv[2])
-payloads = [open(p, "rb").read() for p in sys.argv[3:5]]
-n += n % 2
-samples = []
-for i in range(n + 4):
-    t = time.perf_counter()
-    fd = os.open(f + ".edit", os.O_WRONLY | os.O_TRUNC)
-    os.write(fd, payloads[i % 2])
-    os.close(fd)
-    with open(f + ".status", "rb") as s:
-        status = s.read()
-    took = time.perf_counter() - t
-    if not status.startswith(b"OK "):
-        sys.exit("round trip %d: %s" % (i, status[:300].decode(errors="replace")))
-    if i >= 4:
-        samples.append(took * 1e3)
-samples.sort()
-print("%.3f %.3f" % (samples[len(samples) // 2], samples[int(len(samples) * 0.9)]))
-PY
-}
-
-# in_process_new_contents FILE N: as in_process_round_trips, but every round trip
-# writes a content the store has never kept (the line `counter = K` becomes
-# `counter = K+1`), so each commit also stores its new version: the path of an
-# agent's real edits, where rtin's two alternating contents are stored already.
-in_process_new_contents() {
-  python3 - "$1" "$2" <<'PY'
+  python3 - "$1" "$2" "${3:-}" "$work/payload-a" "$work/payload-b" <<'PY'
 import os, re, sys, time
-f, n = sys.argv[1], int(sys.argv[2])
-k = int(re.search(rb"^counter = (\d+)$", open(f, "rb").read(), re.M).group(1))
+f, n, new = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "new"
+if new:
+    k = int(re.search(rb"^counter = (\d+)$", open(f, "rb").read(), re.M).group(1))
+    payload = lambda i: b"<<<<<<< SEARCH\ncounter = %d\n=======\ncounter = %d\n>>>>>>> REPLACE\n" % (k + i, k + i + 1)
+else:
+    pair = [open(p, "rb").read() for p in sys.argv[4:6]]
+    payload = lambda i: pair[i % 2]
+    n += n % 2
 samples = []
 for i in range(n + 4):
-    payload = b"<<<<<<< SEARCH\ncounter = %d\n=======\ncounter = %d\n>>>>>>> REPLACE\n" % (k, k + 1)
-    k += 1
+    body = payload(i)
     t = time.perf_counter()
     fd = os.open(f + ".edit", os.O_WRONLY | os.O_TRUNC)
-    os.write(fd, payload)
+    os.write(fd, body)
     os.close(fd)
     with open(f + ".status", "rb") as s:
         status = s.read()
@@ -616,7 +597,7 @@ for n in os.listdir("small"):
   # after rt and rtin, which check that the file ends as it began
   if want rtnew && [ "$v" = editfs ]; then
     say "editfs: $RTIN_REPS edit round trips with new content, in one process"
-    if in_process_new_contents "$mnt_e/edit/big.txt" "$RTIN_REPS" >"$work/rtnew" 2>"$work/err/rtnew"; then
+    if in_process_round_trips "$mnt_e/edit/big.txt" "$RTIN_REPS" new >"$work/rtnew" 2>"$work/err/rtnew"; then
       read -r rtnew_median rtnew_p90 <"$work/rtnew"
       RES[rtnew|editfs]=$rtnew_median
     else
