@@ -322,6 +322,53 @@ fn sighup_from_a_closed_terminal_unmounts_and_exits_zero() {
     assert!(!mounted(&mnt), "still mounted after SIGHUP");
 }
 
+/// A service manager or a test may signal the daemon the moment its mount shows:
+/// before the handlers were set, SIGHUP's default action killed the daemon and
+/// left the mount dead; while the first statfs was in flight, the unmount failed
+/// busy and the daemon served on, signalled but mounted. Twenty tries caught both.
+#[test]
+fn a_signal_sent_the_moment_the_mount_shows_unmounts_and_exits_zero() {
+    if !can_go_on(
+        Path::new("/dev/fuse").exists(),
+        "no /dev/fuse: the mount cannot be made",
+    ) {
+        return;
+    }
+    for attempt in 0..20 {
+        let (_root, src, mnt) = tree();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .args(["mount".as_ref(), src.as_os_str(), mnt.as_os_str()])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let began = Instant::now();
+        while !mounted(&mnt) && child.try_wait().unwrap().is_none() {
+            assert!(began.elapsed() < Duration::from_secs(10), "never mounted");
+        }
+        let pid = rustix::process::Pid::from_child(&child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::HUP);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if began.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let left_mounted = mounted(&mnt);
+        if left_mounted {
+            let _ = rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::DETACH);
+        }
+        let status =
+            status.unwrap_or_else(|| panic!("try {attempt}: still serving 15 s after SIGHUP"));
+        assert!(status.success(), "try {attempt}: {status}");
+        assert!(!left_mounted, "try {attempt}: still mounted after SIGHUP");
+    }
+}
+
 /// Offsets of SEEK_DATA and SEEK_HOLE from a few starting points, or ENXIO.
 const PROBE_HOLES: &str = r#"
 import os, sys

@@ -305,6 +305,10 @@ pub fn serve(
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
     rescue::watch(&mnt);
+    // Before the mount: a signal sent as soon as the mount shows (a test, a
+    // service manager) is then kept for the thread below, not the default
+    // action that would end the daemon and leave the mount dead.
+    let signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(MountError::Signals)?;
     let mut session =
         fuser::Session::new(fuse::Fuse(fs), &mnt, &config).map_err(|source| MountError::Mount {
             from: src.clone(),
@@ -313,7 +317,11 @@ pub fn serve(
         })?;
     let _ = notifier.set(Box::new(fuse::Notify(session.notifier())));
     let signalled = Arc::new(OnceLock::new());
-    watch_signals(session.unmount_callable(), signalled.clone())?;
+    watch_signals(
+        signals,
+        (session.unmount_callable(), mnt.clone()),
+        signalled.clone(),
+    )?;
     announce_when_answering(mnt.clone(), ready)?;
     let served = session.run();
     tell_systemd(sd_notify::NotifyState::Stopping);
@@ -330,10 +338,10 @@ pub fn serve(
 
 /// Unmounts on SIGINT, SIGTERM or SIGHUP, recording which one came.
 fn watch_signals(
-    mut unmounter: fuser::SessionUnmounter,
+    mut signals: Signals,
+    (mut unmounter, mnt): (fuser::SessionUnmounter, PathBuf),
     signalled: Arc<OnceLock<i32>>,
 ) -> Result<(), MountError> {
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(MountError::Signals)?;
     std::thread::Builder::new()
         .name("editfs-signals".into())
         .spawn(move || {
@@ -341,8 +349,16 @@ fn watch_signals(
                 log::info!("signal {sig}: unmounting");
                 let _ = signalled.set(sig);
                 tell_systemd(sd_notify::NotifyState::Stopping);
+                // A request in flight (the first statfs, a shell's cwd) makes
+                // the unmount busy: the mount is then detached, so it leaves at
+                // once and the daemon ends when the last request is answered.
                 if let Err(e) = unmounter.unmount() {
-                    log::error!("unmount failed: {e}");
+                    log::warn!("unmount failed ({e}): detaching {}", mnt.display());
+                    if let Err(e) =
+                        rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::DETACH)
+                    {
+                        log::error!("cannot detach {}: {e}", mnt.display());
+                    }
                 }
             }
         })
