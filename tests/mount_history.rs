@@ -39,6 +39,20 @@ fn log(m: &Mount) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The log once it holds `n` lines (or after 5 s, as it is then). A direct
+/// write is recorded when the kernel sends the file's release, which it does
+/// after the writer's `close(2)` has returned.
+fn log_of(m: &Mount, n: usize) -> Vec<serde_json::Value> {
+    let began = std::time::Instant::now();
+    loop {
+        let lines = log(m);
+        if lines.len() >= n || began.elapsed() > std::time::Duration::from_secs(5) {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// Waits until the mount has filed the removals made through it (in the
 /// background: see the store's removals.rs) in the state directory `state`.
 fn filed(state: &Path) {
@@ -130,6 +144,7 @@ fn removals_respect_the_size_limit_and_exclusions() {
 fn a_direct_write_shows_its_real_line_counts_and_diff() {
     let m = mount!();
     m.ok("sed -i 's/two/TWO/' lib/util.txt && printf 'four\\nfive\\n' >> lib/util.txt");
+    log_of(&m, 2);
     let history = m.ok("cat .editfs/history");
     let direct: Vec<&str> = history.lines().filter(|l| l.contains("direct")).collect();
     assert_eq!(direct.len(), 2, "{history}");
@@ -150,6 +165,7 @@ fn git_files_and_ignored_paths_keep_no_pre_image() {
     m.ok("echo x > build.log && echo y > build.log");
     m.ok("echo '[user]' >> .git/config && rm target/debug/out");
     m.ok("echo 1 >> lib/util.txt");
+    log_of(&m, 1);
     let kept = m.ok("cd .editfs/snapshots && find . -type f");
     assert!(kept.contains("lib/util.txt"), "{kept}");
     for ignored in ["target", "build.log", ".git"] {
