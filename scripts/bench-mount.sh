@@ -405,6 +405,41 @@ check_same() { # workload view file-native file-view what
   fi
 }
 
+# untar, every view before any rm -rf: on ext4 without a journal, an inode
+# allocation skips the inodes freed in the last minute one by one, so a tar
+# right after an rm -rf is slowed by the rm, and by how much depends on the
+# order of the views. Each view extracts into trees of its own (kept for the
+# rm -rf row); no row frees inodes between them.
+untar_all() {
+  local v r i t0 t1 n ut
+  rm -rf "$src/untar"
+  mkdir "$src/untar"
+  for v in "${views[@]}"; do
+    r=${root[$v]} ut=()
+    say "$v: tar xf"
+    for ((i = 0; i < REPS; i++)); do
+      if ! mkdir "$r/untar/$v-$i" 2>"$work/err/untar-$v"; then
+        fail untar "$v" "mkdir $r/untar/$v-$i" "$work/err/untar-$v"; break
+      fi
+      t0=$(now_us)
+      if ! timeout "$CMD_TIMEOUT" tar xf "$work/small.tar" -C "$r/untar/$v-$i" 2>"$work/err/untar-$v"; then
+        fail untar "$v" "tar xf $work/small.tar -C $r/untar/$v-$i" "$work/err/untar-$v"; break
+      fi
+      t1=$(now_us); ut+=("$((t1 - t0))")
+      n=$(find "$src/untar/$v-$i" -type f | wc -l)
+      if [ "$n" != 5000 ]; then
+        failures+=("untar on $v: $n files extracted instead of 5000"); RES[untar|$v]=FAIL; break
+      fi
+    done
+    if [ "${RES[untar|$v]:-}" != FAIL ]; then
+      RES[untar|$v]=$(printf '%s\n' "${ut[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    else
+      RES[rmrf|$v]=FAIL
+    fi
+  done
+}
+want untar rmrf && untar_all
+
 for v in "${views[@]}"; do
   r=${root[$v]}
   if want floor; then
@@ -484,36 +519,21 @@ for n in os.listdir("small"):
       rss_walk_kib=$(awk '/^VmRSS/ {print $2}' "/proc/$editfs_pid/status" 2>/dev/null || echo "")
   fi
 
-  if want untar rmrf; then
-    say "$v: tar xf / rm -rf"
-    ut=() rm_=()
+  if want rmrf && [ "${RES[rmrf|$v]:-}" != FAIL ]; then
+    say "$v: rm -rf"
+    rm_=()
     for ((i = 0; i < REPS; i++)); do
-      rm -rf "$src/untar"            # leftovers, directly in SOURCE, untimed
-      if ! mkdir "$r/untar" 2>"$work/err/untar-$v"; then
-        fail untar "$v" "mkdir $r/untar" "$work/err/untar-$v"; break
-      fi
+      [ -d "$src/untar/$v-$i/x" ] || { RES[rmrf|$v]=FAIL; failures+=("rmrf on $v: no tree $i to remove"); break; }
       t0=$(now_us)
-      if ! timeout "$CMD_TIMEOUT" tar xf "$work/small.tar" -C "$r/untar" 2>"$work/err/untar-$v"; then
-        fail untar "$v" "tar xf $work/small.tar -C $r/untar" "$work/err/untar-$v"; break
-      fi
-      t1=$(now_us); ut+=("$((t1 - t0))")
-      n=$(find "$src/untar" -type f | wc -l)
-      if [ "$n" != 5000 ]; then
-        failures+=("untar on $v: $n files extracted instead of 5000"); RES[untar|$v]=FAIL; break
-      fi
-      t0=$(now_us)
-      if ! timeout "$CMD_TIMEOUT" rm -rf "$r/untar/x" 2>"$work/err/rmrf-$v"; then
-        fail rmrf "$v" "rm -rf $r/untar/x" "$work/err/rmrf-$v"; break
+      if ! timeout "$CMD_TIMEOUT" rm -rf "$r/untar/$v-$i/x" 2>"$work/err/rmrf-$v"; then
+        fail rmrf "$v" "rm -rf $r/untar/$v-$i/x" "$work/err/rmrf-$v"; break
       fi
       t1=$(now_us); rm_+=("$((t1 - t0))")
-      if [ -e "$src/untar/x" ]; then
-        failures+=("rmrf on $v: $src/untar/x still exists after rm -rf"); RES[rmrf|$v]=FAIL; break
+      if [ -e "$src/untar/$v-$i/x" ]; then
+        failures+=("rmrf on $v: $src/untar/$v-$i/x still exists after rm -rf"); RES[rmrf|$v]=FAIL; break
       fi
     done
-    rm -rf "$src/untar"
-    [ "${RES[untar|$v]:-}" = FAIL ] || RES[untar|$v]=$(printf '%s\n' "${ut[@]}" | median | awk '{printf "%.3f", $1/1000}')
-    [ "${RES[rmrf|$v]:-}" = FAIL ] || [ "${#rm_[@]}" = 0 ] ||
-      RES[rmrf|$v]=$(printf '%s\n' "${rm_[@]}" | median | awk '{printf "%.3f", $1/1000}')
+    [ "${RES[rmrf|$v]:-}" = FAIL ] || RES[rmrf|$v]=$(printf '%s\n' "${rm_[@]}" | median | awk '{printf "%.3f", $1/1000}')
   fi
 
   if want git gitcold; then
