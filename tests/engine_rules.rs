@@ -331,6 +331,21 @@ fn start_line_hint_resolves_ambiguity_in_the_default_mode() {
     assert_eq!(kind(&run(file, &tie)), "ambiguous");
 }
 
+#[test]
+fn a_start_line_hint_past_the_end_of_the_file_says_so_when_it_picks_the_last_match() {
+    let file = "x\nsame\ny\nsame\n";
+    let payload = "<<<<<<< SEARCH\n:start_line:99999\n-------\nsame\n=======\nnew\n>>>>>>> REPLACE\n";
+    let r = run(file, payload);
+    assert_eq!(text(&r), "x\nsame\ny\nnew\n");
+    let w = warnings(&r);
+    assert!(
+        w.contains("line 99999 is past the end of the file (4 lines)"),
+        "{w}"
+    );
+    let inside = run(file, &payload.replace("99999", "4"));
+    assert!(!warnings(&inside).contains("past the end"), "{}", warnings(&inside));
+}
+
 /// Two Go methods with the same body; a unified diff copied from a viewer that
 /// shows tabs as four spaces, so its context matches both only by tolerance.
 const TWO_CLOSERS: &str = "package store\n\nimport \"errors\"\n\ntype Store struct{ db *DB }\n\nfunc (s *Store) Close() error {\n\tif s.db == nil {\n\t\treturn errors.New(\"closed\")\n\t}\n\treturn s.db.Close()\n}\n\ntype Replica struct{ db *DB }\n\nfunc (s *Replica) Close() error {\n\tif s.db == nil {\n\t\treturn errors.New(\"closed\")\n\t}\n\treturn s.db.Close()\n}\n";

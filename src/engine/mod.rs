@@ -656,6 +656,7 @@ impl Transaction<'_, '_> {
             .collect();
         let exact = found.tier() == Tier::Exact;
         let (chosen, mut warnings) = choose(&ranges, op, exact, self.opts.ambiguous)?;
+        past_end(op, self.doc.len(), &mut warnings);
         let chosen = non_overlapping(&chosen, &found.starts, found.len());
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
         let todo: Vec<usize> = chosen
@@ -941,6 +942,7 @@ impl Transaction<'_, '_> {
     ) -> Result<Done, Failure> {
         let ranges = text::line_ranges(bytes, &hits);
         let (chosen, mut warnings) = choose(&ranges, op, true, self.opts.ambiguous)?;
+        past_end(op, self.doc.len(), &mut warnings);
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
         let fresh: Vec<usize> = chosen.into_iter().filter(|&k| !already[k]).collect();
         let picked: Vec<&Hit> = fresh.iter().map(|&k| &hits[k]).collect();
@@ -1031,6 +1033,23 @@ fn list_ranges(ranges: &[[usize; 2]]) -> String {
 
 /// How to pick one of several matches, in every form the payload may take.
 const AMBIGUOUS_HINT: &str = "pick one: put `:start_line:N` and a `-------` line at the top of SEARCH to take the match nearest line N, or add surrounding lines to SEARCH until it is unique; in JSON, give `start_line`/`end_line`, or `all: true` (or `expected_replacements`) to replace every one";
+
+/// Says so when a `:start_line:` hint past the end of the file picked a match:
+/// the nearest match is then simply the last, which a stale or invented line
+/// number makes a guess the agent should know about.
+fn past_end(op: &Operation, lines: usize, warnings: &mut [String]) {
+    let Some(near) = op.near.filter(|&n| n > lines) else {
+        return;
+    };
+    if let Some(w) = warnings
+        .iter_mut()
+        .find(|w| w.contains(&format!("nearest line {near}")))
+    {
+        w.push_str(&format!(
+            ": line {near} is past the end of the file ({lines} lines), so the last match was taken; check the line numbers you read"
+        ));
+    }
+}
 
 /// Which occurrences (indices into `ranges`, the lines of each) to replace.
 fn choose(
