@@ -1014,3 +1014,18 @@ fn a_conflict_sample_in_a_string_is_content_when_one_reading_matches() {
     assert_eq!(kind(&r), "malformed");
     assert!(!r.written);
 }
+
+#[test]
+fn an_eliding_search_names_the_lines_it_left_out_and_blames_no_line_that_is_in_the_file() {
+    let file = "def f(chunks):\n    \"\"\"f(chunks : [string])\n\n    Correct for sentence endings buried in 'chunks'.\n    When the original text contains a period, munge_whitespace()\n    and split() will convert that to one space too few;\n    this method simply changes the one space to two.\n    \"\"\"\n    i = 0\n    return i\n";
+    let payload = block(
+        "def f(chunks):\n    ...\n    i = 0\n",
+        "def f(chunks):\n    \"\"\"Doc.\"\"\"\n    i = 0\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(kind(&r), "not_found");
+    let hint = r.report.error.as_ref().unwrap().hint.clone().unwrap_or_default();
+    assert!(hint.contains("stands for elided code"), "{hint}");
+    assert!(hint.contains("(file lines 2-8 lie there)"), "{hint}");
+    assert!(!hint.contains("`i = 0` is not in the file"), "{hint}");
+}

@@ -93,7 +93,10 @@ fn at_region(doc: &Doc, search: &[&str], start: usize, len: usize) -> Diagnosis 
             start + 1,
         ),
     };
-    let hint = explain(search, &region, start);
+    let hint = match search.iter().position(|l| placeholder::kind(l).is_some()) {
+        Some(j) => elision(doc, search, j),
+        None => explain(search, &region, start),
+    };
     Diagnosis {
         closest: Some(closest),
         hint,
@@ -433,19 +436,53 @@ fn numbers_elsewhere(search: &[&str], region: &[&str], start: usize) -> Option<S
     })
 }
 
+/// The hint for a SEARCH whose line `j` is a placeholder for elided code. A
+/// line-by-line diff against one region would blame the lines after the
+/// placeholder, which are in the file further on: say instead which file lines
+/// the placeholder stands for, when the pieces around it are found in order.
+fn elision(doc: &Doc, search: &[&str], j: usize) -> String {
+    let span = elided_span(doc, search, j)
+        .map(|(first, last)| format!(" (file lines {first}-{last} lie there)"))
+        .unwrap_or_default();
+    format!(
+        "SEARCH line {} (`{}`) stands for elided code{span}; SEARCH must repeat the file's lines exactly, nothing left out (or put the same placeholder line at the same place in REPLACE, so each piece around it is matched on its own)",
+        j + 1,
+        clip(search[j].trim(), 0)
+    )
+}
+
+/// The 1-based file lines between the first place SEARCH's lines before `j`
+/// match (leading whitespace set aside) and the next place its lines after `j`
+/// (up to the next placeholder) match.
+fn elided_span(doc: &Doc, search: &[&str], j: usize) -> Option<(usize, usize)> {
+    let before = &search[..j];
+    let after: Vec<&str> = search[j + 1..]
+        .iter()
+        .take_while(|l| placeholder::kind(l).is_none())
+        .copied()
+        .collect();
+    if before.is_empty() || after.is_empty() {
+        return None;
+    }
+    let at = |piece: &[&str], from: usize| {
+        (from..(doc.len() + 1).saturating_sub(piece.len())).find(|&i| {
+            piece
+                .iter()
+                .enumerate()
+                .all(|(k, l)| line(doc, i + k).trim() == l.trim())
+        })
+    };
+    let first = at(before, 0)? + before.len();
+    let next = at(&after, first)?;
+    (next > first).then_some((first + 1, next))
+}
+
 fn explain(search: &[&str], region: &[&str], start: usize) -> String {
     // Keys of the lines' heads: two long lines that part further on pair up as
     // alike, and `same_line` then names the column where they part.
     let sk: Vec<u64> = search.iter().map(|l| key(capped(l))).collect();
     let rk: Vec<u64> = region.iter().map(|l| key(capped(l))).collect();
     let mut hints = Vec::new();
-    if let Some(j) = search.iter().position(|l| placeholder::kind(l).is_some()) {
-        hints.push(format!(
-            "SEARCH line {} (`{}`) stands for elided code; SEARCH must repeat the file's lines exactly, nothing left out (or put the same placeholder line at the same place in REPLACE, so each piece around it is matched on its own)",
-            j + 1,
-            clip(search[j].trim(), 0)
-        ));
-    }
     if let Some(hint) = html_entities(search, region) {
         hints.insert(0, hint);
     }
