@@ -86,9 +86,13 @@ fn closer(line: &str, open: usize) -> bool {
 }
 
 fn fence(line: &str) -> bool {
-    let t = line.trim();
-    t.strip_prefix("```")
-        .is_some_and(|tag| !tag.contains(char::is_whitespace))
+    info_string(line).is_some()
+}
+
+/// The info string of a fence line (```` ```python src/a.py ```` gives
+/// `python src/a.py`, empty for a bare ```` ``` ````); `None` for another line.
+fn info_string(line: &str) -> Option<&str> {
+    line.trim().strip_prefix("```").map(str::trim)
 }
 
 /// Whether `line` opens a block.
@@ -142,6 +146,8 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
     let mut ignored: Vec<usize> = Vec::new();
     // The last line of text before a block: in a multi-file payload, its file's path.
     let mut label: Option<String> = None;
+    // The info string of the fence the next block stands in, if it has one.
+    let mut info: Option<String> = None;
     let mut state = State::Outside;
     for (i, raw) in text.split('\n').enumerate() {
         let at = i + 1;
@@ -151,6 +157,9 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                 let next = outside(line, at, same_length, &mut ignored)?;
                 if ignored.last() == Some(&at) {
                     label = Some(line.trim().to_owned());
+                }
+                if let Some(tag) = info_string(line) {
+                    info = Some(tag.to_owned()).filter(|t| !t.is_empty());
                 }
                 next
             }
@@ -229,6 +238,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                     let mut op = block_operation(search, lines, &dividers, open);
                     op.near = near;
                     op.label = label.take();
+                    op.fence = info.take();
                     payload.operations.push(op);
                     State::Outside
                 } else if divider(line, len) && !same_length {

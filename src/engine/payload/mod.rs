@@ -63,6 +63,9 @@ pub struct Operation {
     pub if_match: Option<String>,
     /// The line of text before a block: in a multi-file payload, perhaps its file's path.
     pub label: Option<String>,
+    /// The info string of the fence around a block (```` ```python src/a.py ````):
+    /// in a multi-file payload, perhaps its file's path.
+    pub fence: Option<String>,
     /// Other readings of a block that holds more than one divider line (a file's
     /// own `=======` lines): each a (SEARCH, REPLACE) split at a later divider. The
     /// engine takes the one reading whose SEARCH matches the file.
@@ -94,6 +97,7 @@ impl Operation {
             expected: None,
             if_match: None,
             label: None,
+            fence: None,
             splits: Vec::new(),
             path: None,
             patched: Vec::new(),
@@ -359,10 +363,14 @@ pub fn parse_multi<'a>(
     let mut files: Vec<(String, Payload)> = Vec::new();
     let mut current: Option<String> = None;
     for op in payload.operations {
-        let named = match (&op.path, &op.label) {
-            (Some(p), _) => Some(tree.locate(p).unwrap_or_else(|_| p.clone())),
-            (None, Some(l)) => path_line(l, op.search.is_empty(), tree),
-            (None, None) => None,
+        let creates = op.search.is_empty();
+        let named = match &op.path {
+            Some(p) => Some(tree.locate(p).unwrap_or_else(|_| p.clone())),
+            None => op
+                .fence
+                .as_deref()
+                .and_then(|f| fence_path(f, creates, tree))
+                .or_else(|| op.label.as_deref().and_then(|l| path_line(l, creates, tree))),
         };
         if named.is_some() {
             current = named;
@@ -411,14 +419,39 @@ fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
     let Ok(rel) = tree.locate(t) else {
         return by_shape.then(|| t.to_owned());
     };
-    let parent_is_dir = || match Path::new(&rel).parent() {
+    let exists = tree.entry(&rel) == Some(Entry::File);
+    (exists || by_shape || (creates && parent_is_dir(&rel, tree))).then_some(rel)
+}
+
+/// The file a fence's info string names, as some agents title a file's blocks:
+/// ```` ```python src/a.py ````, ```` ```rust:src/a.rs ````, ```` ```src/a.ts ````,
+/// ```` ```python title="src/a.py" ````. Only a word naming an existing file, or a
+/// file the block creates in an existing directory, counts: a language tag is
+/// never read as a path.
+fn fence_path(info: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
+    let words = info.split_whitespace().flat_map(|w| {
+        let value = w.split_once('=').map_or(w, |(_, v)| v);
+        [Some(value), value.split_once(':').map(|(_, p)| p)]
+    });
+    words
+        .flatten()
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty())
+        .filter_map(|w| tree.locate(w).ok())
+        .filter(|rel| {
+            tree.entry(rel) == Some(Entry::File) || (creates && parent_is_dir(rel, tree))
+        })
+        .last()
+}
+
+/// Whether the directory `rel` goes into exists beneath the root.
+fn parent_is_dir(rel: &str, tree: &dyn Tree) -> bool {
+    match Path::new(rel).parent() {
         Some(p) if !p.as_os_str().is_empty() => {
             tree.entry(&p.to_string_lossy()) == Some(Entry::Dir)
         }
         _ => true,
-    };
-    let exists = tree.entry(&rel) == Some(Entry::File);
-    (exists || by_shape || (creates && parent_is_dir())).then_some(rel)
+    }
 }
 
 /// The text of a Markdown heading (`### src/a.py`), and whether it was one.
@@ -609,6 +642,34 @@ mod tests {
         // A heading that names no file is a title, not a path.
         let title = format!("## Changes\n{block}");
         assert!(parse_multi(title.as_bytes(), 10_000, &tree).is_err());
+    }
+
+    #[test]
+    fn a_path_in_a_fences_info_string_names_the_file_of_its_blocks() {
+        let tree = Fake(&["py/textwrap.py", "lib/b.rs", "src/c.ts"]);
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let create = "<<<<<<< SEARCH\n=======\nnew\n>>>>>>> REPLACE\n";
+        let text = format!(
+            "```python py/textwrap.py\n{block}```\n```rust:lib/b.rs\n{block}```\n```src/c.ts\n{block}```\n```python title=\"py/new.py\"\n{create}```\n"
+        );
+        let (files, notes) = parse_multi(text.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(
+            shape(&files),
+            [
+                ("py/textwrap.py", 1),
+                ("lib/b.rs", 1),
+                ("src/c.ts", 1),
+                ("py/new.py", 1)
+            ]
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        // A fence naming no file leaves the path line before it in force, and a
+        // language tag is never read as a path.
+        let kept = format!("lib/b.rs\n```python\n{block}```\n```rust extra words\n{block}```\n");
+        let (files, _) = parse_multi(kept.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("lib/b.rs", 2)]);
+        let no_path = format!("```rust\n{block}```\n");
+        assert!(parse_multi(no_path.as_bytes(), 10_000, &tree).is_err());
     }
 
     #[test]
