@@ -334,7 +334,8 @@ fn start_line_hint_resolves_ambiguity_in_the_default_mode() {
 #[test]
 fn a_start_line_hint_past_the_end_of_the_file_says_so_when_it_picks_the_last_match() {
     let file = "x\nsame\ny\nsame\n";
-    let payload = "<<<<<<< SEARCH\n:start_line:99999\n-------\nsame\n=======\nnew\n>>>>>>> REPLACE\n";
+    let payload =
+        "<<<<<<< SEARCH\n:start_line:99999\n-------\nsame\n=======\nnew\n>>>>>>> REPLACE\n";
     let r = run(file, payload);
     assert_eq!(text(&r), "x\nsame\ny\nnew\n");
     let w = warnings(&r);
@@ -343,7 +344,11 @@ fn a_start_line_hint_past_the_end_of_the_file_says_so_when_it_picks_the_last_mat
         "{w}"
     );
     let inside = run(file, &payload.replace("99999", "4"));
-    assert!(!warnings(&inside).contains("past the end"), "{}", warnings(&inside));
+    assert!(
+        !warnings(&inside).contains("past the end"),
+        "{}",
+        warnings(&inside)
+    );
 }
 
 /// Two Go methods with the same body; a unified diff copied from a viewer that
@@ -1024,7 +1029,14 @@ fn an_eliding_search_names_the_lines_it_left_out_and_blames_no_line_that_is_in_t
     );
     let r = run(file, &payload);
     assert_eq!(kind(&r), "not_found");
-    let hint = r.report.error.as_ref().unwrap().hint.clone().unwrap_or_default();
+    let hint = r
+        .report
+        .error
+        .as_ref()
+        .unwrap()
+        .hint
+        .clone()
+        .unwrap_or_default();
     assert!(hint.contains("stands for elided code"), "{hint}");
     assert!(hint.contains("(file lines 2-8 lie there)"), "{hint}");
     assert!(!hint.contains("`i = 0` is not in the file"), "{hint}");

@@ -892,3 +892,31 @@ fn diffs_are_colored_on_a_terminal_only_and_never_with_no_color_or_in_the_log() 
         "{never:?}"
     );
 }
+
+#[test]
+fn undoing_a_transaction_removes_the_directories_it_made_and_keeps_those_it_found() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    fs::create_dir_all(p.path().join("empty")).unwrap();
+    let create = "<<<<<<< SEARCH\n=======\nx = 1\n>>>>>>> REPLACE\n";
+    let payload =
+        format!("newpkg/deep/mod.py\n{create}src/new/mod.py\n{create}empty/mod.py\n{create}");
+    let o = editfs(&["apply", "--multi", root], &payload, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(p.path().join("newpkg/deep/mod.py").is_file());
+    let o = editfs(&["undo", root, "--tx", "1"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(!p.path().join("newpkg").exists(), "{}", out(&o));
+    assert!(!p.path().join("src/new").exists(), "{}", out(&o));
+    assert!(p.path().join("src/a.py").is_file());
+    // A directory that was there before the transaction stays, even empty.
+    assert!(p.path().join("empty").is_dir());
+    assert!(!p.path().join("empty/mod.py").exists());
+    // The undo itself can be undone: the files and their directories come back.
+    let o = editfs(&["undo", root, "--tx", "2"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(
+        fs::read_to_string(p.path().join("newpkg/deep/mod.py")).unwrap(),
+        "x = 1\n"
+    );
+}

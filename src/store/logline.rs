@@ -88,6 +88,10 @@ pub struct FileEntry {
     /// The file no longer exists after this transaction.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
+    /// The directories this transaction made for the file, outermost first:
+    /// undoing it removes them again when that leaves them empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirs: Vec<String>,
     /// Why no pre-image was kept, for a skipped one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

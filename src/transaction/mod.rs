@@ -515,14 +515,16 @@ fn checked(
 
 /// Creates the missing directories of `rel` beneath `root`: those a removed tree
 /// had (undo), or those a patch's new or moved file goes into. They are made by
-/// `caller`, as it would make them natively.
+/// `caller`, as it would make them natively. Returns those it made, outermost
+/// first.
 pub(crate) fn make_parents(
     root: Root<'_>,
     rel: &str,
     caller: Option<&Caller>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<String>, StoreError> {
+    let mut made = Vec::new();
     let Some(parent) = Path::new(rel).parent() else {
-        return Ok(());
+        return Ok(made);
     };
     let mut sofar = std::path::PathBuf::new();
     for part in parent.components() {
@@ -530,32 +532,57 @@ pub(crate) fn make_parents(
         let name = sofar.to_string_lossy();
         let dir = walk(root, &name, caller)?;
         let mkdir = || rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755));
-        let made = match caller {
+        let mkdir_result = match caller {
             Some(c) => c.with(mkdir).and_then(|r| r),
             None => mkdir(),
         };
-        match made {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        match mkdir_result {
+            Ok(()) => made.push(name.into_owned()),
+            Err(rustix::io::Errno::EXIST) => {}
             Err(e) => return Err(io_err("create the directory", &sofar)(e.into())),
         }
     }
-    Ok(())
+    Ok(made)
 }
 
 /// The directory a new file `rel` goes into, made if it is missing, checked as
-/// `open` checks it; a file that appeared there since it was found missing
-/// makes the transaction stale.
+/// `open` checks it, and the directories made for it (outermost first); a file
+/// that appeared there since it was found missing makes the transaction stale.
 pub(crate) fn new_file_dir(
     root: Root<'_>,
     rel: &str,
     caller: Option<&Caller>,
-) -> Result<OwnedFd, StoreError> {
-    make_parents(root, rel, caller)?;
+) -> Result<(OwnedFd, Vec<String>), StoreError> {
+    let made = make_parents(root, rel, caller)?;
     let opened = open(root, rel, caller)?;
     if opened.file.is_some() {
         return Err(StoreError::Stale { path: rel.into() });
     }
-    Ok(opened.dir)
+    Ok((opened.dir, made))
+}
+
+/// Removes the directories `dirs` (outermost first) that a transaction made,
+/// innermost first, as long as each is empty: what an undo of that transaction
+/// leaves. Best effort: a directory something else filled since stays, and so
+/// do the ones around it.
+pub(crate) fn remove_made_dirs(root: Root<'_>, dirs: &[String], caller: Option<&Caller>) {
+    for rel in dirs.iter().rev() {
+        let Ok(parent) = walk(root, rel, caller) else {
+            return;
+        };
+        let Some(name) = Path::new(rel).file_name() else {
+            return;
+        };
+        let rmdir = || rustix::fs::unlinkat(&parent, name, rustix::fs::AtFlags::REMOVEDIR);
+        let removed = match caller {
+            Some(c) => c.with(rmdir).and_then(|r| r),
+            None => rmdir(),
+        };
+        if let Err(e) = removed {
+            log::debug!("kept the directory {rel} the undone transaction made: {e}");
+            return;
+        }
+    }
 }
 
 pub fn io_failure(e: StoreError, sha: String) -> Report {

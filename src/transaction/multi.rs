@@ -448,6 +448,12 @@ fn commit(
     // fails); every other file is written where it was read.
     let placed = places(root, &decided, who);
     let result = placed.and_then(|dirs| {
+        let mut entry = entry;
+        for (rel, made) in &dirs.made {
+            if let Some(f) = entry.files.iter_mut().find(|f| f.file == *rel) {
+                f.dirs.clone_from(made);
+            }
+        }
         let (changes, removals) = writes(&decided, &dirs, who);
         let result = match (store, lock) {
             (Some(s), Some(l)) => s.commit_with(
@@ -499,11 +505,14 @@ fn commit(
 struct Places {
     /// By decision: the directory of a new path (moved to, or in a new directory).
     fresh: Vec<Option<OwnedFd>>,
+    /// The directories made for new paths, by the path, for the log.
+    made: Vec<(String, Vec<String>)>,
 }
 
 fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, StoreError> {
     let caller = who.caller.as_ref();
     let mut fresh = Vec::with_capacity(decided.len());
+    let mut made = Vec::new();
     for d in decided {
         let removes = matches!(d.edit.act, Some(FileAct::Delete { .. }))
             || (matches!(d.edit.act, Some(FileAct::MoveTo(_))) && d.moved_to.is_some());
@@ -520,13 +529,17 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
             (_, _, None) if d.edit.content.is_some() => Some(d.rel.as_str()),
             _ => None,
         };
-        fresh.push(
-            new_path
-                .map(|rel| new_file_dir(root, rel, caller))
-                .transpose()?,
-        );
+        let placed = match new_path {
+            Some(rel) => {
+                let (dir, dirs) = new_file_dir(root, rel, caller)?;
+                made.push((rel.to_owned(), dirs));
+                Some(dir)
+            }
+            None => None,
+        };
+        fresh.push(placed);
     }
-    Ok(Places { fresh })
+    Ok(Places { fresh, made })
 }
 
 /// What the decisions write: new contents (a moved file's at its new path) and

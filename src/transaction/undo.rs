@@ -17,7 +17,8 @@ use rustix::fs::Access;
 
 use super::multi::MultiReport;
 use super::{
-    Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, open, stamp,
+    Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, open,
+    remove_made_dirs, stamp,
 };
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
@@ -155,6 +156,8 @@ struct Plan {
     current: Option<Vec<u8>>,
     /// `None`: the file did not exist before `to`, so it is removed.
     restored: Option<Vec<u8>>,
+    /// The directories `to` made for the file, removed with it when empty.
+    made_dirs: Vec<String>,
 }
 
 /// Runs `req` as one transaction, numbered and logged whatever its outcome.
@@ -358,11 +361,11 @@ fn plan_file(
             )
         })?,
     };
-    let created = entries
+    let made_by_to = entries
         .iter()
         .find(|e| e.tx == to)
-        .and_then(|e| e.file(rel))
-        .is_some_and(|f| f.created);
+        .and_then(|e| e.file(rel));
+    let created = made_by_to.is_some_and(|f| f.created);
     let restored = match objects.read(Side::Pre, rel, to) {
         Some(bytes) => Some(bytes),
         None if created => None,
@@ -410,6 +413,10 @@ fn plan_file(
             "editfs history PATH lists the transactions on one file",
         ));
     }
+    let made_dirs = match restored {
+        None => made_by_to.map(|f| f.dirs.clone()).unwrap_or_default(),
+        Some(_) => Vec::new(),
+    };
     Ok(Plan {
         rel: rel.to_owned(),
         to,
@@ -417,6 +424,7 @@ fn plan_file(
         file,
         current,
         restored,
+        made_dirs,
     })
 }
 
@@ -526,11 +534,13 @@ fn commit(
         Undone::Tx(m) => m.head(),
     };
     let entry = log_entry(Kind::Undo, &head, &files, who);
-    let root = (root.fd, root.path);
-    match store.commit_with(lock, tx, root, &changes, &removals, entry) {
+    match store.commit_with(lock, tx, (root.fd, root.path), &changes, &removals, entry) {
         Ok(kept) => {
             for (r, k) in reports.iter_mut().zip(kept) {
                 r.snapshot = k;
+            }
+            for p in &removes {
+                remove_made_dirs(root, &p.made_dirs, who.caller.as_ref());
             }
             reports
         }
@@ -580,7 +590,7 @@ fn dir_for(root: Root<'_>, p: &Plan, caller: Option<&Caller>) -> Result<OwnedFd,
     match &p.dir {
         Some(dir) => rustix::io::dup(dir)
             .map_err(|e| io_err("open the directory of", Path::new(&p.rel))(e.into())),
-        None => new_file_dir(root, &p.rel, caller),
+        None => new_file_dir(root, &p.rel, caller).map(|(dir, _)| dir),
     }
 }
 

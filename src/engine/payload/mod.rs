@@ -370,7 +370,11 @@ pub fn parse_multi<'a>(
                 .fence
                 .as_deref()
                 .and_then(|f| fence_path(f, creates, tree))
-                .or_else(|| op.label.as_deref().and_then(|l| path_line(l, creates, tree))),
+                .or_else(|| {
+                    op.label
+                        .as_deref()
+                        .and_then(|l| path_line(l, creates, tree))
+                }),
         };
         if named.is_some() {
             current = named;
@@ -438,9 +442,7 @@ fn fence_path(info: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| !w.is_empty())
         .filter_map(|w| tree.locate(w).ok())
-        .filter(|rel| {
-            tree.entry(rel) == Some(Entry::File) || (creates && parent_is_dir(rel, tree))
-        })
+        .filter(|rel| tree.entry(rel) == Some(Entry::File) || (creates && parent_is_dir(rel, tree)))
         .last()
 }
 
