@@ -366,15 +366,20 @@ pub fn parse_multi<'a>(
         let creates = op.search.is_empty();
         let named = match &op.path {
             Some(p) => Some(tree.locate(p).unwrap_or_else(|_| p.clone())),
-            None => op
-                .fence
-                .as_deref()
-                .and_then(|f| fence_path(f, creates, tree))
-                .or_else(|| {
-                    op.label
+            None => {
+                let fence = |creates| {
+                    op.fence
                         .as_deref()
-                        .and_then(|l| path_line(l, creates, tree))
-                }),
+                        .and_then(|f| fence_path(f, creates, tree))
+                };
+                fence(false)
+                    .or_else(|| {
+                        op.label
+                            .as_deref()
+                            .and_then(|l| path_line(l, creates, tree))
+                    })
+                    .or_else(|| fence(creates))
+            }
         };
         if named.is_some() {
             current = named;
@@ -429,9 +434,10 @@ fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
 
 /// The file a fence's info string names, as some agents title a file's blocks:
 /// ```` ```python src/a.py ````, ```` ```rust:src/a.rs ````, ```` ```src/a.ts ````,
-/// ```` ```python title="src/a.py" ````. Only a word naming an existing file, or a
-/// file the block creates in an existing directory, counts: a language tag is
-/// never read as a path.
+/// ```` ```python title="src/a.py" ````. Only a word naming an existing file, or,
+/// when `creates`, a file name with a directory or an extension in an existing
+/// directory counts: a language tag (```` ```text ````) is never read as a path.
+/// A path line before the fence is taken over a file the fence would create.
 fn fence_path(info: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
     let words = info.split_whitespace().flat_map(|w| {
         let value = w.split_once('=').map_or(w, |(_, v)| v);
@@ -442,7 +448,10 @@ fn fence_path(info: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| !w.is_empty())
         .filter_map(|w| tree.locate(w).ok())
-        .filter(|rel| tree.entry(rel) == Some(Entry::File) || (creates && parent_is_dir(rel, tree)))
+        .filter(|rel| {
+            let named = rel.contains('/') || rel.trim_start_matches('.').contains('.');
+            tree.entry(rel) == Some(Entry::File) || (creates && named && parent_is_dir(rel, tree))
+        })
         .last()
 }
 
@@ -672,6 +681,11 @@ mod tests {
         assert_eq!(shape(&files), [("lib/b.rs", 2)]);
         let no_path = format!("```rust\n{block}```\n");
         assert!(parse_multi(no_path.as_bytes(), 10_000, &tree).is_err());
+        // A block that creates a file keeps the path line before a tagged fence:
+        // the tag names no file to create.
+        let create_after_tag = format!("new.txt\n```text\n{create}```\n");
+        let (files, _) = parse_multi(create_after_tag.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("new.txt", 1)]);
     }
 
     #[test]
