@@ -424,7 +424,9 @@ fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
     if t.is_empty() || t.starts_with('#') || tag {
         return None;
     }
-    let by_shape = !heading && !t.contains(char::is_whitespace);
+    // `...` between two blocks (Aider's "and so on") is no file name.
+    let by_shape =
+        !heading && !t.contains(char::is_whitespace) && t.contains(char::is_alphanumeric);
     let Ok(rel) = tree.locate(t) else {
         return by_shape.then(|| t.to_owned());
     };
@@ -686,6 +688,14 @@ mod tests {
         let create_after_tag = format!("new.txt\n```text\n{create}```\n");
         let (files, _) = parse_multi(create_after_tag.as_bytes(), 10_000, &tree).unwrap();
         assert_eq!(shape(&files), [("new.txt", 1)]);
+    }
+
+    #[test]
+    fn an_ellipsis_between_two_blocks_keeps_the_file_of_the_first() {
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let text = format!("```text\nfoo.txt\n{block}\n...\n\n{block}```\n");
+        let (files, _) = parse_multi(text.as_bytes(), 10_000, &Fake(&["foo.txt"])).unwrap();
+        assert_eq!(shape(&files), [("foo.txt", 2)]);
     }
 
     #[test]
