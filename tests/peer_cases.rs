@@ -535,3 +535,102 @@ fn peer_cases_agree_or_are_listed_deviations() {
         problems.join("\n")
     );
 }
+
+/// Aider cases whose file paths we deliberately read otherwise, and why.
+const PATH_DEVIATIONS: &[(&str, &str)] = &[
+    (
+        "aider-find-filename-2",
+        "§2.4: a path is relative to the root; Aider matches `file3.py` to `dir/file3.py` by its base name among the files in its chat, which we do not know",
+    ),
+    (
+        "aider-find-filename-6",
+        "§2.4: Aider guesses `file1_py` means `file1.py` by fuzzy name matching; a line without spaces is a path as written",
+    ),
+    (
+        "aider-find-filename-7",
+        "§2.4: a Windows path with backslashes names no file beneath a POSIX root",
+    ),
+];
+
+/// A project holding the files an Aider case had in its chat.
+struct Chat(BTreeSet<String>);
+
+impl editfs::engine::payload::Tree for Chat {
+    fn locate(&self, written: &str) -> Result<String, String> {
+        Ok(written.trim_start_matches("./").to_owned())
+    }
+
+    fn entry(&self, rel: &str) -> Option<editfs::engine::payload::Entry> {
+        use editfs::engine::payload::Entry;
+        let prefix = format!("{rel}/");
+        match () {
+            _ if self.0.contains(rel) => Some(Entry::File),
+            _ if self.0.iter().any(|f| f.starts_with(&prefix)) => Some(Entry::Dir),
+            _ => None,
+        }
+    }
+}
+
+/// Aider's payloads name their files: sent to `.editfs/edit`, each block must go
+/// to the file Aider sent it to, in the same order.
+#[test]
+fn aider_payloads_send_each_block_to_aiders_file_through_the_multi_file_parser() {
+    let text = std::fs::read_to_string(peer_dir().join("aider.jsonl")).unwrap();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let id = v["id"].as_str().unwrap();
+        let Some(blocks) = v["expect"]["blocks"].as_array() else {
+            continue;
+        };
+        let theirs: Vec<&str> = blocks.iter().filter_map(|b| b["path"].as_str()).collect();
+        let params = &v["params"];
+        let mut files: BTreeSet<String> = params["files_in_chat"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_owned))
+            .collect();
+        files.extend(
+            params["other_files"]
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys().cloned()),
+        );
+        if let (Some(t), false) = (v["target"].as_str(), v["original"].is_null()) {
+            files.insert(t.to_owned());
+        }
+        let parsed = editfs::engine::payload::parse_multi(
+            v["payload"].as_str().unwrap().as_bytes(),
+            100_000,
+            &Chat(files),
+        );
+        let ours: Vec<String> = match parsed {
+            Ok((files, _)) => files
+                .iter()
+                .flat_map(|(p, ops)| std::iter::repeat_n(p.clone(), ops.operations.len()))
+                .collect(),
+            Err(e) => vec![format!("(rejected: {e})")],
+        };
+        // Ours come grouped by file, in the order files first appear: compare
+        // which file each block went to, not the order of the blocks.
+        let mut sorted_theirs: Vec<&str> = theirs.clone();
+        let mut sorted_ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+        sorted_theirs.sort_unstable();
+        sorted_ours.sort_unstable();
+        let agree = sorted_theirs == sorted_ours;
+        let listed = PATH_DEVIATIONS.iter().any(|(d, _)| *d == id);
+        checked += 1;
+        match (agree, listed) {
+            (true, false) | (false, true) => {}
+            (true, true) => problems.push(format!("{id} is in PATH_DEVIATIONS but now agrees")),
+            (false, false) => problems.push(format!("{id}: Aider {theirs:?}, ours {ours:?}")),
+        }
+    }
+    assert!(
+        checked >= 40,
+        "only {checked} Aider cases list their blocks"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
