@@ -920,3 +920,27 @@ fn undoing_a_transaction_removes_the_directories_it_made_and_keeps_those_it_foun
         "x = 1\n"
     );
 }
+
+#[test]
+fn an_undo_of_a_file_already_put_back_outside_editfs_succeeds_without_force() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let payload = "<<<<<<< SEARCH\na = 1\n=======\na = 2\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", "src/a.py", "-"], payload, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    // `git checkout -- src/a.py`: the file is as it was before the edit.
+    fs::write(p.path().join("src/a.py"), "a = 1\n").unwrap();
+    let o = editfs(&["undo", root, "src/a.py"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/a.py")).unwrap(),
+        "a = 1\n"
+    );
+    // Any other outside change still needs --force.
+    let o = editfs(&["apply", "src/a.py", "-"], payload, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    fs::write(p.path().join("src/a.py"), "a = 3\n").unwrap();
+    let o = editfs(&["undo", root, "src/a.py"], "", p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("outside_changes"), "{}", out(&o));
+}

@@ -403,7 +403,12 @@ fn plan_file(
                 })
             })?;
     }
-    if !force && let Some(last) = on_rel.last() {
+    // A file already put back as it was (`git checkout -- F`) loses nothing.
+    let put_back = current == restored;
+    if !force
+        && !put_back
+        && let Some(last) = on_rel.last()
+    {
         outside_change(last, rel, current.as_deref())?;
     }
     if restored.is_none() && current.is_none() {
