@@ -372,13 +372,17 @@ pub fn parse_multi<'a>(
                         .as_deref()
                         .and_then(|f| fence_path(f, creates, tree))
                 };
+                let label = |creates| {
+                    op.label
+                        .as_deref()
+                        .and_then(|l| path_line(l, creates, tree))
+                };
+                // A line with spaces that names no file yet is the weakest
+                // sign: prose ("Here is the new file:") often stands there.
                 fence(false)
-                    .or_else(|| {
-                        op.label
-                            .as_deref()
-                            .and_then(|l| path_line(l, creates, tree))
-                    })
+                    .or_else(|| label(false))
                     .or_else(|| fence(creates))
+                    .or_else(|| label(creates))
             }
         };
         if named.is_some() {
@@ -431,14 +435,21 @@ fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
         return by_shape.then(|| t.to_owned());
     };
     let exists = tree.entry(&rel) == Some(Entry::File);
-    (exists || by_shape || (creates && parent_is_dir(&rel, tree))).then_some(rel)
+    let new_file = creates && file_like(&rel) && parent_is_dir(&rel, tree);
+    (exists || by_shape || new_file).then_some(rel)
+}
+
+/// Whether a name that is no file yet looks like one: it has a directory or an
+/// extension, as a language tag or a sentence has not.
+fn file_like(rel: &str) -> bool {
+    rel.contains('/') || rel.trim_start_matches('.').contains('.')
 }
 
 /// The file a fence's info string names, as some agents title a file's blocks:
 /// ```` ```python src/a.py ````, ```` ```rust:src/a.rs ````, ```` ```src/a.ts ````,
 /// ```` ```python title="src/a.py" ````. Only a word naming an existing file, or,
-/// when `creates`, a file name with a directory or an extension in an existing
-/// directory counts: a language tag (```` ```text ````) is never read as a path.
+/// when `creates`, a file name with a directory or an extension (its directories
+/// are made) counts: a language tag (```` ```text ````) is never read as a path.
 /// A path line before the fence is taken over a file the fence would create.
 fn fence_path(info: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
     let words = info.split_whitespace().flat_map(|w| {
@@ -450,10 +461,7 @@ fn fence_path(info: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| !w.is_empty())
         .filter_map(|w| tree.locate(w).ok())
-        .filter(|rel| {
-            let named = rel.contains('/') || rel.trim_start_matches('.').contains('.');
-            tree.entry(rel) == Some(Entry::File) || (creates && named && parent_is_dir(rel, tree))
-        })
+        .filter(|rel| tree.entry(rel) == Some(Entry::File) || (creates && file_like(rel)))
         .last()
 }
 
@@ -688,6 +696,11 @@ mod tests {
         let create_after_tag = format!("new.txt\n```text\n{create}```\n");
         let (files, _) = parse_multi(create_after_tag.as_bytes(), 10_000, &tree).unwrap();
         assert_eq!(shape(&files), [("new.txt", 1)]);
+        // Prose before a fence that names a new file in a new directory is no path.
+        let prose =
+            format!("Here are the new files:\n\n```python newpkg/deep/mod.py\n{create}```\n");
+        let (files, _) = parse_multi(prose.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("newpkg/deep/mod.py", 1)]);
     }
 
     #[test]
@@ -707,6 +720,9 @@ mod tests {
         assert_eq!(shape(&files), [("a b/new file.txt", 1)]);
         let no_dir = format!("no such dir/new file.txt\n{create}");
         assert!(parse_multi(no_dir.as_bytes(), 10_000, &tree).is_err());
+        // A sentence before a block that creates a file names no file.
+        let prose = format!("Here are the new files:\n{create}");
+        assert!(parse_multi(prose.as_bytes(), 10_000, &tree).is_err());
     }
 
     #[test]
