@@ -7,7 +7,10 @@ use super::{PayloadError, markers};
 
 /// What an edit-less payload looks like, when it looks like something.
 pub fn diagnose(text: &str) -> Option<PayloadError> {
-    escaped(text).or_else(|| json_after_text(text)).or_else(|| {
+    escaped(text)
+        .or_else(|| json_after_text(text))
+        .or_else(|| indented_markers(text))
+        .or_else(|| {
         let looks_like = if headed(text) {
             "a diff whose hunk headers cannot be read (`@@ -START,COUNT +START,COUNT @@` or `@@ ... @@`)"
         } else {
@@ -17,6 +20,18 @@ pub fn diagnose(text: &str) -> Option<PayloadError> {
             looks_like: looks_like.into(),
             hint: "send the whole diff, as `git diff` or `diff -u` prints it, or each change as a SEARCH/REPLACE block".into(),
         })
+    })
+}
+
+/// Marker blocks indented as a whole (as in a list item of a reply): markers
+/// are read only at the start of their line, so none opened a block.
+fn indented_markers(text: &str) -> Option<PayloadError> {
+    let at = text
+        .lines()
+        .position(|l| l.starts_with(char::is_whitespace) && markers::opens_block(l.trim_start()))?;
+    Some(PayloadError::Shape {
+        looks_like: format!("marker blocks whose markers are indented (payload line {})", at + 1),
+        hint: "start each marker line (`<<<<<<< SEARCH`, `=======`, `>>>>>>> REPLACE`) at column 1, with no spaces before it; the lines between keep the file's own indentation".into(),
     })
 }
 
@@ -135,6 +150,15 @@ mod tests {
             Some(PayloadError::Shape { looks_like, .. }) => looks_like,
             other => panic!("{text:?}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn indented_markers_are_named() {
+        let text = "  <<<<<<< SEARCH\n        i = 0\n  =======\n        i = 1\n  >>>>>>> REPLACE\n";
+        assert_eq!(
+            named(text),
+            "marker blocks whose markers are indented (payload line 1)"
+        );
     }
 
     #[test]
