@@ -677,3 +677,21 @@ fn a_refused_edit_of_a_directory_or_an_outside_link_takes_the_next_id_and_one_lo
     let json: serde_json::Value = serde_json::from_str(&m.ok("cat out.txt.status.json")).unwrap();
     assert_eq!(json["tx"], 3);
 }
+
+#[test]
+fn a_file_replaced_by_rename_keeps_its_report_unless_more_may_read_it() {
+    let m = mount!();
+    m.ok(r#"printf '<<<<<<< SEARCH\n    print("Hello, " + name)\n=======\n    print("Hi, " + name)\n>>>>>>> REPLACE\n' > app.py.edit"#);
+    // What `git checkout -- F` and `sed -i` do: a new file renamed over F.
+    m.ok("sed -i 's/Goodbye/Bye/' app.py");
+    m.ok("cp app.py copy.tmp && mv copy.tmp app.py");
+    let status = m.ok("cat app.py.status");
+    assert!(status.starts_with("OK app.py (tx 1, "), "{status}");
+    assert!(status.contains("+    print(\"Hi, \" + name)"), "{status}");
+
+    m.ok(r#"printf '<<<<<<< SEARCH\none\n=======\nuno\n>>>>>>> REPLACE\n' > lib/util.txt.edit"#);
+    m.ok("chmod 600 lib/util.txt && cp lib/util.txt wide.tmp && chmod 644 wide.tmp");
+    m.ok("mv wide.tmp lib/util.txt");
+    let status = m.ok("cat lib/util.txt.status");
+    assert!(status.starts_with("NO REPORT YET"), "{status}");
+}

@@ -1019,16 +1019,23 @@ impl Core {
         }
     }
 
-    /// After a rename or unlink of a file, its report follows it (or goes). The
-    /// report of a file renamed over goes with that file: `F.status` follows the
-    /// new file's mode and owner, and must not show the old one's content.
-    pub(super) fn move_report(&self, from: PathBuf, to: Option<PathBuf>) {
+    /// After a rename or unlink of a file, its report follows it (or goes). A
+    /// file renamed over another takes its own report there; without one, the
+    /// replaced file's report stays when `keeps` (the new file shows it to no
+    /// one the old did not: `F.status` follows the new file's mode and owner)
+    /// and goes otherwise.
+    pub(super) fn move_report(&self, from: PathBuf, to: Option<PathBuf>, keeps: bool) {
         let mut reports = self.reports.lock();
         let moved = reports.remove(&from);
         if let Some(to) = to {
-            reports.remove(&to);
-            if let Some(r) = moved {
-                reports.insert(to, r);
+            match moved {
+                Some(r) => {
+                    reports.insert(to, r);
+                }
+                None if keeps => {}
+                None => {
+                    reports.remove(&to);
+                }
             }
         }
     }

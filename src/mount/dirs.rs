@@ -186,7 +186,8 @@ impl Core {
         }
     }
 
-    fn after_rename(&self, old: (u64, &OsStr), new: (u64, &OsStr), exchange: bool) {
+    /// `keeps`: the file renamed over `new` leaves its report to the new one.
+    fn after_rename(&self, old: (u64, &OsStr), new: (u64, &OsStr), exchange: bool, keeps: bool) {
         let from = self.path(old.0).map(|p| p.join(old.1)).ok();
         let to = self.path(new.0).map(|p| p.join(new.1)).ok();
         let mut nodes = self.nodes.write();
@@ -198,7 +199,7 @@ impl Core {
         drop(nodes);
         match (from, to) {
             (Some(from), Some(to)) if exchange => self.swap_reports(from, to),
-            (Some(from), to) if !exchange => self.move_report(from, to),
+            (Some(from), to) if !exchange => self.move_report(from, to, keeps),
             _ => {}
         }
     }
@@ -358,7 +359,7 @@ impl Core {
         .map_err(errno)?;
         self.nodes.write().unlinked(parent, name);
         if let Some(gone) = gone {
-            self.move_report(gone, None);
+            self.move_report(gone, None, false);
         }
         Ok(())
     }
@@ -388,15 +389,36 @@ impl Core {
             dir: to.clone(),
             name: newname.to_owned(),
         };
-        let pending = self.keep_before_write(&self.path(newparent)?.join(newname), &over, who.pid);
+        let dest = self.path(newparent)?.join(newname);
+        let pending = self.keep_before_write(&dest, &over, who.pid);
+        let replaced = self.reported_access(&dest, &to, newname);
         let renamed = rustix::fs::renameat_with(&from, name, &to, newname, how);
         if let Some(p) = pending {
             self.finish_write(&p, Some(&over));
         }
         renamed.map_err(errno)?;
         let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
-        self.after_rename((parent, name), (newparent, newname), exchange);
+        let keeps = replaced.is_some_and(|old| {
+            rustix::fs::statat(&*to, newname, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|new| shows_no_more(&old, &new))
+        });
+        self.after_rename((parent, name), (newparent, newname), exchange, keeps);
         Ok(())
+    }
+
+    /// The owner and mode of the file at `name` in `dir` (the mount's `rel`)
+    /// when its `F.status` holds a report, which a file renamed over it may
+    /// keep.
+    fn reported_access(
+        &self,
+        rel: &Path,
+        dir: &impl AsFd,
+        name: &OsStr,
+    ) -> Option<rustix::fs::Stat> {
+        if !self.reports.lock().contains_key(rel) {
+            return None;
+        }
+        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()
     }
 
     pub(super) fn link(&self, ino: u64, newparent: u64, newname: &OsStr) -> Res<Timed> {
@@ -577,6 +599,14 @@ impl Core {
     pub(super) fn fsyncdir(&self, ino: u64) -> Res<()> {
         rustix::fs::fsync(&*self.dir_of(ino)?).map_err(errno)
     }
+}
+
+/// Whether `new`, renamed over `old`, lets no one read what `old` did not: the
+/// same owner and group, and no read bit `old` lacked. `git checkout -- F`,
+/// `sed -i` and editors replace a file so, and `F.status` then still shows the
+/// latest transaction on `F`, whose diff only readers of the old file could see.
+fn shows_no_more(old: &rustix::fs::Stat, new: &rustix::fs::Stat) -> bool {
+    old.st_uid == new.st_uid && old.st_gid == new.st_gid && new.st_mode & 0o444 & !old.st_mode == 0
 }
 
 #[cfg(test)]
