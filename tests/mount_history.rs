@@ -174,6 +174,22 @@ fn git_files_and_ignored_paths_keep_no_pre_image() {
     assert_eq!(log(&m).len(), 1, "{:?}", log(&m));
 }
 
+/// A repository nested in SOURCE (a vendored clone, a crate checked out
+/// beside the project) is git's too: every `git status` in it makes and removes
+/// `.git/index.lock`, and none of that is the user's history.
+#[test]
+fn a_nested_repository_s_git_files_keep_no_pre_image() {
+    let m = mount!();
+    m.ok("mkdir -p vendor/lib/.git && echo '[core]' > vendor/lib/.git/config");
+    m.ok("cd vendor/lib && : > .git/index.lock && echo '[user]' >> .git/config && rm .git/index.lock");
+    m.ok("echo 1 >> lib/util.txt");
+    log_of(&m, 1);
+    let kept = m.ok("cd .editfs/snapshots && find . -type f");
+    assert!(kept.contains("lib/util.txt"), "{kept}");
+    assert!(!kept.contains(".git"), "{kept}");
+    assert_eq!(log(&m).len(), 1, "{:?}", log(&m));
+}
+
 #[test]
 fn snapshot_ignored_includes_ignored_paths_but_never_git() {
     let m = mount!("--snapshot-ignored");

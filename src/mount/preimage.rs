@@ -67,9 +67,11 @@ impl Policy {
     }
 
     /// Whether changes to `rel` (beneath `root`, SOURCE) keep no pre-image: git's
-    /// own files never do, nor paths excluded by pattern or ignored by git.
+    /// own files never do, those of a repository nested anywhere in SOURCE
+    /// included (each `git status` makes and removes its `index.lock`), nor
+    /// paths excluded by pattern or ignored by git.
     pub fn skips(&self, root: std::os::fd::BorrowedFd<'_>, rel: &Path) -> bool {
-        rel.starts_with(".git")
+        rel.components().any(|c| c.as_os_str() == ".git")
             || self.skip.is_match(rel)
             || self
                 .gitignored
@@ -264,5 +266,10 @@ mod tests {
             all.skips(root, Path::new(".git/index")),
             "never git's own files"
         );
+        assert!(
+            all.skips(root, Path::new("vendor/lib/.git/index.lock")),
+            "nor those of a repository nested in SOURCE"
+        );
+        assert!(!all.skips(root, Path::new("src/.github/ci.yml")));
     }
 }
