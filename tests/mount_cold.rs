@@ -135,35 +135,73 @@ fn opening_a_file_to_write_reads_nothing_ahead() {
     );
 }
 
+/// Gives the directory at `path` an access time older than its modification
+/// time, so that the next listing of it, which `relatime` lets set it, shows.
+fn unlisted(path: &Path) {
+    let at = |tv_sec| rustix::fs::Timespec { tv_sec, tv_nsec: 0 };
+    let times = rustix::fs::Timestamps {
+        last_access: at(1_000_000),
+        last_modification: at(2_000_000),
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, path, &times, rustix::fs::AtFlags::empty()).unwrap();
+    assert_eq!(atime(path), 1_000_000);
+}
+
+/// Whether the directory at `path` is listed in SOURCE within `limit`.
+fn listed_within(path: &Path, limit: Duration) -> bool {
+    let began = Instant::now();
+    while atime(path) == 1_000_000 {
+        if began.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// A listing of a directory reads its subdirectories' listings in SOURCE: seen
-/// as the subdirectory's access time, which a listing of it sets (its access
-/// time being older than its modification time, as `relatime` wants).
+/// as the subdirectory's access time.
 #[test]
 fn listing_a_directory_walks_its_subdirectories_ahead() {
     let m = mount!();
     let sub = m.src.join("tree/sub");
-    let old = rustix::fs::Timespec {
-        tv_sec: 1_000_000,
-        tv_nsec: 0,
-    };
-    let newer = rustix::fs::Timespec {
-        tv_sec: 2_000_000,
-        tv_nsec: 0,
-    };
-    let times = rustix::fs::Timestamps {
-        last_access: old,
-        last_modification: newer,
-    };
-    rustix::fs::utimensat(rustix::fs::CWD, &sub, &times, rustix::fs::AtFlags::empty()).unwrap();
-    assert_eq!(atime(&sub), 1_000_000);
+    unlisted(&sub);
     assert_eq!(m.ok("ls tree"), "sub\n");
-    let began = Instant::now();
-    while atime(&sub) == 1_000_000 {
-        assert!(
-            began.elapsed() < Duration::from_secs(5),
-            "the subdirectory was not walked ahead"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        listed_within(&sub, Duration::from_secs(5)),
+        "the subdirectory was not walked ahead"
+    );
     assert_eq!(m.ok("ls tree/sub"), "leaf.txt\n");
+}
+
+/// `git status` looks up every file of its index by name, without listing
+/// first: the first lookup in a directory has the others' attributes read ahead.
+#[test]
+fn looking_up_a_name_reads_the_attributes_of_its_siblings_ahead() {
+    let m = mount!();
+    let dir = m.src.join("dir");
+    unlisted(&dir);
+    assert_eq!(m.ok("stat -c %s dir/f03.txt"), "7\n");
+    assert!(
+        listed_within(&dir, Duration::from_secs(5)),
+        "the directory of a name looked up was not read ahead"
+    );
+    assert_eq!(m.ok("stat -c %s dir/f04.txt"), "7\n");
+}
+
+/// The directories whose entries were read ahead for a lookup are not read
+/// again when their parent is listed (`git status` lists them right after).
+#[test]
+fn a_directory_read_ahead_for_a_lookup_is_not_walked_again_for_a_listing() {
+    let m = mount!();
+    let sub = m.src.join("tree/sub");
+    unlisted(&sub);
+    m.ok("stat tree/sub/leaf.txt");
+    assert!(listed_within(&sub, Duration::from_secs(5)));
+    unlisted(&sub);
+    assert_eq!(m.ok("ls tree"), "sub\n");
+    assert!(
+        !listed_within(&sub, Duration::from_millis(500)),
+        "the directory was read ahead twice"
+    );
 }

@@ -28,6 +28,27 @@ fn a_hard_link_keeps_the_file_when_its_other_name_goes() {
     assert_eq!(out, "one\n2\none\n");
 }
 
+/// A listing hands out again the attributes the kernel was given a moment
+/// before; a link, a rename or an unlink through the mount changes the link
+/// count or ctime of a file whose name stays, and no listing may undo that.
+#[test]
+fn a_listing_right_after_a_link_rename_or_unlink_shows_the_new_attributes() {
+    let m = mount!();
+    let out = m.ok("stat -c %h a; ln a b; ls -l >/dev/null; stat -c %h a");
+    assert_eq!(out, "1\n2\n", "link");
+    let out = m.ok("stat -c %h a; rm b; ls -l >/dev/null; stat -c %h a");
+    assert_eq!(out, "2\n1\n", "unlink");
+    let out = m.ok("stat -c %z a >/dev/null; sleep 0.02; mv a c; ls -l >/dev/null; stat -c %z c");
+    let ctime = m.ok("stat -c %z c");
+    let native = std::process::Command::new("stat")
+        .args(["-c", "%z"])
+        .arg(m.src.join("c"))
+        .output()
+        .unwrap();
+    assert_eq!(out, ctime);
+    assert_eq!(out.as_bytes(), native.stdout, "rename");
+}
+
 #[test]
 fn a_rename_over_one_hard_link_keeps_the_others() {
     let m = mount!();

@@ -190,6 +190,12 @@ impl Core {
     fn after_rename(&self, old: (u64, &OsStr), new: (u64, &OsStr), exchange: bool, keeps: bool) {
         let from = self.path(old.0).map(|p| p.join(old.1)).ok();
         let to = self.path(new.0).map(|p| p.join(new.1)).ok();
+        // A rename changes the ctime of what it moves (and an exchange, of both).
+        let moved = {
+            let nodes = self.nodes.read();
+            [nodes.child(old.0, old.1), nodes.child(new.0, new.1)]
+        };
+        moved.into_iter().flatten().for_each(|id| self.touched(id));
         let mut nodes = self.nodes.write();
         if exchange {
             nodes.exchanged(old, new);
@@ -281,16 +287,14 @@ impl Core {
             .read()
             .get(e.ino)
             .is_none_or(|n| n.kind == Kind::Real);
-        // Attributes handed out again keep their expiry, at most 1 s away: in a
-        // watched directory that would cut the entry's long life short, so they
-        // are read anew there (a listing the kernel keeps is rarely read again).
-        let reuse = lease.ttl() <= REAL_TTL;
         match (real, dir) {
-            (true, Some(_)) if reuse && let Some(still) = self.still_sent(e.ino) => Some(still),
+            (true, Some(_)) if let Some((a, left)) = self.still_sent(e.ino) => {
+                Some((a, self.ttl_again(lease, left)))
+            }
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-                let a = self.sent(&attr(&st, real_id(st.st_ino)));
-                Some((a, self.ttl_after(lease, st.st_dev, &a)))
+                let a = attr(&st, real_id(st.st_ino));
+                Some(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
             _ => self.getattr(e.ino, None).ok(),
         }
@@ -357,7 +361,11 @@ impl Core {
             None => rustix::fs::unlinkat(loc.dir(), name, AtFlags::empty()),
         }
         .map_err(errno)?;
-        self.nodes.write().unlinked(parent, name);
+        // Its other names, if any, now count one link fewer.
+        let id = self.nodes.write().unlinked(parent, name);
+        if let Some(id) = id {
+            self.touched(id);
+        }
         if let Some(gone) = gone {
             self.move_report(gone, None, false);
         }
@@ -426,6 +434,7 @@ impl Core {
         let loc = self.loc(ino)?;
         let dir = self.new_name(newparent, newname)?;
         rustix::fs::linkat(loc.dir(), &loc.name, &dir, newname, AtFlags::empty()).map_err(errno)?;
+        self.touched(ino);
         self.entry_at(newparent, &dir, newname)
     }
 
@@ -521,8 +530,8 @@ impl Core {
             let subdirs = read.iter().filter(|e| {
                 e.kind == FileType::Directory && !(ino == ROOT && e.name == state::NAME)
             });
-            let names = subdirs.map(|e| e.name.clone()).collect();
-            self.prefetch.listed(ino, || self.dir_of(ino).ok(), names);
+            let subdirs = subdirs.map(|e| (e.ino, e.name.clone())).collect();
+            self.prefetch.listed(|| self.dir_of(ino).ok(), subdirs);
         }
         Ok(listing.lock().get_or_insert(read).clone())
     }

@@ -69,7 +69,7 @@ use super::control::EditBuffer;
 use super::names::Suffixes;
 use super::nodes::{Kind, Nodes, ROOT, real_id};
 use super::source::Source;
-use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, errno};
+use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, Timed, errno};
 use crate::engine::{self, Report};
 use crate::store::Store;
 use crate::transaction::Meant;
@@ -115,45 +115,62 @@ impl DirCache {
     }
 }
 
-/// The attributes each real node was last given to the kernel, and when. A
-/// listing hands them out again for the rest of their TTL instead of reading
-/// every entry anew; their expiry stays the same, so a change made directly in
-/// SOURCE still shows within a TTL. Anything written through the mount drops them.
+/// The attributes each real node was last given to the kernel, when, and until
+/// when the kernel may keep them. A listing hands them out again for the rest
+/// of that TTL instead of reading every entry anew (`git status` lists the
+/// directories whose every file it has just looked up); their expiry stays the
+/// same, so a change made directly in SOURCE still shows when it would have.
+/// Anything written through the mount, and every change the watcher sees,
+/// drops them.
 ///
-/// Only what was given less than a TTL ago is of use, so whatever is older is
+/// Only what was given less than a second ago is kept, so whatever is older is
 /// swept out whenever the table has doubled since the last sweep: a walk over
 /// 50,000 files leaves the last second's worth, not one entry per file.
 #[derive(Default)]
 struct Sent {
-    given: HashMap<u64, (FileAttr, Instant)>,
+    given: HashMap<u64, Given>,
     /// The size at which the next sweep runs.
     sweep_at: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Given {
+    attr: FileAttr,
+    at: Instant,
+    until: Instant,
 }
 
 impl Sent {
     /// Entries below which no sweep runs: a small table costs nothing to keep.
     const FLOOR: usize = 1024;
 
-    fn insert(&mut self, a: FileAttr, at: Instant) {
-        self.given.insert(a.ino, (a, at));
+    /// How long attributes given are kept to be handed out again.
+    const KEPT: Duration = REAL_TTL;
+
+    fn insert(&mut self, attr: FileAttr, at: Instant, ttl: Duration) {
+        let until = at + ttl;
+        self.given.insert(attr.ino, Given { attr, at, until });
         if self.given.len() >= self.sweep_at.max(Self::FLOOR) {
             self.sweep(at);
         }
     }
 
-    /// Drops what expired by `now`, and the room it took.
+    /// Drops what is older than `KEPT` by `now`, and the room it took.
     fn sweep(&mut self, now: Instant) {
         self.given
-            .retain(|_, (_, at)| now.saturating_duration_since(*at) < REAL_TTL);
+            .retain(|_, g| now.saturating_duration_since(g.at) < Self::KEPT);
         self.given.shrink_to(self.given.len() * 2);
         self.sweep_at = self.given.len() * 2;
     }
 
-    /// What is left of the TTL of `ino`'s attributes, if anything.
+    /// `ino`'s attributes given less than `KEPT` ago, and what is left of their TTL.
     fn fresh(&self, ino: u64, now: Instant) -> Option<(FileAttr, Duration)> {
-        let (a, at) = *self.given.get(&ino)?;
-        let left = (at + REAL_TTL).checked_duration_since(now)?;
-        (left > Duration::from_millis(50)).then_some((a, left))
+        let g = self.given.get(&ino)?;
+        if now.saturating_duration_since(g.at) >= Self::KEPT {
+            return None;
+        }
+        let left = g.until.checked_duration_since(now)?;
+        (left > Duration::from_millis(50)).then_some((g.attr, left))
     }
 
     fn remove(&mut self, ino: u64) {
@@ -722,13 +739,14 @@ impl Core {
         self.prefetch.forgot(ino);
     }
 
-    /// Records the attributes of a real node as just given to the kernel.
-    pub(super) fn sent(&self, a: &FileAttr) -> FileAttr {
-        self.sent.lock().insert(*a, Instant::now());
-        *a
+    /// Records the attributes of a real node as just given to the kernel, to
+    /// be kept for `ttl`.
+    pub(super) fn sent(&self, a: FileAttr, ttl: Duration) -> Timed {
+        self.sent.lock().insert(a, Instant::now(), ttl);
+        (a, ttl)
     }
 
-    /// Attributes the kernel was given less than a TTL ago, with what is left of it.
+    /// Attributes the kernel was given lately, with what is left of their TTL.
     /// A file open for writing is never answered from here: passed through, its
     /// writes change size and times with no request reaching the daemon.
     pub(super) fn still_sent(&self, ino: u64) -> Option<(FileAttr, Duration)> {
@@ -911,6 +929,7 @@ mod tests {
             sent.insert(
                 FileAttr::regular(i + 2),
                 start + Duration::from_micros(100 * i),
+                REAL_TTL,
             );
         }
         let end = start + Duration::from_secs(5);
@@ -925,6 +944,26 @@ mod tests {
             "the newest is still handed out"
         );
         assert!(sent.fresh(2, end).is_none(), "the oldest has expired");
+    }
+
+    #[test]
+    fn attributes_given_for_a_minute_are_handed_out_again_with_what_is_left_of_it() {
+        let mut sent = Sent::default();
+        let start = Instant::now();
+        sent.insert(FileAttr::regular(7), start, Duration::from_secs(60));
+        let (_, left) = sent
+            .fresh(7, start + Duration::from_millis(400))
+            .expect("given 400 ms ago");
+        assert_eq!(left, Duration::from_millis(59_600), "the expiry stays");
+        assert!(
+            sent.fresh(7, start + Sent::KEPT).is_none(),
+            "kept only a short while, however long their TTL"
+        );
+        sent.insert(FileAttr::regular(8), start, Duration::from_millis(40));
+        assert!(
+            sent.fresh(8, start).is_none(),
+            "too little left to hand out"
+        );
     }
 
     #[test]

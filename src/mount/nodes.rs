@@ -320,11 +320,12 @@ impl Nodes {
         }
     }
 
-    /// The name `name` in `parent` is gone; the node it named keeps its other
-    /// names, or is detached when it has none.
-    pub fn unlinked(&mut self, parent: u64, name: &OsStr) {
+    /// The name `name` in `parent` is gone; the node it named (returned) keeps
+    /// its other names, or is detached when it has none.
+    pub fn unlinked(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
         let id = self.by_name.remove(&(parent, name.to_owned()));
         self.lose(id, parent, name);
+        id
     }
 
     /// `name` in `parent` now lives at `new_name` in `new_parent`.

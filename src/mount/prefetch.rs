@@ -9,22 +9,32 @@
 //! ones merged, while the tool works through the first. The files' data then
 //! waits in SOURCE's page cache when the daemon reads them.
 //!
-//! Likewise a walk (find, grep -r, git status) that lists a directory lists its
+//! Likewise a walk (find, grep -r) that lists a directory lists its
 //! subdirectories next: when a directory is listed, the thread reads each
 //! subdirectory's listing and its entries' attributes from SOURCE, so the
 //! listings the daemon then answers find them in memory, and this disk and
 //! inode work runs on another CPU than the walk's requests.
 //!
+//! And a tool that looks up one name in a directory it has not listed (git
+//! status, `lstat`ing every file of its index from several threads) looks up
+//! the others next, each a request whose answer waits for SOURCE's file system
+//! to find the name and read its inode from the disk: at the first lookup in a
+//! directory, the thread reads the attributes of every entry in it, in name
+//! order from the one looked up, so the lookups that follow find them in memory.
+//!
 //! Each runs once per directory while the kernel holds the directory's node: a
 //! warm walk asks nothing here, and a directory forgotten (memory pressure,
-//! dropped caches) is read ahead again. Nothing is read into the mount's own
-//! cache and no file's atime changes (a subdirectory's may, as a native
-//! listing's would). A directory already queued is not queued twice, and one
-//! that finds the queue full is simply not read ahead.
+//! dropped caches) is read ahead again. A directory whose entries were read
+//! for a lookup is not read again for a listing of its parent, nor the other
+//! way round. Nothing is read into the mount's own cache and no file's atime
+//! changes (a directory's may, as a native listing's would). A directory
+//! already queued is not queued twice, and one that finds the queue full is
+//! simply not read ahead.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
+use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::sync::mpsc;
 
@@ -43,11 +53,25 @@ const PER_DIR: usize = 512;
 /// and a directory that finds the queue full is simply not read ahead.
 const QUEUED: usize = 64;
 
+/// The most directories remembered as read ahead (8 bytes each, and the set's
+/// spare room): a subdirectory listed in a plain listing is never held by the
+/// kernel, so no forget removes it. Past it, the set starts anew, and a
+/// directory may be read ahead once more.
+const REMEMBERED: usize = 1 << 16;
+
+/// Marks `dir` as read ahead; false if it was already.
+fn first_time(set: &mut HashSet<u64>, dir: u64) -> bool {
+    if set.len() >= REMEMBERED {
+        *set = HashSet::new();
+    }
+    set.insert(dir)
+}
+
 /// The directories queued or read ahead, and the thread that reads them.
 pub struct Prefetch {
     done: Mutex<HashSet<u64>>,
-    /// Directories whose subdirectories were walked ahead.
-    listed: Mutex<HashSet<u64>>,
+    /// Directories whose entries' attributes were read ahead.
+    statted: Mutex<HashSet<u64>>,
     queue: Mutex<Option<mpsc::SyncSender<Job>>>,
 }
 
@@ -57,6 +81,8 @@ enum Job {
     Files(Arc<OwnedFd>),
     /// The listings and attributes of these subdirectories of a directory.
     Subdirs(Arc<OwnedFd>, Vec<OsString>),
+    /// The attributes of a directory's entries, from this name on.
+    Entries(Arc<OwnedFd>, OsString),
 }
 
 impl Prefetch {
@@ -70,6 +96,7 @@ impl Prefetch {
                     match job {
                         Job::Files(dir) => read_ahead(&dir),
                         Job::Subdirs(dir, names) => walk_ahead(&dir, &names),
+                        Job::Entries(dir, from) => stat_ahead(&dir, &from),
                     }
                 }
             });
@@ -84,7 +111,7 @@ impl Prefetch {
         };
         Prefetch {
             done: Mutex::default(),
-            listed: Mutex::default(),
+            statted: Mutex::default(),
             queue: Mutex::new(queue),
         }
     }
@@ -92,26 +119,45 @@ impl Prefetch {
     /// A file of directory node `dir` (open as `open`) is opened to be read:
     /// its directory is read ahead unless it was since the kernel last learnt it.
     pub fn reading_in(&self, dir: u64, open: impl FnOnce() -> Option<Arc<OwnedFd>>) {
-        if !self.done.lock().insert(dir) {
+        if !first_time(&mut self.done.lock(), dir) {
             return;
         }
         let Some(fd) = open() else { return };
         self.send(Job::Files(fd));
     }
 
-    /// Directory node `dir` (open as `open`) was listed, with these
-    /// subdirectories: they are walked ahead unless it was since the kernel last learnt it.
+    /// A directory (open as `open`) was listed, with these subdirectories (node
+    /// id, name): those whose entries were not read ahead since the kernel
+    /// last learnt them are walked ahead.
     pub fn listed(
         &self,
-        dir: u64,
         open: impl FnOnce() -> Option<Arc<OwnedFd>>,
-        subdirs: Vec<OsString>,
+        subdirs: Vec<(u64, OsString)>,
     ) {
-        if subdirs.is_empty() || !self.listed.lock().insert(dir) {
+        let names: Vec<OsString> = {
+            let mut statted = self.statted.lock();
+            subdirs
+                .into_iter()
+                .filter(|(id, _)| first_time(&mut statted, *id))
+                .map(|(_, name)| name)
+                .collect()
+        };
+        if names.is_empty() {
             return;
         }
         let Some(fd) = open() else { return };
-        self.send(Job::Subdirs(fd, subdirs));
+        self.send(Job::Subdirs(fd, names));
+    }
+
+    /// `name` was looked up in directory node `dir` (open as `open`): the
+    /// attributes of its other entries are read ahead unless they were since
+    /// the kernel last learnt it.
+    pub fn looked_up(&self, dir: u64, name: &OsStr, open: impl FnOnce() -> Option<Arc<OwnedFd>>) {
+        if !first_time(&mut self.statted.lock(), dir) {
+            return;
+        }
+        let Some(fd) = open() else { return };
+        self.send(Job::Entries(fd, name.to_owned()));
     }
 
     fn send(&self, job: Job) {
@@ -123,7 +169,7 @@ impl Prefetch {
     /// The kernel forgot node `ino`: if a directory, it is read ahead anew.
     pub fn forgot(&self, ino: u64) {
         self.done.lock().remove(&ino);
-        self.listed.lock().remove(&ino);
+        self.statted.lock().remove(&ino);
     }
 }
 
@@ -149,6 +195,29 @@ fn read_ahead(dir: &OwnedFd) {
                 Advice::WillNeed,
             );
         }
+    }
+}
+
+/// Reads the attributes of up to `PER_DIR` entries of `dir`: in name order from
+/// `from` on (then those before it) when it has no more, as a tool walking
+/// the directory in order asks for them; else the first in its listing.
+fn stat_ahead(dir: &OwnedFd, from: &OsStr) {
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return;
+    };
+    let mut names: Vec<CString> = entries
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| !matches!(n.to_bytes(), b"." | b".."))
+        .take(PER_DIR + 1)
+        .collect();
+    if names.len() <= PER_DIR {
+        names.sort_unstable();
+        let start = names.partition_point(|n| n.to_bytes() < from.as_bytes());
+        names.rotate_left(start);
+    }
+    for name in names.iter().take(PER_DIR) {
+        let _ = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW);
     }
 }
 

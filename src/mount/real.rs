@@ -103,12 +103,14 @@ impl Core {
         let dir = self.dir_of(parent)?;
         // Watched before it is read: a change from now on is told to the kernel.
         let lease = self.lease_in(parent);
-        match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        let found = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW);
+        self.prefetch.looked_up(parent, name, || Some(dir.clone()));
+        match found {
             Ok(st) => {
                 let id = real_id(st.st_ino);
                 self.nodes.write().remember(id, parent, name);
-                let a = self.sent(&attr(&st, id));
-                Ok((a, self.ttl_after(lease, st.st_dev, &a)))
+                let a = attr(&st, id);
+                Ok(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
             Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, name),
             Err(e) => Err(errno(e)),
@@ -118,8 +120,8 @@ impl Core {
     pub(super) fn getattr_real(&self, ino: u64, fh: Option<u64>) -> Res<Timed> {
         if let Some(Handle::File { file, .. }) = self.file_of(ino, fh).as_deref() {
             let st = rustix::fs::fstat(file).map_err(errno)?;
-            let a = self.sent(&attr(&st, ino));
-            return Ok((a, self.ttl_of(ino, st.st_dev, &a)));
+            let a = attr(&st, ino);
+            return Ok(self.sent(a, self.ttl_of(ino, st.st_dev, &a)));
         }
         let st = match self.stat_real(ino) {
             // Replaced or unlinked under its name, but still open: the
@@ -127,8 +129,8 @@ impl Core {
             Err(Errno::ESTALE) => self.stat_open(ino).ok_or(Errno::ESTALE)?,
             other => other?,
         };
-        let a = self.sent(&attr(&st, ino));
-        Ok((a, self.ttl_of(ino, st.st_dev, &a)))
+        let a = attr(&st, ino);
+        Ok(self.sent(a, self.ttl_of(ino, st.st_dev, &a)))
     }
 
     /// A real node's status, checked to still be the same file.

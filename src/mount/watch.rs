@@ -436,11 +436,6 @@ impl Lease {
             events: None,
         }
     }
-
-    /// The longest the reply may promise.
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
 }
 
 impl Core {
@@ -465,6 +460,18 @@ impl Core {
             true => ttl_for(lease.ttl, a),
             false => REAL_TTL,
         }
+    }
+
+    /// How long the kernel may keep attributes handed out again with `left` of
+    /// the TTL they were given with, under `lease`: a change seen in the
+    /// directory since the lease began may be one they predate, and then they
+    /// promise 1 s at most, as attributes just read would.
+    pub(super) fn ttl_again(&self, lease: Lease, left: Duration) -> Duration {
+        let quiet = self
+            .watches
+            .as_ref()
+            .is_some_and(|w| lease.events.is_some() && w.events_in(lease.dir) == lease.events);
+        if quiet { left } else { left.min(REAL_TTL) }
     }
 
     /// How long the kernel may keep a name in directory node `dir`, and its
