@@ -394,7 +394,7 @@ impl Store {
     /// past a bound (emptying it is a truncation, not for every batch).
     pub fn file_removals(&self, idle: bool) {
         const BOUND: u64 = 1 << 20;
-        self.file_removals_with(None);
+        self.settle_removals();
         self.removals
             .truncate_if_filed(if idle { 0 } else { BOUND });
     }
@@ -1078,6 +1078,20 @@ mod tests {
         fs::write(&aside, "a dropped object, not unlinked yet").unwrap();
         drop(Store::open(&state).unwrap());
         assert!(!aside.exists());
+    }
+
+    #[test]
+    fn the_filer_with_nothing_to_file_takes_no_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join(".editfs");
+        let store = Store::open(&state).unwrap();
+        fs::remove_file(state.join("lock")).unwrap();
+        store.file_removals(true);
+        store.file_removals(false);
+        assert!(
+            !state.join("lock").exists(),
+            "an idle filer opened the lock"
+        );
     }
 
     #[test]

@@ -257,9 +257,12 @@ impl Removals {
     /// past `at_least` bytes. Only the mount's filer does it: another process
     /// cannot know what the mount's requests are doing.
     pub fn truncate_if_filed(&self, at_least: u64) {
+        if *self.read.lock() <= at_least {
+            return;
+        }
         let _gate = self.gate.write();
         let mut read = self.read.lock();
-        if self.intents.metadata().is_ok_and(|m| m.len() == *read) && *read > at_least {
+        if *read > at_least && self.intents.metadata().is_ok_and(|m| m.len() == *read) {
             match self.intents.set_len(0) {
                 Ok(()) => *read = 0,
                 Err(e) => log::warn!("cannot empty {DIR}/{INTENTS}: {e}"),
