@@ -444,8 +444,25 @@ impl Store {
         self.removals.put_back(moved, dir, name)
     }
 
+    /// `lock`, but only if no transaction holds it now: `None` then.
+    pub fn try_lock(&self) -> Result<Option<Lock>, StoreError> {
+        self.settle_removals();
+        let (file, path) = self.lock_file()?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Lock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(io_err("lock", &path)(e)),
+        }
+    }
+
     /// Waits for and takes the transaction lock as it is.
     fn lock_only(&self) -> Result<Lock, StoreError> {
+        let (file, path) = self.lock_file()?;
+        file.lock().map_err(io_err("lock", &path))?;
+        Ok(Lock { _file: file })
+    }
+
+    fn lock_file(&self) -> Result<(File, PathBuf), StoreError> {
         let path = self.dir.join("lock");
         let file = OpenOptions::new()
             .create(true)
@@ -453,8 +470,7 @@ impl Store {
             .write(true)
             .open(&path)
             .map_err(io_err("open", &path))?;
-        file.lock().map_err(io_err("lock", &path))?;
-        Ok(Lock { _file: file })
+        Ok((file, path))
     }
 
     /// Moves the counter past the last id in the log, should a machine crash
@@ -1477,6 +1493,22 @@ mod tests {
         drop(lock);
         let lock = second.lock().unwrap();
         assert_eq!(second.next_tx(&lock).unwrap(), 43);
+    }
+
+    #[test]
+    fn try_lock_takes_the_lock_only_while_no_store_holds_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".editfs");
+        let first = Store::open(&dir).unwrap();
+        let second = Store::open(&dir).unwrap();
+        let held = first.try_lock().unwrap().expect("a free lock is taken");
+        assert!(second.try_lock().unwrap().is_none());
+        assert!(
+            first.try_lock().unwrap().is_none(),
+            "not even by its holder"
+        );
+        drop(held);
+        assert!(second.try_lock().unwrap().is_some());
     }
 
     #[test]
