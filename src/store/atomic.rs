@@ -92,7 +92,9 @@ pub fn replace(
         _ => dir,
     };
     let tmp = tmp_name();
-    let result = write_tmp(base, &tmp, name, bytes, (old, writer)).and_then(|()| {
+    let result = write_tmp(base, &tmp, name, bytes, (old, writer)).and_then(|file| {
+        file.sync_all()
+            .map_err(|e| io_err("sync", Path::new(&tmp))(e))?;
         rustix::fs::renameat(base, &tmp, dir, name)
             .map_err(sys("rename a temporary file over", name))
     });
@@ -130,14 +132,15 @@ impl Writer {
 }
 
 /// Writes `bytes` to a new temporary file `tmp` in `base`, with the mode, owner and
-/// extended attributes of `old` (the file it will replace), and syncs it.
+/// extended attributes of `old` (the file it will replace), and returns it
+/// unsynced: the caller syncs it (`sync_all`, for its mode and owner too).
 pub fn write_tmp(
     base: BorrowedFd<'_>,
     tmp: &OsStr,
     name: &OsStr,
     bytes: &[u8],
     (old, writer): (Option<&File>, Writer),
-) -> Result<(), StoreError> {
+) -> Result<File, StoreError> {
     let meta = old
         .map(rustix::fs::fstat)
         .transpose()
@@ -156,8 +159,7 @@ pub fn write_tmp(
     if let (Some(old), Some(meta)) = (old, meta.as_ref()) {
         keep_metadata(&file, old, meta, name)?;
     }
-    file.sync_all()
-        .map_err(|e| io_err("sync", Path::new(tmp))(e))
+    Ok(file)
 }
 
 /// Syncs a directory, so names created or renamed in it survive a crash.

@@ -1,10 +1,11 @@
 //! The write-ahead journal: what makes a transaction all-or-nothing across files
 //! and across crashes.
 //!
-//! A commit goes: record the temporary names (a prepared record), write and
-//! sync every new content to its temporary file, append the record again as
-//! committed and sync it (the commit point), put each file in place, append the
-//! log line. The records are dropped later, by the store's checkpoint, once the
+//! A commit goes: record the temporary names (a prepared record), write every
+//! new content to its temporary file, append the record again as committed,
+//! with each new content's SHA-256, and sync it and the temporary files at the
+//! same time (the commit point is reached once all of them are synced), put
+//! each file in place, append the log line. The records are dropped later, by the store's checkpoint, once the
 //! files' new names and the log line are synced (see the store's module doc for
 //! what is synced when).
 //!
@@ -21,8 +22,10 @@
 //! (finishing whatever was not yet in place, which may be nothing) and a prepared
 //! one back (removing its temporary files), so every file of a transaction ends
 //! wholly old or wholly new, all together, and no temporary file is left in the
-//! project. A committed record cut short by a crash does not parse: its commit
-//! point was never reached, and the prepared one rolls the transaction back.
+//! project. A committed record cut short by a crash does not parse, and one
+//! whose temporary file does not hold the content it names (a crash of the
+//! machine before that file's sync ended) counts as prepared: either way its
+//! commit point was never reached, and the transaction is rolled back.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -52,6 +55,12 @@ pub struct Entry {
     /// The file is removed rather than replaced (an undo of its creation).
     #[serde(default)]
     pub remove: bool,
+    /// SHA-256 of the new content, which the temporary file must hold for a
+    /// committed record to be finished: the record and the temporary file are
+    /// synced at the same time, so after a crash of the machine the record may
+    /// be whole while the file is not (see `torn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -290,6 +299,21 @@ impl Journal {
         removed
     }
 
+    /// Drops the record of `tx`, committed but whose files could not be made
+    /// durable (a failed sync), and syncs that: recovery must not finish it
+    /// after a crash of the machine. The file stays for the next `remove`.
+    pub fn drop_committed(&self, tx: u64) -> Result<(), StoreError> {
+        let mut wal = self.wal.lock();
+        wal.live.remove(&tx);
+        let line = format!("\n{}", serde_json::json!({ "dropped": [tx] }));
+        if let Some((file, path)) = &mut wal.file {
+            file.write_all(line.as_bytes())
+                .and_then(|()| file.sync_data())
+                .map_err(io_err("append to", path))?;
+        }
+        Ok(())
+    }
+
     /// What `kill -9` does to this process's journal file: closed, so unlocked,
     /// and left as it is.
     #[cfg(test)]
@@ -366,7 +390,7 @@ impl Journal {
         let (records, handled) = self.records();
         for record in records {
             let root = atomic::open_dir(&record.root)?;
-            if record.committed {
+            if record.committed && !record.files.iter().any(|e| torn(root.as_fd(), tmp, e)) {
                 let mut finished = false;
                 for e in &record.files {
                     finished |= install(root.as_fd(), tmp, e)?;
@@ -385,6 +409,39 @@ impl Journal {
         }
         Ok((done, handled))
     }
+}
+
+/// Whether the temporary file of `e` is there but does not hold the content
+/// its record names: its sync had not ended when the machine crashed, so the
+/// commit point was not reached, however whole the record reads. A missing
+/// temporary file was put in place already (its name was made before the
+/// record was written, so it reached the disk first).
+fn torn(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> bool {
+    let Some(sha) = e.sha256.as_deref().filter(|_| !e.remove) else {
+        return false;
+    };
+    let Ok(dir) = dir_of(root, e) else {
+        return false;
+    };
+    let Ok(base) = tmp_dir_of(dir.as_fd(), tmp, e) else {
+        return false;
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let file = match rustix::fs::openat(&base, e.tmp.as_str(), flags, Mode::empty()) {
+        Ok(fd) => File::from(fd),
+        Err(rustix::io::Errno::NOENT) => return false,
+        Err(_) => return true,
+    };
+    let mut bytes = Vec::new();
+    let read = (&file).read_to_end(&mut bytes);
+    let whole = read.is_ok() && crate::engine::sha256_hex(&bytes) == sha;
+    if !whole {
+        log::warn!(
+            "transaction of {}: its new content did not reach the disk whole; rolled back",
+            e.rel
+        );
+    }
+    !whole
 }
 
 /// The lines of the journal file at `path` that parse (a line cut short by a

@@ -32,15 +32,21 @@
 //!
 //! 1. the bytes of each kept version that is new to the store (objects already
 //!    stored are only linked again, never rewritten or synced again): so the
-//!    pre-image is durable before the file changes;
-//! 2. at the same time, on another thread, each temporary file holding a new
-//!    content (its bytes, mode and owner);
-//! 3. once both are done, the committed record, appended to the process's
-//!    journal file and synced in one step: the commit point.
+//!    pre-image is durable before the record that names it;
+//! 2. then the committed record, appended to the process's journal file, with
+//!    the SHA-256 of each new content;
+//! 3. at the same time as both, on another thread, each temporary file holding
+//!    a new content (its bytes, mode and owner).
 //!
-//! That is one sync per new content and one for the record (plus one per new
-//! kept version), where a commit used to make fourteen, and a commit waits for
-//! two in a row. What is not synced at once, and why that loses nothing:
+//! The commit point is reached once all of them are synced: only then does a
+//! file change and the commit answer. A crash of the machine before may leave
+//! the record whole and a temporary file not; recovery then finds the file's
+//! content is not the one the record names and rolls the transaction back
+//! (`journal::torn`), as it does a record cut short. That is one sync per new
+//! content and one for the record (plus one per new kept version), where a
+//! commit used to make fourteen, and a commit waits for one sync when no kept
+//! version is new to the store (two in a row when one is). What is not synced
+//! at once, and why that loses nothing:
 //!
 //! - Names made in the state directory (temporary files, objects, snapshot
 //!   links, the journal file when a commit creates it) ride on the sync of the
@@ -50,7 +56,7 @@
 //!   (`data=ordered`, the default) and xfs do; the committed record is read back
 //!   only when it parses whole, so a record cut short counts as never written.
 //!   A temporary file that sits beside its file, on another file system than
-//!   the state directory, has its directory synced before the record instead.
+//!   the state directory, is synced with its directory before the record instead.
 //! - The counter (`txid`) is written in place, unsynced: at open it is moved
 //!   past the last id of the log, which recovery first completes from the
 //!   committed records. An id a machine crash handed out again can only have
@@ -90,6 +96,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 pub use logline::LogEntry;
+
+use crate::engine::sha256_hex;
 
 /// Name of the state directory inside a project.
 pub const STATE_DIR: &str = ".editfs";
@@ -652,11 +660,15 @@ impl Store {
         }
     }
 
-    /// Keeps both versions of every file, writes the new contents to temporary
-    /// files and marks the journal record committed (the commit point). The
-    /// versions are kept on a thread of their own while the temporary files
-    /// are written: each waits for its own sync, and the record's waits for
-    /// both, so a commit waits for two syncs in a row, not one per file made.
+    /// Writes the new contents to temporary files, keeps both versions of every
+    /// file and marks the journal record committed (the commit point, once the
+    /// temporary files are synced too). The temporary files are synced on a
+    /// thread of their own while the versions are kept and the record is
+    /// synced: recovery finishes a committed record only if its temporary files
+    /// hold the contents it names (`journal::torn`), so the record need not wait
+    /// for their sync, and a commit waits for one sync where nothing new is
+    /// kept (two in a row where a version is new to the store, as a kept
+    /// version must be durable before the record that names it).
     fn prepare(
         &self,
         tx: u64,
@@ -666,35 +678,65 @@ impl Store {
     ) -> Result<(journal::Record, Vec<Option<String>>), StoreError> {
         let mut record = self.record(tx, root.1, (changes, removals), log);
         self.journal.write(&record)?;
-        let (kept, written) = std::thread::scope(|s| {
-            let versions = std::thread::Builder::new()
-                .name("editfs-versions".into())
-                .spawn_scoped(s, || self.keep_versions(tx, changes, removals));
-            let written = self.write_temps(&record, changes);
-            let kept = match versions {
-                Ok(thread) => thread.join().unwrap_or_else(|_| {
-                    Err(io_err("keep the versions of", root.1)(io::Error::other(
-                        "the thread keeping them panicked",
-                    )))
-                }),
-                Err(_) => self.keep_versions(tx, changes, removals),
-            };
-            (kept, written)
-        });
-        let committed = written.and(kept).and_then(|kept| {
-            record.committed = true;
-            self.journal.write(&record).map(|()| kept)
-        });
+        let committed = self
+            .write_temps(&record, changes)
+            .and_then(|temps| self.commit_point(&mut record, temps, (changes, removals)));
         match committed {
             Ok(kept) => Ok((record, kept)),
             Err(e) => {
                 for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
                     journal::discard_in(dir, self.tmp.as_fd(), e);
                 }
-                let _ = self.journal.remove(&[tx]);
+                let dropped = if record.committed {
+                    self.journal.drop_committed(tx)
+                } else {
+                    self.journal.remove(&[tx])
+                };
+                if let Err(d) = dropped {
+                    log::error!("transaction {tx} failed ({e}), and its record stays: {d}");
+                }
                 Err(e)
             }
         }
+    }
+
+    /// Syncs `temps` on a thread of their own while the versions are kept and
+    /// the committed record is written and synced (see `prepare`).
+    fn commit_point(
+        &self,
+        record: &mut journal::Record,
+        temps: Vec<(File, String)>,
+        (changes, removals): (&[Change<'_>], &[Removal<'_>]),
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        let sync = || {
+            temps
+                .iter()
+                .try_for_each(|(file, tmp)| file.sync_all().map_err(io_err("sync", Path::new(tmp))))
+        };
+        std::thread::scope(|s| {
+            let (syncing, inline) = match std::thread::Builder::new()
+                .name("editfs-sync".into())
+                .spawn_scoped(s, sync)
+            {
+                Ok(thread) => (Some(thread), None),
+                Err(_) => (None, Some(sync)),
+            };
+            let synced_first = inline.map_or(Ok(()), |sync| sync());
+            let committed = synced_first
+                .and_then(|()| self.keep_versions(record.tx, changes, removals))
+                .and_then(|kept| {
+                    record.committed = true;
+                    self.journal.write(record).map(|()| kept)
+                });
+            let synced = syncing.map_or(Ok(()), |thread| {
+                thread.join().unwrap_or_else(|_| {
+                    Err(io_err("sync the new contents of", &record.root)(
+                        io::Error::other("the thread syncing them panicked"),
+                    ))
+                })
+            });
+            synced.and(committed)
+        })
     }
 
     /// Keeps the version before and after `tx` of every file of it, each
@@ -776,6 +818,7 @@ impl Store {
                 beside: !atomic::same_fs(self.tmp.as_fd(), c.dir),
                 in_place,
                 remove: false,
+                sha256: Some(c.new_sha.map_or_else(|| sha256_hex(c.new), str::to_owned)),
             });
         }
         record.files.extend(removals.iter().map(|r| journal::Entry {
@@ -784,32 +827,39 @@ impl Store {
             beside: false,
             in_place: false,
             remove: true,
+            sha256: None,
         }));
         record
     }
 
+    /// Writes the temporary files of `record`, and returns those in the state
+    /// directory unsynced, with their names. One beside its file, on another
+    /// file system than the record, is synced here, with its directory: the
+    /// record's sync cannot carry its name (see the module doc).
     fn write_temps(
         &self,
         record: &journal::Record,
         changes: &[Change<'_>],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<(File, String)>, StoreError> {
+        let mut unsynced = Vec::with_capacity(changes.len());
         for (e, c) in record.files.iter().zip(changes) {
             let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
-            atomic::write_tmp(
+            let file = atomic::write_tmp(
                 base.as_fd(),
                 std::ffi::OsStr::new(&e.tmp),
                 std::ffi::OsStr::new(c.rel),
                 c.new,
                 (c.old, c.writer),
             )?;
-            // Beside its file, on another file system than the record: the
-            // record's sync cannot carry its name (see the module doc).
             if e.beside {
+                file.sync_all().map_err(io_err("sync", Path::new(&e.tmp)))?;
                 rustix::fs::fsync(c.dir)
                     .map_err(|err| io_err("sync the directory of", Path::new(c.rel))(err.into()))?;
+            } else {
+                unsynced.push((file, e.tmp.clone()));
             }
         }
-        Ok(())
+        Ok(unsynced)
     }
 
     /// Keeps the stored object `sha` (see `Objects::put_from`) as the pre-image
@@ -1230,6 +1280,7 @@ mod tests {
                     beside: false,
                     in_place: false,
                     remove: false,
+                    sha256: None,
                 }],
                 log: line(3),
             })
@@ -1298,6 +1349,7 @@ mod tests {
             beside: false,
             in_place: false,
             remove: false,
+            sha256: None,
         };
         let j = journal::Journal::new(&state);
         let log = line(1);
@@ -1340,6 +1392,62 @@ mod tests {
         );
     }
 
+    /// The record and the temporary file are synced at the same time: after a
+    /// crash of the machine the record may be whole and the file not.
+    #[test]
+    fn recovery_rolls_back_a_committed_record_whose_temporary_file_is_torn() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        fs::write(root.join("b"), "old").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        fs::write(state.join("tmp/t1"), "new content").unwrap();
+        fs::write(state.join("tmp/t2"), "new con").unwrap();
+        let entry = |tmp: &str, rel: &str| journal::Entry {
+            rel: rel.into(),
+            tmp: tmp.into(),
+            beside: false,
+            in_place: false,
+            remove: false,
+            sha256: Some(sha256_hex(b"new content")),
+        };
+        let j = journal::Journal::new(&state);
+        j.write(&journal::Record {
+            tx: 1,
+            root: root.clone(),
+            committed: true,
+            files: vec![entry("t1", "a"), entry("t2", "b")],
+            log: line(1),
+        })
+        .unwrap();
+        drop(j);
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_back, [1]);
+        assert!(store.recovered().rolled_forward.is_empty());
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"old", "all or nothing");
+        assert_eq!(fs::read(root.join("b")).unwrap(), b"old");
+        assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
+        assert!(
+            store.entries().is_empty(),
+            "no log line: it never committed"
+        );
+    }
+
+    #[test]
+    fn a_commit_names_its_new_content_in_its_record_for_recovery_to_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        commit_text(&store, &root, 1, Some(b"old"), b"new");
+        let wal = fs::read_dir(root.join(".editfs/journal"))
+            .unwrap()
+            .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect::<String>();
+        assert!(wal.contains(&sha256_hex(b"new")), "{wal}");
+    }
+
     #[test]
     fn a_committed_removal_is_finished_by_recovery() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1358,6 +1466,7 @@ mod tests {
                     beside: false,
                     in_place: false,
                     remove: true,
+                    sha256: None,
                 }],
                 log: line(2),
             })
@@ -1378,6 +1487,7 @@ mod tests {
                 beside: false,
                 in_place: false,
                 remove: true,
+                sha256: None,
             }],
             log: line(tx),
         }
