@@ -28,7 +28,7 @@ use super::caller::Caller;
 use super::fs::{Core, Handle, Job, file_type};
 use super::names::Control;
 use super::nodes::Kind;
-use super::types::{Done, Errno, FileAttr, FileType, Res};
+use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
 use crate::engine::{ErrorKind, Outcome, Received, Report};
 use crate::transaction::{self, Meant, Root, Target, Who, multi, undo};
 
@@ -435,15 +435,18 @@ impl Core {
         &self,
         (parent, base): (u64, &OsStr),
         control: Control,
-        caller: transaction::Caller,
+        who: Requester,
         (write, truncate): (bool, bool),
     ) -> Res<u64> {
         match control {
+            // Only an edit handle needs the caller's groups and capabilities
+            // (read from /proc), to check its commit against them.
             Control::Edit => {
                 let since = self.lineage.lock().mark();
                 let meant = self.meant(parent, base).map(|m| (m, since));
-                let account = self.budget.account(caller.uid);
-                let buf = EditBuffer::opened(truncate, Some(caller), meant).charged_to(account);
+                let account = self.budget.account(who.uid);
+                let buf =
+                    EditBuffer::opened(truncate, Some(who.caller()), meant).charged_to(account);
                 Ok(self.add_handle(Handle::Edit(Mutex::new(buf))))
             }
             _ if write => Err(Errno::EACCES),

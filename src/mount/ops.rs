@@ -114,7 +114,7 @@ impl Core {
             (parent, Kind::Control { base, control }) => self.open_control(
                 (parent, &base),
                 control,
-                who.caller(),
+                who,
                 (is_write(flags), truncates(flags)),
             )?,
             (_, Kind::State(rel)) if state::is_control(&rel) => {
