@@ -89,6 +89,7 @@ pub mod objects;
 pub mod reaper;
 pub mod rel;
 pub mod removals;
+pub mod syncer;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -205,6 +206,8 @@ pub struct Store {
     /// The log, held open for appending while it is the file named `log`
     /// (another process sharing the state directory may move it to `log.1`).
     log_file: parking_lot::Mutex<Option<LogFile>>,
+    /// Syncs commits' new contents beside them (see syncer.rs).
+    syncer: syncer::Syncer,
 }
 
 /// The log file as opened, and which file it is.
@@ -288,6 +291,7 @@ impl Store {
             unsettled: parking_lot::Mutex::default(),
             removals: removals::Removals::open(dir)?,
             log_file: parking_lot::Mutex::default(),
+            syncer: syncer::Syncer::default(),
         };
         let lock = store.lock()?;
         let mut logged: Option<std::collections::HashSet<u64>> = None;
@@ -700,43 +704,29 @@ impl Store {
         }
     }
 
-    /// Syncs `temps` on a thread of their own while the versions are kept and
+    /// Syncs `temps` on the syncer's thread while the versions are kept and
     /// the committed record is written and synced (see `prepare`).
     fn commit_point(
         &self,
         record: &mut journal::Record,
-        temps: Vec<(File, String)>,
+        temps: syncer::Files,
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
     ) -> Result<Vec<Option<String>>, StoreError> {
-        let sync = || {
-            temps
-                .iter()
-                .try_for_each(|(file, tmp)| file.sync_all().map_err(io_err("sync", Path::new(tmp))))
+        let pending = match self.syncer.start(temps) {
+            Ok(pending) => Some(pending),
+            Err(temps) => {
+                syncer::sync_all(&temps)?;
+                None
+            }
         };
-        std::thread::scope(|s| {
-            let (syncing, inline) = match std::thread::Builder::new()
-                .name("editfs-sync".into())
-                .spawn_scoped(s, sync)
-            {
-                Ok(thread) => (Some(thread), None),
-                Err(_) => (None, Some(sync)),
-            };
-            let synced_first = inline.map_or(Ok(()), |sync| sync());
-            let committed = synced_first
-                .and_then(|()| self.keep_versions(record.tx, changes, removals))
-                .and_then(|kept| {
-                    record.committed = true;
-                    self.journal.write(record).map(|()| kept)
-                });
-            let synced = syncing.map_or(Ok(()), |thread| {
-                thread.join().unwrap_or_else(|_| {
-                    Err(io_err("sync the new contents of", &record.root)(
-                        io::Error::other("the thread syncing them panicked"),
-                    ))
-                })
+        let committed = self
+            .keep_versions(record.tx, changes, removals)
+            .and_then(|kept| {
+                record.committed = true;
+                self.journal.write(record).map(|()| kept)
             });
-            synced.and(committed)
-        })
+        let synced = pending.map_or(Ok(()), syncer::Pending::wait);
+        synced.and(committed)
     }
 
     /// Keeps the version before and after `tx` of every file of it, each
@@ -840,7 +830,7 @@ impl Store {
         &self,
         record: &journal::Record,
         changes: &[Change<'_>],
-    ) -> Result<Vec<(File, String)>, StoreError> {
+    ) -> Result<syncer::Files, StoreError> {
         let mut unsynced = Vec::with_capacity(changes.len());
         for (e, c) in record.files.iter().zip(changes) {
             let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
