@@ -246,19 +246,15 @@ fn absolute(p: &PathBuf) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.clone())
 }
 
-/// Makes every allocation of 1 MiB or more a mapping of its own, returned to the
-/// system when freed, and lets each heap keep at most 1 MiB free at its top: payloads
-/// buffered in open edit handles come back to the system when the handles close,
-/// while the buffers of a commit (the file read, its new content, the report; about
-/// 100 KiB each for a 100 KiB file) are served from memory freed by the commit
-/// before. At 64 KiB, each of them was a fresh mapping, unmapped when freed and
-/// zeroed page by page on its first touch: a tenth of the daemon's CPU per edit.
+/// Makes every allocation of 64 KiB or more a mapping of its own, returned to the
+/// system when freed: payloads buffered in open edit handles are such, and without
+/// this the C library keeps their memory after the handles close (in one heap per
+/// thread), so the daemon's footprint would stay at its highest.
 fn give_big_buffers_back() {
-    // SAFETY: mallopt only sets tuning parameters of the C library's allocator;
+    // SAFETY: mallopt only sets a tuning parameter of the C library's allocator;
     // it runs before the daemon starts any thread.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
     }
 }
 
