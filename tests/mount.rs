@@ -78,6 +78,37 @@ except OSError as e:
     assert_eq!(m.src_file("app.py"), APP.as_bytes());
 }
 
+/// Node's `readFileSync` reads `st_size` bytes and no more: a report whose size
+/// the kernel kept from before a commit would reach such an agent cut short.
+#[test]
+fn a_reader_that_trusts_st_size_reads_every_report_whole() {
+    let m = mount!();
+    let script = r#"python3 - <<'PY'
+import json, os
+def by_size(name):
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        return os.read(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+for i in range(6):
+    old, new = ("one", "uno") if i % 2 == 0 else ("uno", "one")
+    # A report that grows and shrinks: a failed edit's report is longer.
+    search = old if i % 3 else "no such line " * (i + 1)
+    try:
+        with open("lib/util.txt.edit", "w") as f:
+            f.write(json.dumps({"search": search, "replace": new}))
+    except OSError:
+        pass
+    for name in ("lib/util.txt.status", "lib/util.txt.status.json"):
+        sized = by_size(name)
+        whole = open(name, "rb").read()
+        assert sized == whole, (i, name, len(sized), len(whole))
+print("whole")
+PY"#;
+    assert_eq!(m.ok(script).trim(), "whole");
+}
+
 #[test]
 fn printf_tee_and_python_write_transactions() {
     let m = mount!();

@@ -25,7 +25,7 @@ use rustix::fs::Timespec;
 use super::fs::EditFs;
 use super::real::Set;
 use super::types::{
-    Backing, Done, Errno, FileAttr, FileType, Kernel, Opened, Requester, Res, Served, Timed,
+    Backing, Done, Errno, FileAttr, FileType, Found, Kernel, Opened, Requester, Res, Served, Timed,
 };
 
 /// Looking this name up panics, in debug builds only: the tests' way to check
@@ -120,6 +120,10 @@ fn time(t: Option<TimeOrNow>) -> Option<Timespec> {
 fn fopen(served: &Served) -> (FopenFlags, Option<&fuser::BackingId>) {
     match served {
         Served::Direct => (FopenFlags::FOPEN_DIRECT_IO, None),
+        Served::Fixed => (
+            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_NOFLUSH,
+            None,
+        ),
         Served::Cached { flush: true } => (FopenFlags::FOPEN_KEEP_CACHE, None),
         Served::Cached { flush: false } => (
             FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_NOFLUSH,
@@ -218,6 +222,11 @@ fn entry(reply: ReplyEntry, (a, ttl): Timed) {
     reply.entry(&ttl, &attr(&a), GEN);
 }
 
+fn found(reply: ReplyEntry, f: Found) {
+    let (a, ttl) = f.attr;
+    reply.entry_with_ttls(&ttl, &f.name_ttl, &attr(&a), GEN);
+}
+
 fn empty(reply: ReplyEmpty, (): ()) {
     reply.ok();
 }
@@ -302,7 +311,7 @@ impl Filesystem for Fuse {
         if name == PANIC_NAME {
             return guard("lookup", || panic!("{PANIC_NAME} looked up"));
         }
-        serve("lookup", reply, |_| self.0.lookup(parent.0, name), entry);
+        serve("lookup", reply, |_| self.0.lookup(parent.0, name), found);
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

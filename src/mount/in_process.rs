@@ -76,7 +76,7 @@ fn wait<T>(rx: mpsc::Receiver<Res<T>>) -> Res<T> {
 
 impl Rig {
     fn lookup(&self, name: &str) -> u64 {
-        self.fs.lookup(ROOT, OsStr::new(name)).unwrap().0.ino
+        self.fs.lookup(ROOT, OsStr::new(name)).unwrap().attr.0.ino
     }
 
     fn open(&self, ino: u64, flags: i32) -> Res<u64> {
@@ -250,4 +250,32 @@ fn a_flush_of_an_edit_handle_commits_and_the_status_reads_its_report() {
     let fh = r.open(status, libc::O_RDONLY).unwrap();
     let report = String::from_utf8(r.read_all(status, fh)).unwrap();
     assert!(report.starts_with("OK"), "{report}");
+}
+
+#[test]
+fn a_control_files_name_outlives_its_attributes_and_a_reports_close_costs_no_flush() {
+    let r = rig(&[("a.txt", "one\n")], settings(false));
+    let status = r.fs.lookup(ROOT, OsStr::new("a.txt.status")).unwrap();
+    assert_eq!(
+        status.attr.1,
+        Duration::ZERO,
+        "a report's size changes with every commit"
+    );
+    assert!(
+        status.name_ttl > Duration::ZERO,
+        "the name is looked up once per TTL, not at every round trip"
+    );
+    let opened =
+        r.fs.open(me(), status.attr.0.ino, libc::O_RDONLY, &refuse)
+            .unwrap();
+    assert!(
+        matches!(opened.served, Served::Fixed),
+        "a report has nothing to flush"
+    );
+    let edit = r.lookup("a.txt.edit");
+    let opened = r.fs.open(me(), edit, libc::O_WRONLY, &refuse).unwrap();
+    assert!(
+        matches!(opened.served, Served::Direct),
+        "an edit handle commits at its flush"
+    );
 }

@@ -10,26 +10,32 @@ use super::fs::{Core, Handle, VIRTUAL_TTL};
 use super::nodes::Kind;
 use super::real::{Set, is_write, read_at, truncates};
 use super::state;
-use super::types::{Backing, Done, Errno, FileType, Opened, Requester, Res, Served, Timed, errno};
+use super::types::{
+    Backing, Done, Errno, FileType, Found, Opened, Requester, Res, Served, Timed, errno,
+};
 
 /// Asks the kernel for a backing id of an open file, to pass it through.
 pub type Register<'a> = &'a dyn Fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<Backing>;
 
 impl Core {
-    pub(super) fn lookup(&self, parent: u64, name: &OsStr) -> Res<Timed> {
+    pub(super) fn lookup(&self, parent: u64, name: &OsStr) -> Res<Found> {
         match self.kind(parent)? {
             Kind::State(dir) => self
                 .state_lookup(parent, &dir, name)
-                .map(|a| (a, VIRTUAL_TTL)),
+                .map(|a| (a, VIRTUAL_TTL).into()),
             Kind::Control { .. } => Err(Errno::ENOTDIR),
             // A name that is not there is remembered for a TTL too (a negative entry,
             // node id 0): git and compilers ask for the same missing names again and again.
             Kind::Real => match self.lookup_real(parent, name) {
-                Err(Errno::ENOENT) => Ok((
-                    self.virtual_attr(0, FileType::RegularFile, 0, 0),
-                    self.ttl_in(parent),
-                )),
-                other => other,
+                Err(Errno::ENOENT) => match self.lookup_control(parent, name) {
+                    Err(Errno::ENOENT) => Ok((
+                        self.virtual_attr(0, FileType::RegularFile, 0, 0),
+                        self.ttl_in(parent),
+                    )
+                        .into()),
+                    control => control,
+                },
+                real => real.map(Found::from),
             },
         }
     }
@@ -38,14 +44,23 @@ impl Core {
     /// nothing: the transaction edits a regular file, creates a missing one,
     /// follows a symlink that stays in SOURCE, and otherwise fails with a report.
     /// Were the name missing instead, `cat > dir.edit` would create a real file.
-    pub(super) fn lookup_control(&self, parent: u64, name: &OsStr) -> Res<Timed> {
+    ///
+    /// The name is kept as long as a missing name in `parent` would be (a real
+    /// file that takes it is announced the same way), so an agent's round trip
+    /// does not look its two control files up again; their attributes are kept
+    /// for no time at all, as a report's size changes with every commit and
+    /// readers that trust `st_size` (Node's `readFileSync`) read no further.
+    pub(super) fn lookup_control(&self, parent: u64, name: &OsStr) -> Res<Found> {
         let (base, control) = self.settings.suffixes.parse(name).ok_or(Errno::ENOENT)?;
         let kind = Kind::Control {
             base: base.clone(),
             control,
         };
         let ino = self.nodes.write().virtual_node(parent, name, kind, true);
-        Ok((self.control_attr(ino, parent, &base, control)?, VIRTUAL_TTL))
+        Ok(Found {
+            attr: (self.control_attr(ino, parent, &base, control)?, VIRTUAL_TTL),
+            name_ttl: self.ttl_in(parent),
+        })
     }
 
     /// A directory's watch goes while the nodes lock is held: a lookup that
@@ -142,10 +157,11 @@ impl Core {
                 return self.open_file(who, ino, flags, register);
             }
         };
-        Ok(Opened {
-            fh,
-            served: Served::Direct,
-        })
+        let served = match *self.handle(fh)? {
+            Handle::Bytes { .. } => Served::Fixed,
+            _ => Served::Direct,
+        };
+        Ok(Opened { fh, served })
     }
 
     /// Reads `size` bytes at `offset`; a read of an edit handle may commit first,

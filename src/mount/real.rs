@@ -112,7 +112,6 @@ impl Core {
                 let a = attr(&st, id);
                 Ok(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
-            Err(rustix::io::Errno::NOENT) => self.lookup_control(parent, name),
             Err(e) => Err(errno(e)),
         }
     }

@@ -114,6 +114,22 @@ impl FileAttr {
 /// Attributes with how long the kernel may keep them (and the entry that led to them).
 pub type Timed = (FileAttr, Duration);
 
+/// What a lookup found: the attributes, and how long the kernel may keep the
+/// name, which outlives the attributes for a control file (see `Core::lookup_control`).
+pub struct Found {
+    pub attr: Timed,
+    pub name_ttl: Duration,
+}
+
+impl From<Timed> for Found {
+    fn from(attr: Timed) -> Found {
+        Found {
+            name_ttl: attr.1,
+            attr,
+        }
+    }
+}
+
 /// Who sent a request. The full `Caller` (groups, capabilities) is read from
 /// /proc, so it is built only for the requests that check it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,6 +164,9 @@ impl Backing {
 pub enum Served {
     /// Every read and write comes to the daemon, uncached (virtual files).
     Direct,
+    /// `Direct`, of bytes fixed at the open (a report): a close has nothing to
+    /// tell the daemon, so it costs no flush request.
+    Fixed,
     /// Through the daemon, pages cached across opens; `flush`: whether a close
     /// must reach the daemon.
     Cached { flush: bool },
