@@ -9,6 +9,7 @@
 # Environment: REPS, HEAVY_REPS, RT_REPS, RTIN_REPS (repetitions), BIG_MIB (size of the
 # sequential read and write files, default 1024), EDITFS=path (an editfs binary to
 # measure instead of building this tree's, to compare two versions back to back),
+# EDITFS_ARGS="--threads 8" (more options for the editfs mount, to compare settings),
 # KEEP=1 (keep the temp dir and print its path),
 # ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find
 # findcold grep grepcold untar rmrf git gitcold cargo gitcrate rt rtin rtnew cp; rss is
@@ -245,7 +246,7 @@ printf '<<<<<<< SEARCH\nmarker = beta\n=======\nmarker = alpha\n>>>>>>> REPLACE\
 
 # ---------------------------------------------------------------- mounts
 say "mounting editfs and bindfs on $src"
-if ! "$editfs" mount "$src" "$mnt_e" --daemon --state-dir "$work/editfs-state" >"$work/err/mount-editfs" 2>&1; then
+if ! "$editfs" mount "$src" "$mnt_e" --daemon --state-dir "$work/editfs-state" ${EDITFS_ARGS:-} >"$work/err/mount-editfs" 2>&1; then
   cat "$work/err/mount-editfs" >&2
   [ -f "$work/editfs-state/daemon.log" ] && tail -20 "$work/editfs-state/daemon.log" >&2
   die "editfs could not mount $src on $mnt_e (see above)"
