@@ -539,8 +539,9 @@ impl Core {
     /// has told the kernel (`Telling`, kept until this commit has told it in
     /// turn), and then their stripes, exclusively, against direct writes. A
     /// file replaced while its stripe was awaited (a new inode, maybe another
-    /// stripe) has its stripes taken again.
-    fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, super::fs::Telling<'_>) {
+    /// stripe) has its stripes taken again. Returns what the files were once
+    /// their stripes were held.
+    fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, super::fs::Telling<'_>, Vec<Meant>) {
         /// Enough for any honest run of replacements; past it the store's own
         /// check (`Opened::current`, under its lock) still keeps every edit.
         const TRIES: usize = 8;
@@ -550,15 +551,15 @@ impl Core {
             let Some(telling) = self.telling(rels) else {
                 continue;
             };
-            let mut inos = self.inodes_of(rels);
+            let mut ids = self.identities(rels);
             loop {
-                let held = self.stripes_for(&inos);
-                let now = self.inodes_of(rels);
-                if now == inos || tries >= TRIES {
-                    return (held, telling);
+                let held = self.stripes_for(&node_ids(&ids));
+                let now = self.identities(rels);
+                if now == ids || tries >= TRIES {
+                    return (held, telling, now);
                 }
                 tries += 1;
-                inos = now;
+                ids = now;
             }
         }
     }
@@ -572,8 +573,7 @@ impl Core {
         rels: &[&str],
         transaction: impl FnOnce() -> (R, bool),
     ) -> (R, super::fs::Telling<'_>) {
-        let (_excl, telling) = self.lock_files(rels);
-        let before = self.identities(rels);
+        let (_excl, telling, before) = self.lock_files(rels);
         let (done, committed) = transaction();
         if committed {
             self.record_lineage(rels, before);
@@ -817,15 +817,6 @@ impl Core {
         committed
     }
 
-    /// The node ids of the existing files at `rels`, beneath SOURCE.
-    fn inodes_of(&self, rels: &[&str]) -> Vec<u64> {
-        let id = |rel: &&str| {
-            let st = self.stat_beneath(rel)?;
-            Some(super::nodes::real_id(st.st_ino))
-        };
-        rels.iter().filter_map(id).collect()
-    }
-
     /// `.editfs/undo`: `PATH [TXID] [--force]` restores a kept version of one
     /// file, `--tx TXID [--force]` every file of one transaction.
     fn commit_undo(&self, payload: &[u8], who: &Who) -> Committed {
@@ -1042,6 +1033,15 @@ impl Core {
             }
         }
     }
+}
+
+/// The node ids of the files among `ids` (their stripes are taken by node id).
+fn node_ids(ids: &[Meant]) -> Vec<u64> {
+    let id = |m: &Meant| match m {
+        Meant::File { ino, .. } => Some(super::nodes::real_id(*ino)),
+        Meant::Absent => None,
+    };
+    ids.iter().filter_map(id).collect()
 }
 
 /// `size` bytes of `data` from `offset`, or nothing past the end.
