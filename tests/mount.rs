@@ -109,6 +109,40 @@ PY"#;
     assert_eq!(m.ok(script).trim(), "whole");
 }
 
+/// The contract's `F.status` is the most recent transaction on F by anyone:
+/// `editfs apply` run on SOURCE beside the mount is one.
+#[test]
+fn f_status_shows_the_latest_transaction_whether_made_through_the_mount_or_by_editfs_apply() {
+    let m = mount!();
+    let apply = |search: &str, replace: &str| {
+        let payload = format!(r#"{{"search": "{search}", "replace": "{replace}"}}"#);
+        let payload_file = m.src.join("payload.json");
+        fs::write(&payload_file, payload).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .arg("apply")
+            .arg(m.src.join("lib/util.txt"))
+            .arg(&payload_file)
+            .output()
+            .unwrap();
+        fs::remove_file(payload_file).unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let printed = apply("one", "uno");
+    let status = m.ok("cat lib/util.txt.status");
+    assert_eq!(status, printed, "the report editfs apply printed");
+    let json: serde_json::Value =
+        serde_json::from_str(&m.ok("cat lib/util.txt.status.json")).unwrap();
+    assert_eq!(json["outcome"], "ok");
+    assert_eq!(json["file"], "lib/util.txt");
+    m.ok(r#"printf '{"search": "two", "replace": "dos"}' > lib/util.txt.edit"#);
+    let mine = m.ok("cat lib/util.txt.status");
+    assert!(mine.contains("+dos"), "the mount's own, newer: {mine}");
+    let printed = apply("three", "tres");
+    assert_eq!(m.ok("cat lib/util.txt.status"), printed);
+    assert_eq!(m.ok("cat lib/util.txt"), "uno\ndos\ntres\n");
+}
+
 #[test]
 fn printf_tee_and_python_write_transactions() {
     let m = mount!();

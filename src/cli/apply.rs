@@ -199,6 +199,10 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         Received::cut(&payload.0, payload.1),
         opts,
     );
+    // A mount of the project shows it in F.status: the latest report, by anyone.
+    if let Some(s) = store.as_ref().filter(|_| label == rel && report.tx > 0) {
+        s.share_report(&rel, &report);
+    }
     Ok(Printed::of(
         args.json,
         &report,
@@ -239,6 +243,11 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         opts,
         &who(),
     );
+    if let Some(s) = store.as_ref() {
+        for r in report.files.iter().filter(|r| r.outcome == Outcome::Ok) {
+            s.share_report(&r.file, r);
+        }
+    }
     Ok(Printed::of(
         args.json,
         &report,

@@ -304,7 +304,12 @@ pub fn undo(args: UndoArgs) -> ExitCode {
         let undone = if args.dry_run {
             undo::preview(&Objects::new(&state), &entries_in(&state), root, &req)
         } else {
-            undo::run(&open(&state)?, root, &req, &who)
+            let store = open(&state)?;
+            let undone = undo::run(&store, root, &req, &who);
+            for r in undone.files().into_iter().filter(|r| r.tx > 0) {
+                store.share_report(&r.file, r);
+            }
+            undone
         };
         let text = if args.json {
             undone.to_json() + "\n"

@@ -409,6 +409,15 @@ impl Core {
     pub(super) fn status_bytes(&self, rel: &Path, control: Control) -> Vec<u8> {
         let report = self.reports.lock().get(rel).cloned();
         let name = rel.to_string_lossy();
+        // A transaction `editfs apply` made since is the most recent one.
+        let mine = report.as_ref().map_or(0, |r| r.tx);
+        if let Some(s) = self.store.shared_report_after(&name, mine) {
+            return match control {
+                Control::StatusJson => s.json + "\n",
+                _ => s.text,
+            }
+            .into_bytes();
+        }
         let edit = self.settings.suffixes.name(
             OsStr::new(rel.file_name().unwrap_or_default()),
             Control::Edit,

@@ -14,6 +14,7 @@
 //! objects/<sha256>            file contents, each stored once
 //! snapshots/<path>/<tx>       <path> before transaction <tx> (a link to its object)
 //! versions/<path>/<tx>        <path> after transaction <tx>
+//! reports/<path>              the latest report on <path> by `editfs apply` (see shared.rs)
 //! tmp/                        temporary files of commits in progress, and files
 //!                             dropped, until the reaper unlinks them (see reaper.rs)
 //! daemon.log                  what `editfs mount --daemon` logs
@@ -89,6 +90,7 @@ pub mod objects;
 pub mod reaper;
 pub mod rel;
 pub mod removals;
+pub mod shared;
 pub mod syncer;
 
 use std::fs::{self, File, OpenOptions};
@@ -370,6 +372,24 @@ impl Store {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Keeps `report`, of a transaction this process made on `rel`, for a mount
+    /// of the same project to show (see shared.rs). A failure only costs that.
+    pub fn share_report(&self, rel: &str, report: &crate::engine::Report) {
+        let shared = shared::Shared {
+            tx: report.tx,
+            text: report.to_string(),
+            json: report.to_json(),
+        };
+        if let Err(e) = shared::keep(&self.dir, rel, &shared) {
+            log::warn!("the report of transaction {} is not shared: {e}", report.tx);
+        }
+    }
+
+    /// The report `share_report` kept last on `rel`, if it is newer than `tx`.
+    pub fn shared_report_after(&self, rel: &str, tx: u64) -> Option<shared::Shared> {
+        shared::latest(&self.dir, rel).filter(|s| s.tx > tx)
     }
 
     pub fn tmp_dir(&self) -> BorrowedFd<'_> {

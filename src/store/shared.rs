@@ -1,0 +1,79 @@
+//! The latest report on each file made by a process other than the mount's
+//! daemon (`editfs apply`), kept in the state directory so that the mount shows
+//! it in `F.status`: the report of the most recent transaction on a file, by
+//! anyone. The daemon keeps its own reports in memory and never writes here.
+//!
+//! One file per project path, `reports/<path>`, replaced whole (a temporary
+//! file renamed over it) and unsynced: a report lost to a crash of the machine
+//! only leaves `F.status` showing an older one, while the log and the history
+//! keep the transaction.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{StoreError, atomic, io_err, objects::safe_rel};
+
+/// A report as `F.status` and `F.status.json` show it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Shared {
+    pub tx: u64,
+    pub text: String,
+    pub json: String,
+}
+
+/// Where the report on `rel` is kept under the state directory `state`.
+fn path_of(state: &Path, rel: &str) -> PathBuf {
+    state.join("reports").join(safe_rel(rel))
+}
+
+/// Keeps `report` as the latest on `rel`.
+pub fn keep(state: &Path, rel: &str, report: &Shared) -> Result<(), StoreError> {
+    let path = path_of(state, rel);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    }
+    let bytes = serde_json::to_vec(report).map_err(|e| io_err("write", &path)(e.into()))?;
+    atomic::write_new_with(&path, &bytes, 0o600, false)
+}
+
+/// The latest report kept on `rel`, if any (and whole).
+pub fn latest(state: &Path, rel: &str) -> Option<Shared> {
+    let bytes = std::fs::read(path_of(state, rel)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latest_report_on_a_path_replaces_the_one_before() {
+        let state = tempfile::tempdir().unwrap();
+        assert!(latest(state.path(), "src/a.rs").is_none());
+        for tx in [3, 7] {
+            let report = Shared {
+                tx,
+                text: format!("OK src/a.rs (tx {tx})\n"),
+                json: format!("{{\"tx\":{tx}}}"),
+            };
+            keep(state.path(), "src/a.rs", &report).unwrap();
+        }
+        let kept = latest(state.path(), "src/a.rs").unwrap();
+        assert_eq!((kept.tx, kept.text.as_str()), (7, "OK src/a.rs (tx 7)\n"));
+        assert!(latest(state.path(), "src/b.rs").is_none());
+    }
+
+    #[test]
+    fn a_path_cannot_leave_the_reports_directory() {
+        let state = tempfile::tempdir().unwrap();
+        let report = Shared {
+            tx: 1,
+            text: String::new(),
+            json: String::new(),
+        };
+        keep(state.path(), "../../escape", &report).unwrap();
+        assert!(state.path().join("reports/escape").exists());
+        assert!(!state.path().parent().unwrap().join("escape").exists());
+    }
+}
