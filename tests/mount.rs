@@ -143,6 +143,33 @@ fn f_status_shows_the_latest_transaction_whether_made_through_the_mount_or_by_ed
     assert_eq!(m.ok("cat lib/util.txt"), "uno\ndos\ntres\n");
 }
 
+/// A report `editfs apply` left before the mount started may be older than a
+/// transaction an earlier mount made: the mount does not show it as the latest.
+#[test]
+fn a_report_editfs_apply_left_before_the_mount_started_is_not_shown_as_the_latest() {
+    let before = |src: &Path| {
+        project(src);
+        let payload = src.join("payload.json");
+        fs::write(&payload, r#"{"search": "one", "replace": "uno"}"#).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .arg("apply")
+            .arg("--state-dir")
+            .arg(src.join(".editfs"))
+            .arg(src.join("lib/util.txt"))
+            .arg(&payload)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        fs::remove_file(payload).unwrap();
+    };
+    let Some(m) = Mount::start(&[], before) else {
+        return;
+    };
+    assert_eq!(m.ok("cat lib/util.txt"), "uno\ntwo\nthree\n");
+    let status = m.ok("cat lib/util.txt.status");
+    assert!(status.starts_with("NO REPORT YET"), "{status}");
+}
+
 #[test]
 fn printf_tee_and_python_write_transactions() {
     let m = mount!();

@@ -410,7 +410,7 @@ impl Core {
         let report = self.reports.lock().get(rel).cloned();
         let name = rel.to_string_lossy();
         // A transaction `editfs apply` made since is the most recent one.
-        let mine = report.as_ref().map_or(0, |r| r.tx);
+        let mine = report.as_ref().map_or(self.started_after_tx, |r| r.tx);
         if let Some(s) = self.store.shared_report_after(&name, mine) {
             return match control {
                 Control::StatusJson => s.json + "\n",

@@ -433,6 +433,9 @@ pub struct Core {
     next_fh: AtomicU64,
     /// The latest report of each file (by path relative to SOURCE).
     pub(super) reports: Mutex<HashMap<PathBuf, Arc<Report>>>,
+    /// The last transaction id when the mount started: a report `editfs apply`
+    /// left from before is not the latest on a file the mount may have changed since.
+    pub(super) started_after_tx: u64,
     /// The latest report of `.editfs/edit` or `.editfs/undo`.
     pub(super) state_report: Mutex<Option<super::control::StateReport>>,
     /// Who may read each kept version, from the log.
@@ -628,6 +631,7 @@ impl Core {
         jobs: mpsc::Sender<Job>,
     ) -> Core {
         let watches = super::watch::Watches::new(source.root()).map(Arc::new);
+        let started_after_tx = store.last_tx();
         Core {
             jobs,
             budget: super::budget::Budget::new(settings.buffers),
@@ -638,6 +642,7 @@ impl Core {
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             reports: Mutex::new(HashMap::new()),
+            started_after_tx,
             state_report: Mutex::new(None),
             kept: Mutex::new(super::state::KeptAccess::default()),
             notifier,

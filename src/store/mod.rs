@@ -530,6 +530,13 @@ impl Store {
         Ok(())
     }
 
+    /// The last transaction id handed out so far, read without the lock (0 when
+    /// the counter cannot be read).
+    pub fn last_tx(&self) -> u64 {
+        let text = self.read_counter().unwrap_or_default();
+        counter_text(&text).parse().unwrap_or(0)
+    }
+
     /// Hands out the next transaction id; call with the lock held. It is written
     /// in place and unsynced: at open the counter is moved past the log (see the
     /// module doc), and no new inode is made per id (what made `rm -r` slow).
