@@ -154,7 +154,8 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         state = match state {
             State::Outside => {
-                let next = outside(line, at, same_length, &mut ignored)?;
+                let next = outside(line, at, same_length, &mut ignored)
+                    .map_err(|e| name_miswritten(e, text, at, "SEARCH"))?;
                 if ignored.last() == Some(&at) {
                     label = Some(line.trim().to_owned());
                 }
@@ -262,12 +263,17 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         dividers,
                     }
                 } else if opener(line).is_some() {
-                    return Err(structure(
-                        at,
-                        format!(
-                            "a new SEARCH marker while the block opened at line {open} is not closed"
+                    return Err(name_miswritten(
+                        structure(
+                            at,
+                            format!(
+                                "a new SEARCH marker while the block opened at line {open} is not closed"
+                            ),
+                            format!("{} to close that block first", closer_for(text, open)),
                         ),
-                        format!("{} to close that block first", closer_for(text, open)),
+                        text,
+                        at,
+                        "REPLACE",
                     ));
                 } else if let Some(h) = hint_name(line) {
                     return Err(structure(
@@ -293,7 +299,9 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
             }
         };
     }
-    finish(state, text, payload.operations.len())?;
+    let end = text.split('\n').count() + 1;
+    finish(state, text, payload.operations.len())
+        .map_err(|e| name_miswritten(e, text, end, "REPLACE"))?;
     if let Some(note) = ignored_note(&ignored) {
         payload.notes.push(note);
     }
@@ -408,6 +416,62 @@ fn finish(state: State, text: &str, complete: usize) -> Result<(), PayloadError>
             ),
         )),
     }
+}
+
+/// A line that reads like the `word` marker but is not one, as models miswrite
+/// them: `<<<<<<< search`, `<<<<<<< SEARCH src/a.py`, `>>>>>>> REPLACE src/a.py`.
+/// Returns the marker it stands for, and whether text follows the word.
+fn miswritten(line: &str, word: &str) -> Option<(String, bool)> {
+    let line = line.trim_end();
+    if opener(line).is_some() || closer(line, ANY) {
+        return None;
+    }
+    let (a, b) = match word {
+        "SEARCH" => ('<', '-'),
+        _ => ('>', '+'),
+    };
+    let (c, n) = run(line, a)
+        .map(|n| (a, n))
+        .or_else(|| run(line, b).map(|n| (b, n)))?;
+    let rest = line[n..].trim_start();
+    let tail = rest.get(word.len()..)?;
+    rest[..word.len()].eq_ignore_ascii_case(word).then(|| {
+        (
+            format!("{} {word}", c.to_string().repeat(n)),
+            !tail.trim().is_empty(),
+        )
+    })
+}
+
+/// A structure error found after a marker that was not recognised (the usual
+/// cause) names that line instead, since the error's own line would mislead.
+/// The `word` marker is looked for in the lines before payload line `at`, back to
+/// the nearest real marker.
+fn name_miswritten(err: PayloadError, text: &str, at: usize, word: &str) -> PayloadError {
+    let found = text
+        .split('\n')
+        .take(at.saturating_sub(1))
+        .enumerate()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+        .take_while(|(_, l)| !is_marker_like(l))
+        .find_map(|(i, l)| Some((i, l.trim(), miswritten(l, word)?)));
+    let Some((line, seen, (want, tail))) = found else {
+        return err;
+    };
+    let how = match tail {
+        false => format!("`{want}` with the word in capitals"),
+        true => format!(
+            "`{want}` alone on its line (nothing after the word; a file's path goes alone on the line before the block)"
+        ),
+    };
+    structure(
+        line,
+        format!("`{seen}` is not a {word} marker, so the block around it was not read"),
+        how,
+    )
 }
 
 /// The closing marker of the family the block at payload line `open` opened with.
@@ -696,5 +760,48 @@ mod tests {
             ops(text),
             [pair("<<<<<<< HEAD\na\n=======\nb\n>>>>>>> other\n", "b\n")]
         );
+    }
+
+    #[test]
+    fn a_miswritten_marker_is_named_instead_of_the_divider_or_the_end_after_it() {
+        let cases = [
+            (
+                "<<<<<<< search\na\n=======\nb\n>>>>>>> replace\n",
+                1,
+                "`<<<<<<< SEARCH` with the word in capitals",
+            ),
+            (
+                "x\n<<<<<<< SEARCH src/a.py\na\n=======\nb\n>>>>>>> REPLACE\n",
+                2,
+                "`<<<<<<< SEARCH` alone on its line",
+            ),
+            (
+                "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE src/a.py\n",
+                5,
+                "`>>>>>>> REPLACE` alone on its line",
+            ),
+            (
+                "------- SEARCH\na\n=======\nb\n+++++++ replace\n------- SEARCH\nc\n=======\nd\n+++++++ REPLACE\n",
+                5,
+                "`+++++++ REPLACE` with the word",
+            ),
+        ];
+        for (text, line, expected) in cases {
+            match parse(text) {
+                Err(PayloadError::Structure {
+                    line: l,
+                    found,
+                    expected: e,
+                }) => {
+                    assert_eq!(l, line, "{text:?}: {found}");
+                    assert!(found.contains("is not a"), "{text:?}: {found}");
+                    assert!(e.starts_with(expected), "{text:?}: {e}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        // A merge-conflict sample in prose is no miswritten marker of the block after it.
+        let text = "<<<<<<< HEAD\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        assert_eq!(ops(text), [pair("a\n", "b\n")]);
     }
 }
