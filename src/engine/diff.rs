@@ -13,6 +13,14 @@ use super::doc::Doc;
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 
+/// The `--- a/` / `+++ b/` lines. An absolute name (a file outside any project,
+/// as `editfs apply` was given it) loses its leading `/`, as `git diff` writes it,
+/// so the header reads `a/tmp/x.py`, not `a//tmp/x.py`.
+fn header(name: &str) -> String {
+    let name = name.trim_start_matches('/');
+    format!("--- a/{name}\n+++ b/{name}\n")
+}
+
 /// A unified diff of `old` into `new`, labelled with `name`; empty when they are equal.
 pub fn file_diff(old: &[u8], new: &[u8], name: &str) -> String {
     if old == new {
@@ -22,7 +30,7 @@ pub fn file_diff(old: &[u8], new: &[u8], name: &str) -> String {
     let (old_end, new_end) = common_suffix_start(old, new, start);
     let old_mid = String::from_utf8_lossy(&old[start..old_end]);
     let new_mid = String::from_utf8_lossy(&new[start..new_end]);
-    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let mut out = header(name);
     out.push_str(&hunks(&old_mid, &new_mid, skipped, skipped));
     out
 }
@@ -31,7 +39,7 @@ pub fn file_diff(old: &[u8], new: &[u8], name: &str) -> String {
 /// the record does not hold together (the caller then diffs the bytes).
 pub fn doc_diff(old: &[u8], doc: &Doc<'_>, name: &str) -> Option<String> {
     let runs = doc.dirty();
-    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let mut out = header(name);
     let mut shift = 0isize;
     let mut k = 0;
     while k < runs.len() {
@@ -197,6 +205,15 @@ fn range(start: usize, len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_absolute_name_is_written_without_a_double_slash() {
+        let d = file_diff(b"a\n", b"b\n", "/tmp/p/x.py");
+        assert!(
+            d.starts_with("--- a/tmp/p/x.py\n+++ b/tmp/p/x.py\n@@"),
+            "{d}"
+        );
+    }
+
     use super::*;
 
     #[test]
