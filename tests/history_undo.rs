@@ -922,6 +922,25 @@ fn undoing_a_transaction_removes_the_directories_it_made_and_keeps_those_it_foun
 }
 
 #[test]
+fn undoing_an_undo_that_recreated_directories_removes_them_again() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let payload = "newpkg/deep/mod.py\n<<<<<<< SEARCH\n=======\nx = 1\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", "--multi", root], payload, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    for tx in ["1", "2"] {
+        let o = editfs(&["undo", root, "--tx", tx], "", p.path());
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    }
+    assert!(p.path().join("newpkg/deep/mod.py").is_file());
+    // Transaction 3 recreated the file and its directories: undoing it removes both.
+    let o = editfs(&["undo", root, "--tx", "3"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(!p.path().join("newpkg").exists(), "{}", out(&o));
+    assert!(p.path().join("src/a.py").is_file());
+}
+
+#[test]
 fn an_undo_of_a_file_already_put_back_outside_editfs_succeeds_without_force() {
     let p = project();
     let root = p.path().to_str().unwrap();

@@ -496,12 +496,12 @@ fn commit(
         plans.iter().partition(|p| p.restored.is_some());
     let plans: Vec<&Plan> = restores.iter().chain(&removes).copied().collect();
     let mut reports: Vec<Report> = plans.iter().map(|p| restored_report(Some(tx), p)).collect();
-    let dirs: Result<Vec<OwnedFd>, StoreError> = plans
+    let dirs: Result<Vec<(OwnedFd, Vec<String>)>, StoreError> = plans
         .iter()
         .map(|p| dir_for(root, p, who.caller.as_ref()))
         .collect();
-    let dirs = match dirs {
-        Ok(d) => d,
+    let (dirs, made): (Vec<OwnedFd>, Vec<Vec<String>>) = match dirs {
+        Ok(d) => d.into_iter().unzip(),
         Err(e) => {
             let first = reports.remove(0);
             return vec![failed_commit(e, first, plans[0].current.as_deref())];
@@ -538,7 +538,14 @@ fn commit(
         Undone::File(r) => r,
         Undone::Tx(m) => m.head(),
     };
-    let entry = log_entry(Kind::Undo, &head, &files, who);
+    let mut entry = log_entry(Kind::Undo, &head, &files, who);
+    // A file recreated in directories made again for it: an undo of this undo
+    // removes those directories with it.
+    for (p, made) in plans.iter().zip(made) {
+        if let Some(f) = entry.files.iter_mut().find(|f| f.file == p.rel) {
+            f.dirs = made;
+        }
+    }
     match store.commit_with(lock, tx, (root.fd, root.path), &changes, &removals, entry) {
         Ok(kept) => {
             for (r, k) in reports.iter_mut().zip(kept) {
@@ -590,12 +597,17 @@ fn restored_report(tx: Option<u64>, p: &Plan) -> Report {
 }
 
 /// The directory of plan `p`: the one held since it was read, or, when it was
-/// gone, the one made again for it.
-fn dir_for(root: Root<'_>, p: &Plan, caller: Option<&Caller>) -> Result<OwnedFd, StoreError> {
+/// gone, the one made again for it, with the directories that took.
+fn dir_for(
+    root: Root<'_>,
+    p: &Plan,
+    caller: Option<&Caller>,
+) -> Result<(OwnedFd, Vec<String>), StoreError> {
     match &p.dir {
         Some(dir) => rustix::io::dup(dir)
+            .map(|d| (d, Vec::new()))
             .map_err(|e| io_err("open the directory of", Path::new(&p.rel))(e.into())),
-        None => new_file_dir(root, &p.rel, caller).map(|(dir, _)| dir),
+        None => new_file_dir(root, &p.rel, caller),
     }
 }
 
