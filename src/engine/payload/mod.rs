@@ -435,8 +435,21 @@ fn path_line(label: &str, creates: bool, tree: &dyn Tree) -> Option<String> {
         return by_shape.then(|| t.to_owned());
     };
     let exists = tree.entry(&rel) == Some(Entry::File);
-    let new_file = creates && file_like(&rel) && parent_is_dir(&rel, tree);
+    let new_file = creates && file_like(&rel) && parent_is_dir(&rel, tree) && !sentence(label, t);
     (exists || by_shape || new_file).then_some(rel)
+}
+
+/// Whether a line that would name a new file reads as a sentence instead: it has
+/// spaces, no directory, and no quotes or backticks around all of it. "Here is the
+/// change to main.py:" ends in a file name, but a file named by the whole sentence
+/// must never be written; `"my notes.md"` or `docs/my notes.md` still name one.
+fn sentence(label: &str, name: &str) -> bool {
+    let quoted = label
+        .trim()
+        .trim_end_matches(':')
+        .trim_start_matches('*')
+        .starts_with(['`', '"', '\'']);
+    name.contains(char::is_whitespace) && !name.contains('/') && !quoted
 }
 
 /// Whether a name that is no file yet looks like one: it has a directory or an
@@ -720,9 +733,23 @@ mod tests {
         assert_eq!(shape(&files), [("a b/new file.txt", 1)]);
         let no_dir = format!("no such dir/new file.txt\n{create}");
         assert!(parse_multi(no_dir.as_bytes(), 10_000, &tree).is_err());
-        // A sentence before a block that creates a file names no file.
-        let prose = format!("Here are the new files:\n{create}");
-        assert!(parse_multi(prose.as_bytes(), 10_000, &tree).is_err());
+        // A sentence before a block that creates a file names no file, even one
+        // ending in a file name; quotes make a name with spaces one.
+        for prose in [
+            "Here are the new files:",
+            "Here is the change to main.py:",
+            "Here is the new module, util.py",
+            "Add this to `tools.py`:",
+        ] {
+            let text = format!("{prose}\n{create}");
+            assert!(
+                parse_multi(text.as_bytes(), 10_000, &tree).is_err(),
+                "{prose}"
+            );
+        }
+        let quoted = format!("`my notes.md`\n{create}");
+        let (files, _) = parse_multi(quoted.as_bytes(), 10_000, &tree).unwrap();
+        assert_eq!(shape(&files), [("my notes.md", 1)]);
     }
 
     #[test]
