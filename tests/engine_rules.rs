@@ -1041,3 +1041,24 @@ fn an_eliding_search_names_the_lines_it_left_out_and_blames_no_line_that_is_in_t
     assert!(hint.contains("(file lines 2-8 lie there)"), "{hint}");
     assert!(!hint.contains("`i = 0` is not in the file"), "{hint}");
 }
+
+#[test]
+fn a_mistyped_fragment_of_a_long_line_is_no_replay_because_replace_occurs_elsewhere_in_it() {
+    let list: Vec<String> = (0..3000).map(|i| i.to_string()).collect();
+    let file = format!("x = [{}]\ny = 2\n", list.join(", "));
+    // `12378` is a typo; REPLACE `x` occurs once, at the other end of the same line.
+    let r = run(
+        &file,
+        r#"{"search": "1234, 1235, 1236, 12378", "replace": "x"}"#,
+    );
+    assert_eq!(r.report.outcome, Outcome::Failed, "{}", warnings(&r));
+    assert!(!r.written);
+    // A real replay inside a long line is still one.
+    let done = file.replace("1236, 1237,", "1236, 99, 1237,");
+    let r = run(
+        &done,
+        r#"{"search": "1236, 1237,", "replace": "1236, 99, 1237,"}"#,
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    assert!(warnings(&r).contains("already applied"), "{}", warnings(&r));
+}

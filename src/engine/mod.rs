@@ -898,7 +898,12 @@ impl Transaction<'_, '_> {
                 diagnose::replay_elsewhere(&self.doc, &search, self.line_scope(op), r[0] - 1..r[1])
                     .is_some()
             };
-            if let Some(done) = replay(&ranges, op).filter(|_| !ranges.iter().any(elsewhere)) {
+            let near = |h: &Hit| {
+                let (line, at) = text::lines_around(&bytes, &h.span);
+                replay::text_near_search(line, op.search.as_bytes(), at)
+            };
+            let placed = ranges.iter().all(|r| !elsewhere(r)) && again.iter().all(near);
+            if let Some(done) = replay(&ranges, op).filter(|_| placed) {
                 return Ok(done);
             }
         }

@@ -10,6 +10,8 @@
 //! an insertion with some text is evidence: blank lines next to SEARCH are common
 //! enough to be there by chance.
 
+use std::ops::Range;
+
 use super::doc::Doc;
 use super::lines::Found;
 use super::tolerant::{self, Tier};
@@ -31,6 +33,49 @@ pub fn adds_text(search: &str, replace: &str) -> bool {
             &super::payload::text_lines(search),
             &super::payload::text_lines(replace),
         )
+}
+
+/// Rule (a) for text inside a line: whether REPLACE, found at `hit` of `line`
+/// (the file line or lines that hold it), stands where SEARCH's closest stretch
+/// of that line lies. A line-level region says little when REPLACE is a few
+/// characters of a long line: a mistyped SEARCH of one part of a minified line
+/// must not pass as made because REPLACE (`x`) occurs once at its other end.
+/// The closest stretch is the window of SEARCH's length that shares the most
+/// byte pairs with SEARCH; REPLACE must overlap one such window.
+pub fn text_near_search(line: &[u8], search: &[u8], hit: Range<usize>) -> bool {
+    let n = search.len();
+    if n < 2 || line.len() <= n {
+        return true;
+    }
+    let pair = |w: &[u8]| usize::from(w[0]) << 8 | usize::from(w[1]);
+    let mut want = vec![0u32; 1 << 16];
+    for w in search.windows(2) {
+        want[pair(w)] += 1;
+    }
+    let mut have = vec![0u32; 1 << 16];
+    let mut score = 0u32;
+    // The window [start, start + n) holds the pairs starting in [start, start + n - 1).
+    let pairs: Vec<usize> = line.windows(2).map(pair).collect();
+    for &p in &pairs[..n - 1] {
+        score += u32::from(have[p] < want[p]);
+        have[p] += 1;
+    }
+    let (mut best, mut near) = (score, hit.start < n);
+    for start in 1..=line.len() - n {
+        let gone = pairs[start - 1];
+        have[gone] -= 1;
+        score -= u32::from(have[gone] < want[gone]);
+        let come = pairs[start + n - 2];
+        score += u32::from(have[come] < want[come]);
+        have[come] += 1;
+        let overlaps = hit.start < start + n && start < hit.end;
+        if score > best {
+            (best, near) = (score, overlaps);
+        } else if score == best {
+            near |= overlaps;
+        }
+    }
+    near
 }
 
 /// Where SEARCH's lines sit inside REPLACE (line offsets), for rule (b).
@@ -103,6 +148,26 @@ mod tests {
         assert!(adds_a_line(&["a", "b"], &["a", "c"]));
         assert!(!adds_text("foo bar", "foo"));
         assert!(adds_text("bar", "qux"));
+    }
+
+    #[test]
+    fn replace_inside_a_line_must_stand_where_search_resembles_that_line() {
+        let line = b"x = [1230, 1231, 1232, 1233, 1234, 1235, 1236, 1237]";
+        let at = |s: &str| {
+            let i = line
+                .windows(s.len())
+                .position(|w| w == s.as_bytes())
+                .unwrap();
+            i..i + s.len()
+        };
+        assert!(!text_near_search(line, b"1234, 1235, 12378", at("x")));
+        assert!(text_near_search(
+            line,
+            b"1234, 1235, 12378",
+            at("1234, 1235")
+        ));
+        let line = b"DEBUG = False  # set by the deploy script";
+        assert!(text_near_search(line, b"DEBUG = True", 0..13));
     }
 
     #[test]

@@ -11,6 +11,13 @@ pub struct Hit {
     pub with: Vec<u8>,
 }
 
+/// The whole lines that hold `span`, and `span` within them.
+pub fn lines_around<'a>(bytes: &'a [u8], span: &Range<usize>) -> (&'a [u8], Range<usize>) {
+    let start = memchr::memrchr(b'\n', &bytes[..span.start]).map_or(0, |i| i + 1);
+    let end = memchr::memchr(b'\n', &bytes[span.end..]).map_or(bytes.len(), |i| span.end + i);
+    (&bytes[start..end], span.start - start..span.end - start)
+}
+
 /// Non-overlapping occurrences of `needle` inside `scope`.
 pub fn literal(bytes: &[u8], needle: &[u8], with: &[u8], scope: Range<usize>) -> Vec<Hit> {
     memchr::memmem::find_iter(&bytes[scope.clone()], needle)
