@@ -643,6 +643,26 @@ fn a_move_onto_an_existing_file_or_out_of_the_project_changes_nothing() {
 }
 
 #[test]
+fn a_refused_move_is_the_failed_operation_and_its_files_edits_read_as_not_written() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let patch = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: b.txt\n@@\n-a = 1\n+a = 2\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root, "--json"], patch, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let v = json(&o);
+    let f = &v["files"][0];
+    assert_eq!(f["file"], "src/a.py", "{v}");
+    assert_eq!(f["outcome"], "failed", "{v}");
+    assert_eq!(f["applied"], 0, "{v}");
+    assert!(f["diff"].is_null(), "{v}");
+    assert_eq!(f["operations"][0]["outcome"], "matched", "{v}");
+    assert_eq!(f["operations"][1]["outcome"], "failed", "{v}");
+    assert_eq!(f["error"]["kind"], "file_exists", "{v}");
+    assert_eq!(f["error"]["operation"], 2, "{v}");
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 1\n"));
+}
+
+#[test]
 fn a_delete_sent_to_one_files_apply_is_refused_naming_the_multi_file_way() {
     let p = project();
     let patch = "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch\n";

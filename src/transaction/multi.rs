@@ -396,14 +396,34 @@ fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut MultiReport
             }
         };
         if let Some((kind, why)) = refusal {
-            let e = ErrorReport::plain(kind, why, "move the file to a new path inside the project");
+            let mut e =
+                ErrorReport::plain(kind, why, "move the file to a new path inside the project");
             if let Some(r) = report.files.iter_mut().find(|r| r.file == d.rel) {
-                r.outcome = Outcome::Failed;
-                r.error = Some(e.clone());
+                refuse_move(r, &mut e, d.original());
             }
             report.fail(Outcome::Failed, &d.rel, &e);
         }
     }
+}
+
+/// The section of a file whose move was refused: the move is the operation that
+/// failed, the others only matched, and nothing was written (no diff), so the
+/// report never reads as `applied` while the file stays as it was.
+fn refuse_move(r: &mut Report, e: &mut ErrorReport, original: Option<&[u8]>) {
+    for op in r.operations.iter_mut() {
+        if op.strategy == Some("move") {
+            e.operation = Some(op.index);
+            op.outcome = OpOutcome::Failed;
+            op.error = Some(e.clone());
+        } else if op.outcome == OpOutcome::Applied {
+            op.outcome = OpOutcome::Matched;
+        }
+    }
+    r.outcome = Outcome::Failed;
+    r.applied = 0;
+    r.diff = None;
+    r.sha256 = engine::sha256_hex(original.unwrap_or_default());
+    r.error = Some(e.clone());
 }
 
 /// The section of a file that a move creates at `to`.
