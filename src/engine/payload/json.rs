@@ -686,5 +686,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.operations[0].expected, Some(2));
         assert!(p.notes[0].contains("Desktop Commander"), "{:?}", p.notes);
+        // Gemini CLI's replace sends the same arguments (and an `instruction`).
+        assert!(p.notes[0].contains("Gemini CLI's replace"), "{:?}", p.notes);
     }
 }

@@ -40,9 +40,10 @@ Cline, which takes the first of several matches, a SEARCH found more than once f
 and unlike Roo Code, a block that does not apply fails the whole transaction";
 pub const VIBE: &str = "Mistral Vibe's search_replace; unlike Vibe, which replaces the first of \
 several matches with a warning, a SEARCH found more than once fails as ambiguous";
-pub const DESKTOP_COMMANDER: &str = "Desktop Commander's edit_block: expected_replacements must \
-be the number of matches; unlike Desktop Commander, which only reports a near match, a near match \
-that the tolerance ladder finds unique is applied, with a warning";
+pub const DESKTOP_COMMANDER: &str = "Desktop Commander's edit_block or Gemini CLI's replace \
+(the same arguments): expected_replacements must be the number of matches; unlike Desktop \
+Commander, which only reports a near match, a near match that the tolerance ladder finds unique is \
+applied, with a warning";
 pub const MULTI_EDIT: &str = "a MultiEdit call; as there, the edits run in order, each on the \
 result of the one before, and apply all or none; a SEARCH found more than once fails as ambiguous \
 unless that edit sets replace_all";
