@@ -1062,3 +1062,29 @@ fn a_mistyped_fragment_of_a_long_line_is_no_replay_because_replace_occurs_elsewh
     assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
     assert!(warnings(&r).contains("already applied"), "{}", warnings(&r));
 }
+
+#[test]
+fn a_patch_whose_context_lines_lost_their_leading_space_keeps_its_added_lines_on_the_files_indentation()
+ {
+    let file =
+        "def f(pat):\n    match = compile(pat)\n    result = bool(match)\n    return result\n";
+    // The context lines carry the file's 4 columns with no diff prefix; the `+`
+    // line has its prefix and 4 columns.
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@ def f(pat):\n    result = bool(match)\n+    assert result is not None\n    return result\n*** End Patch\n";
+    let r = run(file, patch);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    assert_eq!(
+        text(&r),
+        "def f(pat):\n    match = compile(pat)\n    result = bool(match)\n    assert result is not None\n    return result\n"
+    );
+    // A block that lost a whole level still gets its new lines shifted with it.
+    let block = block(
+        "result = bool(match)\nreturn result\n",
+        "result = bool(match)\nif result:\n    return result\n",
+    );
+    let r = run(file, &block);
+    assert_eq!(
+        text(&r),
+        "def f(pat):\n    match = compile(pat)\n    result = bool(match)\n    if result:\n        return result\n"
+    );
+}

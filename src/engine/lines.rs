@@ -236,6 +236,7 @@ impl Found<'_> {
         let ctx = Style {
             shift,
             steps: tolerant::indent_steps(&file, &p.lines),
+            unit: indent_unit(doc, start, self.len(), shift.tab),
             tabs,
             region,
             file: file.iter().map(|l| (*l).to_owned()).collect(),
@@ -300,6 +301,7 @@ impl Found<'_> {
                 Tier::Ragged => ctx.steps.at(near(k)),
                 _ => ctx.shift,
             };
+            let shift = fitting(line, shift, ctx.unit);
             let pair = counterpart(k).map(|j| (self.pattern.lines[j], ctx.file[j].as_str()));
             out.push(self.adapt(line, shift, ctx, pair));
         }
@@ -370,10 +372,55 @@ fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
 struct Style {
     shift: Shift,
     steps: tolerant::Steps,
+    /// The indentation unit of the lines around the match; 1 when they have none.
+    unit: usize,
     tabs: bool,
     region: String,
     /// The matched file lines, one per SEARCH line.
     file: Vec<String>,
+}
+
+/// Lines around a match that show the file's indentation unit.
+const UNIT_CONTEXT: usize = 30;
+
+/// The indentation unit of the file around lines `start..start + len`: the
+/// greatest common divisor of their indentation widths (4 for code indented by
+/// 4), or 1 when a continuation line aligned at an odd column leaves none.
+fn indent_unit(doc: &Doc, start: usize, len: usize, tab: usize) -> usize {
+    let from = start.saturating_sub(UNIT_CONTEXT);
+    let to = (start + len + UNIT_CONTEXT).min(doc.len());
+    let gcd = |a: usize, b: usize| {
+        let (mut a, mut b) = (a, b);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    (from..to)
+        .filter_map(|i| text(doc, i))
+        .filter(|l| !tolerant::is_blank(l))
+        .map(|l| tolerant::indent_cols(l, tab))
+        .fold(0, gcd)
+        .max(1)
+}
+
+/// The shift a new REPLACE line takes: `shift`, unless it would put the line
+/// off the file's indentation unit while the line as sent is on it. A patch
+/// whose context lines lost their leading space reads as SEARCH shifted by one
+/// column, but its `+` lines kept theirs: shifting them too would write a
+/// 5-column line into a file indented by 4 (an IndentationError in Python).
+fn fitting(line: &str, shift: Shift, unit: usize) -> Shift {
+    let cols = tolerant::indent_cols(line, shift.tab);
+    let unshifted = Shift {
+        num: 1,
+        den: 1,
+        offset: 0,
+        ..shift
+    };
+    match unit > 1 && !shift.map(cols).is_multiple_of(unit) && cols.is_multiple_of(unit) {
+        true => unshifted,
+        false => shift,
+    }
 }
 
 fn ragged_warning(file: &[&str], search: &[&str]) -> String {
