@@ -141,7 +141,12 @@ fn object(
         ));
         return Ok(ops);
     }
-    command(index, map)?;
+    if let Some(op) = command(index, map)? {
+        notes.push(format!(
+            "operation {index}: read `create` as an empty SEARCH: it creates the file, and fails if the file has content"
+        ));
+        return Ok(vec![op]);
+    }
     if let Some(ops) = multi_edit(index, map, notes)? {
         return Ok(ops);
     }
@@ -204,15 +209,26 @@ fn envelope(index: usize, map: &Map<String, Value>) -> Result<Option<Call>, Payl
     Ok(Some((name, args)))
 }
 
-/// The `command` of Anthropic's text editor tool: only `str_replace` edits.
-fn command(index: usize, map: &Map<String, Value>) -> Result<(), PayloadError> {
+/// The `command` of Anthropic's text editor tool: `str_replace` edits, and
+/// `create` is read as an empty SEARCH with `file_text` as REPLACE, so it creates
+/// a missing or empty file and fails on one with content (where the tool would
+/// overwrite it: a transaction never discards a file's content unasked).
+fn command(index: usize, map: &Map<String, Value>) -> Result<Option<Operation>, PayloadError> {
     match map.get("command") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::String(c)) if c == "str_replace" => Ok(()),
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(c)) if c == "str_replace" => Ok(None),
+        Some(Value::String(c)) if c == "create" => {
+            let text = string(index, map, &["file_text"])?.ok_or_else(|| {
+                field(index, "`command` is `create`, but there is no `file_text`")
+            })?;
+            let mut op = Operation::new(Find::Text, String::new(), text, 1);
+            op.path = string(index, map, PATH)?;
+            Ok(Some(op))
+        }
         Some(Value::String(c)) => Err(field(
             index,
             format!(
-                "`command` is `{c}`: only `str_replace` (with `old_str` and `new_str`) is an edit here; to create a file, send an empty `old_str` and its text as `new_str`"
+                "`command` is `{c}`: only `str_replace` (with `old_str` and `new_str`) and `create` (with `file_text`) edit here; to insert, send the line before as `old_str` and it plus the new lines as `new_str`"
             ),
         )),
         Some(_) => Err(field(index, "`command` must be a string")),
@@ -526,8 +542,9 @@ mod tests {
     #[test]
     fn an_editor_command_other_than_str_replace_is_refused_by_name() {
         let err =
-            parse(r#"{"command": "create", "path": "a.py", "file_text": "x = 1\n"}"#).unwrap_err();
-        assert!(err.to_string().contains("`command` is `create`"), "{err}");
+            parse(r#"{"command": "insert", "path": "a.py", "insert_line": 1, "new_str": "x"}"#)
+                .unwrap_err();
+        assert!(err.to_string().contains("`command` is `insert`"), "{err}");
     }
 
     #[test]
@@ -688,5 +705,17 @@ mod tests {
         assert!(p.notes[0].contains("Desktop Commander"), "{:?}", p.notes);
         // Gemini CLI's replace sends the same arguments (and an `instruction`).
         assert!(p.notes[0].contains("Gemini CLI's replace"), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn a_text_editor_create_command_is_an_empty_search_with_its_file_text() {
+        let p =
+            parse(r#"{"command": "create", "path": "/w/new.py", "file_text": "A = 1\n"}"#).unwrap();
+        assert_eq!(p.operations[0].search, "");
+        assert_eq!(p.operations[0].replace, "A = 1\n");
+        assert_eq!(p.operations[0].path.as_deref(), Some("/w/new.py"));
+        assert!(p.notes[0].contains("create"), "{:?}", p.notes);
+        assert!(parse(r#"{"command": "create", "path": "a"}"#).is_err());
+        assert!(parse(r#"{"command": "view", "path": "a"}"#).is_err());
     }
 }
