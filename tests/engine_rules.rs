@@ -1088,3 +1088,21 @@ fn a_patch_whose_context_lines_lost_their_leading_space_keeps_its_added_lines_on
         "def f(pat):\n    match = compile(pat)\n    result = bool(match)\n    if result:\n        return result\n"
     );
 }
+
+#[test]
+fn a_search_copied_with_the_files_byte_order_mark_matches_and_the_file_keeps_one_mark() {
+    let file = "\u{feff}def g():\n    return 1\n";
+    let r = run(
+        file,
+        &block(
+            "\u{feff}def g():\n    return 1\n",
+            "\u{feff}def g():\n    return 2\n",
+        ),
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    assert_eq!(text(&r), "\u{feff}def g():\n    return 2\n");
+    assert!(r.report.notes.iter().any(|n| n.contains("byte order mark")));
+    // On a file without a mark, a SEARCH with one does not match.
+    let r = run("def g():\n", &block("\u{feff}def g():\n", "def h():\n"));
+    assert_eq!(r.report.outcome, Outcome::Failed);
+}

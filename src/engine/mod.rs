@@ -128,10 +128,13 @@ pub fn apply_parsed(
 fn run_parsed(
     name: &str,
     original: Option<&[u8]>,
-    parsed: payload::Payload,
+    mut parsed: payload::Payload,
     opts: &Options,
 ) -> Edit {
     let before = original.unwrap_or_default();
+    if before.starts_with(BOM) {
+        drop_copied_bom(&mut parsed);
+    }
     // Hashing a large file costs more than editing it: hash only what a report needs.
     let stale = match parsed.operations.iter().any(|op| op.if_match.is_some()) {
         true => {
@@ -165,6 +168,30 @@ fn run_parsed(
     }
     note_earlier_changes(&mut ops, &parsed.operations, &tx);
     finish(name, original, &tx, ops, parsed.notes)
+}
+
+/// The byte order mark is kept apart from the text blocks match, so a SEARCH
+/// copied with it (by a reader that shows the file's bytes) would never match its
+/// first line: on a file that has one, a SEARCH's (and its REPLACE's) leading
+/// mark is dropped, with a note. The file keeps its mark.
+fn drop_copied_bom(parsed: &mut payload::Payload) {
+    const MARK: char = '\u{feff}';
+    let mut dropped = Vec::new();
+    for (i, op) in parsed.operations.iter_mut().enumerate() {
+        if let Some(search) = op.search.strip_prefix(MARK) {
+            op.search = search.to_owned();
+            if let Some(replace) = op.replace.strip_prefix(MARK) {
+                op.replace = replace.to_owned();
+            }
+            dropped.push((i + 1).to_string());
+        }
+    }
+    if !dropped.is_empty() {
+        parsed.notes.push(format!(
+            "the byte order mark at the start of SEARCH (operation {}) was dropped: it is the file's, kept apart from its text, and stays",
+            dropped.join(", ")
+        ));
+    }
 }
 
 /// The report of a transaction whose `if_match` did not hold: the operations ran
