@@ -1106,3 +1106,13 @@ fn a_search_copied_with_the_files_byte_order_mark_matches_and_the_file_keeps_one
     let r = run("def g():\n", &block("\u{feff}def g():\n", "def h():\n"));
     assert_eq!(r.report.outcome, Outcome::Failed);
 }
+
+#[test]
+fn a_begin_patch_hunk_marked_end_of_file_takes_the_last_of_several_matches() {
+    let file = "def a():\n    pass\n\ndef b():\n    pass\n";
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@\n     pass\n+\n+# end\n*** End of File\n*** End Patch\n";
+    let r = run(file, patch);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    assert_eq!(text(&r), format!("{file}\n# end\n"));
+    assert_eq!(r.report.operations[0].lines, Some([5, 5]));
+}

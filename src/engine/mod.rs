@@ -613,6 +613,18 @@ impl Transaction<'_, '_> {
         if matches!(op.find, Find::Lines | Find::Text) {
             refuse_placeholders(op)?;
         }
+        // `*** End of File`: of several matches, the one nearest the last line.
+        let at_end;
+        let op = match op.end_of_file && op.near.is_none() {
+            true => {
+                at_end = Operation {
+                    near: Some(self.doc.len().max(1)),
+                    ..op.clone()
+                };
+                &at_end
+            }
+            false => op,
+        };
         let mut done = match &op.find {
             Find::Lines => match self.edit_lines(op, 0..self.doc.len()) {
                 Err(f) if f.kind == ErrorKind::Ambiguous => match self.anchored(op) {

@@ -82,6 +82,9 @@ pub struct Operation {
     /// A `*** Begin Patch` hunk's `@@ def f():` line: the hunk lies after the
     /// file's line of that text, when the file has exactly one.
     pub anchor: Option<String>,
+    /// A `*** Begin Patch` hunk followed by `*** End of File`: it lies at the end
+    /// of the file, so of several matches the last is meant.
+    pub end_of_file: bool,
 }
 
 impl Operation {
@@ -103,6 +106,7 @@ impl Operation {
             patched: Vec::new(),
             act: None,
             anchor: None,
+            end_of_file: false,
         }
     }
 }

@@ -149,6 +149,8 @@ struct Hunk {
     new_unended: bool,
     /// The first byte of the line taken last.
     last: u8,
+    /// `*** End of File` followed the hunk.
+    end_of_file: bool,
 }
 
 impl Hunk {
@@ -191,6 +193,7 @@ impl Hunk {
         op.label = file.map(str::to_owned);
         op.patched = op.label.iter().cloned().collect();
         op.anchor = self.anchor;
+        op.end_of_file = self.end_of_file;
         op
     }
 }
@@ -541,6 +544,9 @@ fn begin_patch(lines: &[&str], from: usize) -> Result<Payload, PayloadError> {
                 at,
             ));
         } else if line.trim_end() == "*** End of File" {
+            if let Some((h, _)) = hunk.as_mut() {
+                h.end_of_file = true;
+            }
         } else if let Some((h, _)) = hunk.as_mut() {
             h.take(line);
         } else if !line.trim().is_empty() {
