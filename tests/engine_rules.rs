@@ -1116,3 +1116,19 @@ fn a_begin_patch_hunk_marked_end_of_file_takes_the_last_of_several_matches() {
     assert_eq!(text(&r), format!("{file}\n# end\n"));
     assert_eq!(r.report.operations[0].lines, Some([5, 5]));
 }
+
+#[test]
+fn line_numbers_with_the_arrow_of_claude_codes_reader_are_stripped_when_they_agree() {
+    let file = "import os\n\ndef f(name):\n    return name\n";
+    let payload = block(
+        "     3→def f(name):\n     4→    return name\n",
+        "     3→def f(name):\n     4→    return name.lower()\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    assert_eq!(
+        text(&r),
+        "import os\n\ndef f(name):\n    return name.lower()\n"
+    );
+    assert_eq!(r.report.operations[0].strategy, Some("line_numbers"));
+}

@@ -157,10 +157,11 @@ pub fn blank_edges(lines: &[&str]) -> (usize, usize) {
 }
 
 static NUMBER_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(\d+)(?:\t| ?\| ?|: ?)").expect("the line-number pattern is valid")
+    Regex::new(r"^\s*(\d+)(?:\t| ?\| ?|: ?|→)").expect("the line-number pattern is valid")
 });
 
-/// Strips `12 | `, `12: ` or `12\t` prefixes when every line has one.
+/// Strips `12 | `, `12: `, `12\t` or `    12→` (Claude Code's file reader) prefixes
+/// when every line has one.
 /// Returns the stripped lines and the number on the first line.
 pub fn strip_numbers<'a>(lines: &[&'a str]) -> Option<(Vec<&'a str>, usize)> {
     let mut out = Vec::with_capacity(lines.len());
@@ -375,6 +376,10 @@ mod tests {
             Some((vec!["a", ""], 7))
         );
         assert_eq!(strip_numbers(&["3: a", "4: b"]), Some((vec!["a", "b"], 3)));
+        assert_eq!(
+            strip_numbers(&["    19→def f():", "    20→    x = 1"]),
+            Some((vec!["def f():", "    x = 1"], 19))
+        );
         assert_eq!(strip_numbers(&["12 | a", "14 | b"]), None);
         assert_eq!(strip_numbers(&["12 | a", "b"]), None);
     }
