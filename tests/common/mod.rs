@@ -212,8 +212,16 @@ impl Mount {
 }
 
 impl Drop for Mount {
+    /// A test that killed the daemon (`end` with SIGKILL) leaves its mount
+    /// behind, dead: it is unmounted here, so no test run leaves mounts around.
     fn drop(&mut self) {
         self.terminate(rustix::process::Signal::TERM);
+        if mounted(&self.mnt) {
+            let _ = Command::new(env!("CARGO_BIN_EXE_editfs"))
+                .arg("unmount")
+                .arg(&self.mnt)
+                .status();
+        }
     }
 }
 
