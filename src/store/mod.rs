@@ -451,9 +451,7 @@ impl Store {
         dir: BorrowedFd<'_>,
         name: &std::ffi::OsStr,
     ) -> Result<(String, rustix::fs::Stat), rustix::io::Errno> {
-        let moved = self.removals.begin(line, dir, name)?;
-        let st = self.removals.stat(&moved)?;
-        Ok((moved, st))
+        self.removals.begin(line, dir, name)
     }
 
     /// Whether a file on the file system `dev` can be removed by `begin_removal`.

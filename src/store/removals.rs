@@ -154,14 +154,19 @@ impl Removals {
 
     /// Appends `line` (the removal's log line, its id, hash and line count
     /// still missing) and moves the file `name` in `dir` into `removed/`;
-    /// returns the name it has there. A failure of either leaves the file where
-    /// it was; a line without its file is skipped by the filer.
+    /// returns the name it has there and the status of what was moved. A
+    /// failure of either leaves the file where it was; a line without its
+    /// file is skipped by the filer.
+    ///
+    /// The status is taken before the gate opens: from then on the filer may
+    /// file the line and drop the moved name at once, and a removal that then
+    /// failed to find it would report an error for a file it did remove.
     pub fn begin(
         &self,
         line: &LogEntry,
         dir: BorrowedFd<'_>,
         name: &OsStr,
-    ) -> Result<String, Errno> {
+    ) -> Result<(String, rustix::fs::Stat), Errno> {
         let seq = self.moved.1.fetch_add(1, Ordering::Relaxed);
         let intent = Intent {
             name: format!("{}.{seq}", self.moved.0),
@@ -176,15 +181,16 @@ impl Removals {
             self.count_waiting(line, 1);
             self.outstanding.fetch_add(1, Ordering::AcqRel);
             rustix::fs::renameat_with(dir, name, &self.dir, &intent.name, RenameFlags::NOREPLACE)
+                .and_then(|()| self.stat(&intent.name))
         };
         // Taken so the filer cannot miss this between its check and its wait.
         drop(self.wake.lock());
         self.woken.notify_one();
-        moved.map(|()| intent.name)
+        moved.map(|st| (intent.name, st))
     }
 
     /// The status of the file `begin` moved to `name`.
-    pub fn stat(&self, name: &str) -> Result<rustix::fs::Stat, Errno> {
+    fn stat(&self, name: &str) -> Result<rustix::fs::Stat, Errno> {
         rustix::fs::statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW)
     }
 
@@ -681,5 +687,43 @@ mod tests {
         assert_eq!(moved_files(&state), 0, "filed for its own path");
         assert!(!store.removals.pending_at("gone.txt"));
         assert_eq!(deletes(&store).len(), 1);
+    }
+
+    /// `git stash` failed with "unable to unlink old 'F': No such file or
+    /// directory" on a mount: the filer dropped a moved file before its
+    /// removal had looked at it, so the removal was retried as a copy of a
+    /// file no longer there. On one CPU the filer runs whenever the removing
+    /// thread is preempted, as on a loaded machine.
+    #[test]
+    fn a_removal_the_filer_files_at_once_still_succeeds() {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let allowed = sched_getaffinity(None).unwrap();
+        let cpu = (0..CpuSet::MAX_CPU).find(|c| allowed.is_set(*c)).unwrap();
+        let mut one = CpuSet::new();
+        one.set(cpu);
+        // Threads spawned below inherit it; the test's own thread ends with it.
+        sched_setaffinity(None, &one).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    store.file_removals(false);
+                }
+            });
+            for i in 0..4000 {
+                let name = format!("f{i}.txt");
+                fs::write(root.join(&name), "x\n").unwrap();
+                let removed = store.begin_removal(&removal(&name), dir.as_fd(), OsStr::new(&name));
+                if let Err(e) = removed {
+                    done.store(true, Ordering::Release);
+                    panic!("removal {i} moved the file, yet failed: {e}");
+                }
+            }
+            done.store(true, Ordering::Release);
+        });
     }
 }
