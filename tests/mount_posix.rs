@@ -120,3 +120,19 @@ stat -c %s a; echo two > a; cat a; : > a.edit; head -1 a.status"#;
     assert!(out.starts_with("0\ntwo\n"), "{out}");
     assert!(!out.contains("NO TRANSACTION"), "{out}");
 }
+
+/// `find` racing `rm -rf` printed "Stale file handle": it opened a directory,
+/// the directory was removed, and its `fstat` of the open descriptor, which
+/// natively never fails, reached the daemon for a node with no name left.
+#[test]
+fn fstat_of_an_open_directory_removed_since_succeeds() {
+    let m = mount!();
+    let script = r#"mkdir d && python3 - <<'EOF'
+import os, stat
+fd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+os.rmdir("d")
+st = os.fstat(fd)
+print(stat.S_ISDIR(st.st_mode))
+EOF"#;
+    assert_eq!(m.ok(script), "True\n");
+}

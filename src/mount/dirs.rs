@@ -499,15 +499,17 @@ impl Core {
     pub(super) fn opendir(&self, ino: u64) -> Res<(u64, bool)> {
         // Watched before it is read, so no change after the reading goes untold.
         let watched = |_| self.ttl_in(ino) > REAL_TTL;
-        let (listing, keep) = match self.kind(ino)? {
-            // Opened now, so a directory that is gone fails here, not at the listing.
+        let (fd, listing, keep) = match self.kind(ino)? {
             Kind::Real => {
                 let files_read = self.opened_in.lock().remove(&ino);
-                (None, self.dir_of(ino).is_ok_and(watched) && !files_read)
+                let fd = self.dir_of(ino).ok();
+                let keep = fd.as_ref().is_some_and(watched) && !files_read;
+                (fd, None, keep)
             }
-            _ => (Some(Arc::new(self.list(ino)?)), false),
+            _ => (None, Some(Arc::new(self.list(ino)?)), false),
         };
-        Ok((self.add_handle(Handle::Dir(Mutex::new(listing))), keep))
+        let listing = Mutex::new(listing);
+        Ok((self.add_handle(Handle::Dir { ino, fd, listing }), keep))
     }
 
     /// A real file in directory node `dir` is being opened.
@@ -517,7 +519,7 @@ impl Core {
 
     /// The entries of open directory `h` (node `ino`), read at the first ask.
     fn entries(&self, ino: u64, h: &Handle) -> Res<Arc<Vec<Entry>>> {
-        let Handle::Dir(listing) = h else {
+        let Handle::Dir { listing, .. } = h else {
             return Err(Errno::ENOTDIR);
         };
         if let Some(read) = &*listing.lock() {

@@ -212,9 +212,17 @@ pub enum Handle {
         /// the descriptor again.
         writer: bool,
     },
-    /// An open directory's entries, read at its first listing request (`None`
-    /// until then): a listing the kernel keeps cached is not read at all.
-    Dir(Mutex<Option<Arc<Vec<Entry>>>>),
+    /// An open directory of node `ino`. Its `listing` is read at its first
+    /// listing request (`None` until then): a listing the kernel keeps cached
+    /// is not read at all. A real one holds its descriptor (`fd`), as a native
+    /// open holds the inode: `fstat` of a directory removed since it was
+    /// opened (`find` racing `rm -rf`) reaches us with no handle and no name
+    /// left, and is answered through it, not ESTALE.
+    Dir {
+        ino: u64,
+        fd: Option<Arc<OwnedFd>>,
+        listing: Mutex<Option<Arc<Vec<Entry>>>>,
+    },
     Edit(Mutex<EditBuffer>),
     /// A virtual file's content, fixed when it was opened; what `.editfs/`
     /// renders for a reader (a long log) is charged to the reader's buffer budget.
@@ -789,10 +797,21 @@ impl Core {
     }
 
     /// The status of real node `ino` through one of its open handles, if any:
-    /// a file replaced or unlinked under its name lives on while open.
+    /// a file or directory replaced or unlinked under its name lives on while open.
     pub(super) fn stat_open(&self, ino: u64) -> Option<rustix::fs::Stat> {
-        match &*self.open_on(ino)? {
+        let on = |h: &&Arc<Handle>| match &***h {
+            Handle::File { ino: i, .. }
+            | Handle::Dir {
+                ino: i,
+                fd: Some(_),
+                ..
+            } => *i == ino,
+            _ => false,
+        };
+        let open = self.handles.lock().values().find(on).cloned()?;
+        match &*open {
             Handle::File { file, .. } => rustix::fs::fstat(file).ok(),
+            Handle::Dir { fd: Some(fd), .. } => rustix::fs::fstat(&**fd).ok(),
             _ => None,
         }
     }
