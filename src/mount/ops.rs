@@ -7,6 +7,7 @@ use std::ffi::OsStr;
 
 use super::control::{EditBuffer, slice};
 use super::fs::{Core, Handle, VIRTUAL_TTL};
+use super::names::Control;
 use super::nodes::Kind;
 use super::real::{Set, is_write, read_at, truncates};
 use super::state;
@@ -125,27 +126,36 @@ impl Core {
         register: Register<'_>,
     ) -> Res<Opened> {
         let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ESTALE)?;
-        let fh = match (node.parent, node.kind) {
-            (parent, Kind::Control { base, control }) => self.open_control(
-                (parent, &base),
-                control,
-                who,
-                (is_write(flags), truncates(flags)),
-            )?,
+        // An edit handle's close commits; a report's bytes are fixed at the open.
+        let (fh, served) = match (node.parent, node.kind) {
+            (parent, Kind::Control { base, control }) => {
+                let fh = self.open_control(
+                    (parent, &base),
+                    control,
+                    who,
+                    (is_write(flags), truncates(flags)),
+                )?;
+                match control {
+                    Control::Edit => (fh, Served::Direct),
+                    _ => (fh, Served::Fixed),
+                }
+            }
             (_, Kind::State(rel)) if state::is_control(&rel) => {
-                self.add_handle(Handle::Edit(parking_lot::Mutex::new(
+                let fh = self.add_handle(Handle::Edit(parking_lot::Mutex::new(
                     EditBuffer::opened(truncates(flags), Some(who.caller()), None)
                         .charged_to(self.budget.account(who.uid)),
-                )))
+                )));
+                (fh, Served::Direct)
             }
             (_, Kind::State(rel)) if !is_write(flags) => {
                 let bytes = self.state_bytes(&rel, &who.caller())?;
                 let mut charge = self.budget.account(who.uid);
                 charge.hold(bytes.len() as u64)?;
-                self.add_handle(Handle::Bytes {
+                let fh = self.add_handle(Handle::Bytes {
                     bytes,
                     _charge: Some(charge),
-                })
+                });
+                (fh, Served::Fixed)
             }
             (_, Kind::State(_)) => return Err(Errno::EROFS),
             (parent, Kind::Real) => {
@@ -156,10 +166,6 @@ impl Core {
                 }
                 return self.open_file(who, ino, flags, register);
             }
-        };
-        let served = match *self.handle(fh)? {
-            Handle::Bytes { .. } => Served::Fixed,
-            _ => Served::Direct,
         };
         Ok(Opened { fh, served })
     }
