@@ -18,7 +18,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
@@ -406,17 +406,20 @@ impl Core {
     }
 
     /// The bytes `F.status` or `F.status.json` shows for the file at `rel`.
-    pub(super) fn status_bytes(&self, rel: &Path, control: Control) -> Vec<u8> {
-        let report = self.reports.lock().get(rel).cloned();
+    pub(super) fn status_bytes(&self, rel: &Path, control: Control) -> Arc<[u8]> {
+        let shown = self.reports.lock().get(rel).cloned();
         let name = rel.to_string_lossy();
         // A transaction `editfs apply` made since is the most recent one.
-        let mine = report.as_ref().map_or(self.started_after_tx, |r| r.tx);
+        let mine = shown
+            .as_ref()
+            .map_or(self.started_after_tx, |r| r.report.tx);
         if let Some(s) = self.store.shared_report_after(&name, mine) {
             return match control {
                 Control::StatusJson => s.json + "\n",
                 _ => s.text,
             }
-            .into_bytes();
+            .into_bytes()
+            .into();
         }
         let edit = self.settings.suffixes.name(
             OsStr::new(rel.file_name().unwrap_or_default()),
@@ -426,15 +429,17 @@ impl Core {
             "write SEARCH/REPLACE blocks to {} and read this file again",
             edit.to_string_lossy()
         );
-        match (report, control) {
-            (Some(r), Control::StatusJson) => (r.to_json() + "\n").into_bytes(),
-            (Some(r), _) => r.to_string().into_bytes(),
+        match (shown, control) {
+            (Some(r), Control::StatusJson) => r.json(),
+            (Some(r), _) => r.text(),
             (None, Control::StatusJson) => {
                 let v = serde_json::json!({ "file": name, "tx": null, "outcome": null,
                     "message": format!("{NO_REPORT}; {how}") });
-                (v.to_string() + "\n").into_bytes()
+                (v.to_string() + "\n").into_bytes().into()
             }
-            (None, _) => format!("NO REPORT YET {name}\n{NO_REPORT};\n{how}.\n").into_bytes(),
+            (None, _) => format!("NO REPORT YET {name}\n{NO_REPORT};\n{how}.\n")
+                .into_bytes()
+                .into(),
         }
     }
 
@@ -452,17 +457,18 @@ impl Core {
             // (read from /proc), to check its commit against them.
             Control::Edit => {
                 let since = self.lineage.lock().mark();
-                let meant = self.meant(parent, base).map(|m| (m, since));
+                let (meant, setid) = self.meant(parent, base).unzip();
+                let caller = who.editor(setid.unwrap_or(false));
+                let meant = meant.map(|m| (m, since));
                 let account = self.budget.account(who.uid);
-                let buf =
-                    EditBuffer::opened(truncate, Some(who.caller()), meant).charged_to(account);
+                let buf = EditBuffer::opened(truncate, Some(caller), meant).charged_to(account);
                 Ok(self.add_handle(Handle::Edit(Mutex::new(buf))))
             }
             _ if write => Err(Errno::EACCES),
             _ => {
                 let bytes = self.status_bytes(&self.path(parent)?.join(base), control);
                 Ok(self.add_handle(Handle::Bytes {
-                    bytes,
+                    bytes: bytes.to_vec(),
                     _charge: None,
                 }))
             }
@@ -596,7 +602,7 @@ impl Core {
         for r in reports {
             self.reports
                 .lock()
-                .insert(PathBuf::from(&r.file), Arc::new(r.clone()));
+                .insert(PathBuf::from(&r.file), Arc::new(Shown::new(r.clone())));
             self.invalidate_path(Path::new(&r.file));
         }
     }
@@ -639,17 +645,19 @@ impl Core {
                 who,
             ),
         };
+        let shown = Shown::new(report);
         let committed = Committed {
-            text: report.to_string().into_bytes(),
-            errno: errno_for(&report),
+            text: shown.text().to_vec(),
+            errno: errno_for(&shown.report),
         };
+        let report = &shown.report;
         log::info!(
             "tx {} on {}: {:?}",
             report.tx,
             rel.display(),
             report.outcome
         );
-        self.reports.lock().insert(rel, Arc::new(report));
+        self.reports.lock().insert(rel, Arc::new(shown));
         Ok(committed)
     }
 
@@ -682,7 +690,7 @@ impl Core {
         if file != rel {
             self.reports
                 .lock()
-                .insert(file.to_owned(), Arc::new(report.clone()));
+                .insert(file.to_owned(), Arc::new(Shown::new(report.clone())));
             self.invalidate_path(rel);
         }
         self.invalidate_path(file);
@@ -701,22 +709,21 @@ impl Core {
         Ok(dir)
     }
 
-    /// The file an edit of `base` in `parent` would change now, if any.
-    fn meant(&self, parent: u64, base: &OsStr) -> Option<Meant> {
+    /// The file an edit of `base` in `parent` would change now, if any, and
+    /// whether it has a set-id bit.
+    fn meant(&self, parent: u64, base: &OsStr) -> Option<(Meant, bool)> {
         let rel = self.path(parent).ok()?.join(base);
         let file = self.edited_file((parent, base), &rel).ok()?;
-        self.identities(&[&file.to_string_lossy()]).pop()
+        let st = self.stat_beneath(&file.to_string_lossy());
+        let setid = st
+            .as_ref()
+            .is_some_and(|s| s.st_mode & (libc::S_ISUID | libc::S_ISGID) != 0);
+        Some((identity(st.as_ref()), setid))
     }
 
     /// What the files at `rels` are now (beneath SOURCE, symlinks not followed last).
     fn identities(&self, rels: &[&str]) -> Vec<Meant> {
-        let id = |rel: &&str| match self.stat_beneath(rel) {
-            Some(st) => Meant::File {
-                dev: st.st_dev,
-                ino: st.st_ino,
-            },
-            None => Meant::Absent,
-        };
+        let id = |rel: &&str| identity(self.stat_beneath(rel).as_ref());
         rels.iter().map(id).collect()
     }
 
@@ -878,6 +885,7 @@ impl Core {
             None => match self.commit_target(ino)? {
                 CommitTarget::File { parent, base } => {
                     self.status_bytes(&self.path(parent)?.join(base), Control::Status)
+                        .to_vec()
                 }
                 // Not this handle's: `.editfs/status` shows the latest to whom may see it.
                 _ => b"NO TRANSACTION through this handle: nothing was written to it; the latest report of .editfs/edit or .editfs/undo is in .editfs/status\n".to_vec(),
@@ -1041,6 +1049,46 @@ impl Core {
                 }
             }
         }
+    }
+}
+
+/// A report as `F.status` and `F.status.json` show it, each form rendered once,
+/// when first asked for: the kernel asks for the size of a report, so for its
+/// whole text, at every GETATTR, several times per edit round trip.
+pub(super) struct Shown {
+    pub(super) report: Report,
+    text: OnceLock<Arc<[u8]>>,
+    json: OnceLock<Arc<[u8]>>,
+}
+
+impl Shown {
+    pub(super) fn new(report: Report) -> Shown {
+        Shown {
+            report,
+            text: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+
+    fn text(&self) -> Arc<[u8]> {
+        let render = || self.report.to_string().into_bytes().into();
+        Arc::clone(self.text.get_or_init(render))
+    }
+
+    fn json(&self) -> Arc<[u8]> {
+        let render = || (self.report.to_json() + "\n").into_bytes().into();
+        Arc::clone(self.json.get_or_init(render))
+    }
+}
+
+/// What a file is, from its status (none: there is no file).
+fn identity(st: Option<&rustix::fs::Stat>) -> Meant {
+    match st {
+        Some(st) => Meant::File {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        None => Meant::Absent,
     }
 }
 

@@ -70,7 +70,7 @@ use super::names::Suffixes;
 use super::nodes::{Kind, Nodes, ROOT, real_id};
 use super::source::Source;
 use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, Timed, errno};
-use crate::engine::{self, Report};
+use crate::engine;
 use crate::store::Store;
 use crate::transaction::Meant;
 
@@ -440,7 +440,7 @@ pub struct Core {
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
     /// The latest report of each file (by path relative to SOURCE).
-    pub(super) reports: Mutex<HashMap<PathBuf, Arc<Report>>>,
+    pub(super) reports: Mutex<HashMap<PathBuf, Arc<super::control::Shown>>>,
     /// The last transaction id when the mount started: a report `editfs apply`
     /// left from before is not the latest on a file the mount may have changed since.
     pub(super) started_after_tx: u64,

@@ -143,6 +143,11 @@ impl Requester {
     pub fn caller(self) -> Caller {
         Caller::of(self.uid, self.gid, self.pid)
     }
+
+    /// The caller of an edit of a file that has (`setid`) a set-id bit or not.
+    pub fn editor(self, setid: bool) -> Caller {
+        Caller::of_editor(self.uid, self.gid, self.pid, setid)
+    }
 }
 
 /// A kernel resource that passes one open inode through to SOURCE, held while
