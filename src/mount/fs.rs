@@ -8,6 +8,9 @@
 //! 1. a file's stripes (`stripes_for`: ascending index; only commit threads
 //!    take them exclusively, a direct write shares one);
 //! 2. the store's lock (transactions, and pre-images of direct writes);
+//!    then the store's removal gate (a removal's log line, move and its
+//!    verdict on what it moved, which looks at `handles`; the filer's read
+//!    of those lines);
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's

@@ -17,6 +17,7 @@ use super::ignored::GitIgnores;
 use super::nodes::real_id;
 use crate::store::logline::{Access, Kind};
 use crate::store::objects::{Objects, Side};
+use crate::store::removals::Verdict;
 use crate::transaction::Who;
 use crate::transaction::direct::{self, Pending};
 
@@ -197,8 +198,16 @@ impl Core {
                 uid: st.st_uid,
                 gid: st.st_gid,
             };
-            match direct::remove_later(&self.store, (loc.dir(), &loc.name), &name, &who, access) {
-                Ok((moved, now)) => return self.check_moved(&moved, (&st, &now), loc),
+            let decide = |moved: &rustix::fs::Stat| self.verdict(&st, moved);
+            match direct::remove_later(
+                &self.store,
+                (loc.dir(), &loc.name),
+                &name,
+                (&who, access),
+                decide,
+            ) {
+                Ok(Verdict::PutBack) => return Err(rustix::io::Errno::ISDIR),
+                Ok(_) => return Ok(()),
                 Err(e) => log::debug!("{name}: not moved into the store ({e}): copied"),
             }
         }
@@ -220,29 +229,21 @@ impl Core {
         }
     }
 
-    /// What `remove_file` moved to `moved` is not always what it looked at
+    /// What `remove_file` moved (`moved`) is not always what it looked at
     /// (`seen`): the name may have been replaced, or the file opened, in
     /// between. A file that is open now is copied, not adopted, by the store; a
-    /// directory is put back, as `unlink` would have left it.
-    fn check_moved(
-        &self,
-        name: &str,
-        (seen, moved): (&rustix::fs::Stat, &rustix::fs::Stat),
-        loc: &Loc,
-    ) -> rustix::io::Result<()> {
+    /// directory is put back, as `unlink` would have left it. Asked under the
+    /// store's removal gate, so it takes only `handles`, briefly.
+    fn verdict(&self, seen: &rustix::fs::Stat, moved: &rustix::fs::Stat) -> Verdict {
         if FileType::from_raw_mode(moved.st_mode) == FileType::Directory {
-            if let Err(e) = self.store.put_back_removed(name, loc.dir(), &loc.name) {
-                log::error!("a directory took a removed name and cannot be put back: {e}");
-            }
-            return Err(rustix::io::Errno::ISDIR);
+            return Verdict::PutBack;
         }
         let same = (moved.st_dev, moved.st_ino) == (seen.st_dev, seen.st_ino);
-        if (!same || self.is_open(real_id(moved.st_ino)))
-            && let Err(e) = self.store.copy_removed_later(name)
-        {
-            log::error!("a removed file was opened meanwhile and is adopted by the store: {e}");
+        if !same || self.is_open(real_id(moved.st_ino)) {
+            Verdict::Copy
+        } else {
+            Verdict::Adopt
         }
-        Ok(())
     }
 }
 

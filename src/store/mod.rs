@@ -443,35 +443,21 @@ impl Store {
 
     /// Removes the regular file `name` in `dir` by moving it into the store,
     /// which keeps it as the pre-image and logs `line` with a new id in the
-    /// background (see removals.rs). Returns the name it was moved to and its
-    /// status; on an error nothing was moved.
+    /// background (see removals.rs), unless `decide`, shown the status of what
+    /// was moved, says otherwise; returns what it said. On an error nothing
+    /// was moved.
     pub fn begin_removal(
         &self,
         line: &LogEntry,
-        dir: BorrowedFd<'_>,
-        name: &std::ffi::OsStr,
-    ) -> Result<(String, rustix::fs::Stat), rustix::io::Errno> {
-        self.removals.begin(line, dir, name)
+        at: (BorrowedFd<'_>, &std::ffi::OsStr),
+        decide: impl FnOnce(&rustix::fs::Stat) -> removals::Verdict,
+    ) -> Result<removals::Verdict, rustix::io::Errno> {
+        self.removals.begin(line, at, decide)
     }
 
     /// Whether a file on the file system `dev` can be removed by `begin_removal`.
     pub fn removes_on(&self, dev: u64) -> bool {
         self.removals.takes_from(dev)
-    }
-
-    /// See `removals::Removals::copy_later`.
-    pub fn copy_removed_later(&self, moved: &str) -> Result<(), rustix::io::Errno> {
-        self.removals.copy_later(moved)
-    }
-
-    /// See `removals::Removals::put_back`.
-    pub fn put_back_removed(
-        &self,
-        moved: &str,
-        dir: BorrowedFd<'_>,
-        name: &std::ffi::OsStr,
-    ) -> Result<(), rustix::io::Errno> {
-        self.removals.put_back(moved, dir, name)
     }
 
     /// `lock`, but only if no transaction holds it now: `None` then.

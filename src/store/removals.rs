@@ -70,6 +70,18 @@ struct Intent {
     line: LogEntry,
 }
 
+/// What becomes of a file `Removals::begin` moved, decided from its status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Kept by making its inode the store's (nothing is copied).
+    Adopt,
+    /// Kept by copying its bytes: a writer may still hold it.
+    Copy,
+    /// Not removed: it is no file (a directory took the name), so not for
+    /// `unlink`; it goes back to its name.
+    PutBack,
+}
+
 pub struct Removals {
     dir: OwnedFd,
     /// The file system of `dir`: only a file on it can be moved in.
@@ -153,20 +165,23 @@ impl Removals {
     }
 
     /// Appends `line` (the removal's log line, its id, hash and line count
-    /// still missing) and moves the file `name` in `dir` into `removed/`;
-    /// returns the name it has there and the status of what was moved. A
-    /// failure of either leaves the file where it was; a line without its
-    /// file is skipped by the filer.
+    /// still missing), moves the file `name` in `dir` into `removed/`, and
+    /// does what `decide` says of the status of what was moved; returns that.
+    /// A failure of the line or the move leaves the file where it was; a line
+    /// without its file is skipped by the filer.
     ///
-    /// The status is taken before the gate opens: from then on the filer may
-    /// file the line and drop the moved name at once, and a removal that then
-    /// failed to find it would report an error for a file it did remove.
+    /// The decision is taken and done before the gate opens: from then on the
+    /// filer may file the line and drop the moved name at once, so a file
+    /// opened meanwhile would be adopted instead of copied, and a directory
+    /// that took the name would not be put back. Doing it costs a `stat` and
+    /// at most one `rename` under the gate, never a byte of the file: the
+    /// copy itself is the filer's.
     pub fn begin(
         &self,
         line: &LogEntry,
-        dir: BorrowedFd<'_>,
-        name: &OsStr,
-    ) -> Result<(String, rustix::fs::Stat), Errno> {
+        (dir, name): (BorrowedFd<'_>, &OsStr),
+        decide: impl FnOnce(&rustix::fs::Stat) -> Verdict,
+    ) -> Result<Verdict, Errno> {
         let seq = self.moved.1.fetch_add(1, Ordering::Relaxed);
         let intent = Intent {
             name: format!("{}.{seq}", self.moved.0),
@@ -174,7 +189,7 @@ impl Removals {
         };
         let mut text = serde_json::to_string(&intent).map_err(|_| Errno::INVAL)?;
         text.push('\n');
-        let moved = {
+        let verdict = {
             let _gate = self.gate.read();
             std::io::Write::write_all(&mut &self.intents, text.as_bytes())
                 .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
@@ -182,11 +197,16 @@ impl Removals {
             self.outstanding.fetch_add(1, Ordering::AcqRel);
             rustix::fs::renameat_with(dir, name, &self.dir, &intent.name, RenameFlags::NOREPLACE)
                 .and_then(|()| self.stat(&intent.name))
+                .map(|st| {
+                    let verdict = decide(&st);
+                    self.carry_out(verdict, &intent.name, (dir, name));
+                    verdict
+                })
         };
         // Taken so the filer cannot miss this between its check and its wait.
         drop(self.wake.lock());
         self.woken.notify_one();
-        moved.map(|st| (intent.name, st))
+        verdict
     }
 
     /// The status of the file `begin` moved to `name`.
@@ -194,16 +214,29 @@ impl Removals {
         rustix::fs::statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW)
     }
 
-    /// Marks the file moved to `name` as one to copy, not to adopt: it was
-    /// opened meanwhile.
-    pub fn copy_later(&self, name: &str) -> Result<(), Errno> {
-        rustix::fs::renameat(&self.dir, name, &self.dir, format!("{name}{COPY}"))
-    }
-
-    /// Puts what `begin` moved to `moved` back at `name` in `dir`: it is no
-    /// file (a directory took the name meanwhile), so not for `unlink`.
-    pub fn put_back(&self, moved: &str, dir: BorrowedFd<'_>, name: &OsStr) -> Result<(), Errno> {
-        rustix::fs::renameat_with(&self.dir, moved, dir, name, RenameFlags::NOREPLACE)
+    /// Does `verdict` to what `begin` moved to `moved` from `name` in `dir`;
+    /// a failure is logged: the filer then adopts a file to be copied, and a
+    /// directory not put back stays in `removed/` (the filer cannot read it).
+    fn carry_out(&self, verdict: Verdict, moved: &str, (dir, name): (BorrowedFd<'_>, &OsStr)) {
+        match verdict {
+            Verdict::Adopt => {}
+            Verdict::Copy => {
+                if let Err(e) =
+                    rustix::fs::renameat(&self.dir, moved, &self.dir, format!("{moved}{COPY}"))
+                {
+                    log::error!(
+                        "a removed file was opened meanwhile and is adopted by the store: {e}"
+                    );
+                }
+            }
+            Verdict::PutBack => {
+                if let Err(e) =
+                    rustix::fs::renameat_with(&self.dir, moved, dir, name, RenameFlags::NOREPLACE)
+                {
+                    log::error!("a directory took a removed name and cannot be put back: {e}");
+                }
+            }
+        }
     }
 
     /// Waits until a removal is begun or `timeout` passes; says whether one was.
@@ -469,6 +502,30 @@ mod tests {
         }
     }
 
+    /// Pins the calling thread, and the threads it spawns after, to one CPU.
+    fn pin_to_one_cpu() {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let allowed = sched_getaffinity(None).unwrap();
+        let cpu = (0..CpuSet::MAX_CPU).find(|c| allowed.is_set(*c)).unwrap();
+        let mut one = CpuSet::new();
+        one.set(cpu);
+        sched_setaffinity(None, &one).unwrap();
+    }
+
+    /// Files removals as the mount's filer does, woken by each as it begins,
+    /// until `done`.
+    fn filer_until(store: &Store, done: &std::sync::atomic::AtomicBool) {
+        while !done.load(Ordering::Acquire) {
+            if store.wait_for_removals(Duration::from_millis(20)) {
+                store.file_removals(false);
+            }
+        }
+    }
+
+    fn adopt(_: &rustix::fs::Stat) -> Verdict {
+        Verdict::Adopt
+    }
+
     fn deletes(store: &Store) -> Vec<LogEntry> {
         let all = store.entries();
         all.into_iter().filter(|e| e.kind == Kind::Delete).collect()
@@ -489,7 +546,11 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         store
-            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .begin_removal(
+                &removal("gone.txt"),
+                (dir.as_fd(), OsStr::new("gone.txt")),
+                adopt,
+            )
             .unwrap();
         assert!(!root.join("gone.txt").exists(), "removed at once");
         // Killed before the filer ran.
@@ -517,9 +578,14 @@ mod tests {
         fs::write(root.join("gone.txt"), "kept\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        let (moved, _) = store
-            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+        store
+            .begin_removal(
+                &removal("gone.txt"),
+                (dir.as_fd(), OsStr::new("gone.txt")),
+                adopt,
+            )
             .unwrap();
+        let moved = format!("{}.0", store.removals.moved.0);
         let copy = tmp.path().join("copy");
         fs::copy(state.join(DIR).join(&moved), &copy).unwrap();
         store.settle_removals();
@@ -540,7 +606,11 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         store
-            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .begin_removal(
+                &removal("gone.txt"),
+                (dir.as_fd(), OsStr::new("gone.txt")),
+                adopt,
+            )
             .unwrap();
         let lock = store.lock().unwrap();
         let logged = deletes(&store);
@@ -563,7 +633,7 @@ mod tests {
         let dir = atomic::open_dir(root).unwrap();
         for name in ["a", "b"] {
             store
-                .begin_removal(&removal(name), dir.as_fd(), OsStr::new(name))
+                .begin_removal(&removal(name), (dir.as_fd(), OsStr::new(name)), adopt)
                 .unwrap();
         }
         store.settle_removals();
@@ -588,7 +658,7 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         store
-            .begin_removal(&removal("a"), dir.as_fd(), OsStr::new("a"))
+            .begin_removal(&removal("a"), (dir.as_fd(), OsStr::new("a")), adopt)
             .unwrap();
         store.settle_removals();
         fs::write(root.join("other"), "after\n").unwrap();
@@ -610,7 +680,7 @@ mod tests {
             let name = format!("f{i}");
             fs::write(root.join(&name), format!("{i}\n")).unwrap();
             store
-                .begin_removal(&removal(&name), dir.as_fd(), OsStr::new(&name))
+                .begin_removal(&removal(&name), (dir.as_fd(), OsStr::new(&name)), adopt)
                 .unwrap();
         }
         let mut seen = 0;
@@ -678,7 +748,11 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         store
-            .begin_removal(&removal("gone.txt"), dir.as_fd(), OsStr::new("gone.txt"))
+            .begin_removal(
+                &removal("gone.txt"),
+                (dir.as_fd(), OsStr::new("gone.txt")),
+                adopt,
+            )
             .unwrap();
         store.settle_removals_at("other.txt");
         assert_eq!(moved_files(&state), 1, "not filed for another path");
@@ -696,31 +770,19 @@ mod tests {
     /// removing thread is preempted, as on a loaded machine.
     #[test]
     fn a_removal_the_filer_files_at_once_still_succeeds() {
-        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
-        let allowed = sched_getaffinity(None).unwrap();
-        let cpu = (0..CpuSet::MAX_CPU).find(|c| allowed.is_set(*c)).unwrap();
-        let mut one = CpuSet::new();
-        one.set(cpu);
-        // Threads spawned below inherit it; the test's own thread ends with it.
-        sched_setaffinity(None, &one).unwrap();
+        pin_to_one_cpu();
         let tmp = tempfile::tempdir().unwrap();
         let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            // As the mount's filer does: woken by each removal as it begins.
-            s.spawn(|| {
-                while !done.load(Ordering::Acquire) {
-                    if store.wait_for_removals(Duration::from_millis(20)) {
-                        store.file_removals(false);
-                    }
-                }
-            });
+            s.spawn(|| filer_until(&store, &done));
             for i in 0..4000 {
                 let name = format!("f{i}.txt");
                 fs::write(root.join(&name), "x\n").unwrap();
-                let removed = store.begin_removal(&removal(&name), dir.as_fd(), OsStr::new(&name));
+                let removed =
+                    store.begin_removal(&removal(&name), (dir.as_fd(), OsStr::new(&name)), adopt);
                 if let Err(e) = removed {
                     done.store(true, Ordering::Release);
                     panic!("removal {i} moved the file, yet failed: {e}");
@@ -728,5 +790,70 @@ mod tests {
             }
             done.store(true, Ordering::Release);
         });
+    }
+
+    /// A file opened through the mount while it was being removed must be
+    /// copied, not adopted, or its writer could change the kept version. The
+    /// verdict was once carried out after the gate opened: a filer woken by
+    /// the removal had filed and dropped the moved name first, and the file
+    /// was adopted. On one CPU the filer runs whenever the remover is
+    /// preempted, as on a loaded machine.
+    #[test]
+    fn a_removal_decided_as_a_copy_is_copied_though_the_filer_files_at_once() {
+        pin_to_one_cpu();
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let mut removed = Vec::new();
+        std::thread::scope(|s| {
+            s.spawn(|| filer_until(&store, &done));
+            for i in 0..2000 {
+                let name = format!("f{i}.txt");
+                fs::write(root.join(&name), format!("{i}\n")).unwrap();
+                let ino = fs::metadata(root.join(&name)).unwrap().ino();
+                let copy = |_: &rustix::fs::Stat| Verdict::Copy;
+                let verdict =
+                    store.begin_removal(&removal(&name), (dir.as_fd(), OsStr::new(&name)), copy);
+                assert_eq!(verdict, Ok(Verdict::Copy));
+                removed.push((i, ino));
+            }
+            done.store(true, Ordering::Release);
+        });
+        store.settle_removals();
+        for (i, ino) in removed {
+            let object = state
+                .join("objects")
+                .join(sha256_hex(format!("{i}\n").as_bytes()));
+            assert_ne!(
+                fs::metadata(&object).unwrap().ino(),
+                ino,
+                "removal {i}: the file to be copied was adopted"
+            );
+        }
+    }
+
+    #[test]
+    fn a_directory_that_took_the_name_is_put_back_and_logged_as_no_removal() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::create_dir(root.join("d")).unwrap();
+        fs::write(root.join("d/inside"), "x\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        let back = |st: &rustix::fs::Stat| {
+            assert_eq!(
+                rustix::fs::FileType::from_raw_mode(st.st_mode),
+                rustix::fs::FileType::Directory
+            );
+            Verdict::PutBack
+        };
+        let verdict = store.begin_removal(&removal("d"), (dir.as_fd(), OsStr::new("d")), back);
+        assert_eq!(verdict, Ok(Verdict::PutBack));
+        assert_eq!(fs::read_to_string(root.join("d/inside")).unwrap(), "x\n");
+        store.settle_removals();
+        assert!(deletes(&store).is_empty());
+        assert_eq!(moved_files(&state), 0);
     }
 }

@@ -16,6 +16,7 @@ use super::{Who, now};
 use crate::engine::sha256_hex;
 use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
 use crate::store::objects::Side;
+use crate::store::removals::Verdict;
 use crate::store::{Store, StoreError};
 
 /// A direct write whose pre-image is kept and whose result is not known yet.
@@ -215,15 +216,16 @@ pub fn remove<E>(
 /// Removes the regular file `name` in `dir` (`rel` in the project, `access` its
 /// mode and owner) by moving it into the store, which keeps its pre-image and
 /// logs the removal in the background (see `store::removals`): no byte of it is
-/// read, and no lock taken, here. Returns the name it was moved to and the
-/// status of what was moved; on an error nothing was moved.
+/// read, and no lock taken, here. `decide` says, from the status of what was
+/// moved, what the store does with it, before the background may file it;
+/// returns what it said. On an error nothing was moved.
 pub fn remove_later(
     store: &Store,
-    (dir, name): (BorrowedFd<'_>, &OsStr),
+    at: (BorrowedFd<'_>, &OsStr),
     rel: &str,
-    who: &Who,
-    access: Access,
-) -> Result<(String, rustix::fs::Stat), rustix::io::Errno> {
+    (who, access): (&Who, Access),
+    decide: impl FnOnce(&rustix::fs::Stat) -> Verdict,
+) -> Result<Verdict, rustix::io::Errno> {
     let file = FileEntry {
         file: rel.to_owned(),
         removed: true,
@@ -231,7 +233,7 @@ pub fn remove_later(
         ..FileEntry::default()
     };
     let line = entry(0, now(), Kind::Delete, Outcome::Ok, file, who);
-    store.begin_removal(&line, dir, name)
+    store.begin_removal(&line, at, decide)
 }
 
 #[cfg(test)]
