@@ -695,7 +695,7 @@ impl Store {
         self.journal.write(&record)?;
         let committed = self
             .write_temps(&record, changes)
-            .and_then(|temps| self.commit_point(&mut record, temps, (changes, removals)));
+            .and_then(|temps| self.commit_point(&mut record, temps, root.0, (changes, removals)));
         match committed {
             Ok(kept) => Ok((record, kept)),
             Err(e) => {
@@ -717,10 +717,18 @@ impl Store {
 
     /// Syncs `temps` on the syncer's thread while the versions are kept and
     /// the committed record is written and synced (see `prepare`).
+    ///
+    /// Directories the transaction made (`dirs` of its log line) have their
+    /// parents synced before the record is: recovery finds a new file's
+    /// directory again by its path, so a crash of the machine must not leave
+    /// a committed record whose directory entry never reached the disk. Only
+    /// a commit that made directories pays for it, alongside the temporary
+    /// files' sync.
     fn commit_point(
         &self,
         record: &mut journal::Record,
         temps: syncer::Files,
+        root: BorrowedFd<'_>,
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
     ) -> Result<Vec<Option<String>>, StoreError> {
         let pending = match self.syncer.start(temps) {
@@ -732,6 +740,7 @@ impl Store {
         };
         let committed = self
             .keep_versions(record.tx, changes, removals)
+            .and_then(|kept| sync_made_dirs(root, &record.log).map(|()| kept))
             .and_then(|kept| {
                 record.committed = true;
                 self.journal.write(record).map(|()| kept)
@@ -1022,6 +1031,21 @@ fn rotate(path: &Path, now: Option<&fs::Metadata>, reaper: &reaper::Reaper) -> b
 /// may leave around it (blanks, zero bytes).
 fn counter_text(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+}
+
+/// Syncs the parent of each directory `log` says its transaction made, once
+/// each: what makes their entries, and so the new files in them, durable.
+fn sync_made_dirs(root: BorrowedFd<'_>, log: &LogEntry) -> Result<(), StoreError> {
+    let mut synced = std::collections::HashSet::new();
+    for made in log.files.iter().flat_map(|f| &f.dirs) {
+        let parent = Path::new(made).parent().unwrap_or(Path::new(""));
+        if synced.insert(parent) {
+            journal::parent_beneath(root, made)
+                .and_then(rustix::fs::fsync)
+                .map_err(|e| io_err("sync the directory holding", Path::new(made))(e.into()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The held directories of a commit's files, in the journal record's order.
