@@ -9,6 +9,7 @@ mod fstab;
 mod generate;
 mod history;
 mod logging;
+mod memory;
 mod mount;
 mod options;
 

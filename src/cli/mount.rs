@@ -246,18 +246,6 @@ fn absolute(p: &PathBuf) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.clone())
 }
 
-/// Makes every allocation of 64 KiB or more a mapping of its own, returned to the
-/// system when freed: payloads buffered in open edit handles are such, and without
-/// this the C library keeps their memory after the handles close (in one heap per
-/// thread), so the daemon's footprint would stay at its highest.
-fn give_big_buffers_back() {
-    // SAFETY: mallopt only sets a tuning parameter of the C library's allocator;
-    // it runs before the daemon starts any thread.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
-    }
-}
-
 pub fn run(args: MountArgs) -> ExitCode {
     // A usage error is told before any process starts.
     let config = match args.config() {
@@ -275,7 +263,8 @@ pub fn run(args: MountArgs) -> ExitCode {
         // Leave the caller's session, so its hang-up does not reach the daemon.
         let _ = rustix::process::setsid();
     }
-    give_big_buffers_back();
+    super::memory::tune();
+    super::memory::start_trimming();
     let (source, mountpoint) = (args.source.clone(), args.mountpoint.clone());
     let settings = args.settings_line();
     let started = Arc::new(AtomicBool::new(false));
