@@ -2,7 +2,7 @@
 //!
 //! What the daemon itself holds stays small (its tables are capped or follow
 //! what the kernel holds), but the C library's allocator keeps the pages of
-//! freed memory: a soak of builds, `git`, walks and edits left 53 MiB free but
+//! freed memory: a soak of builds, `git`, walks and edits left 55 MiB free but
 //! kept beside 6 MiB in use, growing with every burst. So the daemon uses
 //! fewer heaps, allocations of 64 KiB or more are mappings of their own, and a
 //! thread hands the free pages back every few seconds.
@@ -44,7 +44,7 @@ pub fn trim() {
 
 /// Starts the thread that trims every `TRIM_EVERY`, so memory a burst freed
 /// is back with the system seconds later, idle or not. A trim walks the free
-/// blocks, well under a millisecond for the daemon's heaps.
+/// blocks: the 36 trims of a 5-minute soak took 20 ms of CPU in all.
 pub fn start_trimming() {
     let spawned = std::thread::Builder::new()
         .name("editfs-trim".into())
