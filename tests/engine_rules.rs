@@ -1132,3 +1132,27 @@ fn line_numbers_with_the_arrow_of_claude_codes_reader_are_stripped_when_they_agr
     );
     assert_eq!(r.report.operations[0].strategy, Some("line_numbers"));
 }
+
+#[test]
+fn search_and_replace_that_differ_only_in_what_a_tolerant_match_set_aside_warn_as_identical() {
+    let file = "def f():\n\tx = 1\n\treturn x\n";
+    for (search, replace) in [
+        ("\tx = 1   \n", "\tx = 1\n"),
+        ("    x = 1\n    return x\n", "\tx = 1\n\treturn x\n"),
+    ] {
+        let r = run(file, &block(search, replace));
+        assert_eq!(r.report.outcome, Outcome::Ok, "{search:?}");
+        assert_eq!(text(&r), file);
+        assert_eq!(
+            r.report.operations[0].outcome,
+            OpOutcome::Unchanged,
+            "{search:?}: {}",
+            warnings(&r)
+        );
+        assert!(
+            warnings(&r).contains("nothing to change"),
+            "{}",
+            warnings(&r)
+        );
+    }
+}

@@ -214,6 +214,18 @@ impl Found<'_> {
         splice(doc, start, self.len(), &new);
     }
 
+    /// Whether REPLACE, written as this match writes it at `start`, reads as the
+    /// file already does: SEARCH and REPLACE then differ only in what the
+    /// tolerance set aside, and the edit changes nothing.
+    pub fn leaves_as_is(&self, doc: &Doc, start: usize, replace: &[&str]) -> bool {
+        let new = self.rewrite(doc, start, replace);
+        new.len() == self.len()
+            && new
+                .iter()
+                .enumerate()
+                .all(|(k, l)| doc.line(start + k) == l.as_bytes())
+    }
+
     fn rewrite(&self, doc: &Doc, start: usize, replace: &[&str]) -> Vec<String> {
         let p = &self.pattern;
         if p.tier == Tier::Exact {

@@ -397,6 +397,9 @@ impl Done {
     }
 }
 
+/// Why a tolerant match whose REPLACE reads as the file already does is a no-op.
+const SET_ASIDE: &str = "SEARCH and REPLACE differ only in what this tolerant match set aside, so they are identical as written into the file: nothing to change";
+
 /// Rule (b)'s warning: SEARCH is there, and so is the text REPLACE adds around it.
 const INSERTED_BEFORE: &str =
     "the file around SEARCH already reads as REPLACE (the insertion was made before)";
@@ -708,6 +711,20 @@ impl Transaction<'_, '_> {
             .collect();
         if todo.is_empty() {
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
+        }
+        if !exact
+            && todo
+                .iter()
+                .all(|&k| found.leaves_as_is(&self.doc, found.starts[k], &replace))
+        {
+            let mut warnings = found.warnings(&self.doc, found.starts[todo[0]]);
+            warnings.push(SET_ASIDE.into());
+            return Ok(Done {
+                outcome: OpOutcome::Unchanged,
+                strategy: found.tier().name(),
+                lines: Some(lines),
+                warnings,
+            });
         }
         if todo.len() < chosen.len() {
             warnings.push(format!(
