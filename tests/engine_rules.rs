@@ -1156,3 +1156,21 @@ fn search_and_replace_that_differ_only_in_what_a_tolerant_match_set_aside_warn_a
         );
     }
 }
+
+#[test]
+fn a_utf8_search_on_a_latin1_file_names_the_line_and_byte_and_the_encoding() {
+    let file: &[u8] = b"x = 1\nname = 'caf\xe9'\ny = 2\n";
+    let edit = apply(
+        "f",
+        Some(file),
+        block("name = 'café'\n", "name = 'tea'\n").as_bytes(),
+        &Options::default(),
+    );
+    assert!(edit.content.is_none());
+    let error = edit.report.error.unwrap();
+    assert_eq!(error.kind, "not_text");
+    let said = format!("{} {}", error.message, error.hint.unwrap_or_default());
+    for part in ["line 2", "0xE9", "`é`", "Latin-1"] {
+        assert!(said.contains(part), "{part} missing in: {said}");
+    }
+}

@@ -677,6 +677,42 @@ fn changed_line(s: &str, f: &str, j: usize, i: usize) -> String {
     )
 }
 
+/// Why a SEARCH typed as UTF-8 misses a file that is not: the first line that
+/// breaks UTF-8, its byte, and the character that byte is in Latin-1 (the usual
+/// encoding of such files), with a hint when SEARCH holds that character.
+pub fn not_utf8(body: &[u8], search: &[&str]) -> (String, String) {
+    let Some((line, byte)) = first_non_utf8(body) else {
+        return (
+            "the file is not UTF-8 text".into(),
+            "copy SEARCH from the file byte for byte, or edit this file another way".into(),
+        );
+    };
+    let latin = (byte >= 0xA0).then(|| char::from(byte));
+    let message = match latin {
+        Some(c) => format!(
+            "the file is not UTF-8 text: line {line} has byte 0x{byte:02X} (`{c}` in Latin-1), so it looks Latin-1 (ISO-8859-1) or Windows-1252"
+        ),
+        None => format!(
+            "the file is not UTF-8 text: line {line} has byte 0x{byte:02X}, so it looks Windows-1252 or another 8-bit encoding"
+        ),
+    };
+    let hint = match latin.filter(|c| search.iter().any(|l| l.contains(*c))) {
+        Some(c) => format!(
+            "SEARCH has `{c}` as UTF-8 ({} bytes) where the file has the one byte 0x{byte:02X}: send SEARCH and REPLACE in the file's own bytes (0x{byte:02X}), or SEARCH only lines without such characters",
+            c.len_utf8()
+        ),
+        None => "copy SEARCH from the file byte for byte (its non-UTF-8 bytes as they are), or edit this file another way".into(),
+    };
+    (message, hint)
+}
+
+/// The 1-based line of the first byte that is not UTF-8, and that byte.
+fn first_non_utf8(body: &[u8]) -> Option<(usize, u8)> {
+    let at = std::str::from_utf8(body).err()?.valid_up_to();
+    let line = body[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    Some((line, *body.get(at)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -887,10 +887,13 @@ impl Transaction<'_, '_> {
 
     fn not_found(&self, search: &[&str], scope: Range<usize>) -> Failure {
         if !self.utf8() {
+            let (why, hint) = diagnose::not_utf8(self.body, search);
             return Failure::new(
                 ErrorKind::NotText,
-                "the file is not UTF-8 text, so only byte-exact edits apply, and SEARCH is not in it byte for byte",
-                "copy SEARCH from the file byte for byte, or edit this file another way",
+                format!(
+                    "{why}; only byte-exact edits apply to such a file, and SEARCH is not in it byte for byte"
+                ),
+                hint,
             );
         }
         let d = diagnose::not_found(&self.doc, search, scope);
