@@ -1174,3 +1174,30 @@ fn a_utf8_search_on_a_latin1_file_names_the_line_and_byte_and_the_encoding() {
         assert!(said.contains(part), "{part} missing in: {said}");
     }
 }
+
+#[test]
+fn the_text_editor_insert_command_puts_new_str_after_insert_line_once() {
+    let insert = |line: i64, text: &str| {
+        serde_json::json!({"command": "insert", "path": "f.txt", "insert_line": line, "new_str": text})
+            .to_string()
+    };
+    let r = run("a\r\nb\r\nc", &insert(0, "top\n"));
+    assert_eq!(text(&r), "top\r\na\r\nb\r\nc");
+    let r = run("a\nb\nc", &insert(3, "d\ne"));
+    assert_eq!(text(&r), "a\nb\nc\nd\ne");
+    let r = run("a\nb\n", &insert(1, "x\n"));
+    assert_eq!(text(&r), "a\nx\nb\n");
+    assert_eq!(r.report.operations[0].strategy, Some("insert"));
+    assert_eq!(r.report.operations[0].lines, Some([2, 2]));
+    let again = run(text(&r), &insert(1, "x\n"));
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+    assert!(!again.written);
+    let r = run("a\n", &insert(5, "x\n"));
+    assert_eq!((r.report.outcome, kind(&r)), (Outcome::Failed, "not_found"));
+    assert!(r.report.error.unwrap().message.contains("past the end"));
+    let r = run_with(None, &insert(0, "x\n"), &Options::default());
+    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
+}

@@ -428,6 +428,8 @@ impl Transaction<'_, '_> {
             .and_then(|op| {
                 if let Some(act) = &op.act {
                     self.file_act(index, act)
+                } else if let Some(after) = op.insert_after {
+                    self.insert(after, &op)
                 } else if op.search.is_empty() {
                     self.create(&op)
                 } else {
@@ -610,6 +612,66 @@ impl Transaction<'_, '_> {
         self.doc = Doc::new(op.replace.clone().into_bytes());
         self.tracked = false;
         Ok(Done::applied("create", None, Vec::new()))
+    }
+
+    /// The text editor tool's `insert`: REPLACE's lines after file line `after`
+    /// (0: at the top). Lines that already follow there as REPLACE are a replay,
+    /// so a re-sent insertion never inserts twice.
+    fn insert(&mut self, after: usize, op: &Operation) -> Result<Done, Failure> {
+        if !self.exists {
+            return Err(Failure::new(
+                ErrorKind::NotFound,
+                "`insert` needs an existing file, and this one does not exist",
+                "create it with `create` (`file_text`) or an empty SEARCH",
+            ));
+        }
+        let len = self.doc.len();
+        if after > len {
+            return Err(Failure::new(
+                ErrorKind::NotFound,
+                format!("`insert_line` is {after}, past the end of the file ({len} lines)"),
+                format!("use a line number from 0 (the top) to {len} (after the last line)"),
+            ));
+        }
+        let new: Vec<String> = text_lines(&op.replace)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let lines = [after + 1, after + new.len()];
+        let there = after + new.len() <= len
+            && new
+                .iter()
+                .enumerate()
+                .all(|(k, l)| self.doc.line(after + k) == l.as_bytes());
+        if there && !new.is_empty() {
+            return Ok(Done::replayed(
+                lines,
+                "the lines after `insert_line` already read as `new_str`",
+            ));
+        }
+        if !self.utf8() {
+            return Err(Failure::new(
+                ErrorKind::NotText,
+                "the file is not UTF-8 text; `insert` needs text",
+                "send a SEARCH/REPLACE block with the neighbouring line byte for byte",
+            ));
+        }
+        if len == 0 {
+            self.doc = Doc::new(op.replace.clone().into_bytes());
+            self.tracked = false;
+        } else {
+            let (at, kept) = match after {
+                0 => (0, new.len()),
+                n => (n - 1, 0),
+            };
+            let mut with = new;
+            with.insert(
+                kept,
+                String::from_utf8_lossy(self.doc.line(at)).into_owned(),
+            );
+            lines::splice(&mut self.doc, at, 1, &with);
+        }
+        Ok(Done::applied("insert", Some(lines), Vec::new()))
     }
 
     fn edit(&mut self, op: &Operation) -> Result<Done, Failure> {

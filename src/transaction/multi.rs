@@ -338,7 +338,7 @@ fn in_new_directory(
     let creates = ops
         .operations
         .first()
-        .is_some_and(|op| op.search.is_empty() && op.act.is_none());
+        .is_some_and(|op| op.search.is_empty() && op.act.is_none() && op.insert_after.is_none());
     match missing && creates {
         true => Ok(None),
         false => Err(e),

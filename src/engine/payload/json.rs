@@ -225,14 +225,36 @@ fn command(index: usize, map: &Map<String, Value>) -> Result<Option<Operation>, 
             op.path = string(index, map, PATH)?;
             Ok(Some(op))
         }
+        Some(Value::String(c)) if c == "insert" => insert(index, map).map(Some),
         Some(Value::String(c)) => Err(field(
             index,
             format!(
-                "`command` is `{c}`: only `str_replace` (with `old_str` and `new_str`) and `create` (with `file_text`) edit here; to insert, send the line before as `old_str` and it plus the new lines as `new_str`"
+                "`command` is `{c}`: only `str_replace` (with `old_str` and `new_str`), `insert` (with `insert_line` and `new_str`) and `create` (with `file_text`) edit here"
             ),
         )),
         Some(_) => Err(field(index, "`command` must be a string")),
     }
+}
+
+/// The text editor tool's `insert`: `new_str` after line `insert_line` (0: at
+/// the top of the file), as the tool defines it.
+fn insert(index: usize, map: &Map<String, Value>) -> Result<Operation, PayloadError> {
+    let text = string(index, map, &["new_str"])?
+        .ok_or_else(|| field(index, "`command` is `insert`, but there is no `new_str`"))?;
+    let line = match map.get("insert_line") {
+        Some(Value::Number(n)) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        field(
+            index,
+            "`command` is `insert`: `insert_line` must be a line number (0 inserts at the top)",
+        )
+    })?;
+    let mut op = Operation::new(Find::Lines, String::new(), text, 1);
+    op.insert_after = Some(line);
+    op.path = string(index, map, PATH)?;
+    Ok(op)
 }
 
 fn note_form(notes: &mut Vec<String>, form: &str) {
@@ -541,10 +563,12 @@ mod tests {
 
     #[test]
     fn an_editor_command_other_than_str_replace_is_refused_by_name() {
+        let err = parse(r#"{"command": "view", "path": "a.py"}"#).unwrap_err();
+        assert!(err.to_string().contains("`command` is `view`"), "{err}");
         let err =
-            parse(r#"{"command": "insert", "path": "a.py", "insert_line": 1, "new_str": "x"}"#)
+            parse(r#"{"command": "insert", "path": "a.py", "insert_line": -1, "new_str": "x"}"#)
                 .unwrap_err();
-        assert!(err.to_string().contains("`command` is `insert`"), "{err}");
+        assert!(err.to_string().contains("`insert_line` must be"), "{err}");
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub struct Operation {
     /// A `*** Begin Patch` hunk followed by `*** End of File`: it lies at the end
     /// of the file, so of several matches the last is meant.
     pub end_of_file: bool,
+    /// The text editor tool's `insert`: REPLACE goes after this file line (0: at
+    /// the top), SEARCH being empty.
+    pub insert_after: Option<usize>,
 }
 
 impl Operation {
@@ -107,6 +110,7 @@ impl Operation {
             act: None,
             anchor: None,
             end_of_file: false,
+            insert_after: None,
         }
     }
 }
@@ -367,7 +371,7 @@ pub fn parse_multi<'a>(
     let mut files: Vec<(String, Payload)> = Vec::new();
     let mut current: Option<String> = None;
     for op in payload.operations {
-        let creates = op.search.is_empty();
+        let creates = op.search.is_empty() && op.insert_after.is_none();
         let named = match &op.path {
             Some(p) => Some(tree.locate(p).unwrap_or_else(|_| p.clone())),
             None => {
