@@ -1201,3 +1201,29 @@ fn the_text_editor_insert_command_puts_new_str_after_insert_line_once() {
     let r = run_with(None, &insert(0, "x\n"), &Options::default());
     assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
 }
+
+#[test]
+fn replace_lines_added_with_a_diffs_plus_still_on_them_fail_instead_of_writing_it() {
+    let file = "def f(text):\n    text = munge(text)\n    return split(text)\n";
+    let payload = block(
+        "    text = munge(text)\n    return split(text)\n",
+        "    text = munge(text)\n+    text = text.strip()\n    return split(text)\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
+    let error = r.report.error.unwrap();
+    assert_eq!(error.kind, "diff_prefix");
+    assert!(
+        error.message.contains("REPLACE line 2"),
+        "{}",
+        error.message
+    );
+    // A line that really starts with `+` (a continuation, a diff kept in a file) is written.
+    let kept = run(
+        "s = (a\n+ b)\n",
+        &block("s = (a\n+ b)\n", "s = (a\n+ b\n+ c)\n"),
+    );
+    assert_eq!(text(&kept), "s = (a\n+ b\n+ c)\n");
+    let prose = run("x\n", &block("x\n", "x\n+ more\n"));
+    assert_eq!(text(&prose), "x\n+ more\n");
+}

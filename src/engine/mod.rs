@@ -677,6 +677,7 @@ impl Transaction<'_, '_> {
     fn edit(&mut self, op: &Operation) -> Result<Done, Failure> {
         if matches!(op.find, Find::Lines | Find::Text) {
             refuse_placeholders(op)?;
+            refuse_diff_prefixes(op)?;
         }
         // `*** End of File`: of several matches, the one nearest the last line.
         let at_end;
@@ -1142,6 +1143,24 @@ fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
             quote(replace[loss.line])
         ),
         "write out in REPLACE every line it keeps, or leave the unchanged lines out of both SEARCH and REPLACE; to elide, put the same `...` line in SEARCH and REPLACE at the same place",
+    ))
+}
+
+/// A REPLACE line still carrying a diff's `+`: refused, since written as sent it
+/// would put the `+` into the code.
+fn refuse_diff_prefixes(op: &Operation) -> Result<(), Failure> {
+    let replace = text_lines(&op.replace);
+    let Some(line) = placeholder::diff_prefixed(&text_lines(&op.search), &replace) else {
+        return Ok(());
+    };
+    Err(Failure::new(
+        ErrorKind::DiffPrefix,
+        format!(
+            "REPLACE line {} (`{}`) starts with a diff's `+` that would be written into the file",
+            line + 1,
+            replace[line].trim_end()
+        ),
+        "a SEARCH/REPLACE block holds the lines as they are, without `+`/`-` prefixes: drop the `+` (or send the change as a unified diff)",
     ))
 }
 

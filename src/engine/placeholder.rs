@@ -145,6 +145,32 @@ pub fn pieces<'a>(
     Some(pairs)
 }
 
+/// The first REPLACE line that an agent mixing formats left a diff's `+` on:
+/// a line SEARCH lacks, `+` at column 0 followed by exactly the indentation of
+/// the REPLACE line next to it. Written as sent it breaks the code; a file whose
+/// lines really start with `+` shows that in SEARCH, which then must lack them.
+pub fn diff_prefixed(search: &[&str], replace: &[&str]) -> Option<usize> {
+    if search.iter().any(|l| l.starts_with('+')) {
+        return None;
+    }
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    (0..replace.len()).find(|&i| {
+        let Some(rest) = replace[i].strip_prefix('+') else {
+            return false;
+        };
+        let width = indent(rest);
+        let beside = |j: usize| {
+            replace
+                .get(j)
+                .is_some_and(|l| !l.starts_with('+') && !l.trim().is_empty() && indent(l) == width)
+        };
+        width > 0
+            && !rest.trim().is_empty()
+            && !search.contains(&replace[i])
+            && (beside(i + 1) || i.checked_sub(1).is_some_and(beside))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -236,6 +236,7 @@ fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
         | K::NotWritten
         | K::OutsideChanges
         | K::Placeholder
+        | K::DiffPrefix
         | K::WrongFile
         | K::NotAFile
         | K::Deleted
