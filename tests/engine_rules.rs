@@ -1227,3 +1227,36 @@ fn replace_lines_added_with_a_diffs_plus_still_on_them_fail_instead_of_writing_i
     let prose = run("x\n", &block("x\n", "x\n+ more\n"));
     assert_eq!(text(&prose), "x\n+ more\n");
 }
+
+#[test]
+fn tab_indented_new_lines_in_a_file_indented_only_with_spaces_are_warned_about() {
+    let file = "class A:\n    def f(self, text):\n        return split(text)\n";
+    let replace =
+        "    def f(self, text):\n\tif not text:\n\t\treturn []\n        return split(text)\n";
+    let r = run(
+        file,
+        &block(
+            "    def f(self, text):\n        return split(text)\n",
+            replace,
+        ),
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok);
+    assert!(text(&r).contains("\n\tif not text:\n"), "written as sent");
+    assert!(
+        warnings(&r).contains("REPLACE lines 2, 3"),
+        "{}",
+        warnings(&r)
+    );
+    assert!(
+        warnings(&r).contains("only with spaces"),
+        "{}",
+        warnings(&r)
+    );
+    let makefile = "all:\n\tcc a.c\n";
+    let r = run(
+        makefile,
+        &block("all:\n\tcc a.c\n", "all:\n\tcc a.c\n\tcc b.c\n"),
+    );
+    assert_eq!(text(&r), "all:\n\tcc a.c\n\tcc b.c\n");
+    assert_eq!(warnings(&r), "");
+}

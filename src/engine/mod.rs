@@ -806,6 +806,8 @@ impl Transaction<'_, '_> {
         }
         if !exact {
             warnings.splice(0..0, found.warnings(&self.doc, found.starts[todo[0]]));
+        } else if let Some(w) = self.tabs_among_spaces(&search, &replace) {
+            warnings.push(w);
         }
         if op.search != op.replace {
             for &k in todo.iter().rev() {
@@ -813,6 +815,27 @@ impl Transaction<'_, '_> {
             }
         }
         Ok(Done::applied(found.tier().name(), Some(lines), warnings))
+    }
+
+    /// A warning when REPLACE adds tab-indented lines to a file indented only
+    /// with spaces: an exact match writes REPLACE as sent, and such a mix breaks
+    /// Python and looks wrong elsewhere, so the agent must learn of it.
+    fn tabs_among_spaces(&self, search: &[&str], replace: &[&str]) -> Option<String> {
+        let tabbed: Vec<usize> = (0..replace.len())
+            .filter(|&i| replace[i].starts_with('\t') && !search.contains(&replace[i]))
+            .map(|i| i + 1)
+            .collect();
+        if tabbed.is_empty() {
+            return None;
+        }
+        let starts = |b: u8| (0..self.doc.len()).any(|i| self.doc.line(i).first() == Some(&b));
+        if starts(b'\t') || !starts(b' ') {
+            return None;
+        }
+        Some(format!(
+            "REPLACE lines {} are indented with tabs, but the file is indented only with spaces: they were written as sent, a mix the file did not have (Python refuses it); send them with spaces unless the tabs are meant",
+            listed(&tabbed)
+        ))
     }
 
     /// Aider's elided form: each piece between the shared placeholder lines is
