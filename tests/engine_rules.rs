@@ -1189,6 +1189,7 @@ fn the_text_editor_insert_command_puts_new_str_after_insert_line_once() {
     assert_eq!(text(&r), "a\nx\nb\n");
     assert_eq!(r.report.operations[0].strategy, Some("insert"));
     assert_eq!(r.report.operations[0].lines, Some([2, 2]));
+    assert!(r.report.notes.is_empty(), "{:?}", r.report.notes);
     let again = run(text(&r), &insert(1, "x\n"));
     assert_eq!(
         again.report.operations[0].outcome,

@@ -142,9 +142,11 @@ fn object(
         return Ok(ops);
     }
     if let Some(op) = command(index, map)? {
-        notes.push(format!(
-            "operation {index}: read `create` as an empty SEARCH: it creates the file, and fails if the file has content"
-        ));
+        if op.insert_after.is_none() {
+            notes.push(format!(
+                "operation {index}: read `create` as an empty SEARCH: it creates the file, and fails if the file has content"
+            ));
+        }
         return Ok(vec![op]);
     }
     if let Some(ops) = multi_edit(index, map, notes)? {
