@@ -1196,6 +1196,7 @@ fn the_text_editor_insert_command_puts_new_str_after_insert_line_once() {
         OpOutcome::AlreadyApplied
     );
     assert!(!again.written);
+    assert_eq!(text(&run("a\n\nb\n", &insert(1, "\n"))), "a\n\n\nb\n");
     let r = run("a\n", &insert(5, "x\n"));
     assert_eq!((r.report.outcome, kind(&r)), (Outcome::Failed, "not_found"));
     assert!(r.report.error.unwrap().message.contains("past the end"));
