@@ -1262,3 +1262,19 @@ fn tab_indented_new_lines_in_a_file_indented_only_with_spaces_are_warned_about()
     assert_eq!(text(&r), "all:\n\tcc a.c\n\tcc b.c\n");
     assert_eq!(warnings(&r), "");
 }
+
+#[test]
+fn a_search_whose_newlines_were_escaped_twice_is_told_so() {
+    let file = "def f(self):\n    x = 1\n";
+    let payload =
+        r#"{"old_str": "def f(self):\\n    x = 1", "new_str": "def f(self):\\n    x = 2"}"#;
+    let r = run(file, payload);
+    assert_eq!(kind(&r), "not_found");
+    let hint = r.report.error.unwrap().hint.unwrap_or_default();
+    assert!(hint.contains("escaped twice"), "{hint}");
+    let literal = run(
+        "s = 'a\\nb'\n",
+        r#"{"old_str": "'a\\nb'", "new_str": "'c'"}"#,
+    );
+    assert_eq!(text(&literal), "s = 'c'\n");
+}

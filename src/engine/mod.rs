@@ -984,12 +984,28 @@ impl Transaction<'_, '_> {
             );
         }
         let d = diagnose::not_found(&self.doc, search, scope);
+        let hint = match self.escaped_twice(search) {
+            true => format!(
+                "SEARCH holds `\\n` as two characters (a backslash and `n`) where the file has line breaks: its newlines were escaped twice; send them once (`\\n` inside a JSON string). {}",
+                d.hint
+            ),
+            false => d.hint,
+        };
         Failure {
             kind: ErrorKind::NotFound,
             message: "SEARCH text not found in the file".into(),
-            hint: Some(d.hint),
+            hint: Some(hint),
             closest: d.closest,
         }
+    }
+
+    /// Whether SEARCH is one line holding a literal `\n` the file never has: JSON
+    /// whose newlines were escaped twice.
+    fn escaped_twice(&self, search: &[&str]) -> bool {
+        let [line] = search else {
+            return false;
+        };
+        line.contains("\\n") && !self.body.windows(2).any(|w| w == b"\\n")
     }
 
     fn byte_scope(&self, op: &Operation) -> Range<usize> {
