@@ -522,6 +522,38 @@ mod tests {
         }
     }
 
+    /// Stops the filer of `race_the_filer` however its removals end, so a
+    /// failing one fails the test instead of leaving the scope unjoined.
+    struct StopsFiler<'a>(&'a std::sync::atomic::AtomicBool);
+
+    impl Drop for StopsFiler<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+
+    /// Runs `remove(store, (root, dir), i)` for `i` in `0..n` on one CPU while
+    /// a filer woken by each removal files them, as the mount's does; returns
+    /// the project's directory (its state in `.editfs`) and the store.
+    fn race_the_filer(
+        n: usize,
+        mut remove: impl FnMut(&Store, (&Path, BorrowedFd<'_>), usize),
+    ) -> (tempfile::TempDir, Store) {
+        pin_to_one_cpu();
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join(".editfs")).unwrap();
+        let dir = atomic::open_dir(tmp.path()).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| filer_until(&store, &done));
+            let _stop = StopsFiler(&done);
+            for i in 0..n {
+                remove(&store, (tmp.path(), dir.as_fd()), i);
+            }
+        });
+        (tmp, store)
+    }
+
     fn adopt(_: &rustix::fs::Stat) -> Verdict {
         Verdict::Adopt
     }
@@ -770,25 +802,13 @@ mod tests {
     /// removing thread is preempted, as on a loaded machine.
     #[test]
     fn a_removal_the_filer_files_at_once_still_succeeds() {
-        pin_to_one_cpu();
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
-        let done = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|s| {
-            s.spawn(|| filer_until(&store, &done));
-            for i in 0..4000 {
-                let name = format!("f{i}.txt");
-                fs::write(root.join(&name), "x\n").unwrap();
-                let removed =
-                    store.begin_removal(&removal(&name), (dir.as_fd(), OsStr::new(&name)), adopt);
-                if let Err(e) = removed {
-                    done.store(true, Ordering::Release);
-                    panic!("removal {i} moved the file, yet failed: {e}");
-                }
+        race_the_filer(4000, |store, (root, dir), i| {
+            let name = format!("f{i}.txt");
+            fs::write(root.join(&name), "x\n").unwrap();
+            let removed = store.begin_removal(&removal(&name), (dir, OsStr::new(&name)), adopt);
+            if let Err(e) = removed {
+                panic!("removal {i} moved the file, yet failed: {e}");
             }
-            done.store(true, Ordering::Release);
         });
     }
 
@@ -800,27 +820,17 @@ mod tests {
     /// preempted, as on a loaded machine.
     #[test]
     fn a_removal_decided_as_a_copy_is_copied_though_the_filer_files_at_once() {
-        pin_to_one_cpu();
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
-        let done = std::sync::atomic::AtomicBool::new(false);
         let mut removed = Vec::new();
-        std::thread::scope(|s| {
-            s.spawn(|| filer_until(&store, &done));
-            for i in 0..2000 {
-                let name = format!("f{i}.txt");
-                fs::write(root.join(&name), format!("{i}\n")).unwrap();
-                let ino = fs::metadata(root.join(&name)).unwrap().ino();
-                let copy = |_: &rustix::fs::Stat| Verdict::Copy;
-                let verdict =
-                    store.begin_removal(&removal(&name), (dir.as_fd(), OsStr::new(&name)), copy);
-                assert_eq!(verdict, Ok(Verdict::Copy));
-                removed.push((i, ino));
-            }
-            done.store(true, Ordering::Release);
+        let (tmp, store) = race_the_filer(2000, |store, (root, dir), i| {
+            let name = format!("f{i}.txt");
+            fs::write(root.join(&name), format!("{i}\n")).unwrap();
+            let ino = fs::metadata(root.join(&name)).unwrap().ino();
+            let copy = |_: &rustix::fs::Stat| Verdict::Copy;
+            let verdict = store.begin_removal(&removal(&name), (dir, OsStr::new(&name)), copy);
+            assert_eq!(verdict, Ok(Verdict::Copy));
+            removed.push((i, ino));
         });
+        let state = tmp.path().join(".editfs");
         store.settle_removals();
         for (i, ino) in removed {
             let object = state
