@@ -5,7 +5,7 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use common::Mount;
 
@@ -135,4 +135,62 @@ st = os.fstat(fd)
 print(stat.S_ISDIR(st.st_mode))
 EOF"#;
     assert_eq!(m.ok(script), "True\n");
+}
+
+/// File systems mounted inside SOURCE, unmounted when the test ends (after the
+/// editfs mount, which is declared after it and so dropped first).
+struct Mounted(Vec<std::path::PathBuf>);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            let _ = std::process::Command::new("umount").arg(dir).status();
+        }
+    }
+}
+
+/// Inode numbers are unique only within one file system. Two tmpfs inside
+/// SOURCE number their files alike; each must still be its own file through
+/// the mount (once, the second was served the first one's content).
+#[test]
+fn files_of_two_file_systems_inside_source_stay_apart() {
+    let mut inner = Mounted(Vec::new());
+    let fill = |src: &std::path::Path| {
+        for (dir, text) in [("one", "first\n"), ("two", "second\n")] {
+            let d = src.join(dir);
+            fs::create_dir(&d).unwrap();
+            let status = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "tmpfs"])
+                .arg(&d)
+                .status();
+            if status.is_ok_and(|s| s.success()) {
+                inner.0.push(d.clone());
+            }
+            fs::write(d.join("f"), text).unwrap();
+        }
+    };
+    let Some(m) = Mount::start(&[], fill) else {
+        return;
+    };
+    if inner.0.len() < 2 {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cannot mount a tmpfs with CI set"
+        );
+        eprintln!("*** SKIPPING: cannot mount a tmpfs here ***");
+        return;
+    }
+    let numbers = m.ok("stat -c %i one/f two/f");
+    let same_natively = fs::metadata(m.src.join("one/f")).unwrap().ino()
+        == fs::metadata(m.src.join("two/f")).unwrap().ino();
+    assert!(
+        same_natively,
+        "the test needs one number on both file systems"
+    );
+    assert_eq!(m.ok("cat one/f two/f"), "first\nsecond\n");
+    let n: Vec<&str> = numbers.lines().collect();
+    assert_ne!(n[0], n[1], "one inode number for two files: {numbers}");
+    m.ok("printf '<<<<<<< SEARCH\\nsecond\\n=======\\nsecond, edited\\n>>>>>>> REPLACE\\n' > two/f.edit");
+    assert_eq!(m.ok("cat one/f two/f"), "first\nsecond, edited\n");
+    assert_eq!(fs::read_to_string(m.src.join("one/f")).unwrap(), "first\n");
 }

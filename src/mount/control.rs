@@ -569,7 +569,7 @@ impl Core {
             };
             let mut ids = self.identities(rels);
             loop {
-                let held = self.stripes_for(&node_ids(&ids));
+                let held = self.stripes_for(&node_ids(&self.ids, &ids));
                 let now = self.identities(rels);
                 if now == ids || tries >= TRIES {
                     return (held, telling, now);
@@ -704,7 +704,11 @@ impl Core {
     fn real_dir(&self, parent: u64) -> Res<Arc<std::os::fd::OwnedFd>> {
         let dir = self.dir_of(parent)?;
         let st = rustix::fs::fstat(&*dir).map_err(super::types::errno)?;
-        if super::fs::id_of(&st, parent == super::nodes::ROOT) != parent {
+        let id = match parent {
+            super::nodes::ROOT => parent,
+            _ => self.ids.of(&st),
+        };
+        if id != parent {
             return Err(Errno::ESTALE);
         }
         Ok(dir)
@@ -1094,9 +1098,9 @@ fn identity(st: Option<&rustix::fs::Stat>) -> Meant {
 }
 
 /// The node ids of the files among `ids` (their stripes are taken by node id).
-fn node_ids(ids: &[Meant]) -> Vec<u64> {
+fn node_ids(nodes: &super::nodes::Ids, ids: &[Meant]) -> Vec<u64> {
     let id = |m: &Meant| match m {
-        Meant::File { ino, .. } => Some(super::nodes::real_id(*ino)),
+        Meant::File { dev, ino } => Some(nodes.real(*dev, *ino)),
         Meant::Absent => None,
     };
     ids.iter().filter_map(id).collect()

@@ -13,9 +13,9 @@ use parking_lot::Mutex;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::fs::{Core, Entry, Handle, Loc, REAL_TTL, VIRTUAL_TTL, attr, file_type, id_of};
+use super::fs::{Core, Entry, Handle, Loc, REAL_TTL, VIRTUAL_TTL, attr, file_type};
 use super::names::Control;
-use super::nodes::{Kind, ROOT, real_id};
+use super::nodes::{Kind, ROOT};
 use super::ops::Register;
 use super::real::chmod_nofollow;
 use super::state;
@@ -147,7 +147,7 @@ impl Core {
     fn entry_at(&self, parent: u64, dir: &impl AsFd, name: &OsStr) -> Res<Timed> {
         let lease = self.lease_in(parent);
         let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
-        let id = real_id(st.st_ino);
+        let id = self.ids.of(&st);
         self.nodes.write().remember(id, parent, name);
         let a = attr(&st, id);
         Ok((a, self.ttl_after(lease, st.st_dev, &a)))
@@ -214,6 +214,9 @@ impl Core {
             return self.state_entries(ino, &rel);
         }
         let dir = self.dir_of(ino)?;
+        // An entry's number is on the directory's device (a mount point's too,
+        // as natively: it shows the directory it covers).
+        let dev = rustix::fs::fstat(&*dir).map_err(errno)?.st_dev;
         let mut out = Vec::new();
         let mut regular = Vec::new();
         for e in rustix::fs::Dir::read_from(&dir).map_err(errno)? {
@@ -236,7 +239,7 @@ impl Core {
                 regular.push(name.to_owned());
             }
             out.push(Entry {
-                ino: real_id(e.ino()),
+                ino: self.ids.real(dev, e.ino()),
                 kind,
                 name: name.to_owned(),
             });
@@ -293,7 +296,7 @@ impl Core {
             }
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-                let a = attr(&st, real_id(st.st_ino));
+                let a = attr(&st, self.ids.of(&st));
                 Some(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
             _ => self.getattr(e.ino, None).ok(),
@@ -468,7 +471,7 @@ impl Core {
             pending = self.keep_before_create(&self.path(parent)?.join(name), who.pid);
         }
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
-        let id = id_of(&st, false);
+        let id = self.ids.of(&st);
         self.nodes.write().remember(id, parent, name);
         let fh = self.add_handle(Handle::File {
             file: File::from(fd),

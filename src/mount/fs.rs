@@ -70,7 +70,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::control::EditBuffer;
 use super::names::Suffixes;
-use super::nodes::{Kind, Nodes, ROOT, real_id};
+use super::nodes::{Ids, Kind, Nodes, ROOT};
 use super::source::Source;
 use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, Timed, errno};
 use crate::engine;
@@ -440,6 +440,8 @@ pub struct Core {
     pub(super) store: Store,
     pub(super) settings: Settings,
     pub(super) nodes: RwLock<Nodes>,
+    /// Node ids of real files, by device and inode number.
+    pub(super) ids: Ids,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
     /// The latest report of each file (by path relative to SOURCE).
@@ -620,17 +622,19 @@ pub fn attr(st: &rustix::fs::Stat, ino: u64) -> FileAttr {
     }
 }
 
+/// SOURCE's device: its files keep their inode numbers as node ids. Should its
+/// status be unreadable, every file counts as foreign, which costs nothing but
+/// those numbers.
+fn own_device(source: &Source) -> u64 {
+    rustix::fs::fstat(source.root()).map_or(u64::MAX, |st| st.st_dev)
+}
+
 /// The process umask. Reading it means setting it, so it is set back at once;
 /// this runs before any request is served, when nothing else creates files.
 fn daemon_umask() -> u32 {
     let old = rustix::process::umask(rustix::fs::Mode::empty());
     rustix::process::umask(old);
     old.bits()
-}
-
-/// The node id a source file is known by; SOURCE itself is the root.
-pub fn id_of(st: &rustix::fs::Stat, is_root: bool) -> u64 {
-    if is_root { ROOT } else { real_id(st.st_ino) }
 }
 
 impl Core {
@@ -643,6 +647,7 @@ impl Core {
     ) -> Core {
         let watches = super::watch::Watches::new(source.root()).map(Arc::new);
         let started_after_tx = store.last_tx();
+        let ids = Ids::new(own_device(&source));
         Core {
             jobs,
             budget: super::budget::Budget::new(settings.buffers),
@@ -650,6 +655,7 @@ impl Core {
             store,
             settings,
             nodes: RwLock::new(Nodes::new()),
+            ids,
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             reports: Mutex::new(HashMap::new()),

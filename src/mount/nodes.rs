@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
+use parking_lot::RwLock;
+
 use super::names::Control;
 
 pub const ROOT: u64 = 1;
@@ -122,13 +124,83 @@ pub struct Nodes {
     next_virtual: u64,
 }
 
-/// Maps a source inode number to a node id: ids 0 and 1 are the kernel's, and
-/// the virtual range is ours.
-pub fn real_id(st_ino: u64) -> u64 {
+/// Maps an inode number on SOURCE's own file system to a node id: ids 0 and 1
+/// are the kernel's, and the virtual range is ours.
+fn real_id(st_ino: u64) -> u64 {
     match st_ino {
         0 | ROOT => VIRTUAL - 1 - st_ino,
         n if n >= VIRTUAL => n & (VIRTUAL - 1),
         n => n,
+    }
+}
+
+/// First id of files on another file system mounted inside SOURCE.
+const FOREIGN: u64 = 1 << 61;
+/// Bits of a foreign inode number kept in its id; the device's index sits above.
+const FOREIGN_INO_BITS: u32 = 47;
+/// Devices a foreign id can tell apart (its index takes the bits up to `VIRTUAL`).
+const FOREIGN_DEVICES: u64 = (VIRTUAL - FOREIGN) >> FOREIGN_INO_BITS;
+
+/// A foreign inode number in `FOREIGN_INO_BITS`: its high bits are folded in,
+/// not cut off, as a FUSE file system inside SOURCE (another editfs) numbers its
+/// virtual files from 2^62, and cut off they would take the numbers of its first
+/// files, its root among them.
+fn fold(ino: u64) -> u64 {
+    let mask = (1 << FOREIGN_INO_BITS) - 1;
+    (ino ^ (ino >> FOREIGN_INO_BITS)) & mask
+}
+
+/// Node ids of real files. An inode number is unique only on its own file
+/// system, and SOURCE may hold others mounted inside it (a tmpfs, a volume, a
+/// bind mount): two files there can share a number, and one node id for both
+/// would serve one's content under the other's name. So a file on SOURCE's own
+/// file system keeps its inode number as its id (what `stat` shows, and git's
+/// index remembers), and one elsewhere gets an id in a range of its device:
+/// its index among the devices met, above the low bits of its inode number.
+/// Inode numbers of 2^47 and more on such a device may share ids with others
+/// (none of the common disk file systems hands them out); the walks up the
+/// tree stop at a cycle such a collision could make.
+pub struct Ids {
+    own: u64,
+    /// The other devices met, by index - 1. A leaf lock: taken alone, briefly.
+    others: RwLock<Vec<u64>>,
+}
+
+impl Ids {
+    pub fn new(own: u64) -> Ids {
+        Ids {
+            own,
+            others: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// The node id of the file a status describes.
+    pub fn of(&self, st: &rustix::fs::Stat) -> u64 {
+        self.real(st.st_dev, st.st_ino)
+    }
+
+    /// The node id of inode `ino` on device `dev`.
+    pub fn real(&self, dev: u64, ino: u64) -> u64 {
+        if dev == self.own {
+            return real_id(ino);
+        }
+        let index = self.index(dev) % FOREIGN_DEVICES;
+        FOREIGN | (index << FOREIGN_INO_BITS) | fold(ino)
+    }
+
+    /// The device's index, from 1 (0 would make the first device's ids start at
+    /// `FOREIGN` for no gain).
+    fn index(&self, dev: u64) -> u64 {
+        let found = |devs: &Vec<u64>| devs.iter().position(|&d| d == dev);
+        if let Some(i) = found(&self.others.read()) {
+            return i as u64 + 1;
+        }
+        let mut devs = self.others.write();
+        let i = found(&devs).unwrap_or_else(|| {
+            devs.push(dev);
+            devs.len() - 1
+        });
+        i as u64 + 1
     }
 }
 
@@ -162,14 +234,20 @@ impl Nodes {
         let mut parts = Vec::new();
         let mut at = id;
         while at != ROOT {
-            let n = self.nodes.get(&at)?;
-            if n.parent == DETACHED {
-                return None;
-            }
+            let n = self.placed_node(at, parts.len())?;
             parts.push(&*n.name);
             at = n.parent;
         }
         Some(parts.iter().rev().collect())
+    }
+
+    /// Node `at`, reached `steps` steps up from where a walk began, if it has a
+    /// place. A walk longer than the table is in a cycle (ids of two files that
+    /// collided, see `Ids`): it ends there, as the node had no place, rather
+    /// than never.
+    fn placed_node(&self, at: u64, steps: usize) -> Option<&Node> {
+        let n = self.nodes.get(&at)?;
+        (n.parent != DETACHED && steps <= self.nodes.len()).then_some(n)
     }
 
     /// The name a node has, or had last if it has none left: what stands
@@ -187,11 +265,13 @@ impl Nodes {
     /// Whether node `id` still has a place: `path` would find it, with nothing allocated.
     pub fn placed(&self, id: u64) -> bool {
         let mut at = id;
+        let mut steps = 0;
         while at != ROOT {
-            match self.nodes.get(&at) {
-                Some(n) if n.parent != DETACHED => at = n.parent,
-                _ => return false,
+            match self.placed_node(at, steps) {
+                Some(n) => at = n.parent,
+                None => return false,
             }
+            steps += 1;
         }
         true
     }
@@ -397,6 +477,39 @@ mod tests {
         assert!(a > VIRTUAL);
         assert_ne!(real_id(1), ROOT);
         assert!(real_id(u64::MAX) < VIRTUAL);
+    }
+
+    #[test]
+    fn files_of_other_devices_get_ids_of_their_own() {
+        let ids = Ids::new(7);
+        assert_eq!(
+            ids.real(7, 1234),
+            1234,
+            "SOURCE's own files keep their numbers"
+        );
+        let (a, b) = (ids.real(8, 2), ids.real(9, 2));
+        assert_ne!(a, b, "one inode number on two devices");
+        assert_ne!(a, 2);
+        assert_eq!(ids.real(8, 2), a, "stable");
+        for id in [a, b, ids.real(9, u64::MAX), ids.real(7, u64::MAX)] {
+            assert!(id < VIRTUAL && id != ROOT, "{id:#x}");
+        }
+        assert!(ids.real(8, 3) >= FOREIGN);
+        let (root, first_virtual) = (ids.real(8, ROOT), ids.real(8, VIRTUAL + 1));
+        assert_ne!(
+            root, first_virtual,
+            "a nested editfs's root and its .editfs/"
+        );
+    }
+
+    #[test]
+    fn a_cycle_of_names_ends_the_walk_instead_of_hanging_it() {
+        let mut n = Nodes::new();
+        n.remember(10, ROOT, OsStr::new("a"));
+        n.remember(11, 10, OsStr::new("b"));
+        n.remember(10, 11, OsStr::new("c"));
+        assert!(!n.placed(11));
+        assert_eq!(n.path(11), None);
     }
 
     #[test]

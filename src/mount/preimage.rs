@@ -14,7 +14,6 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
-use super::nodes::real_id;
 use crate::store::logline::{Access, Kind};
 use crate::store::objects::{Objects, Side};
 use crate::store::removals::Verdict;
@@ -191,7 +190,7 @@ impl Core {
             }
             return Ok(());
         }
-        let open = self.is_open(real_id(st.st_ino));
+        let open = self.is_open(self.ids.of(&st));
         if !open && st.st_nlink == 1 && self.store.removes_on(st.st_dev) {
             let access = Access {
                 mode: st.st_mode & 0o7777,
@@ -239,7 +238,7 @@ impl Core {
             return Verdict::PutBack;
         }
         let same = (moved.st_dev, moved.st_ino) == (seen.st_dev, seen.st_ino);
-        if !same || self.is_open(real_id(moved.st_ino)) {
+        if !same || self.is_open(self.ids.of(moved)) {
             Verdict::Copy
         } else {
             Verdict::Adopt

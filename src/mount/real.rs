@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
 use super::fs::{Core, Handle, VIRTUAL_TTL, attr, file_type};
-use super::nodes::{ROOT, real_id};
+use super::nodes::ROOT;
 use super::ops::Register;
 use super::state;
 use super::types::{Backing, Errno, FileType, Res, Served, Timed, errno};
@@ -107,7 +107,7 @@ impl Core {
         self.prefetch.looked_up(parent, name, || Some(dir.clone()));
         match found {
             Ok(st) => {
-                let id = real_id(st.st_ino);
+                let id = self.ids.of(&st);
                 self.nodes.write().remember(id, parent, name);
                 let a = attr(&st, id);
                 Ok(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
@@ -147,7 +147,7 @@ impl Core {
         )?;
         // The name now holds another file (replaced by a rename): this node is
         // stale, and ESTALE makes the kernel look the name up again.
-        if real_id(st.st_ino) != ino {
+        if self.ids.of(&st) != ino {
             return Err(Errno::ESTALE);
         }
         Ok(st)
@@ -282,7 +282,7 @@ impl Core {
                 e => e,
             });
             opened.and_then(|fd| match rustix::fs::fstat(&fd) {
-                Ok(st) if ino != ROOT && real_id(st.st_ino) != ino => Err(rustix::io::Errno::STALE),
+                Ok(st) if ino != ROOT && self.ids.of(&st) != ino => Err(rustix::io::Errno::STALE),
                 Ok(st) => Ok((fd, st.st_size as u64)),
                 Err(e) => Err(e),
             })

@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 
 use super::fs::{Core, Handle, VIRTUAL_TTL, attr};
-use super::nodes::{ROOT, real_id};
+use super::nodes::ROOT;
 use super::ops::Register;
 use super::real::{EXEC_OPEN, truncates};
 use super::types::{Errno, Opened, Requester, Res, Served, Timed, errno};
@@ -192,7 +192,7 @@ impl Core {
     fn reopen(&self, ino: u64, flags: OFlags) -> Option<File> {
         let own = |h: &Arc<Handle>| match &**h {
             Handle::File { file, .. } => rustix::fs::fstat(file)
-                .is_ok_and(|st| real_id(st.st_ino) == ino)
+                .is_ok_and(|st| self.ids.of(&st) == ino)
                 .then(|| file.as_raw_fd()),
             _ => None,
         };

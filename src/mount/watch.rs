@@ -44,7 +44,7 @@ use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
 use rustix::fs::AtFlags;
 
 use super::fs::{Core, REAL_TTL};
-use super::nodes::{Kind, ROOT, real_id};
+use super::nodes::{Kind, ROOT};
 use super::types::{FileAttr, FileType, Kernel};
 
 /// How long the kernel keeps what a watched directory told it.
@@ -569,7 +569,7 @@ impl Core {
     fn now_known(&self, dir: u64, name: &OsStr) -> Option<u64> {
         let fd = self.dir_of(dir).ok()?;
         let st = rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        let id = real_id(st.st_ino);
+        let id = self.ids.of(&st);
         self.nodes.read().get(id).is_some().then_some(id)
     }
 
@@ -594,7 +594,7 @@ impl Core {
             let fd = self.dir_of(*parent).ok();
             let now =
                 fd.and_then(|fd| rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW).ok());
-            if now.map(|st| real_id(st.st_ino)) != Some(*ino) {
+            if now.map(|st| self.ids.of(&st)) != Some(*ino) {
                 kernel.forget_entry(*parent, name);
             }
             kernel.forget_node(*ino);
