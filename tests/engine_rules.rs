@@ -557,6 +557,37 @@ fn regex_with_numbered_and_named_groups() {
 }
 
 #[test]
+fn a_regex_replacement_naming_a_group_the_regex_lacks_is_rejected() {
+    // The regex crate reads `$1x` as the group named `1x` and expands a group that
+    // does not exist to nothing: `Some(ok)` would become `Some()`, reported as ok.
+    for (replace, names) in [("Some($1x)", "`$1x`"), ("$2", "`$2`"), ("${nm}", "`${nm}`")] {
+        let payload =
+            format!(r#"{{"search": "Some\\((\\w+)\\)", "replace": "{replace}", "regex": true}}"#);
+        let r = run("let a = Some(ok);\n", &payload);
+        assert_eq!(r.report.outcome, Outcome::Rejected, "{replace}");
+        assert_eq!(kind(&r), "malformed");
+        let message = &r.report.error.as_ref().unwrap().message;
+        assert!(message.contains(names), "{message}");
+        assert!(!r.written);
+    }
+    let message = run(
+        "let a = Some(ok);\n",
+        r#"{"search": "Some\\((\\w+)\\)", "replace": "Some($1x)", "regex": true}"#,
+    )
+    .report
+    .error
+    .unwrap()
+    .message;
+    assert!(message.contains("${1}x"), "{message}");
+    // Groups that exist, `$$` and a `$` before no name still apply.
+    let r = run(
+        "let a = Some(ok);\n",
+        r#"{"search": "Some\\((?P<v>\\w+)\\)", "replace": "Some(${1}x, $v, $$, $)", "regex": true}"#,
+    );
+    assert_eq!(text(&r), "let a = Some(okx, ok, $, $);\n");
+}
+
+#[test]
 fn regex_runs_in_linear_time() {
     let file = format!("{}b\n", "a".repeat(50_000));
     let start = std::time::Instant::now();

@@ -6,7 +6,7 @@
 //! is. Edit tools' own argument objects are read too: blocks in `content`,
 //! `diff` or `blockContent`, and Roo Code's search_and_replace arguments.
 
-use regex::bytes::RegexBuilder;
+use regex::bytes::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 
 use super::tools::{self, REGEX_SIZE_LIMIT, RooCall};
@@ -403,6 +403,9 @@ fn operation(index: usize, map: &Map<String, Value>) -> Result<Operation, Payloa
             .build()
             .map_err(|e| field(index, format!("`search` is not a valid regex: {e}")))?;
         if regex {
+            if let Some(problem) = missing_group(&replace, &re) {
+                return Err(field(index, problem));
+            }
             Find::Regex(re)
         } else {
             Find::IgnoreCase(re)
@@ -420,6 +423,70 @@ fn operation(index: usize, map: &Map<String, Value>) -> Result<Operation, Payloa
     };
     op.path = string(index, map, PATH)?;
     Ok(op)
+}
+
+/// Why `replace` cannot be a regex replacement for `re`: a `$` reference to a group
+/// `re` lacks. The regex crate expands such a group to nothing and reads `$1x` as
+/// the group named `1x`, so an agent's `$1x` (meant as group 1, then `x`) would
+/// silently drop text from a reported success.
+fn missing_group(replace: &str, re: &Regex) -> Option<String> {
+    let groups = re.captures_len();
+    let names: Vec<&str> = re.capture_names().flatten().collect();
+    let mut at = 0;
+    while let Some(i) = replace[at..].find('$').map(|i| at + i) {
+        let rest = &replace[i + 1..];
+        let (name, used) = if rest.starts_with('$') {
+            ("", 1)
+        } else if let Some(inner) = rest.strip_prefix('{') {
+            match inner.find('}') {
+                Some(end) => (&inner[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let len = rest
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                .count();
+            (&rest[..len], len)
+        };
+        at = i + 1 + used;
+        let exists = match name.parse::<usize>() {
+            _ if name.is_empty() => true,
+            Ok(n) => n < groups,
+            Err(_) => names.contains(&name),
+        };
+        if exists {
+            continue;
+        }
+        let written = &replace[i..at];
+        let digits = name.bytes().take_while(u8::is_ascii_digit).count();
+        let advice = if digits > 0
+            && digits < name.len()
+            && name[..digits].parse::<usize>().is_ok_and(|n| n < groups)
+        {
+            format!(
+                ": the regex crate reads `{written}` as one group name; write `${{{}}}{}` for group {} followed by `{}`",
+                &name[..digits],
+                &name[digits..],
+                &name[..digits],
+                &name[digits..]
+            )
+        } else {
+            format!(
+                "; it has {} numbered group(s){}",
+                groups - 1,
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and the named group(s) {}", names.join(", "))
+                }
+            )
+        };
+        return Some(format!(
+            "`replace` refers to `{written}`, a group the regex does not have, which would be replaced by nothing{advice} (`$$` writes a `$`)"
+        ));
+    }
+    None
 }
 
 /// An `if_match` value: a hex SHA-256, lower-cased, `sha256:` prefix allowed.
