@@ -217,6 +217,36 @@ fn a_hunk_whose_header_overcounts_before_the_next_hunk_applies_both() {
 }
 
 #[test]
+fn apply_patch_context_header_on_several_lines_places_a_hunk_only_one_of_them_leads_to() {
+    // argparse has `def _fill_text(self, text, width, indent):` twice; the line the
+    // hunk changes is also in `_split_lines` above the first, and only the first
+    // `_fill_text` is followed by it. Codex's tool applies it there, and so do we.
+    let file = "class H:\n    def split(self, text):\n        text = clean(text)\n        return wrap(text)\n\n    def fill(self, text):\n        text = clean(text)\n        return fill(text)\n\n\nclass R(H):\n    def fill(self, text):\n        return text\n";
+    let patch = "*** Begin Patch\n*** Update File: f.py\n@@ def fill(self, text):\n-        text = clean(text)\n+        text = clean(text, keep=True)\n*** End Patch\n";
+    let r = run(file, patch);
+    assert_eq!(
+        r.content,
+        file.replacen(
+            "    def fill(self, text):\n        text = clean(text)",
+            "    def fill(self, text):\n        text = clean(text, keep=True)",
+            1
+        ),
+        "{}",
+        said(&r)
+    );
+    // When the header's lines lead to different matches, the hunk stays ambiguous.
+    let file = "def f():\n    x = 1\n\ndef f():\n    x = 1\n";
+    let patch = "*** Begin Patch\n*** Update File: f.py\n@@ def f():\n-    x = 1\n+    x = 2\n*** End Patch\n";
+    let r = run(file, patch);
+    assert_eq!(
+        r.report.error.as_ref().map(|e| e.kind.as_str()),
+        Some("ambiguous"),
+        "{}",
+        said(&r)
+    );
+}
+
+#[test]
 fn apply_patch_context_headers_pick_the_function_whose_lines_repeat() {
     let file = "def load(path):\n    data = read(path)\n    return parse(data)\n\n\ndef reload(path):\n    data = read(path)\n    return parse(data)\n";
     let patch = "*** Begin Patch\n*** Update File: f.py\n@@ def reload(path):\n     data = read(path)\n-    return parse(data)\n+    return parse(data, fresh=True)\n*** End Patch\n";

@@ -719,17 +719,38 @@ impl Transaction<'_, '_> {
     }
 
     /// Where a hunk with an `@@ def f():` line lies, when it matches several
-    /// places: from the file's one line of that text on, the match nearest it
-    /// winning. `None` without such a line, or when the file has that text on
-    /// several lines (or none): then several matches still fail.
+    /// places: from the file's line of that text on, the match nearest it
+    /// winning. When the file has that text on several lines, each leads to the
+    /// first match at or after it, and the hunk is placed only when they all lead
+    /// to the same one (a repeated method name whose other copies are followed by
+    /// no match). `None` without such a line, when the file has none, or when its
+    /// lines lead to different matches: then several matches still fail.
     fn anchored(&self, op: &Operation) -> Option<(Range<usize>, usize)> {
         let anchor = op.anchor.as_deref()?.trim();
-        let mut at =
-            (0..self.doc.len()).filter(|&i| self.doc.line(i).trim_ascii() == anchor.as_bytes());
-        let (Some(line), None) = (at.next(), at.next()) else {
-            return None;
-        };
-        Some((line..self.doc.len(), op.near.unwrap_or(line + 1)))
+        let at: Vec<usize> = (0..self.doc.len())
+            .filter(|&i| self.doc.line(i).trim_ascii() == anchor.as_bytes())
+            .collect();
+        match at[..] {
+            [] => None,
+            [line] => Some((line..self.doc.len(), op.near.unwrap_or(line + 1))),
+            _ => {
+                // A line hint (`*** End of File`) says where among the matches;
+                // an anchor repeated beside it is no sign of which one it meant.
+                if op.near.is_some() {
+                    return None;
+                }
+                let search = text_lines(&op.search);
+                let found = lines::find(&self.doc, &search, 0..self.doc.len(), || self.tiers())?;
+                let led: Vec<(usize, usize)> = at
+                    .iter()
+                    .filter_map(|&a| found.starts.iter().find(|&&s| s >= a).map(|&s| (a, s)))
+                    .collect();
+                let &(line, start) = led.last()?;
+                led.iter()
+                    .all(|&(_, s)| s == start)
+                    .then_some((line..self.doc.len(), line + 1))
+            }
+        }
     }
 
     /// Lines `scope` (1-based, inclusive) as 0-based line indices.
