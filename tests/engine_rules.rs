@@ -1052,6 +1052,36 @@ fn a_conflict_sample_in_a_string_is_content_when_one_reading_matches() {
 }
 
 #[test]
+fn a_doubled_divider_in_a_file_without_such_lines_rejects_the_payload() {
+    // A malformed block is `rejected` before any operation runs (EINVAL), not a
+    // `failed` operation (EIO): the file decides it only by having no `=======` line.
+    let file = "a = 1\nb = 2\n";
+    let payload = format!(
+        "{}<<<<<<< SEARCH\nb = 2\n=======\n=======\nb = 3\n>>>>>>> REPLACE\n",
+        block("a = 1\n", "a = 0\n")
+    );
+    let r = run(file, &payload);
+    assert_eq!(r.report.outcome, Outcome::Rejected);
+    assert_eq!(kind(&r), "malformed");
+    assert!(
+        r.report
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("payload line 6")
+    );
+    assert!(!r.written);
+    // An earlier block that writes such a line makes the second divider possible content.
+    let payload = format!(
+        "<<<<<<<<< SEARCH\na = 1\n=========\na = 1\n=======\n>>>>>>>>> REPLACE\n{}",
+        "<<<<<<< SEARCH\n=======\nb = 2\n=======\nb = 3\n>>>>>>> REPLACE\n"
+    );
+    let r = run(file, &payload);
+    assert_eq!(text(&r), "a = 1\nb = 3\n", "{}", r.report);
+}
+
+#[test]
 fn an_eliding_search_names_the_lines_it_left_out_and_blames_no_line_that_is_in_the_file() {
     let file = "def f(chunks):\n    \"\"\"f(chunks : [string])\n\n    Correct for sentence endings buried in 'chunks'.\n    When the original text contains a period, munge_whitespace()\n    and split() will convert that to one space too few;\n    this method simply changes the one space to two.\n    \"\"\"\n    i = 0\n    return i\n";
     let payload = block(

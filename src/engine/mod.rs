@@ -144,6 +144,18 @@ fn run_parsed(
         false => None,
     };
     let body = before.strip_prefix(BOM).unwrap_or(before);
+    if let Some(op) = doubled_divider(&parsed.operations, body) {
+        let (message, hint) = divider_mistake(op);
+        let mut report = Report::new(Outcome::Rejected, sha256_hex(before));
+        report.total = parsed.operations.len();
+        report.error = Some(ErrorReport::plain(ErrorKind::Malformed, message, hint));
+        report.notes = parsed.notes;
+        return Edit {
+            content: None,
+            report,
+            act: None,
+        };
+    }
     let doc = match parsed.operations.len() {
         0 | 1 => Doc::new(body),
         _ => Doc::listed(body),
@@ -256,6 +268,39 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             });
         }
     }
+}
+
+/// The first block with several dividers when neither the file nor another
+/// block's REPLACE has a `=======` line: no reading can make one content, so the
+/// block is malformed and the payload is rejected before anything runs.
+fn doubled_divider<'o>(ops: &'o [Operation], body: &[u8]) -> Option<&'o Operation> {
+    let divider = |line: &[u8]| {
+        let line = line.trim_ascii();
+        line.len() >= 5 && line.iter().all(|&b| b == b'=')
+    };
+    let op = ops.iter().find(|op| !op.splits.is_empty())?;
+    // A block with several dividers has them in some reading's REPLACE by
+    // construction; only a plain block's REPLACE shows one will be written.
+    let written = ops
+        .iter()
+        .filter(|op| op.splits.is_empty())
+        .any(|op| op.replace.lines().any(|l| divider(l.as_bytes())));
+    (!written && !body.split(|&b| b == b'\n').any(divider)).then_some(op)
+}
+
+/// How to write a block for a file whose own lines look like dividers.
+const DIVIDER_HINT: &str = "to edit a file whose lines look like `=======`, open the block with 9 `<` and use 9 `=` and 9 `>`, or escape such a content line as `\\=======`";
+
+/// A block with several dividers in a file that has no such line of its own.
+fn divider_mistake(op: &Operation) -> (String, &'static str) {
+    (
+        format!(
+            "the block at payload line {} has {} `=======` lines, and the file has none of its own; one divider separates SEARCH from REPLACE",
+            op.payload_line,
+            op.splits.len() + 1
+        ),
+        DIVIDER_HINT,
+    )
 }
 
 pub fn rejected(e: payload::PayloadError, sha: String) -> Edit {
@@ -524,18 +569,11 @@ impl Transaction<'_, '_> {
             return Ok(Cow::Borrowed(op));
         }
         let scope = self.line_scope(op);
-        let hint = "to edit a file whose lines look like `=======`, open the block with 9 `<` and use 9 `=` and 9 `>`, or escape such a content line as `\\=======`";
+        let hint = DIVIDER_HINT;
         // Only a file that has such lines of its own makes a second divider content.
         if !scope.clone().any(|i| self.divider_like(i)) {
-            return Err(Failure::new(
-                ErrorKind::Malformed,
-                format!(
-                    "the block at payload line {} has {} `=======` lines, and the file has none of its own; one divider separates SEARCH from REPLACE",
-                    op.payload_line,
-                    op.splits.len() + 1
-                ),
-                hint,
-            ));
+            let (message, hint) = divider_mistake(op);
+            return Err(Failure::new(ErrorKind::Malformed, message, hint));
         }
         let first = (op.search.clone(), op.replace.clone());
         let readings: Vec<&(String, String)> = std::iter::once(&first)
