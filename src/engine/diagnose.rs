@@ -197,11 +197,16 @@ fn closest_window(
         .map(|len| window(start, len).len())
         .collect();
     lengths.dedup();
+    // Characters count twice here: a changed line costs a whole line in the line
+    // ratio, as a missing one does, but only its changed characters in `chars`,
+    // so without the weight a long SEARCH's changed last line fell out of its
+    // region and the hint said to remove it.
+    let length_score = |w: &Window| w.score + w.chars;
     let best = lengths
         .into_iter()
         .map(|len| measure(doc, search, start, len))
         .fold(None, |b: Option<Window>, c| match b {
-            Some(b) if b.score >= c.score => Some(b),
+            Some(b) if length_score(&b) >= length_score(&c) => Some(b),
             _ => Some(c),
         })?;
     (best.score > 0.0 && best.len > 0).then_some(best)
@@ -744,6 +749,21 @@ mod tests {
             "{}",
             d.hint
         );
+    }
+
+    #[test]
+    fn a_changed_last_line_stays_in_the_region_of_a_long_search() {
+        // A stale SEARCH (`width - 2` where argparse now says `width`): its last
+        // line is changed, not missing, so the region keeps it and the hint names
+        // the column, rather than telling the agent to remove the line.
+        let file = "class F:\n    def _split_lines(self, text, width):\n        text = self._whitespace_matcher.sub(' ', text).strip()\n        # The textwrap module is used only for formatting help.\n        # Delay its import for speeding up the common usage of argparse.\n        import textwrap\n        return textwrap.wrap(text, width)\n\n";
+        let d = diagnose(
+            file,
+            "    def _split_lines(self, text, width):\n        text = self._whitespace_matcher.sub(' ', text).strip()\n        # The textwrap module is used only for formatting help.\n        # Delay its import for speeding up the common usage of argparse.\n        import textwrap\n        return textwrap.wrap(text, width - 2)\n",
+        );
+        let c = d.closest.unwrap();
+        assert_eq!((c.start_line, c.end_line), (2, 7), "{}", d.hint);
+        assert!(d.hint.contains("file line 7 column"), "{}", d.hint);
     }
 
     #[test]
