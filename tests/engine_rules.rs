@@ -916,8 +916,26 @@ fn aiders_same_ellipsis_form_applies_each_piece_in_order() {
     assert_eq!(r.report.operations[0].strategy, Some("elided"));
     let twice = "fn a() {\n    one();\n}\nfn a() {\n    one();\n}\n    three();\n}\n";
     let r = run(twice, &payload);
+    // Several matches of a piece are `ambiguous`, with their lines and a hint that
+    // says how to make the piece unique (not that the lines differ: they do not).
+    assert_eq!(kind(&r), "ambiguous");
+    let error = r.report.error.unwrap();
+    assert!(error.message.contains("piece 1"), "{}", error.message);
+    assert!(
+        error.message.contains("lines 1-2, 4-5"),
+        "{}",
+        error.message
+    );
+    let hint = error.hint.unwrap();
+    assert!(hint.contains("unique"), "{hint}");
+    assert!(!hint.contains("not tolerated"), "{hint}");
+    // A piece found only before the piece ahead of it says so.
+    let reversed = "fn c() {\n    three();\n}\nfn a() {\n    one();\n}\n";
+    let r = run(reversed, &payload);
     assert_eq!(kind(&r), "not_found");
-    assert!(r.report.error.unwrap().message.contains("piece 1"));
+    let error = r.report.error.unwrap();
+    assert!(error.message.contains("piece 2"), "{}", error.message);
+    assert!(error.hint.unwrap().contains("order"));
 }
 
 #[test]

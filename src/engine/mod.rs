@@ -919,17 +919,50 @@ impl Transaction<'_, '_> {
             };
             let found = lines::find(&self.doc, search, scope.clone(), || self.tiers())
                 .ok_or_else(|| piece_failure("is not in the file".into()))?;
+            // The piece itself is in the file: its own diagnosis would find it
+            // alike and blame differences that are not there.
+            let piece = |kind, why: String, hint: String| {
+                let message = format!(
+                    "piece {} of the elided SEARCH (between `...` lines) {why}",
+                    k + 1
+                );
+                Failure::new(kind, message, hint)
+            };
+            let ranges = |starts: &[usize]| {
+                let r: Vec<String> = starts
+                    .iter()
+                    .map(|s| format!("{}-{}", s + 1, s + found.len()))
+                    .collect();
+                r.join(", ")
+            };
             match found.starts[..] {
                 [start] if start >= at => {
                     at = start + found.len();
                     plan.push((found, start, replace));
                 }
-                [_] => return Err(piece_failure("lies before the piece ahead of it".into())),
+                [start] => {
+                    return Err(piece(
+                        ErrorKind::NotFound,
+                        format!(
+                            "is at lines {}, before the piece ahead of it ends (line {at})",
+                            ranges(&[start])
+                        ),
+                        "the pieces must lie in the file in the order SEARCH gives them: check that SEARCH was copied from this file, or send each part as its own block".into(),
+                    ));
+                }
                 _ => {
-                    return Err(piece_failure(format!(
-                        "occurs {} times; each piece must be unique",
-                        found.starts.len()
-                    )));
+                    return Err(piece(
+                        ErrorKind::Ambiguous,
+                        format!(
+                            "occurs {} times (lines {}); each piece must be unique",
+                            found.starts.len(),
+                            ranges(&found.starts)
+                        ),
+                        format!(
+                            "make piece {} unique: give it more of the file's lines next to its `...` line (in SEARCH and REPLACE alike), or write the lines out instead of eliding them",
+                            k + 1
+                        ),
+                    ));
                 }
             }
         }
