@@ -83,6 +83,27 @@ fn json_object_array_and_aliases() {
 }
 
 #[test]
+fn markers_too_short_are_named_in_the_rejection() {
+    for (payload, named) in [
+        ("<<<< SEARCH\na\n====\nb\n>>>> REPLACE\n", "4 `<`"),
+        ("--- SEARCH\na\n===\nb\n+++ REPLACE\n", "3 `-`"),
+    ] {
+        let r = run("a\n", payload);
+        assert_eq!(r.report.outcome, Outcome::Rejected);
+        assert_eq!(kind(&r), "malformed");
+        let error = r.report.error.as_ref().unwrap();
+        assert!(error.message.contains(named), "{}", error.message);
+        assert!(
+            error.message.contains("payload line 1"),
+            "{}",
+            error.message
+        );
+        assert!(error.hint.as_deref().unwrap().contains("5 or more"));
+        assert!(!r.written);
+    }
+}
+
+#[test]
 fn a_malformed_payload_is_rejected_naming_its_line() {
     let r = run("a\n", "<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n");
     assert_eq!(r.report.outcome, Outcome::Rejected);

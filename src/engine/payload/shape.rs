@@ -1,5 +1,6 @@
 //! Payloads that hold no edit but look like one that went through the wrong
-//! hands: escaped as a JSON string, escaped for HTML, a bare diff fragment, or JSON after a sentence. The rejection
+//! hands: escaped as a JSON string, escaped for HTML, a bare diff fragment, JSON after a
+//! sentence, or markers indented or too short. The rejection
 //! names what the payload looks like, so the agent can send the edit itself;
 //! the escaped text is never written into a file.
 
@@ -10,6 +11,7 @@ pub fn diagnose(text: &str) -> Option<PayloadError> {
     escaped(text)
         .or_else(|| json_after_text(text))
         .or_else(|| indented_markers(text))
+        .or_else(|| short_markers(text))
         .or_else(|| {
         let looks_like = if headed(text) {
             "a diff whose hunk headers cannot be read (`@@ -START,COUNT +START,COUNT @@` or `@@ ... @@`)"
@@ -32,6 +34,30 @@ fn indented_markers(text: &str) -> Option<PayloadError> {
     Some(PayloadError::Shape {
         looks_like: format!("marker blocks whose markers are indented (payload line {})", at + 1),
         hint: "start each marker line (`<<<<<<< SEARCH`, `=======`, `>>>>>>> REPLACE`) at column 1, with no spaces before it; the lines between keep the file's own indentation".into(),
+    })
+}
+
+/// Marker lines with too few marker characters (`<<<< SEARCH`, `--- SEARCH`):
+/// markers need 5 or more, so none opened a block.
+fn short_markers(text: &str) -> Option<PayloadError> {
+    let (at, mark, count) = text.lines().enumerate().find_map(|(at, l)| {
+        let (marks, word) = l.trim_end().split_once(' ')?;
+        let mark = marks.chars().next()?;
+        let fits = match word {
+            "SEARCH" => matches!(mark, '<' | '-'),
+            "REPLACE" => matches!(mark, '>' | '+'),
+            _ => false,
+        };
+        let count = marks.chars().count();
+        (fits && (2..5).contains(&count) && marks.chars().all(|c| c == mark))
+            .then_some((at, mark, count))
+    })?;
+    Some(PayloadError::Shape {
+        looks_like: format!(
+            "marker blocks whose markers are too short (payload line {} has {count} `{mark}`)",
+            at + 1
+        ),
+        hint: "a marker has 5 or more marker characters: `<<<<<<< SEARCH`, `=======`, `>>>>>>> REPLACE` (or `------- SEARCH`, `=======`, `+++++++ REPLACE`), each alone on its line".into(),
     })
 }
 
