@@ -104,6 +104,20 @@ fn markers_too_short_are_named_in_the_rejection() {
 }
 
 #[test]
+fn a_comment_in_json_is_named_in_the_rejection() {
+    for payload in [
+        "{\n  // the first one\n  \"old_str\": \"a\", \"new_str\": \"b\"}\n",
+        "[{\"old_str\": \"a\", \"new_str\": \"b\"} /* one */]\n",
+    ] {
+        let r = run("a\n", payload);
+        assert_eq!(r.report.outcome, Outcome::Rejected);
+        let message = &r.report.error.as_ref().unwrap().message;
+        assert!(message.contains("JSON has no comments"), "{message}");
+        assert!(!r.written);
+    }
+}
+
+#[test]
 fn a_malformed_payload_is_rejected_naming_its_line() {
     let r = run("a\n", "<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n");
     assert_eq!(r.report.outcome, Outcome::Rejected);

@@ -36,12 +36,11 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
     let value: Value = serde_json::from_str(text).map_err(|e| PayloadError::Json {
         line: e.line(),
         column: e.column(),
-        message: e
-            .to_string()
-            .split(" at line ")
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
+        message: format!(
+            "{}{}",
+            e.to_string().split(" at line ").next().unwrap_or_default(),
+            comment_at(text, e.line(), e.column())
+        ),
     })?;
     let objects = match value {
         Value::Array(items) => items,
@@ -351,6 +350,22 @@ fn multi_edit(
     }
     note_form(notes, tools::MULTI_EDIT);
     Ok(Some(ops))
+}
+
+/// What to add to a JSON error found at a comment, as agents write them into
+/// JSON (serde says only that a key or value was expected there).
+fn comment_at(text: &str, line: usize, column: usize) -> &'static str {
+    let at = text.lines().nth(line.saturating_sub(1)).and_then(|l| {
+        l.char_indices()
+            .nth(column.saturating_sub(1))
+            .map(|(i, _)| &l[i..])
+    });
+    match at {
+        Some(rest) if rest.starts_with("//") || rest.starts_with("/*") => {
+            " (JSON has no comments: remove it)"
+        }
+        _ => "",
+    }
 }
 
 /// Roo Code's search_and_replace arguments: `use_regex`, or its options sent as strings.
