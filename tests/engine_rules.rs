@@ -1319,6 +1319,36 @@ fn the_text_editor_insert_command_puts_new_str_after_insert_line_once() {
 }
 
 #[test]
+fn replace_lines_copied_with_a_readers_line_numbers_fail_instead_of_writing_them() {
+    // SEARCH copied from the file, REPLACE from `cat -n`: written as sent, the
+    // numbers would land in the code and the edit be reported as a success.
+    let file = "def f(text):\n    import textwrap\n    return textwrap.wrap(text)\n";
+    let payload = block(
+        "    import textwrap\n    return textwrap.wrap(text)\n",
+        "     2\t    import textwrap\n     3\t    return textwrap.wrap(text, 70)\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
+    let error = r.report.error.unwrap();
+    assert_eq!(error.kind, "number_prefix");
+    assert!(error.message.contains("REPLACE"), "{}", error.message);
+    // Prefixed on both sides, they are stripped from both (the line_numbers tier).
+    let both = block(
+        "2:    import textwrap\n3:    return textwrap.wrap(text)\n",
+        "2:    import textwrap\n3:    return textwrap.wrap(text, 70)\n",
+    );
+    let r = run(file, &both);
+    assert_eq!(
+        text(&r),
+        "def f(text):\n    import textwrap\n    return textwrap.wrap(text, 70)\n"
+    );
+    // A file whose lines do start with numbers has them in SEARCH: nothing is refused.
+    let table = "1\tapple\n2\tpear\n";
+    let r = run(table, &block("1\tapple\n", "1\tapple\n2\tplum\n"));
+    assert_eq!(r.report.outcome, Outcome::Ok, "{}", r.report);
+}
+
+#[test]
 fn replace_lines_added_with_a_diffs_plus_still_on_them_fail_instead_of_writing_it() {
     let file = "def f(text):\n    text = munge(text)\n    return split(text)\n";
     let payload = block(

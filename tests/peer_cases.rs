@@ -207,6 +207,11 @@ const DEVIATIONS: &[Deviation] = &[
         why: "§3 tier 4 strips prefixes copied from a reader; a SEARCH mixing numbered and unnumbered lines is no such copy, so it is not found.",
     },
     Deviation {
+        id: "roo-should-handle-mix-of-line-numbered-and-pipe-only-content",
+        ours: Ours::Failed("number_prefix"),
+        why: "§3 (shapes that would silently destroy code fail with a hint): every REPLACE line carries a reader's consecutive line number while SEARCH, copied without them, has none, so REPLACE came from a numbered view and writing it would put the numbers into the file.",
+    },
+    Deviation {
         id: "roo-should-handle-pipe-characters-without-numbers-using-aggressive-fallbac",
         ours: Ours::Failed("not_found"),
         why: "§3 tier 4 strips numbered prefixes (`12 | `) only; a bare `| ` is file text to us, so it is not found.",

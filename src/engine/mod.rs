@@ -717,6 +717,7 @@ impl Transaction<'_, '_> {
         if matches!(op.find, Find::Lines | Find::Text) {
             refuse_placeholders(op)?;
             refuse_diff_prefixes(op)?;
+            refuse_numbered_replace(op)?;
         }
         // `*** End of File`: of several matches, the one nearest the last line.
         let at_end;
@@ -1293,6 +1294,39 @@ fn refuse_diff_prefixes(op: &Operation) -> Result<(), Failure> {
             replace[line].trim_end()
         ),
         "a SEARCH/REPLACE block holds the lines as they are, without `+`/`-` prefixes: drop the `+` (or send the change as a unified diff)",
+    ))
+}
+
+/// A REPLACE copied from a reader's numbered view (`cat -n`, `12: `, `12 | `)
+/// under a SEARCH copied without numbers: every REPLACE line carries a
+/// consecutive number and at least one of them, unnumbered, is a line of SEARCH.
+/// Written as sent, the numbers would go into the file. A file whose lines do
+/// start with numbers shows them in SEARCH, and then nothing is refused.
+fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
+    let search = text_lines(&op.search);
+    let replace = text_lines(&op.replace);
+    if search
+        .iter()
+        .any(|l| tolerant::strip_numbers(&[l]).is_some())
+    {
+        return Ok(());
+    }
+    let Some((stripped, first)) = tolerant::strip_numbers(&replace) else {
+        return Ok(());
+    };
+    let copied = stripped
+        .iter()
+        .any(|l| !l.trim().is_empty() && search.iter().any(|s| s.trim_end() == l.trim_end()));
+    if !copied {
+        return Ok(());
+    }
+    Err(Failure::new(
+        ErrorKind::NumberPrefix,
+        format!(
+            "every REPLACE line starts with a line number ({first}-{}), as a file viewer shows them, while SEARCH has none: written as sent, the numbers would go into the file",
+            first + replace.len() - 1
+        ),
+        "copy REPLACE without the line numbers (the prefix such as `12\t`, `12: ` or `12 | ` is not part of the line)",
     ))
 }
 

@@ -237,6 +237,7 @@ fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
         | K::OutsideChanges
         | K::Placeholder
         | K::DiffPrefix
+        | K::NumberPrefix
         | K::WrongFile
         | K::NotAFile
         | K::Deleted
