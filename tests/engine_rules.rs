@@ -1342,6 +1342,12 @@ fn replace_lines_copied_with_a_readers_line_numbers_fail_instead_of_writing_them
         text(&r),
         "def f(text):\n    import textwrap\n    return textwrap.wrap(text, 70)\n"
     );
+    // One numbered line is no sign of a copy: a YAML key may read `8080: port`.
+    let r = run(
+        "ports:\n  port\n",
+        r#"{"old_str": "port\n", "new_str": "8080: port\n"}"#,
+    );
+    assert_eq!(text(&r), "ports:\n  8080: port\n", "{}", r.report);
     // A file whose lines do start with numbers has them in SEARCH: nothing is refused.
     let table = "1\tapple\n2\tpear\n";
     let r = run(table, &block("1\tapple\n", "1\tapple\n2\tplum\n"));

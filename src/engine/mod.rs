@@ -1298,8 +1298,8 @@ fn refuse_diff_prefixes(op: &Operation) -> Result<(), Failure> {
 }
 
 /// A REPLACE copied from a reader's numbered view (`cat -n`, `12: `, `12 | `)
-/// under a SEARCH copied without numbers: every REPLACE line carries a
-/// consecutive number and at least one of them, unnumbered, is a line of SEARCH.
+/// under a SEARCH copied without numbers: every REPLACE line (two or more)
+/// carries a consecutive number and at least one of them, unnumbered, is a line of SEARCH.
 /// Written as sent, the numbers would go into the file. A file whose lines do
 /// start with numbers shows them in SEARCH, and then nothing is refused.
 fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
@@ -1311,7 +1311,9 @@ fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
     {
         return Ok(());
     }
-    let Some((stripped, first)) = tolerant::strip_numbers(&replace) else {
+    // One line proves nothing: `8080: port` may well be what a YAML edit means.
+    let Some((stripped, first)) = tolerant::strip_numbers(&replace).filter(|_| replace.len() > 1)
+    else {
         return Ok(());
     };
     let copied = stripped
