@@ -317,6 +317,7 @@ pub fn parse_single<'a>(
         if let Some(p) = op.path.as_ref().filter(|p| !names(p)) {
             return Err(other_file("call", p));
         }
+
         // Absolute header paths are not checked: `diff -u` prints them for
         // temporary copies, whose names say nothing of the file meant.
         if let Some(relative) = op.patched.iter().find(|p| !p.starts_with('/'))
@@ -324,8 +325,40 @@ pub fn parse_single<'a>(
         {
             return Err(other_file("patch", relative));
         }
+        if op.patched.is_empty()
+            && op.path.is_none()
+            && let Some(p) = op.label.as_deref().and_then(shaped_path)
+            && !names(p)
+            && file_name(p) != file_name(name)
+        {
+            return Err(other_file("path line before the block", &p.to_owned()));
+        }
     }
     Ok(payload)
+}
+
+/// The last component of a path.
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The path a line of text before a block names by its shape alone: no spaces
+/// and a file name with an extension (`src/a.py`, `` `a.py` ``, `**a.py**:`), as
+/// Aider writes a file's path before its blocks. Prose ("Done.") has none.
+/// Sent to one file's control file, such a line is checked by its file name
+/// only: a root the agent sees elsewhere may prefix other directories.
+fn shaped_path(label: &str) -> Option<&str> {
+    let (label, heading) = strip_heading(label);
+    let t = strip_decoration(label);
+    let name = t.rsplit('/').next().unwrap_or(t);
+    let extension = name
+        .trim_start_matches('.')
+        .rsplit_once('.')
+        .map(|(_, e)| e);
+    let shaped = !heading
+        && !t.contains(char::is_whitespace)
+        && extension.is_some_and(|e| !e.is_empty() && e.chars().all(char::is_alphanumeric));
+    shaped.then_some(t)
 }
 
 /// Whether a patch header's path names the file: as written, or with its first
@@ -873,6 +906,35 @@ mod tests {
             diff("/tmp/tmpa1b2/orig", "/tmp/tmpa1b2/new"),
         ] {
             assert!(single(&named).is_ok(), "{named}");
+        }
+    }
+
+    #[test]
+    fn a_path_line_naming_another_file_is_refused_by_one_files_control_file() {
+        // Aider's form: the path alone before the (fenced) block. Sent to the
+        // wrong file's control file, a SEARCH both files share would edit it.
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        let single = |text: &str| parse_single(text.as_bytes(), 10_000, "src/lib.rs", &is_lib);
+        for other in [
+            format!("src/other.rs\n```rust\n{block}```\n"),
+            format!("`src/other.rs`\n{block}"),
+            format!("**src/other.rs**:\n{block}"),
+            format!("{block}\nsrc/other.rs\n{block}"),
+        ] {
+            let err = single(&other).unwrap_err();
+            assert_eq!(err.kind(), "wrong_file", "{other}");
+            assert!(err.to_string().contains("`src/other.rs`"), "{err}");
+        }
+        for fine in [
+            format!("src/lib.rs\n```rust\n{block}```\n"),
+            format!("lib.rs\n{block}"),
+            format!("Done.\n{block}"),
+            format!("Here is the fix for src/other.rs:\n{block}"),
+            format!("src/lib.rs:10\n{block}"),
+            format!("...\n{block}"),
+            format!("repo/src/lib.rs\n{block}"),
+        ] {
+            assert!(single(&fine).is_ok(), "{fine}");
         }
     }
 
