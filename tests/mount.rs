@@ -78,6 +78,42 @@ except OSError as e:
     assert_eq!(m.src_file("app.py"), APP.as_bytes());
 }
 
+#[test]
+fn a_path_line_for_another_file_and_a_doubled_divider_reject_with_einval() {
+    let m = mount!();
+    let scratch = std::env::temp_dir().join(format!("editfs-payload-{}", std::process::id()));
+    let close_errno = |payload: &str| {
+        fs::write(&scratch, payload).unwrap();
+        let py = m.sh(&format!(
+            "python3 -c \"
+f = open('app.py.edit', 'w'); f.write(open('{}').read())
+try:
+    f.close(); print(0)
+except OSError as e:
+    print(e.errno)
+\"",
+            scratch.display()
+        ));
+        String::from_utf8_lossy(&py.stdout).trim().to_owned()
+    };
+    let block = "<<<<<<< SEARCH\n    print(\"Hello, \" + name)\n=======\n    print(name)\n>>>>>>> REPLACE\n";
+    // Aider's path line names lib/util.txt: the block was not meant for app.py.
+    assert_eq!(
+        close_errno(&format!("lib/util.txt\n```\n{block}```\n")),
+        "22"
+    );
+    let status = m.ok("cat app.py.status");
+    assert!(status.contains("wrong_file"), "{status}");
+    // A doubled divider in a file without such lines is a malformed block.
+    let doubled = block.replace("=======\n", "=======\n=======\n");
+    assert_eq!(close_errno(&doubled), "22");
+    assert_eq!(m.src_file("app.py"), APP.as_bytes());
+    // The path line naming app.py itself is fine.
+    assert_eq!(close_errno(&format!("app.py\n```\n{block}```\n")), "0");
+    assert!(m.ok("cat app.py").contains("    print(name)\n"));
+    fs::remove_file(&scratch).unwrap();
+}
+
 /// Node's `readFileSync` reads `st_size` bytes and no more: a report whose size
 /// the kernel kept from before a commit would reach such an agent cut short.
 #[test]
