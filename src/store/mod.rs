@@ -761,7 +761,7 @@ impl Store {
         for c in changes {
             kept.push(
                 c.pre
-                    .map(|pre| self.objects.keep(objects::Side::Pre, c.rel, tx, pre))
+                    .map(|pre| self.objects.keep_read(objects::Side::Pre, c.rel, tx, pre))
                     .transpose()?,
             );
             self.objects

@@ -346,6 +346,9 @@ fn stored(
             if let Some(replaced) = opened.file {
                 store.release(replaced);
             }
+            if !report.sha256.is_empty() {
+                store.objects().remember(target.rel, &report.sha256, new);
+            }
             report
         }
         Err(e) => {
@@ -745,6 +748,61 @@ mod tests {
         let opened = open(root, "shared", Some(&nobody)).unwrap();
         assert_eq!(opened.bytes.as_deref(), Some(&b"x"[..]));
         assert!(open(root, "private", None).is_ok(), "the daemon itself may");
+    }
+
+    #[test]
+    fn a_file_written_between_two_edits_is_kept_as_the_second_found_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let path = root.join("f.txt");
+        std::fs::write(&path, "alpha\n").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let rootfd = atomic::open_dir(root).unwrap();
+        let who = Who::default();
+        let target = Target {
+            root: Root {
+                fd: rootfd.as_fd(),
+                path: root,
+                mount: None,
+                from: Path::new(""),
+            },
+            rel: "f.txt",
+            label: "f.txt",
+            who: &who,
+            dir: None,
+            meant: None,
+        };
+        let edit = |from: &str, to: &str| {
+            let payload = format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n");
+            let report = run(
+                Some(&store),
+                &target,
+                payload.as_bytes(),
+                &Options::default(),
+            );
+            assert_eq!(report.outcome, Outcome::Ok, "{report}");
+            report.tx
+        };
+        let pre = |tx| {
+            store
+                .objects()
+                .read(crate::store::objects::Side::Pre, "f.txt", tx)
+        };
+        edit("alpha", "beta");
+        // A direct write of the same size, its times set back to the commit's:
+        // only its bytes tell it from what the commit left.
+        let committed = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, "zeta\n").unwrap();
+        let file = File::options().write(true).open(&path).unwrap();
+        file.set_modified(committed).unwrap();
+        let tx = edit("zeta", "eta");
+        assert_eq!(pre(tx).as_deref(), Some(&b"zeta\n"[..]));
+        let object = root
+            .join(".editfs/objects")
+            .join(engine::sha256_hex(b"zeta\n"));
+        assert!(object.exists(), "kept under the hash of what it holds");
+        let tx = edit("eta", "theta");
+        assert_eq!(pre(tx).as_deref(), Some(&b"eta\n"[..]));
     }
 
     #[test]
