@@ -210,7 +210,21 @@ pub struct Store {
     log_file: parking_lot::Mutex<Option<LogFile>>,
     /// Syncs commits' new contents beside them (see syncer.rs).
     syncer: syncer::Syncer,
+    /// Buffers a commit read a file into, or that held a content no longer
+    /// remembered (`Objects::remember`), for the next commit to read its file
+    /// into: a buffer of 64 KiB or more is a mapping of its own, and a new one
+    /// costs its mapping, a page fault per 4 KiB and its unmapping (which
+    /// interrupts every CPU the daemon ran on). At most `SPARE_BUFFERS`, of at
+    /// most `SPARE_BUFFER_BYTES` each. Taken alone and briefly.
+    spare: parking_lot::Mutex<Vec<Vec<u8>>>,
 }
+
+/// Buffers kept for reuse (`Store::spare`): the file read and the content it
+/// replaces of the latest commit.
+const SPARE_BUFFERS: usize = 2;
+
+/// Buffers larger than this are freed, not kept (`Store::spare`).
+const SPARE_BUFFER_BYTES: usize = 1 << 20;
 
 /// The log file as opened, and which file it is.
 struct LogFile {
@@ -294,6 +308,7 @@ impl Store {
             removals: removals::Removals::open(dir)?,
             log_file: parking_lot::Mutex::default(),
             syncer: syncer::Syncer::default(),
+            spare: parking_lot::Mutex::default(),
         };
         let lock = store.lock()?;
         let mut logged: Option<std::collections::HashSet<u64>> = None;
@@ -390,6 +405,35 @@ impl Store {
     /// The report `share_report` kept last on `rel`, if it is newer than `tx`.
     pub fn shared_report_after(&self, rel: &str, tx: u64) -> Option<shared::Shared> {
         shared::latest(&self.dir, rel).filter(|s| s.tx > tx)
+    }
+
+    /// Remembers that a commit left `bytes`, whose SHA-256 is `sha`, in
+    /// `rel`, so that the next commit of `rel` finding them there keeps them by
+    /// that hash (see `Objects::remember`).
+    pub fn remember(&self, rel: &str, sha: &str, bytes: Vec<u8>) {
+        for gone in self.objects.remember(rel, sha, bytes) {
+            self.recycle(gone);
+        }
+    }
+
+    /// An empty buffer to read a file into: a spare one if any (see `spare`).
+    pub fn buffer(&self) -> Vec<u8> {
+        self.spare.lock().pop().unwrap_or_default()
+    }
+
+    /// Keeps `buffer` (its bytes are left as they are: whoever takes it
+    /// empties it) for `buffer` to hand out again, or frees it.
+    pub fn recycle(&self, buffer: Vec<u8>) {
+        if buffer.capacity() > SPARE_BUFFER_BYTES {
+            return;
+        }
+        let mut spare = self.spare.lock();
+        if spare.len() < SPARE_BUFFERS {
+            spare.push(buffer);
+            return;
+        }
+        drop(spare);
+        drop(buffer);
     }
 
     pub fn tmp_dir(&self) -> BorrowedFd<'_> {

@@ -126,31 +126,31 @@ impl Objects {
     }
 
     /// Remembers that a commit left `bytes`, whose SHA-256 is `sha`, in `rel`
-    /// (see `recent`), in place of what was remembered of `rel` before.
-    pub fn remember(&self, rel: &str, sha: &str, bytes: Vec<u8>) {
+    /// (see `recent`), in place of what was remembered of `rel` before; returns
+    /// the contents no longer remembered, for the caller to reuse or free.
+    pub fn remember(&self, rel: &str, sha: &str, bytes: Vec<u8>) -> Vec<Vec<u8>> {
         let mut gone = Vec::new();
-        {
-            let mut recent = self.recent.lock();
-            if let Some(i) = recent.files.iter().position(|c| c.rel == rel) {
-                gone.extend(recent.files.remove(i));
-            }
-            if bytes.len() <= RECENT_FILE_BYTES {
-                recent.files.push_back(Committed {
-                    rel: rel.to_owned(),
-                    sha: sha.to_owned(),
-                    bytes,
-                });
-            }
-            recent.bytes = recent.files.iter().map(|c| c.bytes.len()).sum();
-            while recent.bytes > RECENT_BYTES
-                && let Some(oldest) = recent.files.pop_front()
-            {
-                recent.bytes -= oldest.bytes.len();
-                gone.push(oldest);
-            }
+        let mut recent = self.recent.lock();
+        if let Some(i) = recent.files.iter().position(|c| c.rel == rel) {
+            gone.extend(recent.files.remove(i).map(|c| c.bytes));
         }
-        // `gone` is freed here, with the lock released: unmapping takes a while.
-        drop(gone);
+        if bytes.len() <= RECENT_FILE_BYTES {
+            recent.files.push_back(Committed {
+                rel: rel.to_owned(),
+                sha: sha.to_owned(),
+                bytes,
+            });
+        } else {
+            gone.push(bytes);
+        }
+        recent.bytes = recent.files.iter().map(|c| c.bytes.len()).sum();
+        while recent.bytes > RECENT_BYTES
+            && let Some(oldest) = recent.files.pop_front()
+        {
+            recent.bytes -= oldest.bytes.len();
+            gone.push(oldest.bytes);
+        }
+        gone
     }
 
     /// The SHA-256 of `bytes`, read from `rel`, if they are what a commit

@@ -261,7 +261,7 @@ fn decided_with_lock(
     let early = match store.try_lock()? {
         None => decide(target, payload, opts),
         Some(lock) => {
-            let opened = open_target(target);
+            let opened = open_target(target, store.buffer());
             let small = opened.as_ref().map_or(true, |o| {
                 o.bytes.as_ref().map_or(0, Vec::len) <= DECIDED_UNDER_A_FREE_LOCK
             });
@@ -286,7 +286,12 @@ fn decide(
     payload: Received<'_>,
     opts: &Options,
 ) -> Result<Decision, StoreError> {
-    Ok(decide_on(target, open_target(target)?, payload, opts))
+    Ok(decide_on(
+        target,
+        open_target(target, Vec::new())?,
+        payload,
+        opts,
+    ))
 }
 
 /// The engine's decision on `opened`, the file of `target`.
@@ -347,7 +352,10 @@ fn stored(
                 store.release(replaced);
             }
             if !report.sha256.is_empty() {
-                store.objects().remember(target.rel, &report.sha256, new);
+                store.remember(target.rel, &report.sha256, new);
+            }
+            if let Some(read) = opened.bytes {
+                store.recycle(read);
             }
             report
         }
@@ -398,7 +406,7 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 
 /// Without a state directory: no journal, no snapshot, one atomic rename.
 fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
-    let opened = match open_target(target) {
+    let opened = match open_target(target, Vec::new()) {
         Ok(o) => o,
         Err(e) => return io_failure(e, engine::sha256_hex(b"")),
     };
@@ -454,8 +462,8 @@ pub fn file_name(rel: &str) -> &OsStr {
 }
 
 /// Opens the file of `target`, where the mount found it or beneath the root,
-/// checked against the file its handle meant.
-fn open_target(target: &Target<'_>) -> Result<Opened, StoreError> {
+/// checked against the file its handle meant, and reads it into `buffer`.
+fn open_target(target: &Target<'_>, buffer: Vec<u8>) -> Result<Opened, StoreError> {
     let caller = target.who.caller.as_ref();
     let dir = match target.dir {
         Some(dir) => rustix::io::dup(dir)
@@ -469,7 +477,7 @@ fn open_target(target: &Target<'_>) -> Result<Opened, StoreError> {
             path: target.rel.into(),
         });
     }
-    checked(dir, file, target.rel, caller)
+    checked(dir, file, target.rel, caller, buffer)
 }
 
 /// The file `rel` beneath `root`, open with its directory, and its bytes (none
@@ -513,15 +521,17 @@ fn walk(root: Root<'_>, rel: &str, caller: Option<&Caller>) -> Result<OwnedFd, S
 /// one `caller` may read and write natively, or, missing, one it may create.
 pub fn open_in(dir: OwnedFd, rel: &str, caller: Option<&Caller>) -> Result<Opened, StoreError> {
     let file = atomic::open_existing(dir.as_fd(), file_name(rel))?;
-    checked(dir, file, rel, caller)
+    checked(dir, file, rel, caller, Vec::new())
 }
 
-/// `open_in` once the file is open: checked against `caller`, then read.
+/// `open_in` once the file is open: checked against `caller`, then read into
+/// `buffer` (emptied first: a buffer used before can be handed in).
 fn checked(
     dir: OwnedFd,
     file: Option<File>,
     rel: &str,
     caller: Option<&Caller>,
+    buffer: Vec<u8>,
 ) -> Result<Opened, StoreError> {
     let denied = |what| {
         move |source| StoreError::Denied {
@@ -550,7 +560,9 @@ fn checked(
         c.may(file.as_fd(), Access::READ_OK | Access::WRITE_OK)
             .map_err(denied("read and write it"))?;
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut bytes = buffer;
+    bytes.clear();
+    bytes.reserve_exact(meta.len() as usize);
     file.read_to_end(&mut bytes)
         .map_err(io_err("read", Path::new(rel)))?;
     Ok(Opened {
