@@ -108,15 +108,44 @@ fn stuck_dying(pid: u32) -> bool {
     std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| tasks.count() > 1)
 }
 
+/// Where the kernel lists FUSE connections, once the fusectl file system is
+/// mounted there.
+const CONNECTIONS: &str = "/sys/fs/fuse/connections";
+
 fn abort(connection: u32) {
-    let path = format!("/sys/fs/fuse/connections/{connection}/abort");
-    match std::fs::write(&path, "1") {
+    let path = format!("{CONNECTIONS}/{connection}/abort");
+    let mut written = std::fs::write(&path, "1");
+    if written
+        .as_ref()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
+        mount_connections();
+        written = std::fs::write(&path, "1");
+    }
+    match written {
         Ok(()) => log::warn!(
             "the daemon is stuck dying with the mount still there: aborted FUSE connection {connection}"
         ),
         Err(e) => log::error!(
             "the daemon is stuck dying with the mount still there, and {path} cannot be written: {e}"
         ),
+    }
+}
+
+/// Mounts fusectl where the kernel lists FUSE connections: a system that does
+/// not mount it at boot (a container, a minimal VM) has no `abort` file to
+/// write, and the stuck mount would stay. Only root may; the error is then the
+/// write's.
+fn mount_connections() {
+    let mounted = rustix::mount::mount(
+        "fusectl",
+        CONNECTIONS,
+        "fusectl",
+        rustix::mount::MountFlags::empty(),
+        None,
+    );
+    if let Err(e) = mounted {
+        log::warn!("cannot mount fusectl on {CONNECTIONS}: {e}");
     }
 }
 
