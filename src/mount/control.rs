@@ -185,7 +185,7 @@ impl Refused {
 /// one before anything is written, so only a close that leaves none behind ends
 /// an unwritten payload. Unknown (another user's process) counts as not last:
 /// the empty payload is then sent at release.
-fn last_close(pid: u32, ino: u64) -> bool {
+pub(super) fn last_close(pid: u32, ino: u64) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return false;
     };

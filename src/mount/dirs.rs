@@ -478,11 +478,12 @@ impl Core {
             ino: id,
             writer,
         });
+        let flush = pending.is_some();
         if let Some(p) = pending {
             self.writes.lock().insert(fh, p);
         }
         let served = match self.backing(id, fh, register) {
-            Some(backing) => Served::Passed(backing),
+            Some(backing) => Served::Passed { backing, flush },
             None => Served::Plain,
         };
         let a = attr(&st, id);

@@ -130,9 +130,10 @@ fn fopen(served: &Served) -> (FopenFlags, Option<&fuser::BackingId>) {
             None,
         ),
         Served::Plain => (FopenFlags::empty(), None),
-        // No flush: the daemon has nothing to do at a close of a passed-through
-        // file (its writes went straight to SOURCE), so a close costs no round trip.
-        Served::Passed(b) => match b.get::<fuser::BackingId>() {
+        // No flush unless the daemon records a direct write at the close: its
+        // writes went straight to SOURCE, so a close costs no round trip.
+        Served::Passed { backing, flush } => match backing.get::<fuser::BackingId>() {
+            Some(id) if *flush => (FopenFlags::empty(), Some(id)),
             Some(id) => (FopenFlags::FOPEN_NOFLUSH, Some(id)),
             None => (FopenFlags::empty(), None),
         },

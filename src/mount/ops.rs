@@ -209,15 +209,22 @@ impl Core {
     }
 
     /// A close of a descriptor; that of an edit handle may commit, on a commit
-    /// thread, which then answers.
+    /// thread, which then answers. The writer's last close of a real file
+    /// records its direct write before `close(2)` returns.
     pub(super) fn flush(&self, who: Requester, ino: u64, fh: u64, done: Done<()>) {
         match self.handle(fh) {
+            Ok(h) if matches!(*h, Handle::File { .. }) => {
+                self.finish_write_at_close(ino, fh, who.pid);
+                done(Ok(()));
+            }
             Ok(h) => self.flush_edit(ino, h, who.pid, done),
             Err(e) => done(Err(e)),
         }
     }
 
-    /// The last close of a handle. It is answered (`done`) before an edit
+    /// The last close of a handle; a direct write no flush recorded is recorded
+    /// here (a handle closed without one, or held by a process the flush's
+    /// could not rule out). It is answered (`done`) before an edit
     /// handle's unsent empty payload goes to a commit thread.
     pub(super) fn release(&self, who: Requester, ino: u64, fh: u64, done: Done<()>) {
         let handle = self.drop_handle(fh);

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
+use super::control::last_close;
 use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
 use crate::store::logline::{Access, Kind};
@@ -90,6 +91,48 @@ fn open_regular(loc: &Loc) -> Option<(File, u64)> {
     meta.is_file().then_some((file, meta.len()))
 }
 
+/// The process of thread `pid`'s parent and its descendants: those that may
+/// share its descriptors by inheritance. Read from /proc; what cannot be read
+/// is left out.
+fn kin(pid: u32) -> Vec<u32> {
+    let parent_of = |p: &str| -> Option<(u32, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        // The command name, in parentheses, may hold spaces and parentheses.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+        Some((p.parse().ok()?, ppid))
+    };
+    let Some((_, parent)) = parent_of(&pid.to_string()) else {
+        return Vec::new();
+    };
+    let tgid = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|t| t.trim().parse::<u32>().ok())
+        })
+        .unwrap_or(pid);
+    let procs: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| parent_of(e.file_name().to_str()?))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut kin = vec![parent];
+    let mut born = vec![tgid];
+    while let Some(p) = born.pop() {
+        for &(child, _) in procs.iter().filter(|&&(c, pp)| pp == p && c != tgid) {
+            if !kin.contains(&child) {
+                kin.push(child);
+                born.push(child);
+            }
+        }
+    }
+    kin
+}
+
 /// The latest content of `rel` the store keeps: what its latest transaction
 /// left, or what its latest removal took away (a pre-image with no version
 /// after it).
@@ -161,6 +204,24 @@ impl Core {
         });
         if let Err(e) = direct::finish(&self.store, pending, after.as_deref()) {
             log::error!("cannot record the write to {}: {e}", pending.rel);
+        }
+    }
+
+    /// Records the write handle `fh` (of node `ino`) began, if any, when `pid`
+    /// closing it holds no other descriptor of the file and no process it
+    /// forked or was forked by does (they may share the handle and still
+    /// write): otherwise it is recorded at the handle's release. Whichever
+    /// comes first takes the pending write, so it is recorded once.
+    pub(super) fn finish_write_at_close(&self, ino: u64, fh: u64, pid: u32) {
+        if !self.writes.lock().contains_key(&fh)
+            || !last_close(pid, ino)
+            || kin(pid).into_iter().any(|k| !last_close(k, ino))
+        {
+            return;
+        }
+        let pending = self.writes.lock().remove(&fh);
+        if let Some(p) = pending {
+            self.finish_write(&p, self.loc(ino).ok().as_ref());
         }
     }
 

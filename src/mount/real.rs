@@ -325,6 +325,7 @@ impl Core {
     /// is served. A write, or a file of `PASS_FROM` bytes or more, is passed
     /// through when the inode is free to choose (see `passthrough.rs`); a
     /// smaller file opened only to read is served from the kernel's page cache.
+    /// A close of a handle whose write is recorded reaches the daemon.
     pub(super) fn serve_open(
         &self,
         (ino, fh): (u64, u64),
@@ -334,7 +335,10 @@ impl Core {
     ) -> Served {
         let pass = is_write(flags) || size >= PASS_FROM;
         match self.route(ino, fh, pass, register) {
-            Some(id) => Served::Passed(id),
+            Some(backing) => Served::Passed {
+                backing,
+                flush: self.writes.lock().contains_key(&fh),
+            },
             None if is_write(flags) => cached(flags),
             None => {
                 self.prime(ino, fh, size);

@@ -182,7 +182,11 @@ impl Core {
             writer,
         });
         let served = match self.backings.stand_in(ino) {
-            Some(id) => Served::Passed(id),
+            // Read only: nothing to record at its close.
+            Some(backing) => Served::Passed {
+                backing,
+                flush: false,
+            },
             None => Served::Direct,
         };
         Ok((fh, Some(served)))

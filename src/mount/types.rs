@@ -177,8 +177,9 @@ pub enum Served {
     Cached { flush: bool },
     /// Through the daemon, with the kernel's default caching and flushing.
     Plain,
-    /// The kernel reads and writes SOURCE itself (kernel passthrough).
-    Passed(Arc<Backing>),
+    /// The kernel reads and writes SOURCE itself (kernel passthrough); `flush`:
+    /// whether a close must reach the daemon (a direct write it records).
+    Passed { backing: Arc<Backing>, flush: bool },
 }
 
 /// An open file handle and how it is served.
