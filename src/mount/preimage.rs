@@ -91,46 +91,47 @@ fn open_regular(loc: &Loc) -> Option<(File, u64)> {
     meta.is_file().then_some((file, meta.len()))
 }
 
-/// The process of thread `pid`'s parent and its descendants: those that may
-/// share its descriptors by inheritance. Read from /proc; what cannot be read
-/// is left out.
-fn kin(pid: u32) -> Vec<u32> {
-    let parent_of = |p: &str| -> Option<(u32, u32)> {
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-        // The command name, in parentheses, may hold spaces and parentheses.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
-        Some((p.parse().ok()?, ppid))
+/// The processes that may share thread `pid`'s descriptors by inheritance:
+/// its process's parent and every process it forked, found through each
+/// thread's `children` list, so nothing scans the whole of /proc at a close.
+/// `None` when a list cannot be read (another user's process, a kernel
+/// without those lists): the caller then cannot rule them out.
+fn kin(pid: u32) -> Option<Vec<u32>> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
     };
-    let Some((_, parent)) = parent_of(&pid.to_string()) else {
-        return Vec::new();
-    };
-    let tgid = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Tgid:"))
-                .and_then(|t| t.trim().parse::<u32>().ok())
-        })
-        .unwrap_or(pid);
-    let procs: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| parent_of(e.file_name().to_str()?))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (tgid, parent) = (field("Tgid:")?, field("PPid:")?);
     let mut kin = vec![parent];
     let mut born = vec![tgid];
     while let Some(p) = born.pop() {
-        for &(child, _) in procs.iter().filter(|&&(c, pp)| pp == p && c != tgid) {
-            if !kin.contains(&child) {
+        for child in children(p)? {
+            if child != tgid && !kin.contains(&child) {
                 kin.push(child);
                 born.push(child);
             }
         }
     }
-    kin
+    Some(kin)
+}
+
+/// The processes process `pid` forked, from the `children` list of each of its threads.
+fn children(pid: u32) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let list = std::fs::read_to_string(task.path().join("children")).ok()?;
+        out.extend(
+            list.split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+    }
+    Some(out)
 }
 
 /// The latest content of `rel` the store keeps: what its latest transaction
@@ -215,7 +216,7 @@ impl Core {
     pub(super) fn finish_write_at_close(&self, ino: u64, fh: u64, pid: u32) {
         if !self.writes.lock().contains_key(&fh)
             || !last_close(pid, ino)
-            || kin(pid).into_iter().any(|k| !last_close(k, ino))
+            || kin(pid).is_none_or(|kin| kin.into_iter().any(|k| !last_close(k, ino)))
         {
             return;
         }
