@@ -1,6 +1,8 @@
 //! The engine against the contract, one rule per test (CONTRACT.md §2–§4).
 
-use editfs::engine::{Ambiguity, OpOutcome, Options, Outcome, Report, apply, sha256_hex};
+use editfs::engine::{
+    Ambiguity, ErrorReport, OpOutcome, Options, Outcome, Report, apply, sha256_hex,
+};
 
 struct Run {
     content: Vec<u8>,
@@ -24,6 +26,15 @@ fn run_with(file: Option<&str>, payload: &str, opts: &Options) -> Run {
 
 fn run(file: &str, payload: &str) -> Run {
     run_with(Some(file), payload, &Options::default())
+}
+
+/// The error of a payload that must fail as `kind` and leave the file unwritten.
+fn refused(file: &str, payload: &str, kind: &str) -> ErrorReport {
+    let r = run(file, payload);
+    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
+    let error = r.report.error.unwrap();
+    assert_eq!(error.kind, kind, "{}", error.message);
+    error
 }
 
 fn text(r: &Run) -> &str {
@@ -1327,10 +1338,7 @@ fn replace_lines_copied_with_a_readers_line_numbers_fail_instead_of_writing_them
         "    import textwrap\n    return textwrap.wrap(text)\n",
         "     2\t    import textwrap\n     3\t    return textwrap.wrap(text, 70)\n",
     );
-    let r = run(file, &payload);
-    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
-    let error = r.report.error.unwrap();
-    assert_eq!(error.kind, "number_prefix");
+    let error = refused(file, &payload, "number_prefix");
     assert!(error.message.contains("REPLACE"), "{}", error.message);
     // Prefixed on both sides, they are stripped from both (the line_numbers tier).
     let both = block(
@@ -1361,10 +1369,7 @@ fn replace_lines_added_with_a_diffs_plus_still_on_them_fail_instead_of_writing_i
         "    text = munge(text)\n    return split(text)\n",
         "    text = munge(text)\n+    text = text.strip()\n    return split(text)\n",
     );
-    let r = run(file, &payload);
-    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
-    let error = r.report.error.unwrap();
-    assert_eq!(error.kind, "diff_prefix");
+    let error = refused(file, &payload, "diff_prefix");
     assert!(
         error.message.contains("REPLACE line 2"),
         "{}",
