@@ -2,10 +2,9 @@
 //! and across crashes.
 //!
 //! A commit goes: record the temporary names (a prepared record), write every
-//! new content to its temporary file, append the record again as committed,
-//! with each new content's SHA-256, and sync it and the temporary files at the
-//! same time (the commit point is reached once all of them are synced), put
-//! each file in place, append the log line. The records are dropped later, by the store's checkpoint, once the
+//! new content to its temporary file, keep both versions in the store, append
+//! the record again as committed, with each new content's SHA-256, and sync
+//! it (the commit point), put each file in place, append the log line. The records are dropped later, by the store's checkpoint, once the
 //! files' new names and the log line are synced (see the store's module doc for
 //! what is synced when).
 //!
@@ -22,10 +21,13 @@
 //! (finishing whatever was not yet in place, which may be nothing) and a prepared
 //! one back (removing its temporary files), so every file of a transaction ends
 //! wholly old or wholly new, all together, and no temporary file is left in the
-//! project. A committed record cut short by a crash does not parse, and one
-//! whose temporary file does not hold the content it names (a crash of the
-//! machine before that file's sync ended) counts as prepared: either way its
-//! commit point was never reached, and the transaction is rolled back.
+//! project. A committed record cut short by a crash does not parse, and counts
+//! as prepared. A new content a crash of the machine left torn (the temporary
+//! files are synced by the checkpoint, after the commit point) is written again
+//! from the store, which holds it durably (`repair`); where the store has no
+//! whole copy of it, the commit point was never reached (a record of an older
+//! version, which synced the temporary files first), and the transaction is
+//! rolled back.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -55,12 +57,47 @@ pub struct Entry {
     /// The file is removed rather than replaced (an undo of its creation).
     #[serde(default)]
     pub remove: bool,
-    /// SHA-256 of the new content, which the temporary file must hold for a
-    /// committed record to be finished: the record and the temporary file are
-    /// synced at the same time, so after a crash of the machine the record may
-    /// be whole while the file is not (see `torn`).
+    /// SHA-256 of the new content, which the temporary file, or the file it
+    /// became, must hold once a committed record is finished: the record is
+    /// synced before the temporary file is, so after a crash of the machine
+    /// the file may be torn while the record is whole (see `repair`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The temporary file as written, before the record committed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made: Option<Made>,
+}
+
+/// What a temporary file was once its new content was written: recovery
+/// tells by it whether the file now at its path is that file (put in place,
+/// and maybe torn by a crash of the machine), or one written since, which it
+/// must leave alone. A later write moves the modification time on; a crash
+/// can at most leave an earlier one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Made {
+    pub ino: u64,
+    /// Modification time, in nanoseconds since the epoch (an `i64`, as JSON
+    /// numbers in an untagged line read no wider).
+    pub mtime: i64,
+}
+
+impl Made {
+    pub fn of(meta: &fs::Metadata) -> Made {
+        use std::os::unix::fs::MetadataExt;
+        Made {
+            ino: meta.ino(),
+            mtime: meta
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+        }
+    }
+
+    /// Whether `meta` is this file, written no later than this.
+    fn is(&self, meta: &fs::Metadata) -> bool {
+        let now = Made::of(meta);
+        now.ino == self.ino && now.mtime <= self.mtime
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -375,7 +412,9 @@ impl Journal {
 
     /// Finishes or undoes every transaction a crash interrupted, and returns the
     /// files it read, for the caller to remove (`remove_handled`) once their log
-    /// lines are synced. `tmp` is the state directory's `tmp/`; `log` appends a log line
+    /// lines are synced. `tmp` is the state directory's `tmp/`; `stored` gives
+    /// the whole stored content of a hash, if the store has it (what a torn new
+    /// content is written again from); `log` appends a log line
     /// unless the log already has it (and says whether it did); `forget` drops the
     /// kept versions of a transaction rolled back. A committed record whose files
     /// were all in place and whose line was logged (a crash before the checkpoint
@@ -383,6 +422,7 @@ impl Journal {
     pub fn recover(
         &self,
         tmp: BorrowedFd<'_>,
+        stored: impl Fn(&str) -> Option<Vec<u8>>,
         mut log: impl FnMut(&super::LogEntry) -> Result<bool, StoreError>,
         forget: impl Fn(&Record),
     ) -> Result<(Recovered, Handled), StoreError> {
@@ -390,9 +430,17 @@ impl Journal {
         let (records, handled) = self.records();
         for record in records {
             let root = atomic::open_dir(&record.root)?;
-            if record.committed && !record.files.iter().any(|e| torn(root.as_fd(), tmp, e)) {
+            let repairs = record
+                .committed
+                .then(|| {
+                    let repair = |e| repair(root.as_fd(), tmp, e, &stored);
+                    record.files.iter().map(repair).collect::<Option<Vec<_>>>()
+                })
+                .flatten();
+            if let Some(repairs) = repairs {
                 let mut finished = false;
-                for e in &record.files {
+                for (e, r) in record.files.iter().zip(repairs) {
+                    finished |= r.apply(root.as_fd(), tmp, e)?;
                     finished |= install(root.as_fd(), tmp, e)?;
                 }
                 finished |= log(&record.log)?;
@@ -411,37 +459,135 @@ impl Journal {
     }
 }
 
-/// Whether the temporary file of `e` is there but does not hold the content
-/// its record names: its sync had not ended when the machine crashed, so the
-/// commit point was not reached, however whole the record reads. A missing
-/// temporary file was put in place already (its name was made before the
-/// record was written, so it reached the disk first).
-fn torn(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> bool {
-    let Some(sha) = e.sha256.as_deref().filter(|_| !e.remove) else {
-        return false;
-    };
-    let Ok(dir) = dir_of(root, e) else {
-        return false;
-    };
-    let Ok(base) = tmp_dir_of(dir.as_fd(), tmp, e) else {
-        return false;
-    };
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let file = match rustix::fs::openat(&base, e.tmp.as_str(), flags, Mode::empty()) {
-        Ok(fd) => File::from(fd),
-        Err(rustix::io::Errno::NOENT) => return false,
-        Err(_) => return true,
-    };
-    let mut bytes = Vec::new();
-    let read = (&file).read_to_end(&mut bytes);
-    let whole = read.is_ok() && crate::engine::sha256_hex(&bytes) == sha;
-    if !whole {
+/// What an entry of a committed record needs before it is put in place.
+enum Repair {
+    /// Nothing: its new content is whole where it is, or nothing is to be checked.
+    Whole,
+    /// Its temporary file is torn: these bytes are written into it again.
+    Temp(Vec<u8>),
+    /// The file it became is torn: these bytes go to its temporary name again,
+    /// with the file's mode, owner and attributes, to be put in place anew.
+    Installed(Vec<u8>),
+}
+
+impl Repair {
+    /// Writes the new content again where it is torn, synced; says whether
+    /// there was anything to do.
+    fn apply(
+        self,
+        root: BorrowedFd<'_>,
+        tmp: BorrowedFd<'_>,
+        e: &Entry,
+    ) -> Result<bool, StoreError> {
+        let (installed, bytes) = match self {
+            Repair::Whole => return Ok(false),
+            Repair::Temp(bytes) => (false, bytes),
+            Repair::Installed(bytes) => (true, bytes),
+        };
+        let dir = dir_of(root, e)?;
+        let base = tmp_dir_of(dir.as_fd(), tmp, e)?;
+        let err = |action| move |err: std::io::Error| io_err(action, Path::new(&e.tmp))(err);
+        let file = if installed {
+            let name = file_name(&e.rel);
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let old = rustix::fs::openat(&dir, name, flags, Mode::empty())
+                .map_err(|er| io_err("open", Path::new(&e.rel))(er.into()))?;
+            let keeps = (Some(&File::from(old)), atomic::Writer::KeepsSetId);
+            atomic::write_tmp(base.as_fd(), OsStr::new(&e.tmp), name, &bytes, keeps)?
+        } else {
+            let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd = rustix::fs::openat(&base, e.tmp.as_str(), flags, Mode::empty())
+                .map_err(|er| err("open")(er.into()))?;
+            let mut file = File::from(fd);
+            file.write_all(&bytes).map_err(err("write"))?;
+            file
+        };
+        file.sync_all().map_err(err("sync"))?;
         log::warn!(
-            "transaction of {}: its new content did not reach the disk whole; rolled back",
+            "transaction of {}: its new content had not reached the disk whole; written again from the store",
             e.rel
         );
+        Ok(true)
     }
-    !whole
+}
+
+/// What `e`, of a committed record, needs to hold the content its record
+/// names (see `Repair`); `None` when it cannot: its temporary file is torn
+/// and the store holds no whole copy of that content (a record written by a
+/// version that synced temporary files before it, whose commit point was
+/// then not reached), so the transaction is rolled back.
+fn repair(
+    root: BorrowedFd<'_>,
+    tmp: BorrowedFd<'_>,
+    e: &Entry,
+    stored: &impl Fn(&str) -> Option<Vec<u8>>,
+) -> Option<Repair> {
+    let Some(sha) = e.sha256.as_deref().filter(|_| !e.remove) else {
+        return Some(Repair::Whole);
+    };
+    let Ok(dir) = dir_of(root, e) else {
+        return Some(Repair::Whole);
+    };
+    let Ok(base) = tmp_dir_of(dir.as_fd(), tmp, e) else {
+        return Some(Repair::Whole);
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(&base, e.tmp.as_str(), flags, Mode::empty()).map(File::from) {
+        Ok(file) if holds(&file, sha) => Some(Repair::Whole),
+        Ok(_) => {
+            let bytes = stored(sha);
+            if bytes.is_none() {
+                log::warn!(
+                    "transaction of {}: its new content did not reach the disk whole; rolled back",
+                    e.rel
+                );
+            }
+            bytes.map(Repair::Temp)
+        }
+        // Its name was made before the record was written, so it reached the
+        // disk first: no name left means it was put in place.
+        Err(rustix::io::Errno::NOENT) => Some(installed(dir.as_fd(), e, sha, stored)),
+        Err(_) => None,
+    }
+}
+
+/// `repair` of an entry whose temporary file was put in place: the file at
+/// its path, if it is still the one the commit made and it does not hold the
+/// content named, is written again. A file written since is left as it is.
+fn installed(
+    dir: BorrowedFd<'_>,
+    e: &Entry,
+    sha: &str,
+    stored: &impl Fn(&str) -> Option<Vec<u8>>,
+) -> Repair {
+    let Some(made) = e.made else {
+        return Repair::Whole;
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::openat(dir, file_name(&e.rel), flags, Mode::empty()) else {
+        return Repair::Whole;
+    };
+    let file = File::from(fd);
+    let ours = file.metadata().is_ok_and(|m| m.is_file() && made.is(&m));
+    if !ours || holds(&file, sha) {
+        return Repair::Whole;
+    }
+    stored(sha).map_or_else(
+        || {
+            log::error!(
+                "transaction of {}: its new content did not reach the disk whole, and the store has no copy of it",
+                e.rel
+            );
+            Repair::Whole
+        },
+        Repair::Installed,
+    )
+}
+
+/// Whether `file` holds exactly the content whose SHA-256 is `sha`.
+fn holds(mut file: &File, sha: &str) -> bool {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).is_ok() && crate::engine::sha256_hex(&bytes) == sha
 }
 
 /// The lines of the journal file at `path` that parse (a line cut short by a

@@ -31,23 +31,25 @@
 //! undoes any other. A crash of the machine loses what was not synced; for that,
 //! a commit of one transaction syncs, before its files change:
 //!
-//! 1. the bytes of each kept version that is new to the store (objects already
-//!    stored are only linked again, never rewritten or synced again): so the
-//!    pre-image is durable before the record that names it;
+//! 1. the bytes of each kept version, before and after, that is not known to
+//!    be durable: new to the store, or stored unsynced (a direct write's
+//!    pre-image) or by another process (`Objects::durable`); so both versions
+//!    are durable before the record that names them;
 //! 2. then the committed record, appended to the process's journal file, with
-//!    the SHA-256 of each new content;
-//! 3. at the same time as both, on another thread, each temporary file holding
-//!    a new content (its bytes, mode and owner).
+//!    the SHA-256 of each new content and what its temporary file was once
+//!    written (`journal::Made`).
 //!
-//! The commit point is reached once all of them are synced: only then does a
-//! file change and the commit answer. A crash of the machine before may leave
-//! the record whole and a temporary file not; recovery then finds the file's
-//! content is not the one the record names and rolls the transaction back
-//! (`journal::torn`), as it does a record cut short. That is one sync per new
-//! content and one for the record (plus one per new kept version), where a
-//! commit used to make fourteen, and a commit waits for one sync when no kept
-//! version is new to the store (two in a row when one is). What is not synced
-//! at once, and why that loses nothing:
+//! The commit point is reached once the record is synced: only then does a
+//! file change and the commit answer. The temporary files holding the new
+//! contents are not synced then: the store holds each new content durably
+//! already, and a crash of the machine that leaves one torn, as a temporary
+//! file or as the file it was put in place as, has recovery write it again
+//! from there (`journal::repair`; a file written since the commit is left as
+//! it is). That is one sync for a commit whose versions the store holds
+//! already (an edit back to a content seen before, or the pre-image its own
+//! last commit left), two in a row when a version is new, where a commit used
+//! to make fourteen and then to wait for the temporary file's sync too. What
+//! is not synced at once, and why that loses nothing:
 //!
 //! - Names made in the state directory (temporary files, objects, snapshot
 //!   links, the journal file when a commit creates it) ride on the sync of the
@@ -64,11 +66,14 @@
 //!   been one that no acknowledged transaction kept (see `Objects::keep_with`).
 //! - The prepared record is unsynced: it only serves to clean up after a crash
 //!   of the process, and a transaction that never committed changed no file.
-//! - The files' new names in the project, and the log line, ride on the next
-//!   checkpoint (`Store::checkpoint`: at most a second later in a
+//! - The files' new contents and names in the project, and the log line, ride
+//!   on the next checkpoint (`Store::checkpoint`: at most a second later in a
 //!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits),
-//!   which syncs the log and the directories the files went into, and only
-//!   then drops the records of the transactions it covered. Until then a
+//!   which syncs the new contents, the log and the directories the files went
+//!   into, and only then drops the records of the transactions it covered.
+//!   Until then the size cap spares their versions (`Objects::spare_from`),
+//!   and `--keep 0`, which keeps none, syncs the temporary files before the
+//!   record instead. Until then a
 //!   committed record stays in the journal, and a crash before the checkpoint
 //!   has recovery roll it forward again: putting in place what is not, which
 //!   relies on renames in one directory reaching the disk in the order they were
@@ -76,7 +81,7 @@
 //!   `close()` returned 0 is never lost, and every transaction keeps its id and
 //!   its line.
 //! - Blocks freed by a commit (the file it replaced, objects pruned past
-//!   `--keep`) are freed by the reaper's thread, after the commit answers
+//!   `--keep`) are freed by the reaper's thread, which the checkpoint wakes
 //!   (see reaper.rs): a dropped object's name goes at once, by a rename into
 //!   `tmp/`, and a crash leaves at worst a name there that the next open sweeps.
 //! - Log lines of transactions that changed nothing (failed, rejected) and of
@@ -91,7 +96,6 @@ pub mod reaper;
 pub mod rel;
 pub mod removals;
 pub mod shared;
-pub mod syncer;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -208,13 +212,10 @@ pub struct Store {
     /// The log, held open for appending while it is the file named `log`
     /// (another process sharing the state directory may move it to `log.1`).
     log_file: parking_lot::Mutex<Option<LogFile>>,
-    /// Syncs commits' new contents beside them (see syncer.rs).
-    syncer: syncer::Syncer,
     /// Buffers a commit read a file into, or that held a content no longer
     /// remembered (`Objects::remember`), for the next commit to read its file
-    /// into: a buffer of 64 KiB or more is a mapping of its own, and a new one
-    /// costs its mapping, a page fault per 4 KiB and its unmapping (which
-    /// interrupts every CPU the daemon ran on). At most `SPARE_BUFFERS`, of at
+    /// into: a new buffer, or one whose pages the trim gave back, costs a page
+    /// fault per 4 KiB. At most `SPARE_BUFFERS`, of at
     /// most `SPARE_BUFFER_BYTES` each. Taken alone and briefly.
     spare: parking_lot::Mutex<Vec<Vec<u8>>>,
 }
@@ -244,10 +245,15 @@ struct Unsettled {
     records: Vec<u64>,
     /// The directories their files went into.
     dirs: Vec<OwnedFd>,
+    /// Their new contents, put in place unsynced (their bytes are durable in
+    /// the store meanwhile), each with its temporary name (for the error).
+    files: Temps,
     /// Lines were appended since the log was last synced.
     lines: bool,
     /// The log moved to `log.1` since: that file, and the move, are synced too.
     rotated: bool,
+    /// The first transaction of those a checkpoint is syncing now.
+    syncing: Option<u64>,
 }
 
 impl Unsettled {
@@ -255,6 +261,9 @@ impl Unsettled {
         self.records.is_empty() && !self.lines
     }
 }
+
+/// New contents written to temporary files, unsynced, each with its name.
+type Temps = Vec<(File, String)>;
 
 /// Held while a transaction runs; dropping it lets the next one in.
 pub struct Lock {
@@ -307,13 +316,13 @@ impl Store {
             unsettled: parking_lot::Mutex::default(),
             removals: removals::Removals::open(dir)?,
             log_file: parking_lot::Mutex::default(),
-            syncer: syncer::Syncer::default(),
             spare: parking_lot::Mutex::default(),
         };
         let lock = store.lock()?;
         let mut logged: Option<std::collections::HashSet<u64>> = None;
         let (recovered, handled) = store.journal.recover(
             store.tmp.as_fd(),
+            |sha| store.objects.content(sha),
             |line| {
                 let known =
                     logged.get_or_insert_with(|| store.entries().iter().map(|e| e.tx).collect());
@@ -628,7 +637,7 @@ impl Store {
                 .map(|c| c.rel)
                 .chain(removals.iter().map(|r| r.rel))
         };
-        let (record, kept) = match prepared {
+        let (record, kept, temps) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 for rel in rels() {
@@ -644,7 +653,7 @@ impl Store {
         // The transaction has happened: what fails from here is finished by the
         // next open's recovery (the record stays), never reported as a failure.
         match self.log(&record.log) {
-            Ok(()) => self.settle(tx, dirs(changes, removals)),
+            Ok(()) => self.settle(tx, dirs(changes, removals), temps),
             Err(e) => log::error!("transaction {tx} committed, but {e}"),
         }
         for rel in rels() {
@@ -654,13 +663,24 @@ impl Store {
         Ok(kept)
     }
 
-    /// Leaves the record of `tx`, whose files went into `dirs`, to the next
-    /// checkpoint, made at once when enough records wait for one.
-    fn settle<'d>(&self, tx: u64, dirs: impl Iterator<Item = BorrowedFd<'d>>) {
+    /// Spares the versions of the transactions the next checkpoint has still
+    /// to settle from the size cap: until it syncs their files, the store
+    /// holds the only durable copy of their new contents.
+    fn spare_unsettled(&self, u: &Unsettled) {
+        let first = u.records.iter().copied().chain(u.syncing).min();
+        self.objects.spare_from(first.unwrap_or(u64::MAX));
+    }
+
+    /// Leaves the record of `tx`, whose files went into `dirs` with the new
+    /// contents `files`, to the next checkpoint, made at once when enough
+    /// records wait for one.
+    fn settle<'d>(&self, tx: u64, dirs: impl Iterator<Item = BorrowedFd<'d>>, files: Temps) {
         let due = {
             let mut u = self.unsettled.lock();
             u.records.push(tx);
             u.dirs.extend(dirs.filter_map(|d| rustix::io::dup(d).ok()));
+            u.files.extend(files);
+            self.spare_unsettled(&u);
             u.records.len() >= CHECKPOINT_AFTER
         };
         if due && let Err(e) = self.checkpoint() {
@@ -668,12 +688,19 @@ impl Store {
         }
     }
 
-    /// Syncs what finished transactions left unsynced (their log lines, the
-    /// directories their files went into) and then drops their records (see
-    /// the module doc). Cheap when nothing waits; safe to call from any thread at
+    /// Syncs what finished transactions left unsynced (their new contents,
+    /// their log lines, the directories their files went into) and then drops
+    /// their records (see the module doc), and wakes the reaper for what
+    /// waits for it. Cheap when nothing waits; safe to call from any thread at
     /// any time, without the lock. What fails stays for the next one.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
-        let due = std::mem::take(&mut *self.unsettled.lock());
+        self.objects.reaper().kick();
+        let due = {
+            let mut u = self.unsettled.lock();
+            let due = std::mem::take(&mut *u);
+            u.syncing = due.records.iter().min().copied();
+            due
+        };
         if due.is_empty() {
             return Ok(());
         }
@@ -682,14 +709,26 @@ impl Store {
             let mut u = self.unsettled.lock();
             u.records.extend(&due.records);
             u.dirs.extend(due.dirs);
+            u.files.extend(due.files);
             u.lines |= due.lines;
             u.rotated |= due.rotated;
+            u.syncing = None;
+            self.spare_unsettled(&u);
             return synced;
         }
-        self.journal.remove(&due.records)
+        // A file replaced since frees its blocks at this close.
+        for (file, _) in due.files {
+            self.release(file);
+        }
+        let dropped = self.journal.remove(&due.records);
+        let mut u = self.unsettled.lock();
+        u.syncing = None;
+        self.spare_unsettled(&u);
+        dropped
     }
 
     fn sync_due(&self, due: &Unsettled) -> Result<(), StoreError> {
+        sync_all(&due.files)?;
         if due.rotated {
             let old = self.dir.join(OLD_LOG);
             let file = File::open(&old).map_err(io_err("open", &old))?;
@@ -720,28 +759,29 @@ impl Store {
     }
 
     /// Writes the new contents to temporary files, keeps both versions of every
-    /// file and marks the journal record committed (the commit point, once the
-    /// temporary files are synced too). The temporary files are synced on a
-    /// thread of their own while the versions are kept and the record is
-    /// synced: recovery finishes a committed record only if its temporary files
-    /// hold the contents it names (`journal::torn`), so the record need not wait
-    /// for their sync, and a commit waits for one sync where nothing new is
-    /// kept (two in a row where a version is new to the store, as a kept
-    /// version must be durable before the record that names it).
+    /// file and marks the journal record committed: the commit point. The
+    /// temporary files are left unsynced, for the checkpoint: each new content
+    /// is kept in the store, durably, before the record naming it is written,
+    /// and recovery writes a new content the crash of the machine left torn
+    /// again from there (`journal::repair`). So a commit waits for one sync,
+    /// the record's, where every kept version is known durable already (two in a
+    /// row where one is not, as it must be durable before the record that names
+    /// it). Returns the record, the names of the versions before and the
+    /// temporary files.
     fn prepare(
         &self,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
         log: LogEntry,
-    ) -> Result<(journal::Record, Vec<Option<String>>), StoreError> {
+    ) -> Result<(journal::Record, Vec<Option<String>>, Temps), StoreError> {
         let mut record = self.record(tx, root.1, (changes, removals), log);
         self.journal.write(&record)?;
         let committed = self
-            .write_temps(&record, changes)
+            .write_temps(&mut record, changes)
             .and_then(|temps| self.commit_point(&mut record, temps, root.0, (changes, removals)));
         match committed {
-            Ok(kept) => Ok((record, kept)),
+            Ok((kept, temps)) => Ok((record, kept, temps)),
             Err(e) => {
                 for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
                     journal::discard_in(dir, self.tmp.as_fd(), e);
@@ -759,38 +799,37 @@ impl Store {
         }
     }
 
-    /// Syncs `temps` on the syncer's thread while the versions are kept and
-    /// the committed record is written and synced (see `prepare`).
+    /// Keeps the versions and writes the committed record, synced (see
+    /// `prepare`); returns the names of the versions before, and `temps` for
+    /// the checkpoint to sync.
     ///
     /// Directories the transaction made (`dirs` of its log line) have their
     /// parents synced before the record is: recovery finds a new file's
     /// directory again by its path, so a crash of the machine must not leave
     /// a committed record whose directory entry never reached the disk. Only
-    /// a commit that made directories pays for it, alongside the temporary
-    /// files' sync.
+    /// a commit that made directories pays for it.
+    ///
+    /// With `--keep 0` no version stays in the store to write a torn content
+    /// again from: the temporary files are then synced before the record, as
+    /// the commit point's.
     fn commit_point(
         &self,
         record: &mut journal::Record,
-        temps: syncer::Files,
+        temps: Temps,
         root: BorrowedFd<'_>,
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
-    ) -> Result<Vec<Option<String>>, StoreError> {
-        let pending = match self.syncer.start(temps) {
-            Ok(pending) => Some(pending),
-            Err(temps) => {
-                syncer::sync_all(&temps)?;
-                None
-            }
+    ) -> Result<(Vec<Option<String>>, Temps), StoreError> {
+        let temps = if self.retention.keep == 0 {
+            sync_all(&temps)?;
+            Vec::new()
+        } else {
+            temps
         };
-        let committed = self
-            .keep_versions(record.tx, changes, removals)
-            .and_then(|kept| sync_made_dirs(root, &record.log).map(|()| kept))
-            .and_then(|kept| {
-                record.committed = true;
-                self.journal.write(record).map(|()| kept)
-            });
-        let synced = pending.map_or(Ok(()), syncer::Pending::wait);
-        synced.and(committed)
+        let kept = self.keep_versions(record.tx, changes, removals)?;
+        sync_made_dirs(root, &record.log)?;
+        record.committed = true;
+        self.journal.write(record)?;
+        Ok((kept, temps))
     }
 
     /// Keeps the version before and after `tx` of every file of it, each
@@ -873,6 +912,7 @@ impl Store {
                 in_place,
                 remove: false,
                 sha256: Some(c.new_sha.map_or_else(|| sha256_hex(c.new), str::to_owned)),
+                made: None,
             });
         }
         record.files.extend(removals.iter().map(|r| journal::Entry {
@@ -882,21 +922,23 @@ impl Store {
             in_place: false,
             remove: true,
             sha256: None,
+            made: None,
         }));
         record
     }
 
-    /// Writes the temporary files of `record`, and returns those in the state
-    /// directory unsynced, with their names. One beside its file, on another
-    /// file system than the record, is synced here, with its directory: the
-    /// record's sync cannot carry its name (see the module doc).
+    /// Writes the temporary files of `record`, noting in it what each became
+    /// (`journal::Made`), and returns those in the state directory unsynced,
+    /// with their names. One beside its file, on another file system than the
+    /// record, is synced here, with its directory: the record's sync cannot
+    /// carry its name (see the module doc).
     fn write_temps(
         &self,
-        record: &journal::Record,
+        record: &mut journal::Record,
         changes: &[Change<'_>],
-    ) -> Result<syncer::Files, StoreError> {
+    ) -> Result<Temps, StoreError> {
         let mut unsynced = Vec::with_capacity(changes.len());
-        for (e, c) in record.files.iter().zip(changes) {
+        for (e, c) in record.files.iter_mut().zip(changes) {
             let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
             let file = atomic::write_tmp(
                 base.as_fd(),
@@ -905,6 +947,8 @@ impl Store {
                 c.new,
                 (c.old, c.writer),
             )?;
+            let meta = file.metadata().map_err(io_err("stat", Path::new(&e.tmp)))?;
+            e.made = Some(journal::Made::of(&meta));
             if e.beside {
                 file.sync_all().map_err(io_err("sync", Path::new(&e.tmp)))?;
                 rustix::fs::fsync(c.dir)
@@ -1077,6 +1121,13 @@ fn counter_text(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || c == '\0')
 }
 
+/// Syncs every file of `files` (its bytes, mode and owner).
+fn sync_all(files: &Temps) -> Result<(), StoreError> {
+    files
+        .iter()
+        .try_for_each(|(file, name)| file.sync_all().map_err(io_err("sync", Path::new(name))))
+}
+
 /// Syncs the parent of each directory `log` says its transaction made, once
 /// each: what makes their entries, and so the new files in them, durable.
 fn sync_made_dirs(root: BorrowedFd<'_>, log: &LogEntry) -> Result<(), StoreError> {
@@ -1145,6 +1196,8 @@ pub fn log_files(dir: &Path) -> [PathBuf; 2] {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
     use super::*;
 
     fn line(tx: u64) -> LogEntry {
@@ -1350,6 +1403,7 @@ mod tests {
                     in_place: false,
                     remove: false,
                     sha256: None,
+                    made: None,
                 }],
                 log: line(3),
             })
@@ -1419,6 +1473,7 @@ mod tests {
             in_place: false,
             remove: false,
             sha256: None,
+            made: None,
         };
         let j = journal::Journal::new(&state);
         let log = line(1);
@@ -1461,8 +1516,10 @@ mod tests {
         );
     }
 
-    /// The record and the temporary file are synced at the same time: after a
-    /// crash of the machine the record may be whole and the file not.
+    /// The record is synced before the temporary file: after a crash of the
+    /// machine the record may be whole and the file not. Without a whole copy
+    /// of the content in the store (a record of a version that synced the
+    /// file first, whose commit point was then not reached) it is rolled back.
     #[test]
     fn recovery_rolls_back_a_committed_record_whose_temporary_file_is_torn() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1480,6 +1537,7 @@ mod tests {
             in_place: false,
             remove: false,
             sha256: Some(sha256_hex(b"new content")),
+            made: None,
         };
         let j = journal::Journal::new(&state);
         j.write(&journal::Record {
@@ -1501,6 +1559,170 @@ mod tests {
             store.entries().is_empty(),
             "no log line: it never committed"
         );
+    }
+
+    /// A committed record over `files` (temporary name, path), each naming
+    /// `new` as its content and made as `made`, as a crash of the machine
+    /// before the checkpoint leaves it.
+    fn committed_record(
+        state: &Path,
+        root: &Path,
+        files: &[(&str, &str)],
+        new: &[u8],
+        made: Option<journal::Made>,
+    ) {
+        let entry = |&(tmp, rel): &(&str, &str)| journal::Entry {
+            rel: rel.into(),
+            tmp: tmp.into(),
+            beside: false,
+            in_place: false,
+            remove: false,
+            sha256: Some(sha256_hex(new)),
+            made,
+        };
+        journal::Journal::new(state)
+            .write(&journal::Record {
+                tx: 1,
+                root: root.to_owned(),
+                committed: true,
+                files: files.iter().map(entry).collect(),
+                log: line(1),
+            })
+            .unwrap();
+    }
+
+    /// What a crash of the machine may leave of a file written and never
+    /// synced: its name and inode, its bytes cut short.
+    fn torn(path: &Path, whole: &[u8]) -> journal::Made {
+        fs::write(path, whole).unwrap();
+        let meta = fs::metadata(path).unwrap();
+        let file = fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.set_len(whole.len() as u64 / 2).unwrap();
+        let times = fs::FileTimes::new().set_modified(meta.modified().unwrap());
+        file.set_times(times).unwrap();
+        journal::Made::of(&meta)
+    }
+
+    #[test]
+    fn recovery_writes_a_torn_temporary_file_again_from_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        fs::write(root.join("b"), "old").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        fs::write(state.join("tmp/t1"), "new content").unwrap();
+        fs::write(state.join("tmp/t2"), "new con").unwrap();
+        objects::Objects::new(&state)
+            .keep(objects::Side::Post, "b", 1, b"new content")
+            .unwrap();
+        committed_record(
+            &state,
+            &root,
+            &[("t1", "a"), ("t2", "b")],
+            b"new content",
+            None,
+        );
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [1]);
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
+        assert_eq!(fs::read(root.join("b")).unwrap(), b"new content");
+        assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
+        assert_eq!(store.entries().len(), 1, "its log line");
+    }
+
+    #[test]
+    fn recovery_writes_a_torn_file_put_in_place_again_from_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let made = torn(&root.join("a"), b"the new content");
+        fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
+        objects::Objects::new(&state)
+            .keep(objects::Side::Post, "a", 1, b"the new content")
+            .unwrap();
+        committed_record(
+            &state,
+            &root,
+            &[("t1", "a")],
+            b"the new content",
+            Some(made),
+        );
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [1]);
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"the new content");
+        let mode = fs::metadata(root.join("a")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640, "its mode stays");
+        assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn recovery_leaves_a_file_written_after_its_commit_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let mut made = torn(&root.join("a"), b"the new content");
+        fs::write(root.join("a"), "written since").unwrap();
+        made.mtime -= 1_000_000_000;
+        fs::write(root.join("b"), "replaced since").unwrap();
+        let other = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
+        objects::Objects::new(&state)
+            .keep(objects::Side::Post, "a", 1, b"the new content")
+            .unwrap();
+        committed_record(
+            &state,
+            &root,
+            &[("t1", "a")],
+            b"the new content",
+            Some(made),
+        );
+        drop(Store::open(&state).unwrap());
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"written since");
+        // Made as another inode than the one at `b` now.
+        committed_record(
+            &state,
+            &root,
+            &[("t2", "b")],
+            b"the new content",
+            Some(other),
+        );
+        drop(Store::open(&state).unwrap());
+        assert_eq!(fs::read(root.join("b")).unwrap(), b"replaced since");
+    }
+
+    #[test]
+    fn the_versions_of_a_commit_not_yet_checkpointed_are_spared_by_the_size_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        let tiny = Retention { keep: 10, cap: 1 };
+        let store = Store::open_with(&root.join(".editfs"), tiny).unwrap();
+        commit_text(&store, &root, 1, Some(b"old"), b"new");
+        assert_eq!(store.objects().txs(objects::Side::Post, "a"), [1]);
+        store.checkpoint().unwrap();
+        store.objects().cap(tiny.cap);
+        assert!(store.objects().txs(objects::Side::Post, "a").is_empty());
+    }
+
+    #[test]
+    fn a_commit_leaves_its_new_content_for_the_checkpoint_to_sync() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "old").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        commit_text(&store, &root, 1, Some(b"old"), b"new");
+        let held = |store: &Store| {
+            let u = store.unsettled.lock();
+            u.files
+                .iter()
+                .map(|(f, _)| f.metadata().unwrap().ino())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(held(&store), [fs::metadata(root.join("a")).unwrap().ino()]);
+        store.checkpoint().unwrap();
+        assert!(held(&store).is_empty());
     }
 
     #[test]
@@ -1536,6 +1758,7 @@ mod tests {
                     in_place: false,
                     remove: true,
                     sha256: None,
+                    made: None,
                 }],
                 log: line(2),
             })
@@ -1557,6 +1780,7 @@ mod tests {
                 in_place: false,
                 remove: true,
                 sha256: None,
+                made: None,
             }],
             log: line(tx),
         }

@@ -72,7 +72,21 @@ pub struct Objects {
     /// pre-image by that hash instead of hashing them again (100 KiB and about
     /// 60 µs per edit of a 100 KiB file). Taken alone and briefly.
     recent: Mutex<Recent>,
+    /// Objects this process synced, each with its inode (an object removed
+    /// and stored again, unsynced, by another process is another inode). A
+    /// commit's new content is durable only in its object until the next
+    /// checkpoint syncs the file it went to (see the store's module doc), so
+    /// an object stored unsynced (a direct write's pre-image) or by another
+    /// process is synced once before a record names it. At most
+    /// `DURABLE_KNOWN`; past it, all are forgotten, and each is synced again
+    /// when next named. Taken alone and briefly.
+    durable: Mutex<HashMap<String, u64>>,
+    /// The first transaction whose versions the size cap spares (`spare_from`).
+    spared: std::sync::atomic::AtomicU64,
 }
+
+/// Objects known synced (`Objects::durable`) at most.
+const DURABLE_KNOWN: usize = 4096;
 
 /// Contents last committed to files, newest last, bounded by `RECENT_BYTES`.
 #[derive(Default)]
@@ -122,6 +136,8 @@ impl Objects {
             counts: Mutex::default(),
             reaper: Reaper::new(&state.join("tmp")),
             recent: Mutex::default(),
+            durable: Mutex::default(),
+            spared: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
     }
 
@@ -179,18 +195,54 @@ impl Objects {
         self.put_hashed(bytes, sha256_hex(bytes), sync)
     }
 
-    /// `put` of `bytes` whose SHA-256 is `sha`, computed by editfs itself.
+    /// `put` of `bytes` whose SHA-256 is `sha`, computed by editfs itself. With
+    /// `sync`, an object stored already is synced unless this process knows
+    /// it is (see `durable`): a synced object's bytes are then durable
+    /// whoever stored them.
     fn put_hashed(&self, bytes: &[u8], sha: String, sync: bool) -> Result<String, StoreError> {
         debug_assert_eq!(sha, sha256_hex(bytes), "a hash that is not of these bytes");
         let path = self.object(&sha);
-        if !path.exists() {
-            let dir = self.state.join("objects");
-            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-            atomic::write_new_with(&path, bytes, 0o444, sync)?;
-            mark(&path, &sha);
-            self.adjust(bytes.len() as i64);
+        match fs::metadata(&path) {
+            Ok(meta) if sync && !self.known_durable(&sha, meta.ino()) => {
+                let synced = File::open(&path).and_then(|f| f.sync_data());
+                synced.map_err(io_err("sync", &path))?;
+                self.durable_now(&sha, meta.ino());
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let dir = self.state.join("objects");
+                fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+                atomic::write_new_with(&path, bytes, 0o444, sync)?;
+                mark(&path, &sha);
+                self.adjust(bytes.len() as i64);
+                if sync && let Ok(meta) = fs::metadata(&path) {
+                    self.durable_now(&sha, meta.ino());
+                }
+            }
         }
         Ok(sha)
+    }
+
+    fn known_durable(&self, sha: &str, ino: u64) -> bool {
+        self.durable.lock().get(sha) == Some(&ino)
+    }
+
+    fn durable_now(&self, sha: &str, ino: u64) {
+        let mut durable = self.durable.lock();
+        if durable.len() >= DURABLE_KNOWN {
+            durable.clear();
+        }
+        durable.insert(sha.to_owned(), ino);
+    }
+
+    /// The bytes of the object `sha`, if it is stored whole (they hash to `sha`):
+    /// what recovery puts back where a crash left a new content torn.
+    pub fn content(&self, sha: &str) -> Option<Vec<u8>> {
+        if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let bytes = fs::read(self.object(sha)).ok()?;
+        (sha256_hex(&bytes) == sha).then_some(bytes)
     }
 
     /// Stores what `from` reads, streamed (never whole in memory), and returns
@@ -548,15 +600,17 @@ impl Objects {
         // Only the object's own name would remain: nothing needs it any more. Its
         // name is its content's hash, found from the version before it goes.
         let orphan = (meta.nlink() == 2)
-            .then(|| self.object(&hash_of(&link)?).into())
+            .then(|| hash_of(&link))
             .flatten()
-            .filter(|o: &PathBuf| fs::metadata(o).is_ok_and(|m| m.ino() == meta.ino()));
+            .map(|sha| (self.object(&sha), sha))
+            .filter(|(o, _)| fs::metadata(o).is_ok_and(|m| m.ino() == meta.ino()));
         if fs::remove_file(&link).is_err() {
             return 0;
         }
         self.dropped(side, rel, tx);
         match orphan {
-            Some(object) if self.reaper.remove(&object).is_ok() => {
+            Some((object, sha)) if self.reaper.remove(&object).is_ok() => {
+                self.durable.lock().remove(&sha);
                 self.adjust(-(meta.len() as i64));
                 meta.len()
             }
@@ -585,8 +639,17 @@ impl Objects {
         })
     }
 
-    /// Drops the oldest versions of every file until the objects take at most `cap` bytes.
+    /// Spares the versions of transactions from `tx` on from the size cap
+    /// (`u64::MAX`: none): the store's only durable copy of a new content until
+    /// the checkpoint syncs the file it went to.
+    pub fn spare_from(&self, tx: u64) {
+        self.spared.store(tx, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Drops the oldest versions of every file until the objects take at most
+    /// `cap` bytes, but none that is spared (`spare_from`).
     pub fn cap(&self, cap: u64) {
+        let spared = self.spared.load(std::sync::atomic::Ordering::Relaxed);
         let mut total = self.total();
         if total <= cap {
             return;
@@ -601,6 +664,7 @@ impl Objects {
                 );
             }
         }
+        all.retain(|(tx, ..)| *tx < spared);
         all.sort_by_key(|(tx, ..)| *tx);
         for (tx, side, rel) in all {
             if total <= cap {
@@ -726,6 +790,20 @@ mod tests {
         o.prune("a", 2);
         assert_eq!(o.txs(Side::Pre, "a"), [4, 5]);
         assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn an_object_stored_unsynced_is_synced_once_a_version_needs_it_durable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        let sha = o.put(b"a direct write's pre-image", false).unwrap();
+        let ino = fs::metadata(o.object(&sha)).unwrap().ino();
+        assert!(!o.known_durable(&sha, ino));
+        o.keep(Side::Post, "f", 1, b"a direct write's pre-image")
+            .unwrap();
+        assert!(o.known_durable(&sha, ino));
+        o.forget("f", 1);
+        assert!(!o.known_durable(&sha, ino), "gone with the object");
     }
 
     #[test]
