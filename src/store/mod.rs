@@ -1523,32 +1523,15 @@ mod tests {
     #[test]
     fn recovery_rolls_back_a_committed_record_whose_temporary_file_is_torn() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_owned();
-        fs::write(root.join("a"), "old").unwrap();
-        fs::write(root.join("b"), "old").unwrap();
-        let state = root.join(".editfs");
-        drop(Store::open(&state).unwrap());
-        fs::write(state.join("tmp/t1"), "new content").unwrap();
-        fs::write(state.join("tmp/t2"), "new con").unwrap();
-        let entry = |tmp: &str, rel: &str| journal::Entry {
-            rel: rel.into(),
-            tmp: tmp.into(),
-            beside: false,
-            in_place: false,
-            remove: false,
-            sha256: Some(sha256_hex(b"new content")),
-            made: None,
-        };
-        let j = journal::Journal::new(&state);
-        j.write(&journal::Record {
-            tx: 1,
-            root: root.clone(),
-            committed: true,
-            files: vec![entry("t1", "a"), entry("t2", "b")],
-            log: line(1),
-        })
-        .unwrap();
-        drop(j);
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        one_whole_one_torn(root, &state);
+        committed_record(
+            &state,
+            root,
+            &[("t1", "a"), ("t2", "b")],
+            b"new content",
+            None,
+        );
         let store = Store::open(&state).unwrap();
         assert_eq!(store.recovered().rolled_back, [1]);
         assert!(store.recovered().rolled_forward.is_empty());
@@ -1591,6 +1574,17 @@ mod tests {
             .unwrap();
     }
 
+    /// Files `a` and `b` under `root`, and the temporary files of a commit of
+    /// `new content` to both, as a crash of the machine may leave them: the
+    /// first whole, the second cut short.
+    fn one_whole_one_torn(root: &Path, state: &Path) {
+        fs::write(root.join("a"), "old").unwrap();
+        fs::write(root.join("b"), "old").unwrap();
+        drop(Store::open(state).unwrap());
+        fs::write(state.join("tmp/t1"), "new content").unwrap();
+        fs::write(state.join("tmp/t2"), "new con").unwrap();
+    }
+
     /// What a crash of the machine may leave of a file written and never
     /// synced: its name and inode, its bytes cut short.
     fn torn(path: &Path, whole: &[u8]) -> journal::Made {
@@ -1606,19 +1600,14 @@ mod tests {
     #[test]
     fn recovery_writes_a_torn_temporary_file_again_from_the_store() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_owned();
-        fs::write(root.join("a"), "old").unwrap();
-        fs::write(root.join("b"), "old").unwrap();
-        let state = root.join(".editfs");
-        drop(Store::open(&state).unwrap());
-        fs::write(state.join("tmp/t1"), "new content").unwrap();
-        fs::write(state.join("tmp/t2"), "new con").unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        one_whole_one_torn(root, &state);
         objects::Objects::new(&state)
             .keep(objects::Side::Post, "b", 1, b"new content")
             .unwrap();
         committed_record(
             &state,
-            &root,
+            root,
             &[("t1", "a"), ("t2", "b")],
             b"new content",
             None,
