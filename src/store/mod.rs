@@ -1524,14 +1524,7 @@ mod tests {
     fn recovery_rolls_back_a_committed_record_whose_temporary_file_is_torn() {
         let tmp = tempfile::tempdir().unwrap();
         let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        one_whole_one_torn(root, &state);
-        committed_record(
-            &state,
-            root,
-            &[("t1", "a"), ("t2", "b")],
-            b"new content",
-            None,
-        );
+        one_whole_one_torn(root, &state, false);
         let store = Store::open(&state).unwrap();
         assert_eq!(store.recovered().rolled_back, [1]);
         assert!(store.recovered().rolled_forward.is_empty());
@@ -1574,15 +1567,23 @@ mod tests {
             .unwrap();
     }
 
-    /// Files `a` and `b` under `root`, and the temporary files of a commit of
-    /// `new content` to both, as a crash of the machine may leave them: the
-    /// first whole, the second cut short.
-    fn one_whole_one_torn(root: &Path, state: &Path) {
+    /// Files `a` and `b` under `root`, and a committed record of `new content`
+    /// to both, with the temporary files as a crash of the machine may leave
+    /// them: the first whole, the second cut short. The store holds the new
+    /// content if `stored`.
+    fn one_whole_one_torn(root: &Path, state: &Path, stored: bool) {
         fs::write(root.join("a"), "old").unwrap();
         fs::write(root.join("b"), "old").unwrap();
         drop(Store::open(state).unwrap());
         fs::write(state.join("tmp/t1"), "new content").unwrap();
         fs::write(state.join("tmp/t2"), "new con").unwrap();
+        if stored {
+            objects::Objects::new(state)
+                .keep(objects::Side::Post, "b", 1, b"new content")
+                .unwrap();
+        }
+        let files = [("t1", "a"), ("t2", "b")];
+        committed_record(state, root, &files, b"new content", None);
     }
 
     /// What a crash of the machine may leave of a file written and never
@@ -1601,23 +1602,22 @@ mod tests {
     fn recovery_writes_a_torn_temporary_file_again_from_the_store() {
         let tmp = tempfile::tempdir().unwrap();
         let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        one_whole_one_torn(root, &state);
-        objects::Objects::new(&state)
-            .keep(objects::Side::Post, "b", 1, b"new content")
-            .unwrap();
-        committed_record(
-            &state,
-            root,
-            &[("t1", "a"), ("t2", "b")],
-            b"new content",
-            None,
-        );
+        one_whole_one_torn(root, &state, true);
         let store = Store::open(&state).unwrap();
         assert_eq!(store.recovered().rolled_forward, [1]);
         assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
         assert_eq!(fs::read(root.join("b")).unwrap(), b"new content");
         assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
         assert_eq!(store.entries().len(), 1, "its log line");
+    }
+
+    /// A commit of `the new content` to `a`, whose temporary file was made as
+    /// `made` and put in place, with its version stored.
+    fn a_committed_as(state: &Path, root: &Path, made: journal::Made) {
+        objects::Objects::new(state)
+            .keep(objects::Side::Post, "a", 1, b"the new content")
+            .unwrap();
+        committed_record(state, root, &[("t1", "a")], b"the new content", Some(made));
     }
 
     #[test]
@@ -1628,16 +1628,7 @@ mod tests {
         drop(Store::open(&state).unwrap());
         let made = torn(&root.join("a"), b"the new content");
         fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
-        objects::Objects::new(&state)
-            .keep(objects::Side::Post, "a", 1, b"the new content")
-            .unwrap();
-        committed_record(
-            &state,
-            &root,
-            &[("t1", "a")],
-            b"the new content",
-            Some(made),
-        );
+        a_committed_as(&state, &root, made);
         let store = Store::open(&state).unwrap();
         assert_eq!(store.recovered().rolled_forward, [1]);
         assert_eq!(fs::read(root.join("a")).unwrap(), b"the new content");
@@ -1657,16 +1648,7 @@ mod tests {
         made.mtime -= 1_000_000_000;
         fs::write(root.join("b"), "replaced since").unwrap();
         let other = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
-        objects::Objects::new(&state)
-            .keep(objects::Side::Post, "a", 1, b"the new content")
-            .unwrap();
-        committed_record(
-            &state,
-            &root,
-            &[("t1", "a")],
-            b"the new content",
-            Some(made),
-        );
+        a_committed_as(&state, &root, made);
         drop(Store::open(&state).unwrap());
         assert_eq!(fs::read(root.join("a")).unwrap(), b"written since");
         // Made as another inode than the one at `b` now.
