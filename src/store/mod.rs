@@ -237,6 +237,10 @@ struct LogFile {
 /// the journal holds at most this many finished records.
 pub const CHECKPOINT_AFTER: usize = 64;
 
+/// New contents left unsynced past which a checkpoint is made at once: each
+/// holds a descriptor until it is synced.
+const CHECKPOINT_FILES: usize = 1024;
+
 /// What the checkpoint must sync before the records of finished transactions
 /// can go (see the module doc).
 #[derive(Default)]
@@ -681,7 +685,7 @@ impl Store {
             u.dirs.extend(dirs.filter_map(|d| rustix::io::dup(d).ok()));
             u.files.extend(files);
             self.spare_unsettled(&u);
-            u.records.len() >= CHECKPOINT_AFTER
+            u.records.len() >= CHECKPOINT_AFTER || u.files.len() >= CHECKPOINT_FILES
         };
         if due && let Err(e) = self.checkpoint() {
             log::error!("checkpoint: {e}");
@@ -1783,6 +1787,36 @@ mod tests {
         assert_eq!(journal(), 1, "no file per record");
         store.checkpoint().unwrap();
         assert_eq!(journal(), 0);
+    }
+
+    #[test]
+    fn a_commit_leaving_too_many_files_unsynced_checkpoints_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let rootfd = atomic::open_dir(&root).unwrap();
+        let rels: Vec<String> = (0..CHECKPOINT_FILES).map(|i| format!("f{i}")).collect();
+        let changes: Vec<Change<'_>> = rels
+            .iter()
+            .map(|rel| Change {
+                rel,
+                dir: rootfd.as_fd(),
+                old: None,
+                pre: None,
+                new: rel.as_bytes(),
+                new_sha: None,
+                writer: atomic::Writer::KeepsSetId,
+            })
+            .collect();
+        let lock = store.lock().unwrap();
+        store
+            .commit(&lock, 1, (rootfd.as_fd(), &root), &changes, line(1))
+            .unwrap();
+        assert!(store.unsettled.lock().files.is_empty());
+        assert_eq!(
+            fs::read_dir(root.join(".editfs/journal")).unwrap().count(),
+            0
+        );
     }
 
     #[test]
