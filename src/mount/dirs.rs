@@ -394,6 +394,9 @@ impl Core {
         let to = self.changeable(newparent, newname)?;
         self.edits_only_keeps(&from, name)?;
         self.edits_only_keeps(&to, newname)?;
+        // What it moves may be a file (or hold one) a commit left unsynced,
+        // which recovery finds by its path.
+        self.store.settle_before_move();
         let how = rustix::fs::RenameFlags::from_bits_retain(flags);
         // `sed -i` and many editors save by renaming a new file over the old one.
         let over = Loc {
@@ -436,6 +439,8 @@ impl Core {
         self.real_only(ino)?;
         let loc = self.loc(ino)?;
         let dir = self.new_name(newparent, newname)?;
+        // Recovery would write a torn new content again under one name only.
+        self.store.settle_before_move();
         rustix::fs::linkat(loc.dir(), &loc.name, &dir, newname, AtFlags::empty()).map_err(errno)?;
         self.touched(ino);
         self.entry_at(newparent, &dir, newname)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::fs::{Core, Handle, VIRTUAL_TTL, attr, file_type};
+use super::fs::{Core, Handle, Loc, VIRTUAL_TTL, attr, file_type};
 use super::nodes::ROOT;
 use super::ops::Register;
 use super::state;
@@ -196,6 +196,9 @@ impl Core {
             if self.settings.edits_only {
                 return Err(Errno::EROFS);
             }
+            if let Some(l) = &loc {
+                self.settle_before_change(l);
+            }
             // A truncate by name (`truncate -s`) is a write no open announced.
             let pending = match &loc {
                 Some(l) => self.keep_before_write(&self.path(ino)?, l, pid),
@@ -255,6 +258,19 @@ impl Core {
         Ok(())
     }
 
+    /// Waits until a new content a commit left unsynced in the file at `loc`,
+    /// if any, is synced, before a change through the mount writes to it
+    /// (see `Store::settle_before_change`). Costs nothing while no commit
+    /// left one, which is most of the time.
+    fn settle_before_change(&self, loc: &Loc) {
+        if !self.store.unsynced() {
+            return;
+        }
+        if let Ok(st) = rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW) {
+            self.store.settle_before_change(st.st_ino);
+        }
+    }
+
     /// Opens real node `ino` with `flags` for thread `pid`: the handle, and the
     /// file's size once open.
     pub(super) fn open_real(&self, ino: u64, flags: i32, pid: u32) -> Res<(u64, u64)> {
@@ -264,6 +280,9 @@ impl Core {
         self.refuse_busy_truncation(ino, flags)?;
         let runs = flags & EXEC_OPEN != 0;
         let loc = self.loc(ino)?;
+        if is_write(flags) {
+            self.settle_before_change(&loc);
+        }
         let open = || {
             let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
             let flags = OFlags::from_bits_retain((flags & !strip) as u32)

@@ -4,9 +4,10 @@
 //! A commit goes: record the temporary names (a prepared record), write every
 //! new content to its temporary file, keep both versions in the store, append
 //! the record again as committed, with each new content's SHA-256, and sync
-//! it (the commit point), put each file in place, append the log line. The records are dropped later, by the store's checkpoint, once the
-//! files' new names and the log line are synced (see the store's module doc for
-//! what is synced when).
+//! it (the commit point), put each file in place, append the log line. The
+//! records are dropped later, by the store's checkpoint, once the files' new
+//! contents and names and the log line are synced (see the store's module doc
+//! for what is synced when).
 //!
 //! The records of one process go, one JSON line each, to one file of its own,
 //! `journal/<pid>-<n>.wal`, appended to and never rewritten, so a commit creates
@@ -24,10 +25,11 @@
 //! project. A committed record cut short by a crash does not parse, and counts
 //! as prepared. A new content a crash of the machine left torn (the temporary
 //! files are synced by the checkpoint, after the commit point) is written again
-//! from the store, which holds it durably (`repair`); where the store has no
-//! whole copy of it, the commit point was never reached (a record of an older
-//! version, which synced the temporary files first), and the transaction is
-//! rolled back.
+//! from the store, which holds it durably (`repair`). A record that does not
+//! say what its temporary files were (`Made`: one of an older version, which
+//! synced them before the record) and whose temporary file is torn with no
+//! whole copy in the store never reached its commit point: that transaction
+//! is rolled back.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -534,16 +536,26 @@ fn repair(
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::openat(&base, e.tmp.as_str(), flags, Mode::empty()).map(File::from) {
         Ok(file) if holds(&file, sha) => Some(Repair::Whole),
-        Ok(_) => {
-            let bytes = stored(sha);
-            if bytes.is_none() {
+        Ok(_) => match (stored(sha), e.made) {
+            (Some(bytes), _) => Some(Repair::Temp(bytes)),
+            // Its commit point was reached (the store held the content
+            // durably, before the record) and other files of it may be in
+            // place already: it is finished, what is lost named.
+            (None, Some(_)) => {
+                log::error!(
+                    "transaction of {}: its new content did not reach the disk whole, and the store has lost its copy",
+                    e.rel
+                );
+                Some(Repair::Whole)
+            }
+            (None, None) => {
                 log::warn!(
                     "transaction of {}: its new content did not reach the disk whole; rolled back",
                     e.rel
                 );
+                None
             }
-            bytes.map(Repair::Temp)
-        }
+        },
         // Its name was made before the record was written, so it reached the
         // disk first: no name left means it was put in place.
         Err(rustix::io::Errno::NOENT) => Some(installed(dir.as_fd(), e, sha, stored)),
@@ -567,21 +579,31 @@ fn installed(
     let Ok(fd) = rustix::fs::openat(dir, file_name(&e.rel), flags, Mode::empty()) else {
         return Repair::Whole;
     };
-    let file = File::from(fd);
+    let mut file = File::from(fd);
     let ours = file.metadata().is_ok_and(|m| m.is_file() && made.is(&m));
-    if !ours || holds(&file, sha) {
+    let mut now = Vec::new();
+    if !ours || file.read_to_end(&mut now).is_err() || crate::engine::sha256_hex(&now) == sha {
         return Repair::Whole;
     }
-    stored(sha).map_or_else(
-        || {
+    match stored(sha) {
+        Some(bytes) if torn_copy(&now, &bytes) => Repair::Installed(bytes),
+        Some(_) => Repair::Whole,
+        None => {
             log::error!(
                 "transaction of {}: its new content did not reach the disk whole, and the store has no copy of it",
                 e.rel
             );
             Repair::Whole
-        },
-        Repair::Installed,
-    )
+        }
+    }
+}
+
+/// Whether `now` is what a crash of the machine can leave of `whole` written
+/// and not synced: no longer, and zeros wherever it differs. Anything else
+/// was written since (in the same tick of the clock, or with its time set
+/// back), and is left as it is.
+fn torn_copy(now: &[u8], whole: &[u8]) -> bool {
+    now.len() <= whole.len() && now.iter().zip(whole).all(|(n, w)| n == w || *n == 0)
 }
 
 /// Whether `file` holds exactly the content whose SHA-256 is `sha`.

@@ -44,8 +44,12 @@
 //! contents are not synced then: the store holds each new content durably
 //! already, and a crash of the machine that leaves one torn, as a temporary
 //! file or as the file it was put in place as, has recovery write it again
-//! from there (`journal::repair`; a file written since the commit is left as
-//! it is). That is one sync for a commit whose versions the store holds
+//! from there (`journal::repair`). A file written since the commit is left as
+//! it is: a write, truncation, rename or link through the mount of a file
+//! whose new content is not synced yet first waits for a checkpoint
+//! (`settle_before_change`, `settle_before_move`), and recovery rewrites only
+//! the file the commit made, no newer than it made it, and only where it
+//! looks torn (zeros where it differs, no longer). That is one sync for a commit whose versions the store holds
 //! already (an edit back to a content seen before, or the pre-image its own
 //! last commit left), two in a row when a version is new, where a commit used
 //! to make fourteen and then to wait for the temporary file's sync too. What
@@ -207,6 +211,8 @@ pub struct Store {
     recovered: journal::Recovered,
     /// What commits left for the next checkpoint.
     unsettled: parking_lot::Mutex<Unsettled>,
+    /// Held for the whole of a checkpoint, so that one runs at a time.
+    checkpointing: parking_lot::Mutex<()>,
     /// Removals moved aside and not filed yet (see removals.rs).
     removals: removals::Removals,
     /// The log, held open for appending while it is the file named `log`
@@ -258,6 +264,11 @@ struct Unsettled {
     rotated: bool,
     /// The first transaction of those a checkpoint is syncing now.
     syncing: Option<u64>,
+    /// Transactions whose new contents could not be synced: their records stay
+    /// for the next recovery, which writes a torn content again from the store
+    /// (a retry on the same descriptor may say 0 for bytes that never reached
+    /// the disk, as Linux reports a writeback error once).
+    kept: Vec<u64>,
 }
 
 impl Unsettled {
@@ -266,8 +277,17 @@ impl Unsettled {
     }
 }
 
-/// New contents written to temporary files, unsynced, each with its name.
-type Temps = Vec<(File, String)>;
+/// A new content written to a temporary file, unsynced.
+struct Temp {
+    file: File,
+    /// Its name, for the error.
+    name: String,
+    /// Its inode: a change through the mount to the file it became waits
+    /// until it is synced (`Store::settle_before_change`).
+    ino: u64,
+}
+
+type Temps = Vec<Temp>;
 
 /// Held while a transaction runs; dropping it lets the next one in.
 pub struct Lock {
@@ -318,6 +338,7 @@ impl Store {
             retention,
             recovered: journal::Recovered::default(),
             unsettled: parking_lot::Mutex::default(),
+            checkpointing: parking_lot::Mutex::default(),
             removals: removals::Removals::open(dir)?,
             log_file: parking_lot::Mutex::default(),
             spare: parking_lot::Mutex::default(),
@@ -658,7 +679,13 @@ impl Store {
         // next open's recovery (the record stays), never reported as a failure.
         match self.log(&record.log) {
             Ok(()) => self.settle(tx, dirs(changes, removals), temps),
-            Err(e) => log::error!("transaction {tx} committed, but {e}"),
+            Err(e) => {
+                // No checkpoint will settle it: its new contents are synced now.
+                log::error!("transaction {tx} committed, but {e}");
+                if let Err(e) = sync_all(&temps) {
+                    log::error!("transaction {tx}: {e}");
+                }
+            }
         }
         for rel in rels() {
             self.objects.prune(rel, self.retention.keep);
@@ -671,7 +698,13 @@ impl Store {
     /// to settle from the size cap: until it syncs their files, the store
     /// holds the only durable copy of their new contents.
     fn spare_unsettled(&self, u: &Unsettled) {
-        let first = u.records.iter().copied().chain(u.syncing).min();
+        let first = u
+            .records
+            .iter()
+            .chain(&u.kept)
+            .copied()
+            .chain(u.syncing)
+            .min();
         self.objects.spare_from(first.unwrap_or(u64::MAX));
     }
 
@@ -699,40 +732,83 @@ impl Store {
     /// any time, without the lock. What fails stays for the next one.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.objects.reaper().kick();
-        let due = {
+        // One at a time: a commit's own checkpoint must not end the sparing
+        // (`syncing`) of what the periodic one is still syncing.
+        let _one = self.checkpointing.lock();
+        let mut due = {
             let mut u = self.unsettled.lock();
-            let due = std::mem::take(&mut *u);
+            let mut due = std::mem::take(&mut *u);
+            u.kept = std::mem::take(&mut due.kept);
             u.syncing = due.records.iter().min().copied();
             due
         };
         if due.is_empty() {
             return Ok(());
         }
-        let synced = self.sync_due(&due);
-        if synced.is_err() {
-            let mut u = self.unsettled.lock();
-            u.records.extend(&due.records);
-            u.dirs.extend(due.dirs);
-            u.files.extend(due.files);
-            u.lines |= due.lines;
-            u.rotated |= due.rotated;
-            u.syncing = None;
-            self.spare_unsettled(&u);
-            return synced;
-        }
+        let files = std::mem::take(&mut due.files);
+        let contents = sync_all(&files);
         // A file replaced since frees its blocks at this close.
-        for (file, _) in due.files {
-            self.release(file);
+        for t in files {
+            self.release(t.file);
         }
-        let dropped = self.journal.remove(&due.records);
+        let synced = contents.and_then(|()| self.sync_due(&due));
         let mut u = self.unsettled.lock();
         u.syncing = None;
+        let dropped = match synced {
+            Ok(()) => self.journal.remove(&due.records),
+            Err(e) if contents_failed(&e) => {
+                u.kept.extend(&due.records);
+                u.dirs.extend(due.dirs);
+                u.lines |= due.lines;
+                u.rotated |= due.rotated;
+                Err(e)
+            }
+            Err(e) => {
+                u.records.extend(&due.records);
+                u.dirs.extend(due.dirs);
+                u.lines |= due.lines;
+                u.rotated |= due.rotated;
+                Err(e)
+            }
+        };
         self.spare_unsettled(&u);
         dropped
     }
 
+    /// Waits, by a checkpoint, until the new content a commit left unsynced in
+    /// the file of inode `ino` is synced, if one is: called before a change
+    /// through the mount writes to that file, which recovery would otherwise
+    /// take for a torn content written since its commit, and leave as it is.
+    pub fn settle_before_change(&self, ino: u64) {
+        let pending = {
+            let u = self.unsettled.lock();
+            u.syncing.is_some() || u.files.iter().any(|t| t.ino == ino)
+        };
+        if pending && let Err(e) = self.checkpoint() {
+            log::error!("checkpoint before a change: {e}");
+        }
+    }
+
+    /// `settle_before_change` for a rename or a new link through the mount,
+    /// which may carry any unsynced file away from the path its record names.
+    pub fn settle_before_move(&self) {
+        let pending = {
+            let u = self.unsettled.lock();
+            u.syncing.is_some() || !u.files.is_empty()
+        };
+        if pending && let Err(e) = self.checkpoint() {
+            log::error!("checkpoint before a rename: {e}");
+        }
+    }
+
+    /// Whether a commit left a new content unsynced: only then do changes
+    /// through the mount look at which file they change (`settle_before_change`).
+    pub fn unsynced(&self) -> bool {
+        let u = self.unsettled.lock();
+        u.syncing.is_some() || !u.files.is_empty()
+    }
+
     fn sync_due(&self, due: &Unsettled) -> Result<(), StoreError> {
-        sync_all(&due.files)?;
         if due.rotated {
             let old = self.dir.join(OLD_LOG);
             let file = File::open(&old).map_err(io_err("open", &old))?;
@@ -932,10 +1008,12 @@ impl Store {
     }
 
     /// Writes the temporary files of `record`, noting in it what each became
-    /// (`journal::Made`), and returns those in the state directory unsynced,
-    /// with their names. One beside its file, on another file system than the
-    /// record, is synced here, with its directory: the record's sync cannot
-    /// carry its name (see the module doc).
+    /// (`journal::Made`), and returns those in the state directory unsynced.
+    /// One beside its file, on another file system than the record, is synced
+    /// here, with its directory: the record's sync cannot carry its name (see
+    /// the module doc). One copied in place into its file (which has other
+    /// links) is not returned: the file is synced once it is copied, and
+    /// recovery writes a torn one again from the store before copying it.
     fn write_temps(
         &self,
         record: &mut journal::Record,
@@ -957,8 +1035,10 @@ impl Store {
                 file.sync_all().map_err(io_err("sync", Path::new(&e.tmp)))?;
                 rustix::fs::fsync(c.dir)
                     .map_err(|err| io_err("sync the directory of", Path::new(c.rel))(err.into()))?;
-            } else {
-                unsynced.push((file, e.tmp.clone()));
+            } else if !e.in_place {
+                let ino = std::os::unix::fs::MetadataExt::ino(&meta);
+                let name = e.tmp.clone();
+                unsynced.push(Temp { file, name, ino });
             }
         }
         Ok(unsynced)
@@ -1127,9 +1207,19 @@ fn counter_text(s: &str) -> &str {
 
 /// Syncs every file of `files` (its bytes, mode and owner).
 fn sync_all(files: &Temps) -> Result<(), StoreError> {
-    files
-        .iter()
-        .try_for_each(|(file, name)| file.sync_all().map_err(io_err("sync", Path::new(name))))
+    files.iter().try_for_each(|t| {
+        t.file
+            .sync_all()
+            .map_err(io_err(SYNC_CONTENT, Path::new(&t.name)))
+    })
+}
+
+/// The action `sync_all` names in its errors.
+const SYNC_CONTENT: &str = "sync the new content";
+
+/// Whether `e` is `sync_all`'s.
+fn contents_failed(e: &StoreError) -> bool {
+    matches!(e, StoreError::Io { action, .. } if *action == SYNC_CONTENT)
 }
 
 /// Syncs the parent of each directory `log` says its transaction made, once
@@ -1692,12 +1782,57 @@ mod tests {
             let u = store.unsettled.lock();
             u.files
                 .iter()
-                .map(|(f, _)| f.metadata().unwrap().ino())
+                .map(|t| t.file.metadata().unwrap().ino())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(held(&store), [fs::metadata(root.join("a")).unwrap().ino()]);
-        store.checkpoint().unwrap();
-        assert!(held(&store).is_empty());
+        let ino = fs::metadata(root.join("a")).unwrap().ino();
+        assert_eq!(held(&store), [ino]);
+        store.settle_before_change(ino + 1);
+        assert_eq!(held(&store), [ino], "another file changes nothing");
+        assert!(store.unsynced());
+        store.settle_before_change(ino);
+        assert!(held(&store).is_empty(), "synced before its file changes");
+        assert!(!store.unsynced());
+        commit_text(&store, &root, 2, Some(b"new"), b"newer");
+        store.settle_before_move();
+        assert!(held(&store).is_empty(), "synced before any rename");
+        assert_eq!(
+            fs::read_dir(root.join(".editfs/journal")).unwrap().count(),
+            0
+        );
+    }
+
+    #[test]
+    fn recovery_leaves_a_file_that_is_no_torn_copy_of_its_commit_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        // Written since in the same tick of the clock, or with its time set back.
+        fs::write(root.join("a"), "THE NEW").unwrap();
+        let made = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
+        a_committed_as(&state, &root, made);
+        drop(Store::open(&state).unwrap());
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"THE NEW");
+    }
+
+    #[test]
+    fn a_record_that_says_what_its_files_were_is_finished_though_one_is_lost() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        fs::write(root.join("b"), "old").unwrap();
+        drop(Store::open(&state).unwrap());
+        // `a` was put in place before the crash; `b`'s temporary file is torn
+        // and the store lost its copy: rolling back would leave `a` new.
+        fs::write(root.join("a"), "new content").unwrap();
+        fs::write(state.join("tmp/t2"), "new con").unwrap();
+        let made = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
+        let files = [("t1", "a"), ("t2", "b")];
+        committed_record(&state, &root, &files, b"new content", Some(made));
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [1]);
+        assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
     }
 
     #[test]

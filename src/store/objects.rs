@@ -198,26 +198,34 @@ impl Objects {
     /// `put` of `bytes` whose SHA-256 is `sha`, computed by editfs itself. With
     /// `sync`, an object stored already is synced unless this process knows
     /// it is (see `durable`): a synced object's bytes are then durable
-    /// whoever stored them.
+    /// whoever stored them. One that does not hold `bytes` (stored unsynced,
+    /// then cut short by a crash of the machine) is stored again.
     fn put_hashed(&self, bytes: &[u8], sha: String, sync: bool) -> Result<String, StoreError> {
         debug_assert_eq!(sha, sha256_hex(bytes), "a hash that is not of these bytes");
         let path = self.object(&sha);
-        match fs::metadata(&path) {
+        let whole = match fs::metadata(&path) {
             Ok(meta) if sync && !self.known_durable(&sha, meta.ino()) => {
-                let synced = File::open(&path).and_then(|f| f.sync_data());
-                synced.map_err(io_err("sync", &path))?;
-                self.durable_now(&sha, meta.ino());
-            }
-            Ok(_) => {}
-            Err(_) => {
-                let dir = self.state.join("objects");
-                fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-                atomic::write_new_with(&path, bytes, 0o444, sync)?;
-                mark(&path, &sha);
-                self.adjust(bytes.len() as i64);
-                if sync && let Ok(meta) = fs::metadata(&path) {
+                let file = File::open(&path).map_err(io_err("open", &path))?;
+                let mut held = Vec::with_capacity(bytes.len());
+                let held = (&file).read_to_end(&mut held).is_ok() && held == bytes;
+                if held {
+                    file.sync_data().map_err(io_err("sync", &path))?;
                     self.durable_now(&sha, meta.ino());
                 }
+                held
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if !whole {
+            let dir = self.state.join("objects");
+            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+            let before = fs::metadata(&path).map_or(0, |m| m.len());
+            atomic::write_new_with(&path, bytes, 0o444, sync)?;
+            mark(&path, &sha);
+            self.adjust(bytes.len() as i64 - before as i64);
+            if sync && let Ok(meta) = fs::metadata(&path) {
+                self.durable_now(&sha, meta.ino());
             }
         }
         Ok(sha)
@@ -739,6 +747,8 @@ fn hash_of(link: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]
@@ -804,6 +814,23 @@ mod tests {
         assert!(o.known_durable(&sha, ino));
         o.forget("f", 1);
         assert!(!o.known_durable(&sha, ino), "gone with the object");
+    }
+
+    #[test]
+    fn an_object_a_crash_cut_short_is_stored_again_when_a_version_needs_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = Objects::new(tmp.path());
+        let sha = o.put(b"stored unsynced", false).unwrap();
+        let object = o.object(&sha);
+        fs::set_permissions(&object, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&object)
+            .unwrap()
+            .set_len(3)
+            .unwrap();
+        o.keep(Side::Post, "f", 1, b"stored unsynced").unwrap();
+        assert_eq!(o.content(&sha).as_deref(), Some(&b"stored unsynced"[..]));
     }
 
     #[test]
