@@ -10,7 +10,10 @@
 //! 2. the store's lock (transactions, and pre-images of direct writes);
 //!    then the store's removal gate (a removal's log line, move and its
 //!    verdict on what it moved, which looks at `handles`; the filer's read
-//!    of those lines);
+//!    of those lines); then its `checkpointing`, held across a checkpoint's
+//!    syncs (a commit makes one under the store's lock, a worker about to
+//!    change a file not yet synced holding nothing), then its `unsettled` or
+//!    the journal's file; the reaper's queue alone;
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
