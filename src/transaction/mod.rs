@@ -180,15 +180,27 @@ impl Opened {
     }
 }
 
-/// Whether `file` holds exactly `bytes`.
+/// Whether `file` holds exactly `bytes`, read a piece at a time: the files
+/// checked this way are the large ones (see `decided_with_lock`), and a copy
+/// of the whole file beside its bytes and its new content would make an edit's
+/// peak memory three times the file's size.
 fn unchanged_bytes(file: &File, bytes: &[u8]) -> bool {
     use std::os::unix::fs::FileExt;
     if file.metadata().map(|m| m.len()).ok() != Some(bytes.len() as u64) {
         return false;
     }
-    let mut now = vec![0; bytes.len()];
-    file.read_exact_at(&mut now, 0).is_ok() && now == bytes
+    let mut now = vec![0; COMPARED_AT_ONCE.min(bytes.len())];
+    let mut at = 0;
+    bytes.chunks(COMPARED_AT_ONCE).all(|want| {
+        let now = &mut now[..want.len()];
+        let same = file.read_exact_at(now, at).is_ok() && now == want;
+        at += want.len() as u64;
+        same
+    })
 }
+
+/// Bytes `unchanged_bytes` reads and compares at a time.
+const COMPARED_AT_ONCE: usize = 1 << 20;
 
 /// A file opened and the engine's decision on it, not yet numbered or written.
 struct Decision {
@@ -760,6 +772,22 @@ mod tests {
         let opened = open(root, "shared", Some(&nobody)).unwrap();
         assert_eq!(opened.bytes.as_deref(), Some(&b"x"[..]));
         assert!(open(root, "private", None).is_ok(), "the daemon itself may");
+    }
+
+    #[test]
+    fn a_large_file_is_compared_piece_by_piece_to_its_last_byte() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("big");
+        let bytes: Vec<u8> = (0..COMPARED_AT_ONCE * 2 + 3).map(|i| i as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        assert!(unchanged_bytes(&file, &bytes));
+        for at in [0, COMPARED_AT_ONCE, bytes.len() - 1] {
+            let mut other = bytes.clone();
+            other[at] ^= 1;
+            assert!(!unchanged_bytes(&file, &other), "a byte changed at {at}");
+        }
+        assert!(!unchanged_bytes(&file, &bytes[..bytes.len() - 1]));
     }
 
     #[test]
