@@ -280,7 +280,10 @@ impl Core {
         self.refuse_busy_truncation(ino, flags)?;
         let runs = flags & EXEC_OPEN != 0;
         let loc = self.loc(ino)?;
-        if is_write(flags) {
+        // A truncation happens at the open: before it, by name. Other writes
+        // come once the open is answered: by the file opened (below), so no
+        // wait stands between the kernel's lookup and the open.
+        if truncates(flags) {
             self.settle_before_change(&loc);
         }
         let open = || {
@@ -326,6 +329,13 @@ impl Core {
                 return Err(errno(e));
             }
         };
+        if is_write(flags)
+            && !truncates(flags)
+            && self.store.unsynced()
+            && let Ok(st) = rustix::fs::fstat(&fd)
+        {
+            self.store.settle_before_change(st.st_ino);
+        }
         let fh = self.add_handle(Handle::File {
             file: File::from(fd),
             ino,

@@ -264,6 +264,8 @@ struct Unsettled {
     rotated: bool,
     /// The first transaction of those a checkpoint is syncing now.
     syncing: Option<u64>,
+    /// The inodes of the new contents it is syncing.
+    syncing_files: Vec<u64>,
     /// Transactions whose new contents could not be synced: their records stay
     /// for the next recovery, which writes a torn content again from the store
     /// (a retry on the same descriptor may say 0 for bytes that never reached
@@ -740,6 +742,7 @@ impl Store {
             let mut due = std::mem::take(&mut *u);
             u.kept = std::mem::take(&mut due.kept);
             u.syncing = due.records.iter().min().copied();
+            u.syncing_files = due.files.iter().map(|t| t.ino).collect();
             due
         };
         if due.is_empty() {
@@ -754,25 +757,23 @@ impl Store {
         let synced = contents.and_then(|()| self.sync_due(&due));
         let mut u = self.unsettled.lock();
         u.syncing = None;
-        let dropped = match synced {
-            Ok(()) => self.journal.remove(&due.records),
-            Err(e) if contents_failed(&e) => {
-                u.kept.extend(&due.records);
-                u.dirs.extend(due.dirs);
-                u.lines |= due.lines;
-                u.rotated |= due.rotated;
-                Err(e)
-            }
-            Err(e) => {
-                u.records.extend(&due.records);
-                u.dirs.extend(due.dirs);
-                u.lines |= due.lines;
-                u.rotated |= due.rotated;
-                Err(e)
-            }
-        };
+        u.syncing_files.clear();
+        if let Err(e) = synced {
+            let records = if contents_failed(&e) {
+                &mut u.kept
+            } else {
+                &mut u.records
+            };
+            records.extend(&due.records);
+            u.dirs.extend(due.dirs);
+            u.lines |= due.lines;
+            u.rotated |= due.rotated;
+            self.spare_unsettled(&u);
+            return Err(e);
+        }
         self.spare_unsettled(&u);
-        dropped
+        drop(u);
+        self.journal.remove(&due.records)
     }
 
     /// Waits, by a checkpoint, until the new content a commit left unsynced in
@@ -782,7 +783,7 @@ impl Store {
     pub fn settle_before_change(&self, ino: u64) {
         let pending = {
             let u = self.unsettled.lock();
-            u.syncing.is_some() || u.files.iter().any(|t| t.ino == ino)
+            u.files.iter().any(|t| t.ino == ino) || u.syncing_files.contains(&ino)
         };
         if pending && let Err(e) = self.checkpoint() {
             log::error!("checkpoint before a change: {e}");
@@ -794,7 +795,7 @@ impl Store {
     pub fn settle_before_move(&self) {
         let pending = {
             let u = self.unsettled.lock();
-            u.syncing.is_some() || !u.files.is_empty()
+            !u.files.is_empty() || !u.syncing_files.is_empty()
         };
         if pending && let Err(e) = self.checkpoint() {
             log::error!("checkpoint before a rename: {e}");
@@ -805,7 +806,7 @@ impl Store {
     /// through the mount look at which file they change (`settle_before_change`).
     pub fn unsynced(&self) -> bool {
         let u = self.unsettled.lock();
-        u.syncing.is_some() || !u.files.is_empty()
+        !u.files.is_empty() || !u.syncing_files.is_empty()
     }
 
     fn sync_due(&self, due: &Unsettled) -> Result<(), StoreError> {
