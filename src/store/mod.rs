@@ -793,11 +793,9 @@ impl Store {
     /// `settle_before_change` for a rename or a new link through the mount,
     /// which may carry any unsynced file away from the path its record names.
     pub fn settle_before_move(&self) {
-        let pending = {
-            let u = self.unsettled.lock();
-            !u.files.is_empty() || !u.syncing_files.is_empty()
-        };
-        if pending && let Err(e) = self.checkpoint() {
+        if self.unsynced()
+            && let Err(e) = self.checkpoint()
+        {
             log::error!("checkpoint before a rename: {e}");
         }
     }
