@@ -276,6 +276,16 @@ fn parent_of(path: &Path) -> &Path {
 /// before the rename if `sync`, its name not (see the store's module doc):
 /// unsynced, it survives a crash of the process but maybe not of the machine.
 pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
+    write_new(path, bytes, mode, sync).map(drop)
+}
+
+/// `write_new_with`, unsynced, handing back the file written, open, for
+/// whoever syncs it later.
+pub fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> Result<File, StoreError> {
+    write_new(path, bytes, mode, false)
+}
+
+fn write_new(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<File, StoreError> {
     let dir_fd = open_dir(parent_of(path))?;
     let name = path
         .file_name()
@@ -292,7 +302,9 @@ pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Resul
         if sync {
             file.sync_data().map_err(|e| io_err("sync", path)(e))?;
         }
-        rustix::fs::renameat(&dir_fd, &tmp, &dir_fd, name).map_err(sys("rename into place", name))
+        rustix::fs::renameat(&dir_fd, &tmp, &dir_fd, name)
+            .map_err(sys("rename into place", name))
+            .map(|()| file)
     })();
     if result.is_err() {
         let _ = rustix::fs::unlinkat(&dir_fd, &tmp, AtFlags::empty());

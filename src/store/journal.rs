@@ -3,13 +3,15 @@
 //!
 //! A commit goes: record the temporary names (a prepared record), write every
 //! new content to its temporary file, keep both versions in the store, append
-//! the record again as committed, with each new content's SHA-256, and sync
-//! it (the commit point), put each file in place, append the log line. The
+//! the record again as committed, with each new content's SHA-256 and the
+//! bytes of the versions not yet durable in the store (`Inline`), and sync it
+//! (the commit point), put each file in place, append the log line. The
 //! records are dropped later, by the store's checkpoint, once the files' new
 //! contents and names and the log line are synced (see the store's module doc
 //! for what is synced when).
 //!
-//! The records of one process go, one JSON line each, to one file of its own,
+//! The records of one process go, one JSON line each (the bytes it carries
+//! right after it), to one file of its own,
 //! `journal/<pid>-<n>.wal`, appended to and never rewritten, so a commit creates
 //! and removes no file (a new inode per record was most of a commit's cost on
 //! ext4, which scans past recently freed inodes). The file is removed once none
@@ -25,7 +27,8 @@
 //! project. A committed record cut short by a crash does not parse, and counts
 //! as prepared. A new content a crash of the machine left torn (the temporary
 //! files are synced by the checkpoint, after the commit point) is written again
-//! from the store, which holds it durably (`repair`). A record that does not
+//! from the store, which holds it durably, or from the bytes a record carries
+//! (`repair`); so is the store's copy of each version a record carries. A record that does not
 //! say what its temporary files were (`Made`: one of an older version, which
 //! synced them before the record) and whose temporary file is torn with no
 //! whole copy in the store never reached its commit point: that transaction
@@ -111,7 +114,25 @@ pub struct Record {
     pub files: Vec<Entry>,
     /// The log line to append once the files are in place.
     pub log: super::LogEntry,
+    /// Versions whose bytes follow the committed record in the journal file,
+    /// in this order (see `Inline`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inline: Vec<Inline>,
 }
+
+/// A version the record carries the bytes of: they follow its line, raw,
+/// `len` bytes each, so the one sync of the record makes them durable too.
+/// The store's copy of such a version is synced later, by the checkpoint,
+/// and recovery writes it again from here where a crash left it torn
+/// (see the store's module doc).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inline {
+    pub sha256: String,
+    pub len: u64,
+}
+
+/// The bytes of the versions the committed records of a journal carried, by SHA-256.
+pub type Carried = std::collections::HashMap<String, Vec<u8>>;
 
 pub struct Journal {
     dir: PathBuf,
@@ -123,6 +144,10 @@ pub struct Journal {
 struct Wal {
     /// The open file (locked, appended to) and its path.
     file: Option<(File, PathBuf)>,
+    /// Its length: an append that fails is cut off again, so no record ever
+    /// follows a partial one (a reader stops at the first it cannot read,
+    /// since raw bytes carried after a record must never be read as lines).
+    len: u64,
     /// Transactions whose records in the file are still needed.
     live: BTreeSet<u64>,
 }
@@ -266,22 +291,62 @@ impl Journal {
     /// recovery clean up after a crash of the process, and a transaction that
     /// never committed changed no file.
     pub fn write(&self, record: &Record) -> Result<(), StoreError> {
-        // Each line begins with its own newline: after a write cut short (a full
-        // disk), the next line still stands alone and parses.
+        self.write_carrying(record, &[])
+    }
+
+    /// `write`, the record followed by the bytes of the versions its `inline`
+    /// names, in that order.
+    pub fn write_carrying(&self, record: &Record, carried: &[&[u8]]) -> Result<(), StoreError> {
+        debug_assert_eq!(record.inline.len(), carried.len());
+        // Each line begins with its own newline, so it stands alone.
         let mut line = vec![b'\n'];
         serde_json::to_writer(&mut line, record)
             .map_err(|e| io_err("encode", &self.dir)(e.into()))?;
+        if !carried.is_empty() {
+            line.push(b'\n');
+            line.reserve(carried.iter().map(|c| c.len()).sum());
+            carried.iter().for_each(|c| line.extend_from_slice(c));
+        }
         let mut wal = self.wal.lock();
-        let (file, path) = match &mut wal.file {
-            Some(open) => open,
-            none => none.insert(self.create()?),
-        };
-        file.write_all(&line).map_err(io_err("append to", path))?;
-        if record.committed {
+        if wal.file.is_none() {
+            wal.file = Some(self.create()?);
+            wal.len = 0;
+        }
+        self.append(&mut wal, &line)?;
+        if record.committed
+            && let Some((file, path)) = &wal.file
+        {
             file.sync_data().map_err(io_err("sync", path))?;
         }
         wal.live.insert(record.tx);
         Ok(())
+    }
+
+    /// Appends `bytes` to the open journal file, whole or not at all: what a
+    /// failed append left is cut off, and a file that cannot be cut is set
+    /// aside (the next record starts a file of its own).
+    fn append(&self, wal: &mut Wal, bytes: &[u8]) -> Result<(), StoreError> {
+        let len = wal.len;
+        let Some((file, path)) = &mut wal.file else {
+            return Ok(());
+        };
+        match file.write_all(bytes) {
+            Ok(()) => {
+                wal.len = len + bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let err = io_err("append to", path)(e);
+                if let Err(cut) = file.set_len(len) {
+                    log::error!(
+                        "{}: a failed append stays ({cut}); set aside",
+                        path.display()
+                    );
+                    wal.file = None;
+                }
+                Err(err)
+            }
+        }
     }
 
     /// Creates this process's journal file, locked while the process lives.
@@ -319,11 +384,7 @@ impl Journal {
         }
         if !wal.live.is_empty() {
             let line = format!("\n{}", serde_json::json!({ "dropped": txs }));
-            if let Some((file, path)) = &mut wal.file {
-                file.write_all(line.as_bytes())
-                    .map_err(io_err("append to", path))?;
-            }
-            return Ok(());
+            return self.append(&mut wal, line.as_bytes());
         }
         let Some((file, path)) = wal.file.take() else {
             return Ok(());
@@ -345,12 +406,11 @@ impl Journal {
         let mut wal = self.wal.lock();
         wal.live.remove(&tx);
         let line = format!("\n{}", serde_json::json!({ "dropped": [tx] }));
-        if let Some((file, path)) = &mut wal.file {
-            file.write_all(line.as_bytes())
-                .and_then(|()| file.sync_data())
-                .map_err(io_err("append to", path))?;
+        self.append(&mut wal, line.as_bytes())?;
+        match &wal.file {
+            Some((file, path)) => file.sync_data().map_err(io_err("sync", path)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// What `kill -9` does to this process's journal file: closed, so unlocked,
@@ -381,26 +441,34 @@ impl Journal {
 
     /// Every transaction's record in the files no live process holds, oldest
     /// first: its committed one if it has one that reads whole, else its
-    /// prepared one; and those files.
-    fn records(&self) -> (Vec<Record>, Handled) {
+    /// prepared one; the bytes those committed records carry; and those files.
+    fn records(&self) -> (Vec<Record>, Carried, Handled) {
         let mut handled = Handled::default();
+        let mut carried = Carried::new();
         let Ok(entries) = fs::read_dir(&self.dir) else {
-            return (Vec::new(), handled);
+            return (Vec::new(), carried, handled);
         };
         let mut out = Vec::new();
         let mut dropped = BTreeSet::new();
+        let mut carried_by = Vec::new();
         for e in entries.flatten() {
             let name = e.file_name();
             if name.to_string_lossy().starts_with(atomic::TMP_PREFIX) {
                 continue;
             }
             let path = e.path();
-            let Some(lines) = unheld_lines(&path) else {
+            let Some(bytes) = unheld(&path) else {
                 continue;
             };
-            for line in lines {
+            for (line, bytes) in lines(&bytes, &path) {
                 match line {
-                    Line::Record(r) => out.push(r),
+                    Line::Record(r) => {
+                        let live = r.inline.iter().map(|i| (r.tx, i.sha256.clone()));
+                        for ((tx, sha), b) in live.zip(bytes) {
+                            carried_by.push((tx, sha, b.to_vec()));
+                        }
+                        out.push(r);
+                    }
                     Line::Dropped { dropped: txs } => dropped.extend(txs),
                 }
             }
@@ -409,14 +477,21 @@ impl Journal {
         out.retain(|r| !dropped.contains(&r.tx));
         out.sort_by_key(|r| (r.tx, !r.committed));
         out.dedup_by_key(|r| r.tx);
-        (out, handled)
+        for (tx, sha, bytes) in carried_by {
+            if !dropped.contains(&tx) {
+                carried.insert(sha, bytes);
+            }
+        }
+        (out, carried, handled)
     }
 
     /// Finishes or undoes every transaction a crash interrupted, and returns the
     /// files it read, for the caller to remove (`remove_handled`) once their log
     /// lines are synced. `tmp` is the state directory's `tmp/`; `stored` gives
     /// the whole stored content of a hash, if the store has it (what a torn new
-    /// content is written again from); `log` appends a log line
+    /// content is written again from, as are the bytes the records carry);
+    /// `restore` makes the store hold, durably, each content a live record
+    /// carries (its copy may be torn: only the record was synced); `log` appends a log line
     /// unless the log already has it (and says whether it did); `forget` drops the
     /// kept versions of a transaction rolled back. A committed record whose files
     /// were all in place and whose line was logged (a crash before the checkpoint
@@ -424,12 +499,20 @@ impl Journal {
     pub fn recover(
         &self,
         tmp: BorrowedFd<'_>,
-        stored: impl Fn(&str) -> Option<Vec<u8>>,
+        (stored, restore): (
+            impl Fn(&str) -> Option<Vec<u8>>,
+            impl Fn(&str, &[u8]) -> Result<(), StoreError>,
+        ),
         mut log: impl FnMut(&super::LogEntry) -> Result<bool, StoreError>,
         forget: impl Fn(&Record),
     ) -> Result<(Recovered, Handled), StoreError> {
         let mut done = Recovered::default();
-        let (records, handled) = self.records();
+        let (records, carried, handled) = self.records();
+        // The store's copies first: the records naming them go once this returns.
+        for (sha, bytes) in &carried {
+            restore(sha, bytes)?;
+        }
+        let stored = |sha: &str| carried.get(sha).cloned().or_else(|| stored(sha));
         for record in records {
             let root = atomic::open_dir(&record.root)?;
             let repairs = record
@@ -612,9 +695,9 @@ fn holds(mut file: &File, sha: &str) -> bool {
     file.read_to_end(&mut bytes).is_ok() && crate::engine::sha256_hex(&bytes) == sha
 }
 
-/// The lines of the journal file at `path` that parse (a line cut short by a
-/// crash does not); `None` when a live process holds the file, or it cannot be read.
-fn unheld_lines(path: &Path) -> Option<Vec<Line>> {
+/// The bytes of the journal file at `path`; `None` when a live process holds
+/// the file, or it cannot be read.
+fn unheld(path: &Path) -> Option<Vec<u8>> {
     let file = File::open(path).ok()?;
     if let Err(e) = file.try_lock() {
         log::debug!("{}: held by a live process ({e})", path.display());
@@ -622,21 +705,58 @@ fn unheld_lines(path: &Path) -> Option<Vec<Line>> {
     }
     let mut bytes = Vec::new();
     (&file).read_to_end(&mut bytes).ok()?;
-    let lines = bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .filter_map(|l| match serde_json::from_slice(l) {
-            Ok(line) => Some(line),
+    Some(bytes)
+}
+
+/// The lines of a journal file, each with the bytes it carries, up to the
+/// first one that does not read whole: a line cut short, or carried bytes
+/// that are short or do not hash as their record says. Only a crash can leave
+/// one (a failed append is cut off again), and nothing after it was synced,
+/// so nothing after it reached its commit point. Reading stops there rather
+/// than going on at the next newline, which could lie inside carried bytes:
+/// a file's content is never read as a record.
+fn lines<'b>(bytes: &'b [u8], path: &Path) -> Vec<(Line, Vec<&'b [u8]>)> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    loop {
+        let start = rest.iter().position(|b| !b.is_ascii_whitespace());
+        let Some(start) = start else {
+            return out;
+        };
+        let line_end = memchr::memchr(b'\n', &rest[start..]).map_or(rest.len(), |n| start + n);
+        let line = match serde_json::from_slice::<Line>(&rest[start..line_end]) {
+            Ok(line) => line,
             Err(err) => {
                 log::warn!(
-                    "unreadable journal record in {} (cut short before its commit point): {err}",
+                    "unreadable journal record in {} (cut short before its commit point; what follows is not read): {err}",
                     path.display()
                 );
-                None
+                return out;
             }
-        })
-        .collect();
-    Some(lines)
+        };
+        rest = rest.get(line_end + 1..).unwrap_or_default();
+        let inline = match &line {
+            Line::Record(r) => r.inline.as_slice(),
+            Line::Dropped { .. } => &[],
+        };
+        let mut carried = Vec::with_capacity(inline.len());
+        for i in inline {
+            let whole = usize::try_from(i.len)
+                .ok()
+                .and_then(|n| rest.get(..n))
+                .filter(|b| crate::engine::sha256_hex(b) == i.sha256);
+            let Some(b) = whole else {
+                log::warn!(
+                    "journal record in {} carries bytes cut short (before its commit point; what follows is not read)",
+                    path.display()
+                );
+                return out;
+            };
+            rest = &rest[b.len()..];
+            carried.push(b);
+        }
+        out.push((line, carried));
+    }
 }
 
 /// The directory the temporary file of `e` lives in; `dir` is the directory of its file.

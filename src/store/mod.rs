@@ -31,13 +31,17 @@
 //! undoes any other. A crash of the machine loses what was not synced; for that,
 //! a commit of one transaction syncs, before its files change:
 //!
-//! 1. the bytes of each kept version, before and after, that is not known to
-//!    be durable: new to the store, or stored unsynced (a direct write's
-//!    pre-image) or by another process (`Objects::durable`); so both versions
-//!    are durable before the record that names them;
-//! 2. then the committed record, appended to the process's journal file, with
-//!    the SHA-256 of each new content and what its temporary file was once
-//!    written (`journal::Made`).
+//! 1. the committed record, appended to the process's journal file, with the
+//!    SHA-256 of each new content and what its temporary file was once
+//!    written (`journal::Made`), followed by the bytes of each kept version,
+//!    before and after, not known to be durable (`journal::Inline`): new to
+//!    the store, or stored unsynced (a direct write's pre-image) or by another
+//!    process (`Objects::durable`). One sync makes them all durable; the
+//!    store's own copies of those versions are written unsynced and synced by
+//!    the checkpoint, and recovery writes a copy a crash left torn again from
+//!    the record, in place, so every name linked to it holds it;
+//! 2. only a version over `CARRIED_MAX` bytes (or any, with `--keep 0`) is
+//!    synced on its own first, before the record that names it.
 //!
 //! The commit point is reached once the record is synced: only then does a
 //! file change and the commit answer. The temporary files holding the new
@@ -49,11 +53,13 @@
 //! whose new content is not synced yet first waits for a checkpoint
 //! (`settle_before_change`, `settle_before_move`), and recovery rewrites only
 //! the file the commit made, no newer than it made it, and only where it
-//! looks torn (zeros where it differs, no longer). That is one sync for a commit whose versions the store holds
-//! already (an edit back to a content seen before, or the pre-image its own
-//! last commit left), two in a row when a version is new, where a commit used
-//! to make fourteen and then to wait for the temporary file's sync too. What
-//! is not synced at once, and why that loses nothing:
+//! looks torn (zeros where it differs, no longer). That is one sync for a
+//! commit, where a commit used to make fourteen, and then two in a row when a
+//! version was new to the store (its own, then the record's). A journal file
+//! is read up to its first record that does not read whole (nothing after it
+//! was synced, and a failed append is cut off again), never on at the next
+//! newline, which could lie inside carried bytes. What is not synced at
+//! once, and why that loses nothing:
 //!
 //! - Names made in the state directory (temporary files, objects, snapshot
 //!   links, the journal file when a commit creates it) ride on the sync of the
@@ -73,8 +79,9 @@
 //! - The files' new contents and names in the project, and the log line, ride
 //!   on the next checkpoint (`Store::checkpoint`: at most a second later in a
 //!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits),
-//!   which syncs the new contents, the log and the directories the files went
-//!   into, and only then drops the records of the transactions it covered.
+//!   which syncs the new contents, the versions their records carry, the log
+//!   and the directories the files went into, and only then drops the records
+//!   of the transactions it covered.
 //!   Until then the size cap spares their versions (`Objects::spare_from`),
 //!   and `--keep 0`, which keeps none, syncs the temporary files before the
 //!   record instead. Until then a
@@ -247,6 +254,12 @@ pub const CHECKPOINT_AFTER: usize = 64;
 /// holds a descriptor until it is synced.
 const CHECKPOINT_FILES: usize = 1024;
 
+/// The largest version a committed record carries the bytes of (see
+/// `Store::keep_version`): source files, in their thousands of lines. A
+/// larger one is synced on its own, before the record: its bytes would cost
+/// the same to write twice, and the records a crash leaves are read whole.
+const CARRIED_MAX: usize = 256 << 10;
+
 /// What the checkpoint must sync before the records of finished transactions
 /// can go (see the module doc).
 #[derive(Default)]
@@ -258,6 +271,9 @@ struct Unsettled {
     /// Their new contents, put in place unsynced (their bytes are durable in
     /// the store meanwhile), each with its temporary name (for the error).
     files: Temps,
+    /// The versions they kept unsynced (their bytes are durable in their
+    /// records meanwhile), each with its path (for the error).
+    objects: Temps,
     /// Lines were appended since the log was last synced.
     lines: bool,
     /// The log moved to `log.1` since: that file, and the move, are synced too.
@@ -290,6 +306,9 @@ struct Temp {
 }
 
 type Temps = Vec<Temp>;
+
+/// Versions a committed record carries the bytes of (see `Store::keep_version`).
+type Carry<'b> = Vec<(objects::Later, &'b [u8])>;
 
 /// Held while a transaction runs; dropping it lets the next one in.
 pub struct Lock {
@@ -349,7 +368,10 @@ impl Store {
         let mut logged: Option<std::collections::HashSet<u64>> = None;
         let (recovered, handled) = store.journal.recover(
             store.tmp.as_fd(),
-            |sha| store.objects.content(sha),
+            (
+                |sha: &str| store.objects.content(sha),
+                |sha: &str, bytes: &[u8]| store.objects.restore(sha, bytes),
+            ),
             |line| {
                 let known =
                     logged.get_or_insert_with(|| store.entries().iter().map(|e| e.tx).collect());
@@ -720,7 +742,8 @@ impl Store {
             u.dirs.extend(dirs.filter_map(|d| rustix::io::dup(d).ok()));
             u.files.extend(files);
             self.spare_unsettled(&u);
-            u.records.len() >= CHECKPOINT_AFTER || u.files.len() >= CHECKPOINT_FILES
+            u.records.len() >= CHECKPOINT_AFTER
+                || u.files.len() + u.objects.len() >= CHECKPOINT_FILES
         };
         if due && let Err(e) = self.checkpoint() {
             log::error!("checkpoint: {e}");
@@ -749,9 +772,10 @@ impl Store {
             return Ok(());
         }
         let files = std::mem::take(&mut due.files);
-        let contents = sync_all(&files);
+        let objects = std::mem::take(&mut due.objects);
+        let contents = sync_all(&files).and_then(|()| sync_all(&objects));
         // A file replaced since frees its blocks at this close.
-        for t in files {
+        for t in files.into_iter().chain(objects) {
             self.release(t.file);
         }
         let synced = contents.and_then(|()| self.sync_due(&due));
@@ -904,40 +928,83 @@ impl Store {
         } else {
             temps
         };
-        let kept = self.keep_versions(record.tx, changes, removals)?;
+        let (kept, later) = self.keep_versions(record.tx, changes, removals)?;
         sync_made_dirs(root, &record.log)?;
         record.committed = true;
-        self.journal.write(record)?;
+        record.inline = later
+            .iter()
+            .map(|(l, bytes)| journal::Inline {
+                sha256: l.sha.clone(),
+                len: bytes.len() as u64,
+            })
+            .collect();
+        let carried: Vec<&[u8]> = later.iter().map(|(_, bytes)| *bytes).collect();
+        self.journal.write_carrying(record, &carried)?;
+        let later: Vec<objects::Later> = later.into_iter().map(|(l, _)| l).collect();
+        self.objects.carried(&later);
+        self.unsettled
+            .lock()
+            .objects
+            .extend(later.into_iter().map(|l| Temp {
+                name: l.path.to_string_lossy().into_owned(),
+                file: l.file,
+                ino: l.ino,
+            }));
         Ok((kept, temps))
     }
 
-    /// Keeps the version before and after `tx` of every file of it, each
-    /// synced if new to the store; returns the names of the ones before.
-    fn keep_versions(
+    /// Keeps the version before and after `tx` of every file of it; returns
+    /// the names of the ones before, and the versions not known durable, with
+    /// their bytes, for the record to carry (see `keep_version`).
+    fn keep_versions<'b>(
         &self,
         tx: u64,
-        changes: &[Change<'_>],
-        removals: &[Removal<'_>],
-    ) -> Result<Vec<Option<String>>, StoreError> {
+        changes: &[Change<'b>],
+        removals: &[Removal<'b>],
+    ) -> Result<(Vec<Option<String>>, Carry<'b>), StoreError> {
         let mut kept = Vec::with_capacity(changes.len() + removals.len());
+        let mut later = Vec::new();
         for c in changes {
-            kept.push(
-                c.pre
-                    .map(|pre| self.objects.keep_read(objects::Side::Pre, c.rel, tx, pre))
-                    .transpose()?,
-            );
-            self.objects
-                .keep_hashed(objects::Side::Post, c.rel, tx, c.new, c.new_sha)?;
+            let pre = match c.pre {
+                Some(pre) => {
+                    let sha = self.objects.known_sha(c.rel, pre);
+                    let at = (objects::Side::Pre, c.rel, tx);
+                    let (name, l) = self.keep_version(at, pre, sha.as_deref())?;
+                    later.extend(l.map(|l| (l, pre)));
+                    Some(name)
+                }
+                None => None,
+            };
+            kept.push(pre);
+            let at = (objects::Side::Post, c.rel, tx);
+            let (_, l) = self.keep_version(at, c.new, c.new_sha)?;
+            later.extend(l.map(|l| (l, c.new)));
         }
         for r in removals {
-            kept.push(Some(self.objects.keep(
-                objects::Side::Pre,
-                r.rel,
-                tx,
-                r.pre,
-            )?));
+            let (name, l) = self.keep_version((objects::Side::Pre, r.rel, tx), r.pre, None)?;
+            later.extend(l.map(|l| (l, r.pre)));
+            kept.push(Some(name));
         }
-        Ok(kept)
+        Ok((kept, later))
+    }
+
+    /// Keeps `bytes` as version `side` of `rel` at `tx`. One up to
+    /// `CARRIED_MAX` bytes that is not known durable is stored unsynced and
+    /// handed back, for the record to carry its bytes: its sync then rides on
+    /// the record's. A larger one is synced before the record, as is every
+    /// version with `--keep 0` (which keeps none past the commit).
+    fn keep_version(
+        &self,
+        (side, rel, tx): (objects::Side, &str, u64),
+        bytes: &[u8],
+        sha: Option<&str>,
+    ) -> Result<(String, Option<objects::Later>), StoreError> {
+        if bytes.len() <= CARRIED_MAX && self.retention.keep > 0 {
+            self.objects.keep_later(side, rel, tx, bytes, sha)
+        } else {
+            let name = self.objects.keep_hashed(side, rel, tx, bytes, sha)?;
+            Ok((name, None))
+        }
     }
 
     /// The prepared journal record of `tx`, whose log line says what only the
@@ -970,6 +1037,7 @@ impl Store {
             committed: false,
             files: Vec::new(),
             log,
+            inline: Vec::new(),
         };
         for (c, meta) in changes.iter().zip(&metas) {
             let links = meta
@@ -1499,6 +1567,7 @@ mod tests {
                     made: None,
                 }],
                 log: line(3),
+                inline: Vec::new(),
             })
             .unwrap();
         fs::write(state.join("journal/3.commit.json"), "{\"tx\": 3, \"ro").unwrap();
@@ -1576,6 +1645,7 @@ mod tests {
             committed: true,
             files: vec![entry("t1", "a")],
             log: log.clone(),
+            inline: Vec::new(),
         })
         .unwrap();
         j.write(&journal::Record {
@@ -1584,6 +1654,7 @@ mod tests {
             committed: false,
             files: vec![entry("t2", "b")],
             log,
+            inline: Vec::new(),
         })
         .unwrap();
         // What the unfinished commit had already kept of its file.
@@ -1656,6 +1727,7 @@ mod tests {
                 committed: true,
                 files: files.iter().map(entry).collect(),
                 log: line(1),
+                inline: Vec::new(),
             })
             .unwrap();
     }
@@ -1689,6 +1761,50 @@ mod tests {
         let times = fs::FileTimes::new().set_modified(meta.modified().unwrap());
         file.set_times(times).unwrap();
         journal::Made::of(&meta)
+    }
+
+    #[test]
+    fn a_commit_syncs_its_record_alone_which_carries_the_versions_new_to_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let state = root.join(".editfs");
+        let store = Store::open(&state).unwrap();
+        let (old, new): (&[u8], &[u8]) = (b"the old content", b"the new content");
+        commit_text(&store, &root, 1, Some(old), new);
+        let unsynced = || store.unsettled.lock().objects.len();
+        assert_eq!(
+            unsynced(),
+            2,
+            "both versions left for the checkpoint to sync"
+        );
+        commit_text(&store, &root, 2, Some(new), old);
+        assert_eq!(
+            unsynced(),
+            2,
+            "versions a synced record carries are durable"
+        );
+        // A crash of the machine before the checkpoint: the store's copies are
+        // torn, and so is the file; the synced records are whole.
+        store.killed();
+        for v in [old, new] {
+            let object = state.join("objects").join(crate::engine::sha256_hex(v));
+            fs::set_permissions(&object, fs::Permissions::from_mode(0o644)).unwrap();
+            fs::write(&object, vec![0; v.len() / 2]).unwrap();
+        }
+        let a = fs::OpenOptions::new()
+            .write(true)
+            .open(root.join("a"))
+            .unwrap();
+        let made = fs::metadata(root.join("a")).unwrap().modified().unwrap();
+        a.set_len(4).unwrap();
+        a.set_times(fs::FileTimes::new().set_modified(made))
+            .unwrap();
+        drop(Store::open(&state).unwrap());
+        assert_eq!(fs::read(root.join("a")).unwrap(), old);
+        let objects = objects::Objects::new(&state);
+        let version = |side| objects.read(side, "a", 1).unwrap();
+        assert_eq!(version(objects::Side::Pre), old, "written again in place");
+        assert_eq!(version(objects::Side::Post), new);
     }
 
     #[test]
@@ -1870,6 +1986,7 @@ mod tests {
                     made: None,
                 }],
                 log: line(2),
+                inline: Vec::new(),
             })
             .unwrap();
         let store = Store::open(&state).unwrap();
@@ -1892,6 +2009,7 @@ mod tests {
                 made: None,
             }],
             log: line(tx),
+            inline: Vec::new(),
         }
     }
 
@@ -1978,32 +2096,75 @@ mod tests {
         assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
     }
 
+    /// The journal file of a store whose records stay (a crash before the
+    /// checkpoint), and the record it holds.
+    fn record_left(state: &Path, record: &journal::Record, carried: &[&[u8]]) -> PathBuf {
+        let j = journal::Journal::new(state);
+        j.write_carrying(record, carried).unwrap();
+        j.abandon();
+        let wal = fs::read_dir(state.join("journal")).unwrap().next().unwrap();
+        wal.unwrap().path()
+    }
+
     #[test]
-    fn a_record_written_after_one_cut_short_still_reads() {
+    fn bytes_a_record_carries_are_never_read_as_records() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_owned();
-        fs::write(root.join("made"), "x").unwrap();
+        fs::write(root.join("victim"), "x").unwrap();
         let state = root.join(".editfs");
         drop(Store::open(&state).unwrap());
-        let j = journal::Journal::new(&state);
-        j.write(&journal::Record {
-            committed: false,
-            ..removal(1, "other", &root)
-        })
-        .unwrap();
-        // A full disk cut the next line short.
-        let wal = fs::read_dir(state.join("journal")).unwrap().next().unwrap();
-        let mut file = OpenOptions::new().append(true).open(wal.unwrap().path());
-        file.as_mut()
-            .unwrap()
-            .write_all(b"\n{\"tx\":2,\"ro")
-            .unwrap();
-        j.write(&removal(3, "made", &root)).unwrap();
-        j.abandon();
+        // A file's content that holds what reads as a record removing `victim`.
+        let forged = serde_json::to_string(&removal(7, "victim", &root)).unwrap();
+        let content = format!("fn main() {{}}\n{forged}\n// more\n");
+        let sha = crate::engine::sha256_hex(content.as_bytes());
+        let mut record = removal(5, "other", &root);
+        record.inline = vec![journal::Inline {
+            sha256: sha,
+            len: content.len() as u64,
+        }];
+        let wal = record_left(&state, &record, &[content.as_bytes()]);
+        let whole = fs::read(&wal).unwrap();
+        // A crash tore the record's own line: what follows it is not read.
+        let mut torn = whole.clone();
+        torn[10..20].fill(0);
+        fs::write(&wal, &torn).unwrap();
         let store = Store::open(&state).unwrap();
-        assert_eq!(store.recovered().rolled_forward, [3]);
-        assert_eq!(store.recovered().rolled_back, [1]);
-        assert!(!root.join("made").exists());
+        assert!(store.recovered().is_empty(), "{:?}", store.recovered());
+        assert!(
+            root.join("victim").exists(),
+            "a carried line was read as a record"
+        );
+        drop(store);
+        // Whole, the record is finished, and what it carries is only bytes.
+        fs::write(root.join("other"), "y").unwrap();
+        record_left(&state, &record, &[content.as_bytes()]);
+        let store = Store::open(&state).unwrap();
+        assert_eq!(store.recovered().rolled_forward, [5]);
+        assert!(!root.join("other").exists());
+        assert!(root.join("victim").exists());
+    }
+
+    #[test]
+    fn a_record_whose_carried_bytes_are_torn_never_reached_its_commit_point() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "x").unwrap();
+        let state = root.join(".editfs");
+        drop(Store::open(&state).unwrap());
+        let content = b"the new content, carried";
+        let mut record = removal(3, "a", &root);
+        record.inline = vec![journal::Inline {
+            sha256: crate::engine::sha256_hex(content),
+            len: content.len() as u64,
+        }];
+        let wal = record_left(&state, &record, &[content]);
+        let mut torn = fs::read(&wal).unwrap();
+        let n = torn.len();
+        torn[n - 5..].fill(0);
+        fs::write(&wal, &torn).unwrap();
+        let store = Store::open(&state).unwrap();
+        assert!(store.recovered().is_empty(), "{:?}", store.recovered());
+        assert!(root.join("a").exists());
     }
 
     #[test]

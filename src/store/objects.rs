@@ -56,6 +56,26 @@ pub fn safe_rel(rel: &str) -> String {
     }
 }
 
+/// A version kept unsynced for now (see `Objects::keep_later`).
+pub struct Later {
+    pub sha: String,
+    /// The object, open: the checkpoint syncs it.
+    pub file: File,
+    pub ino: u64,
+    pub path: PathBuf,
+}
+
+impl Later {
+    fn new(sha: &str, file: File, ino: u64, path: PathBuf) -> Later {
+        Later {
+            sha: sha.to_owned(),
+            file,
+            ino,
+            path,
+        }
+    }
+}
+
 pub struct Objects {
     state: PathBuf,
     /// Bytes the objects take: summed once, then kept up to date, so the size cap
@@ -172,7 +192,7 @@ impl Objects {
     /// The SHA-256 of `bytes`, read from `rel`, if they are what a commit
     /// left there (compared byte for byte, so a change made meanwhile, even
     /// one that kept the file's size and times, is hashed anew).
-    fn known_sha(&self, rel: &str, bytes: &[u8]) -> Option<String> {
+    pub fn known_sha(&self, rel: &str, bytes: &[u8]) -> Option<String> {
         let recent = self.recent.lock();
         recent
             .files
@@ -229,6 +249,86 @@ impl Objects {
             }
         }
         Ok(sha)
+    }
+
+    /// `keep_hashed`, but durable only later: a version whose bytes this
+    /// process does not know to be durable is stored unsynced (or, stored
+    /// already, checked whole), and handed back for the caller to carry its
+    /// bytes in the record that names it and to have the checkpoint sync it;
+    /// once that record is synced, `carried` marks it durable.
+    pub fn keep_later(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        bytes: &[u8],
+        sha: Option<&str>,
+    ) -> Result<(String, Option<Later>), StoreError> {
+        let sha = sha.map_or_else(|| sha256_hex(bytes), str::to_owned);
+        let later = self.put_later(bytes, &sha)?;
+        Ok((self.link_object(side, rel, tx, &sha)?, later))
+    }
+
+    fn put_later(&self, bytes: &[u8], sha: &str) -> Result<Option<Later>, StoreError> {
+        let path = self.object(sha);
+        if let Ok(meta) = fs::metadata(&path) {
+            if self.known_durable(sha, meta.ino()) {
+                return Ok(None);
+            }
+            let file = File::open(&path).map_err(io_err("open", &path))?;
+            let mut held = Vec::with_capacity(bytes.len());
+            if (&file).read_to_end(&mut held).is_ok() && held == bytes {
+                return Ok(Some(Later::new(sha, file, meta.ino(), path)));
+            }
+        }
+        let dir = self.state.join("objects");
+        fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+        let before = fs::metadata(&path).map_or(0, |m| m.len());
+        let file = atomic::write_new_file(&path, bytes, 0o444)?;
+        mark(&path, sha);
+        self.adjust(bytes.len() as i64 - before as i64);
+        let ino = file.metadata().map_err(io_err("stat", &path))?.ino();
+        Ok(Some(Later::new(sha, file, ino, path)))
+    }
+
+    /// Marks the versions `later` durable: the record carrying their bytes is synced.
+    pub fn carried(&self, later: &[Later]) {
+        for l in later {
+            self.durable_now(&l.sha, l.ino);
+        }
+    }
+
+    /// Makes the object `sha` hold `bytes`, synced, where a crash left it torn
+    /// or lost it (recovery, from the bytes a record carried). A torn one is
+    /// written again in place, so every version linked to it holds them too.
+    pub fn restore(&self, sha: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        if self.content(sha).is_some() {
+            return Ok(());
+        }
+        let path = self.object(sha);
+        if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            use std::io::Write;
+            use std::os::unix::fs::PermissionsExt;
+            let writable = fs::Permissions::from_mode(0o644);
+            fs::set_permissions(&path, writable).map_err(io_err("chmod", &path))?;
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(io_err("open", &path))?;
+            file.write_all(bytes).map_err(io_err("write", &path))?;
+            file.sync_all().map_err(io_err("sync", &path))?;
+            let read_only = fs::Permissions::from_mode(0o444);
+            fs::set_permissions(&path, read_only).map_err(io_err("chmod", &path))?;
+        } else {
+            let dir = self.state.join("objects");
+            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+            atomic::write_new_with(&path, bytes, 0o444, true)?;
+            mark(&path, sha);
+            self.adjust(bytes.len() as i64);
+        }
+        log::warn!("stored version {sha} written again from the journal");
+        Ok(())
     }
 
     fn known_durable(&self, sha: &str, ino: u64) -> bool {
@@ -332,19 +432,6 @@ impl Objects {
     /// Keeps `bytes` as version `side` of `rel` at `tx`, durably; returns the name.
     pub fn keep(&self, side: Side, rel: &str, tx: u64, bytes: &[u8]) -> Result<String, StoreError> {
         self.keep_with(side, rel, tx, bytes, true)
-    }
-
-    /// `keep` of `bytes` read from `rel` before a commit: by the hash that a
-    /// commit that left them there computed (see `remember`), or hashed.
-    pub fn keep_read(
-        &self,
-        side: Side,
-        rel: &str,
-        tx: u64,
-        bytes: &[u8],
-    ) -> Result<String, StoreError> {
-        let sha = self.known_sha(rel, bytes);
-        self.keep_hashed(side, rel, tx, bytes, sha.as_deref())
     }
 
     /// `keep` of `bytes` whose SHA-256, if given, is `sha` (computed by editfs
