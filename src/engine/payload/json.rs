@@ -402,7 +402,7 @@ fn roo(
 fn operation(index: usize, map: &Map<String, Value>) -> Result<Operation, PayloadError> {
     let search = string(index, map, SEARCH)?
         .ok_or_else(|| field(index, "has no `search` (or `old_str`) field"))?;
-    let replace = string(index, map, REPLACE)?.unwrap_or_default();
+    let replace = replacement(index, map)?;
     let regex = flag(index, map, &["regex"])?;
     let ignore_case = flag(index, map, &["ignore_case"])?;
     let find = if regex || ignore_case {
@@ -542,13 +542,45 @@ fn scope(
     }
 }
 
-fn note_unknown(index: usize, map: &Map<String, Value>, notes: &mut Vec<String>) {
+/// The new text of an operation. No `replace` field at all deletes SEARCH,
+/// as tools' optional `new_str` does; but not when a text field of another
+/// name is there (`replacement`, `new`): that is the new text misnamed, and taking
+/// it for a deletion would destroy what SEARCH matched, reported as a success.
+/// A `null` one is refused alike: nothing says whether it means "".
+fn replacement(index: usize, map: &Map<String, Value>) -> Result<String, PayloadError> {
+    if let Some((k, Value::Null)) = get(map, REPLACE) {
+        return Err(field(
+            index,
+            format!("`{k}` is null: give the new text as a string (\"\" deletes SEARCH)"),
+        ));
+    }
+    if let Some(text) = string(index, map, REPLACE)? {
+        return Ok(text);
+    }
+    match unknown(map).find(|k| map[k.as_str()].is_string()) {
+        Some(key) => Err(field(
+            index,
+            format!(
+                "has no `replace` (or `new_str`) field, and `{key}` is not one of its names: \
+                 name the new text `replace` (\"\" deletes SEARCH)"
+            ),
+        )),
+        None => Ok(String::new()),
+    }
+}
+
+/// The fields of `map` no operation reads.
+fn unknown(map: &Map<String, Value>) -> impl Iterator<Item = &String> {
     let known = |k: &str| {
         [SEARCH, REPLACE, ALL, KNOWN, PATH]
             .iter()
             .any(|set| set.contains(&k))
     };
-    for key in map.keys().filter(|k| !known(k)) {
+    map.keys().filter(move |k| !known(k))
+}
+
+fn note_unknown(index: usize, map: &Map<String, Value>, notes: &mut Vec<String>) {
+    for key in unknown(map) {
         notes.push(format!("operation {index}: unknown field `{key}` ignored"));
     }
 }
@@ -556,6 +588,20 @@ fn note_unknown(index: usize, map: &Map<String, Value>, notes: &mut Vec<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misnamed_or_null_replacement_is_refused_not_taken_for_a_deletion() {
+        for json in [
+            r#"{"search": "foo(1)", "replacement": "bar(1)"}"#,
+            r#"{"search": "b", "replace": null}"#,
+            r#"{"edits": [{"old_string": "a", "new_string": "A"}, {"old_string": "b", "new": "B"}]}"#,
+        ] {
+            let err = parse(json).unwrap_err().to_string();
+            assert!(err.contains("deletes SEARCH"), "{json}: {err}");
+        }
+        let p = parse(r#"{"search": "gone"}"#).unwrap();
+        assert_eq!(p.operations[0].replace, "", "no replacement field at all deletes");
+    }
 
     #[test]
     fn a_whole_tool_call_is_read_by_its_arguments() {
