@@ -81,6 +81,41 @@ fn start_line_hint_picks_the_nearest_occurrence() {
 }
 
 #[test]
+fn line_numbers_count_in_the_file_as_read_before_the_transaction() {
+    // `retry` at lines 20 and 30; the first block adds 6 lines at line 2.
+    let mut lines: Vec<String> = (1..=40).map(|i| format!("x{i}")).collect();
+    lines[19] = "retry".into();
+    lines[29] = "retry".into();
+    let file = lines.join("\n") + "\n";
+    let grow = block("x2\n", "x2\na\nb\nc\nd\ne\nf\n");
+    let hinted =
+        "<<<<<<< SEARCH\n:start_line:30\n-------\nretry\n=======\nsecond\n>>>>>>> REPLACE\n";
+    let r = run(&file, &format!("{grow}{hinted}"));
+    let out = text(&r);
+    assert_eq!(
+        out.lines().nth(35),
+        Some("second"),
+        "the agent's line 30:\n{out}"
+    );
+    assert_eq!(out.lines().nth(25), Some("retry"));
+    assert!(
+        warnings(&r).contains("`:start_line:30` is line 36"),
+        "{}",
+        warnings(&r)
+    );
+    // An operation below the hinted line moves nothing above it.
+    let below = block("x40\n", "x40\nmore\nand more\n");
+    let hint20 = hinted.replace(":start_line:30", ":start_line:21");
+    let r = run(&file, &format!("{below}{hint20}"));
+    assert_eq!(text(&r).lines().nth(19), Some("second"));
+    // A JSON scope is moved alike.
+    let json = r#"[{"search": "\nx5\n", "replace": "\nx5\na\nb\n"}, {"search": "retry", "replace": "second", "start_line": 29, "end_line": 31}]"#;
+    let r = run(&file, json);
+    assert_eq!(text(&r).lines().nth(31), Some("second"), "{}", text(&r));
+    assert_eq!(text(&r).lines().nth(21), Some("retry"));
+}
+
+#[test]
 fn json_object_array_and_aliases() {
     assert_eq!(
         text(&run("a b\n", r#"{"search": "a", "replace": "c"}"#)),

@@ -168,6 +168,7 @@ fn run_parsed(
         opts,
         exists: original.is_some(),
         act: None,
+        moved: Vec::new(),
     };
     let mut ops: Vec<OpReport> = parsed
         .operations
@@ -248,6 +249,7 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             opts: tx.opts,
             exists: tx.exists,
             act: None,
+            moved: Vec::new(),
         };
         let Some([first, last]) = alone.run(i + 1, &parsed[i]).lines else {
             continue;
@@ -463,13 +465,27 @@ struct Transaction<'a, 'o> {
     exists: bool,
     /// A removal or move an operation asked for, and that operation's index.
     act: Option<(FileAct, usize)>,
+    /// What the operations run so far did to line numbers (see `Moved`).
+    moved: Vec<Moved>,
+}
+
+/// Lines an applied operation added or removed: `first..=last` (1-based,
+/// counted before it ran) became `delta` lines more (or fewer).
+#[derive(Clone, Copy)]
+struct Moved {
+    first: usize,
+    last: usize,
+    delta: isize,
 }
 
 impl Transaction<'_, '_> {
     fn run(&mut self, index: usize, op: &Operation) -> OpReport {
+        let lines_before = self.doc.len();
+        let read = op;
+        let op = self.in_lines_now(op);
         let result = self
             .removed()
-            .and_then(|()| self.reading(op))
+            .and_then(|()| self.reading(&op))
             .and_then(|op| {
                 if let Some(act) = &op.act {
                     self.file_act(index, act)
@@ -481,15 +497,28 @@ impl Transaction<'_, '_> {
                     self.edit(&op)
                 }
             });
+        if let Ok(Done {
+            outcome: OpOutcome::Applied,
+            lines: Some([first, last]),
+            ..
+        }) = &result
+        {
+            let delta = self.doc.len() as isize - lines_before as isize;
+            let (first, last) = (*first, *last);
+            self.moved.push(Moved { first, last, delta });
+        }
         match result {
-            Ok(d) => OpReport {
-                index,
-                outcome: d.outcome,
-                strategy: Some(d.strategy),
-                lines: d.lines,
-                warnings: d.warnings,
-                error: None,
-            },
+            Ok(mut d) => {
+                d.warnings.extend(moved_note(read, &op));
+                OpReport {
+                    index,
+                    outcome: d.outcome,
+                    strategy: Some(d.strategy),
+                    lines: d.lines,
+                    warnings: d.warnings,
+                    error: None,
+                }
+            }
             Err(f) => OpReport {
                 index,
                 outcome: OpOutcome::Failed,
@@ -505,6 +534,29 @@ impl Transaction<'_, '_> {
                 }),
             },
         }
+    }
+
+    /// `op` with its line numbers (a `:start_line:` hint, a JSON scope) moved
+    /// by the lines the operations before it added or removed above them: an
+    /// agent counts them in the file it read, before the transaction, as a
+    /// patch numbers its hunks. A patch's hunks come so moved already.
+    fn in_lines_now<'op>(&self, op: &'op Operation) -> Cow<'op, Operation> {
+        let numbered = op.near.is_some() || op.scope.is_some();
+        if self.moved.is_empty() || !numbered || !op.patched.is_empty() {
+            return Cow::Borrowed(op);
+        }
+        let now = |line: usize| {
+            self.moved.iter().fold(line, |l, m| match l {
+                l if l > m.last => l.saturating_add_signed(m.delta).max(1),
+                l if l >= m.first => m.first,
+                l => l,
+            })
+        };
+        Cow::Owned(Operation {
+            near: op.near.map(now),
+            scope: op.scope.as_ref().map(|r| now(*r.start())..=now(*r.end())),
+            ..op.clone()
+        })
     }
 
     /// Fails once an earlier operation removed the file: nothing is left to edit.
@@ -1346,6 +1398,28 @@ fn list_ranges(ranges: &[[usize; 2]]) -> String {
 
 /// How to pick one of several matches, in every form the payload may take.
 const AMBIGUOUS_HINT: &str = "pick one: put `:start_line:N` and a `-------` line at the top of SEARCH to take the match nearest line N, or add surrounding lines to SEARCH until it is unique; in JSON, give `start_line`/`end_line`, or `all: true` (or `expected_replacements`) to replace every one";
+
+/// Says where the line numbers of `read`, as the agent counted them in the
+/// file before the transaction, lie once the operations before it ran (`now`).
+fn moved_note(read: &Operation, now: &Operation) -> Option<String> {
+    if let (Some(a), Some(b)) = (read.near, now.near)
+        && a != b
+    {
+        return Some(format!(
+            "`:start_line:{a}` is line {b} once the lines the operations before it added or removed are counted"
+        ));
+    }
+    match (&read.scope, &now.scope) {
+        (Some(a), Some(b)) if a != b => Some(format!(
+            "lines {}-{} are lines {}-{} once the lines the operations before it added or removed are counted",
+            a.start(),
+            a.end(),
+            b.start(),
+            b.end()
+        )),
+        _ => None,
+    }
+}
 
 /// Says so when a `:start_line:` hint past the end of the file picked a match:
 /// the nearest match is then simply the last, which a stale or invented line

@@ -600,7 +600,10 @@ mod tests {
             assert!(err.contains("deletes SEARCH"), "{json}: {err}");
         }
         let p = parse(r#"{"search": "gone"}"#).unwrap();
-        assert_eq!(p.operations[0].replace, "", "no replacement field at all deletes");
+        assert_eq!(
+            p.operations[0].replace, "",
+            "no replacement field at all deletes"
+        );
     }
 
     #[test]
