@@ -546,6 +546,30 @@ fn a_copy_of_replace_elsewhere_is_no_replay_and_fails_at_the_stale_region() {
 }
 
 #[test]
+fn replace_found_where_search_resembles_nothing_is_no_replay_when_it_resembles_more_elsewhere() {
+    // REPLACE stands once in the file, but SEARCH never was there: another
+    // line, though only a little like SEARCH, is more like it than REPLACE's.
+    let file = "//! Docs.\n\n// Helpers that are unrelated.\n\npub mod ast;\npub mod hir;\n";
+    let r = run(
+        file,
+        &block("fn completely_unrelated() { xyz }\n", "pub mod ast;\n"),
+    );
+    assert_eq!(
+        r.report.outcome,
+        Outcome::Failed,
+        "{:?}",
+        r.report.operations
+    );
+    assert_eq!(kind(&r), "not_found");
+    let e = r.report.error.unwrap();
+    assert!(
+        e.hint
+            .unwrap()
+            .contains("REPLACE's text is at file lines 5-5")
+    );
+}
+
+#[test]
 fn a_genuine_replay_of_a_rewrite_still_succeeds() {
     let payload = block(
         "def area(r):\n    return 3.14 * r * r\n",

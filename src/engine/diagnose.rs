@@ -25,9 +25,6 @@ const SLACK: usize = 3;
 const DIFF_BUDGET: Duration = Duration::from_millis(5);
 /// Differences named one by one before the rest are counted.
 const MAX_HINTS: usize = 3;
-/// A region this much like SEARCH (in characters) is a stale copy of it: enough to
-/// doubt that a copy of REPLACE elsewhere is the agent's own earlier edit.
-const STALE_SIMILARITY: f64 = 0.5;
 /// Bytes of each text a character diff sees past their common head and tail:
 /// a diff is quadratic at worst, and a one-line file of minified code would
 /// otherwise hold the commit for minutes. What lies past counts as different.
@@ -139,9 +136,11 @@ fn measure(doc: &Doc, search: &[&str], start: usize, len: usize) -> Window {
 }
 
 /// Whether a replay found at file lines `at` stands where SEARCH's closest region
-/// lies. It does not when some other region, itself a plausible stale copy of
-/// SEARCH, resembles SEARCH at least as much: then REPLACE is only a copy elsewhere
-/// and the edit was never made at SEARCH's own place. Returns that region's report.
+/// lies. It does not when some other region resembles SEARCH more: then REPLACE
+/// is only a copy elsewhere, or text that has nothing to do with SEARCH, and
+/// the edit was never made at SEARCH's own place (a SEARCH resembling no line
+/// well is no evidence either way, so it fails too: "already applied" must
+/// never hide an edit that was not made). Returns that region's report.
 pub fn replay_elsewhere(
     doc: &Doc,
     search: &[&str],
@@ -150,7 +149,7 @@ pub fn replay_elsewhere(
 ) -> Option<Diagnosis> {
     let here = measure(doc, search, at.start, at.len());
     let other = closest_window(doc, search, scope, Some(&at))?;
-    if other.chars < STALE_SIMILARITY || other.score < here.score {
+    if other.score < here.score {
         return None;
     }
     let mut d = at_region(doc, search, other.start, other.len);
