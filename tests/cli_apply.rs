@@ -203,6 +203,41 @@ fn state_dir_option_and_no_state_note() {
 }
 
 #[test]
+fn concurrent_applies_without_a_state_directory_lose_no_edit() {
+    let p = Project::bare();
+    fs::write(p.path("a.txt"), "top\nANCHOR\nbottom\n").unwrap();
+    let runs: Vec<_> = (0..12)
+        .map(|i| {
+            let block =
+                format!("<<<<<<< SEARCH\nANCHOR\n=======\nANCHOR\nline {i}\n>>>>>>> REPLACE\n");
+            let dir = p.dir.path().to_owned();
+            std::thread::spawn(move || {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
+                    .args(["apply", "a.txt", "-"])
+                    .current_dir(dir)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(block.as_bytes())
+                    .unwrap();
+                child.wait().unwrap().success()
+            })
+        })
+        .collect();
+    for run in runs {
+        assert!(run.join().unwrap(), "every apply reports success");
+    }
+    let text = p.read("a.txt");
+    let lines = text.lines().filter(|l| l.starts_with("line ")).count();
+    assert_eq!(lines, 12, "every acknowledged edit is in the file:\n{text}");
+}
+
+#[test]
 fn empty_search_creates_a_file() {
     let p = Project::new();
     let out = p.editfs(

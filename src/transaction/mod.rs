@@ -418,6 +418,10 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 
 /// Without a state directory: no journal, no snapshot, one atomic rename.
 fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
+    let _serialized = match open_target(target, Vec::new()) {
+        Ok(o) => lock_dir(&o.dir),
+        Err(e) => return io_failure(e, engine::sha256_hex(b"")),
+    };
     let opened = match open_target(target, Vec::new()) {
         Ok(o) => o,
         Err(e) => return io_failure(e, engine::sha256_hex(b"")),
@@ -437,6 +441,27 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
     match written {
         Ok(()) => edit.report,
         Err(e) => failed_commit(e, edit.report, original),
+    }
+}
+
+/// Serializes the transactions of processes that keep no store on files of
+/// `dir` (`editfs apply` with no state directory): with no store's lock, two
+/// of them reading the same file at once would each write their own edit
+/// over the other's. The file's directory is locked, not the file, which a
+/// commit replaces; the file is read (again) once the lock is held. Without
+/// the lock (a file system that has none), the transaction runs as before.
+fn lock_dir(dir: &OwnedFd) -> Option<OwnedFd> {
+    use rustix::fs::{FlockOperation, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let own = rustix::fs::openat(dir, ".", flags, Mode::empty()).ok()?;
+    match rustix::fs::flock(&own, FlockOperation::LockExclusive) {
+        Ok(()) => Some(own),
+        Err(e) => {
+            log::warn!(
+                "cannot lock the file's directory ({e}): concurrent edits are not serialized"
+            );
+            None
+        }
     }
 }
 
