@@ -442,6 +442,11 @@ EOF"#);
         m.ok("cat .editfs/status.json")
             .contains("\"outcome\": \"failed\"")
     );
+    // Each file's status shows that latest transaction on it, failed too.
+    for f in ["app.py", "lib/util.txt"] {
+        let status = m.ok(&format!("cat {f}.status"));
+        assert!(status.starts_with(&format!("FAILED {f} (tx 2")), "{status}");
+    }
 }
 
 #[test]

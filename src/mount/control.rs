@@ -819,9 +819,9 @@ impl Core {
             let ok = report.outcome == Outcome::Ok;
             (report, ok)
         });
-        if report.outcome == Outcome::Ok {
-            self.publish(report.files.iter().filter(|r| r.outcome == Outcome::Ok));
-        }
+        // Each file's `F.status` shows the latest transaction on it, failed
+        // ones too: a failed transaction's sections say why nothing was written.
+        self.publish(report.files.iter());
         let head = Report {
             outcome: report.outcome,
             error: report.error.clone(),
