@@ -252,6 +252,49 @@ fn every_failing_operation_is_reported_at_once() {
 }
 
 #[test]
+fn the_indentation_warning_says_which_way_search_is_off() {
+    let deeper = run(
+        "fn f() {\n    x();\n}\n",
+        &block("        x();\n", "        y();\n"),
+    );
+    assert!(
+        warnings(&deeper).contains("indented 4 column(s) more than the file"),
+        "{}",
+        warnings(&deeper)
+    );
+    let shallower = run("fn f() {\n        x();\n}\n", &block("x();\n", "y();\n"));
+    assert!(
+        warnings(&shallower).contains("indented 8 column(s) less than the file"),
+        "{}",
+        warnings(&shallower)
+    );
+}
+
+#[test]
+fn search_outside_the_json_scope_is_said_to_be_outside_not_missing() {
+    let file: String = (1..=40)
+        .map(|i| {
+            if i == 30 {
+                "go();\n".to_string()
+            } else {
+                format!("x{i}\n")
+            }
+        })
+        .collect();
+    let e = refused(
+        &file,
+        r#"{"search": "go();", "replace": "stop();", "start_line": 5, "end_line": 9}"#,
+        "not_found",
+    );
+    assert!(
+        e.message.contains("not found in lines 5-9") && e.message.contains("line(s) 30"),
+        "{}",
+        e.message
+    );
+    assert!(e.hint.unwrap().contains("widen start_line/end_line"));
+}
+
+#[test]
 fn exact_match_wins_over_tolerant_candidates() {
     let r = run("  foo\nbar\nfoo\n", &block("foo\n", "X\n"));
     assert_eq!(text(&r), "  foo\nbar\nX\n");

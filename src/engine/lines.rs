@@ -373,9 +373,10 @@ fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
         ));
     }
     (shift.offset != 0).then(|| {
+        let side = if shift.offset > 0 { "less" } else { "more" };
         format!(
-            "SEARCH is indented {} column(s) off the file; REPLACE re-indented to match",
-            shift.offset
+            "SEARCH is indented {} column(s) {side} than the file; REPLACE re-indented to match",
+            shift.offset.unsigned_abs()
         )
     })
 }

@@ -519,20 +519,59 @@ impl Transaction<'_, '_> {
                     error: None,
                 }
             }
-            Err(f) => OpReport {
-                index,
-                outcome: OpOutcome::Failed,
-                strategy: None,
-                lines: None,
-                warnings: Vec::new(),
-                error: Some(ErrorReport {
-                    kind: f.kind,
-                    operation: Some(index),
-                    message: f.message,
-                    hint: f.hint,
-                    closest: f.closest,
-                }),
-            },
+            Err(f) => {
+                let f = self.outside_scope(&op, f);
+                OpReport {
+                    index,
+                    outcome: OpOutcome::Failed,
+                    strategy: None,
+                    lines: None,
+                    warnings: Vec::new(),
+                    error: Some(ErrorReport {
+                        kind: f.kind,
+                        operation: Some(index),
+                        message: f.message,
+                        hint: f.hint,
+                        closest: f.closest,
+                    }),
+                }
+            }
+        }
+    }
+
+    /// A `not_found` failure of an operation with a line scope, said so when
+    /// SEARCH is in the file but outside those lines: "not in the file" would
+    /// send the agent to fix a SEARCH that is right.
+    fn outside_scope(&self, op: &Operation, f: Failure) -> Failure {
+        let Some(scope) = op.scope.as_ref() else {
+            return f;
+        };
+        if f.kind != ErrorKind::NotFound || op.search.is_empty() {
+            return f;
+        }
+        if !matches!(op.find, payload::Find::Lines | payload::Find::Text) {
+            return f;
+        }
+        let mut bytes = Vec::new();
+        self.doc.write_lines(0..self.doc.len(), &mut bytes);
+        let line_of = |at: usize| memchr::memchr_iter(b'\n', &bytes[..at]).count() + 1;
+        let found: Vec<String> = memchr::memmem::find_iter(&bytes, op.search.as_bytes())
+            .map(|at| line_of(at).to_string())
+            .collect();
+        if found.is_empty() {
+            return f;
+        }
+        let end = (*scope.end()).min(self.doc.len());
+        Failure {
+            message: format!(
+                "SEARCH text not found in lines {}-{end}, the operation's `start_line`/`end_line`; it is in the file at line(s) {}",
+                scope.start(),
+                found.join(", ")
+            ),
+            hint: Some(
+                "widen start_line/end_line to take in the line meant, or leave them out".into(),
+            ),
+            ..f
         }
     }
 
