@@ -179,6 +179,41 @@ fn f_status_shows_the_latest_transaction_whether_made_through_the_mount_or_by_ed
     assert_eq!(m.ok("cat lib/util.txt"), "uno\ndos\ntres\n");
 }
 
+/// A new version of F that `editfs apply` installed while an edit handle was
+/// open is still F: the handle's transaction applies to it, as after one of
+/// the mount's own.
+#[test]
+fn an_edit_handle_open_across_an_editfs_apply_on_source_still_edits_its_file() {
+    let m = mount!();
+    let editfs = env!("CARGO_BIN_EXE_editfs");
+    let util = m.src.join("lib/util.txt");
+    let script = format!(
+        r#"exec 3<>lib/util.txt.edit
+printf '{{"search": "one", "replace": "uno"}}' | {editfs} apply {util} - >/dev/null
+printf '{{"search": "two", "replace": "dos"}}' >&3
+head -1 <&3
+exec 3>&-
+cat lib/util.txt"#,
+        util = util.display()
+    );
+    let out = m.ok(&script);
+    assert!(out.starts_with("OK lib/util.txt"), "{out}");
+    assert!(out.ends_with("uno\ndos\nthree\n"), "{out}");
+    // Another file moved over the name is not it: the edit is stale, and the
+    // report gives the hash of the file there now, for an `if_match`.
+    let stale = m.ok(r#"exec 3<>lib/util.txt.edit
+printf 'other\n' > other.txt; mv other.txt lib/util.txt
+printf '{"search": "other", "replace": "x"}' >&3
+head -1 <&3
+exec 3>&-"#);
+    assert!(stale.starts_with("FAILED"), "{stale}");
+    let json: serde_json::Value =
+        serde_json::from_str(&m.ok("cat lib/util.txt.status.json")).unwrap();
+    assert_eq!(json["error"]["kind"], "stale", "{json}");
+    let now = editfs::engine::sha256_hex(b"other\n");
+    assert_eq!(json["sha256"], now.as_str());
+}
+
 /// A report `editfs apply` left before the mount started may be older than a
 /// transaction an earlier mount made: the mount does not show it as the latest.
 #[test]

@@ -681,8 +681,12 @@ impl Core {
                 label: &name,
                 who,
                 dir: dir.map(std::os::fd::AsFd::as_fd),
-                // What its own earlier transactions made of the file is still it.
-                meant: meant.map(|(m, since)| self.lineage.lock().now(&name, m, since)),
+                // What its own earlier transactions made of the file is still
+                // it, and so is what another process's transaction made of it.
+                meant: meant.map(|(m, since)| {
+                    let m = self.lineage.lock().now(&name, m, since);
+                    self.or_installed_by_another(&name, m)
+                }),
             };
             let report =
                 transaction::run(Some(&self.store), &target, payload, &self.settings.engine);
@@ -725,6 +729,39 @@ impl Core {
             .as_ref()
             .is_some_and(|s| s.st_mode & (libc::S_ISUID | libc::S_ISGID) != 0);
         Some((identity(st.as_ref()), setid))
+    }
+
+    /// `meant`, or the file now at `rel` when the latest transaction on `rel`
+    /// that another process shared (`editfs apply` on SOURCE, see shared.rs)
+    /// left exactly its bytes: a new version of the file a handle meant,
+    /// installed by a transaction, is still that file, whoever made it.
+    fn or_installed_by_another(&self, rel: &str, meant: Meant) -> Meant {
+        let Some(st) = self.stat_beneath(rel) else {
+            return meant;
+        };
+        let now = identity(Some(&st));
+        if now == meant || file_type(st.st_mode) != FileType::RegularFile {
+            return meant;
+        }
+        let left = self.store.shared_report_after(rel, 0).and_then(|s| {
+            let json: serde_json::Value = serde_json::from_str(&s.json).ok()?;
+            json["sha256"].as_str().map(str::to_owned)
+        });
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let holds = |sha: &str| {
+            let Ok(fd) = rustix::fs::openat2(self.source.root(), rel, flags, Mode::empty(), how)
+            else {
+                return false;
+            };
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes).is_ok()
+                && crate::engine::sha256_hex(&bytes) == sha
+        };
+        match left {
+            Some(sha) if holds(&sha) => now,
+            _ => meant,
+        }
     }
 
     /// What the files at `rels` are now (beneath SOURCE, symlinks not followed last).

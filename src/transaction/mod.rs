@@ -230,7 +230,7 @@ pub fn run<'p>(
     };
     match decided_with_lock(store, target, payload, opts) {
         Ok((lock, decided)) => stored(store, &lock, target, decided),
-        Err(e) => stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+        Err(e) => stamp(io_failure(e, sha_now(target)), target.label),
     }
 }
 
@@ -326,12 +326,12 @@ fn stored(
     // Every outcome, even a file that cannot be read, has an id and a log line.
     let tx = match store.next_tx(lock) {
         Ok(tx) => tx,
-        Err(e) => return stamp(io_failure(e, engine::sha256_hex(b"")), target.label),
+        Err(e) => return stamp(io_failure(e, sha_now(target)), target.label),
     };
     let Decision { opened, edit } = match decided {
         Ok(d) => d,
         Err(e) => {
-            let report = stamp(io_failure(e, engine::sha256_hex(b"")), target.label);
+            let report = stamp(io_failure(e, sha_now(target)), target.label);
             return unchanged(store, tx, Kind::Edit, report, target.rel, target.who);
         }
     };
@@ -420,11 +420,11 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
     let _serialized = match open_target(target, Vec::new()) {
         Ok(o) => lock_dir(&o.dir),
-        Err(e) => return io_failure(e, engine::sha256_hex(b"")),
+        Err(e) => return io_failure(e, sha_now(target)),
     };
     let opened = match open_target(target, Vec::new()) {
         Ok(o) => o,
-        Err(e) => return io_failure(e, engine::sha256_hex(b"")),
+        Err(e) => return io_failure(e, sha_now(target)),
     };
     let original = opened.bytes.as_deref();
     let edit = apply(target, original, payload, opts);
@@ -441,6 +441,21 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
     match written {
         Ok(()) => edit.report,
         Err(e) => failed_commit(e, edit.report, original),
+    }
+}
+
+/// The SHA-256 of what is at `target`'s path now, for the report of a
+/// transaction that failed before it read the file (a stale handle, an I/O
+/// error): what an `if_match` must give to edit it, never the hash of
+/// nothing. Empty when no file there can be read.
+fn sha_now(target: &Target<'_>) -> String {
+    let now = Target {
+        meant: None,
+        ..*target
+    };
+    match open_target(&now, Vec::new()) {
+        Ok(Opened { bytes: Some(b), .. }) => engine::sha256_hex(&b),
+        _ => String::new(),
     }
 }
 
