@@ -31,7 +31,11 @@ pub fn row(e: &LogEntry, path: Option<&str>) -> String {
     }
     let added: usize = e.files.iter().map(|f| f.lines_added).sum();
     let removed: usize = e.files.iter().map(|f| f.lines_removed).sum();
-    let names: Vec<&str> = e.files.iter().map(|f| f.file.as_str()).collect();
+    let names: Vec<_> = e
+        .files
+        .iter()
+        .map(|f| crate::engine::report::shown_name(&f.file))
+        .collect();
     let who = match (e.pid, e.command.as_str()) {
         (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {cmd})"),
         (pid, _) if pid > 0 => format!("  (pid {pid})"),

@@ -238,6 +238,20 @@ fn concurrent_applies_without_a_state_directory_lose_no_edit() {
 }
 
 #[test]
+fn a_name_with_a_newline_keeps_the_report_one_line_per_item() {
+    let p = Project::new();
+    let name = "two\nlines.txt";
+    fs::write(p.path(name), "old line\n").unwrap();
+    let out = p.editfs(&["apply", name, "-"], BLOCK);
+    assert!(out.status.success(), "{out:?}");
+    let report = stdout(&out);
+    let first = report.lines().next().unwrap();
+    assert!(first.starts_with("OK two\\nlines.txt (tx "), "{report}");
+    assert!(report.contains("--- a/two\\nlines.txt\n"), "{report}");
+    assert_eq!(fs::read_to_string(p.path(name)).unwrap(), "new line\n");
+}
+
+#[test]
 fn empty_search_creates_a_file() {
     let p = Project::new();
     let out = p.editfs(

@@ -17,7 +17,7 @@ const CONTEXT: usize = 3;
 /// as `editfs apply` was given it) loses its leading `/`, as `git diff` writes it,
 /// so the header reads `a/tmp/x.py`, not `a//tmp/x.py`.
 fn header(name: &str) -> String {
-    let name = name.trim_start_matches('/');
+    let name = super::report::shown_name(name.trim_start_matches('/'));
     format!("--- a/{name}\n+++ b/{name}\n")
 }
 

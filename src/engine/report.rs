@@ -200,6 +200,23 @@ impl Report {
     }
 }
 
+/// A file name as text reports and listings print it, one line each: its
+/// control characters (a newline in a name, which a project may hold) are
+/// escaped (`\n`), so a reader that takes lines never sees the name split.
+/// The JSON report carries the name as it is.
+pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let escape = |c: char| -> String {
+        match c.is_control() {
+            true => c.escape_default().collect(),
+            false => c.to_string(),
+        }
+    };
+    std::borrow::Cow::Owned(name.chars().map(escape).collect())
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let word = match self.outcome {
@@ -207,9 +224,10 @@ impl fmt::Display for Report {
             Outcome::Failed => "FAILED",
             Outcome::Rejected => "REJECTED",
         };
+        let file = shown_name(&self.file);
         match self.time.is_empty() {
-            true => writeln!(f, "{word} {}", self.file)?,
-            false => writeln!(f, "{word} {} (tx {}, {})", self.file, self.tx, self.time)?,
+            true => writeln!(f, "{word} {file}")?,
+            false => writeln!(f, "{word} {file} (tx {}, {})", self.tx, self.time)?,
         }
         match self.outcome {
             Outcome::Ok => writeln!(f, "{} of {} operation(s) applied", self.applied, self.total)?,
