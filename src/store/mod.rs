@@ -2096,6 +2096,15 @@ mod tests {
         assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
     }
 
+    /// `record`, carrying the bytes of `content`.
+    fn carrying(mut record: journal::Record, content: &[u8]) -> journal::Record {
+        record.inline = vec![journal::Inline {
+            sha256: crate::engine::sha256_hex(content),
+            len: content.len() as u64,
+        }];
+        record
+    }
+
     /// The journal file of a store whose records stay (a crash before the
     /// checkpoint), and the record it holds.
     fn record_left(state: &Path, record: &journal::Record, carried: &[&[u8]]) -> PathBuf {
@@ -2116,12 +2125,7 @@ mod tests {
         // A file's content that holds what reads as a record removing `victim`.
         let forged = serde_json::to_string(&removal(7, "victim", &root)).unwrap();
         let content = format!("fn main() {{}}\n{forged}\n// more\n");
-        let sha = crate::engine::sha256_hex(content.as_bytes());
-        let mut record = removal(5, "other", &root);
-        record.inline = vec![journal::Inline {
-            sha256: sha,
-            len: content.len() as u64,
-        }];
+        let record = carrying(removal(5, "other", &root), content.as_bytes());
         let wal = record_left(&state, &record, &[content.as_bytes()]);
         let whole = fs::read(&wal).unwrap();
         // A crash tore the record's own line: what follows it is not read.
@@ -2152,11 +2156,7 @@ mod tests {
         let state = root.join(".editfs");
         drop(Store::open(&state).unwrap());
         let content = b"the new content, carried";
-        let mut record = removal(3, "a", &root);
-        record.inline = vec![journal::Inline {
-            sha256: crate::engine::sha256_hex(content),
-            len: content.len() as u64,
-        }];
+        let record = carrying(removal(3, "a", &root), content);
         let wal = record_left(&state, &record, &[content]);
         let mut torn = fs::read(&wal).unwrap();
         let n = torn.len();
