@@ -148,6 +148,9 @@ struct Wal {
     /// follows a partial one (a reader stops at the first it cannot read,
     /// since raw bytes carried after a record must never be read as lines).
     len: u64,
+    /// Files set aside after an append that could not be cut off: held
+    /// (locked) while this process lives, for the next recovery to read.
+    set_aside: Vec<File>,
     /// Transactions whose records in the file are still needed.
     live: BTreeSet<u64>,
 }
@@ -342,7 +345,14 @@ impl Journal {
                         "{}: a failed append stays ({cut}); set aside",
                         path.display()
                     );
-                    wal.file = None;
+                    // Its records go to the next recovery, which finishes
+                    // what is finished already again, harmlessly; the next
+                    // file holds only records made from now on, so it still
+                    // goes once they are dropped.
+                    if let Some((file, _)) = wal.file.take() {
+                        wal.set_aside.push(file);
+                    }
+                    wal.live.clear();
                 }
                 Err(err)
             }
