@@ -202,31 +202,44 @@ fn state_dir_option_and_no_state_note() {
     assert!(!p.path(".editfs").exists());
 }
 
+/// Runs `editfs ARGS` in `dir` with `payload` on standard input, on a thread;
+/// whether it exited 0.
+fn apply_in(dir: &Path, args: &[&str], payload: String) -> std::thread::JoinHandle<bool> {
+    let dir = dir.to_owned();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    std::thread::spawn(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .args(&args)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+        child.wait().unwrap().success()
+    })
+}
+
 #[test]
 fn concurrent_applies_without_a_state_directory_lose_no_edit() {
     let p = Project::bare();
     fs::write(p.path("a.txt"), "top\nANCHOR\nbottom\n").unwrap();
-    let runs: Vec<_> = (0..12)
-        .map(|i| {
-            let block =
-                format!("<<<<<<< SEARCH\nANCHOR\n=======\nANCHOR\nline {i}\n>>>>>>> REPLACE\n");
-            let dir = p.dir.path().to_owned();
-            std::thread::spawn(move || {
-                let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
-                    .args(["apply", "a.txt", "-"])
-                    .current_dir(dir)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .unwrap();
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(block.as_bytes())
-                    .unwrap();
-                child.wait().unwrap().success()
-            })
+    let block =
+        |i: usize| format!("<<<<<<< SEARCH\nANCHOR\n=======\nANCHOR\nline {i}\n>>>>>>> REPLACE\n");
+    // One file's runs, and several files' (`--multi`) on the same file, at once.
+    let runs: Vec<_> = (0..16)
+        .map(|i| match i % 2 {
+            0 => apply_in(p.dir.path(), &["apply", "a.txt", "-"], block(i)),
+            _ => apply_in(
+                p.dir.path(),
+                &["apply", "--multi", ".", "-"],
+                format!("a.txt\n{}", block(i)),
+            ),
         })
         .collect();
     for run in runs {
@@ -234,7 +247,7 @@ fn concurrent_applies_without_a_state_directory_lose_no_edit() {
     }
     let text = p.read("a.txt");
     let lines = text.lines().filter(|l| l.starts_with("line ")).count();
-    assert_eq!(lines, 12, "every acknowledged edit is in the file:\n{text}");
+    assert_eq!(lines, 16, "every acknowledged edit is in the file:\n{text}");
 }
 
 #[test]
@@ -248,6 +261,10 @@ fn a_name_with_a_newline_keeps_the_report_one_line_per_item() {
     let first = report.lines().next().unwrap();
     assert!(first.starts_with("OK two\\nlines.txt (tx "), "{report}");
     assert!(report.contains("--- a/two\\nlines.txt\n"), "{report}");
+    assert!(
+        report.contains("pre-image kept as snapshots/two\\nlines.txt/"),
+        "{report}"
+    );
     assert_eq!(fs::read_to_string(p.path(name)).unwrap(), "new line\n");
 }
 

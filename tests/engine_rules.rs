@@ -613,6 +613,29 @@ fn replace_found_where_search_resembles_nothing_is_no_replay_when_it_resembles_m
 }
 
 #[test]
+fn replace_found_where_search_resembles_nothing_at_all_is_no_replay() {
+    let file = "//! Docs.\n\npub mod ast;\npub mod hir;\n";
+    let r = run(file, &block("qqqq\n", "pub mod ast;\n"));
+    assert_eq!(
+        r.report.outcome,
+        Outcome::Failed,
+        "{:?}",
+        r.report.operations
+    );
+    assert!(
+        r.report
+            .error
+            .unwrap()
+            .hint
+            .unwrap()
+            .contains("SEARCH does not resemble it")
+    );
+    // Alone in its file, REPLACE's place is SEARCH's closest region: a replay.
+    let r = run("new\n", &block("old\n", "new\n"));
+    assert_eq!(r.report.operations[0].outcome, OpOutcome::AlreadyApplied);
+}
+
+#[test]
 fn a_genuine_replay_of_a_rewrite_still_succeeds() {
     let payload = block(
         "def area(r):\n    return 3.14 * r * r\n",

@@ -25,6 +25,10 @@ const SLACK: usize = 3;
 const DIFF_BUDGET: Duration = Duration::from_millis(5);
 /// Differences named one by one before the rest are counted.
 const MAX_HINTS: usize = 3;
+/// How alike (in characters) SEARCH and the place REPLACE stands must be at
+/// least for that place to be SEARCH's own: a SEARCH resembling nothing there
+/// (`qqqq` before `pub mod ast;`) is no evidence that the edit was made.
+const REPLAY_RESEMBLANCE: f64 = 0.3;
 /// Bytes of each text a character diff sees past their common head and tail:
 /// a diff is quadratic at worst, and a one-line file of minified code would
 /// otherwise hold the commit for minutes. What lies past counts as different.
@@ -133,6 +137,32 @@ fn measure(doc: &Doc, search: &[&str], start: usize, len: usize) -> Window {
         chars,
         score: chars + line_ratio(&keys, file) - 0.001 * len.abs_diff(search.len()) as f64,
     }
+}
+
+/// Whether a replay of whole lines found at file lines `at` stands where
+/// SEARCH does not resemble anything, in a scope that holds other lines too:
+/// then no region is SEARCH's closest (`qqqq`, REPLACE `pub mod ast;` in a
+/// lib.rs), and nothing shows the edit was made. Returns that place's report.
+/// In a scope of REPLACE's lines alone, they are SEARCH's closest region.
+pub fn replay_unlike(
+    doc: &Doc,
+    search: &[&str],
+    scope: Range<usize>,
+    at: Range<usize>,
+) -> Option<Diagnosis> {
+    if scope.len() <= at.len()
+        || measure(doc, search, at.start, at.len()).chars >= REPLAY_RESEMBLANCE
+    {
+        return None;
+    }
+    let mut d = at_region(doc, search, at.start, at.len());
+    d.hint = format!(
+        "REPLACE's text is at file lines {}-{}, but SEARCH does not resemble it, nor anything else in the file, so nothing shows the edit was made: {}",
+        at.start + 1,
+        at.end,
+        d.hint
+    );
+    Some(d)
 }
 
 /// Whether a replay found at file lines `at` stands where SEARCH's closest region

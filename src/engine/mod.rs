@@ -20,7 +20,7 @@ mod tolerant;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 
 use regex::bytes::Regex;
 use sha2::{Digest, Sha256};
@@ -593,7 +593,10 @@ impl Transaction<'_, '_> {
         };
         Cow::Owned(Operation {
             near: op.near.map(now),
-            scope: op.scope.as_ref().map(|r| now(*r.start())..=now(*r.end())),
+            scope: op.scope.as_ref().map(|r| match *r.end() {
+                usize::MAX => now(*r.start())..=usize::MAX,
+                end => now(*r.start())..=now(end),
+            }),
             ..op.clone()
         })
     }
@@ -1142,9 +1145,10 @@ impl Transaction<'_, '_> {
             .iter()
             .map(|s| [s + 1, s + found.len()])
             .collect();
+        let at = |one: [usize; 2]| one[0] - 1..one[1];
         if let [one] = ranges[..]
-            && let Some(d) =
-                diagnose::replay_elsewhere(&self.doc, search, scope.clone(), one[0] - 1..one[1])
+            && let Some(d) = diagnose::replay_unlike(&self.doc, search, scope.clone(), at(one))
+                .or_else(|| diagnose::replay_elsewhere(&self.doc, search, scope.clone(), at(one)))
         {
             return Some(Err(Failure {
                 kind: ErrorKind::NotFound,
@@ -1448,13 +1452,16 @@ fn moved_note(read: &Operation, now: &Operation) -> Option<String> {
             "`:start_line:{a}` is line {b} once the lines the operations before it added or removed are counted"
         ));
     }
+    // An open end (`start_line` alone) stays the file's end.
+    let span = |r: &RangeInclusive<usize>| match *r.end() {
+        usize::MAX => format!("lines {} to the end", r.start()),
+        end => format!("lines {}-{end}", r.start()),
+    };
     match (&read.scope, &now.scope) {
         (Some(a), Some(b)) if a != b => Some(format!(
-            "lines {}-{} are lines {}-{} once the lines the operations before it added or removed are counted",
-            a.start(),
-            a.end(),
-            b.start(),
-            b.end()
+            "{} are {} once the lines the operations before it added or removed are counted",
+            span(a),
+            span(b)
         )),
         _ => None,
     }

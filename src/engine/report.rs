@@ -246,7 +246,7 @@ impl fmt::Display for Report {
             writeln!(f, "sha256 {}", self.sha256)?;
         }
         if let Some(s) = &self.snapshot {
-            writeln!(f, "pre-image kept as {s}")?;
+            writeln!(f, "pre-image kept as {}", shown_name(s))?;
         }
         match &self.diff {
             Some(d) if !d.is_empty() => write!(f, "\n{d}"),

@@ -480,6 +480,23 @@ fn lock_dir(dir: &OwnedFd) -> Option<OwnedFd> {
     }
 }
 
+/// `lock_dir` for the directories of `rels` beneath `root`, each once, in one
+/// order (by device and inode), so that two runs never wait for each other.
+/// A directory that does not exist yet (the payload makes it) has no lock.
+pub(crate) fn lock_dirs(root: Root<'_>, rels: &[String]) -> Vec<OwnedFd> {
+    let mut dirs: Vec<((u64, u64), OwnedFd)> = rels
+        .iter()
+        .filter_map(|rel| crate::store::journal::parent_beneath(root.fd, rel).ok())
+        .filter_map(|d| {
+            let st = rustix::fs::fstat(&d).ok()?;
+            Some(((st.st_dev, st.st_ino), d))
+        })
+        .collect();
+    dirs.sort_by_key(|(id, _)| *id);
+    dirs.dedup_by_key(|(id, _)| *id);
+    dirs.iter().filter_map(|(_, d)| lock_dir(d)).collect()
+}
+
 /// The engine's decision for `target`; a tool call in the payload must name it.
 fn apply(
     target: &Target<'_>,

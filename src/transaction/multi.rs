@@ -94,7 +94,9 @@ impl fmt::Display for MultiReport {
             writeln!(f, "nothing was changed: every file is exactly as it was")?;
         }
         if let Some(e) = &self.error {
-            writeln!(f, "error ({}): {}", e.kind, e.message)?;
+            // One line, whatever file name the message holds.
+            let message = crate::engine::report::shown_name(&e.message);
+            writeln!(f, "error ({}): {message}", e.kind)?;
             if let Some(h) = &e.hint {
                 writeln!(f, "hint: {h}")?;
             }
@@ -103,7 +105,7 @@ impl fmt::Display for MultiReport {
             writeln!(f, "note: {n}")?;
         }
         for r in &self.files {
-            writeln!(f, "\n==== {}", r.file)?;
+            writeln!(f, "\n==== {}", crate::engine::report::shown_name(&r.file))?;
             write!(f, "{r}")?;
         }
         Ok(())
@@ -169,13 +171,19 @@ impl Plan {
         opts: &Options,
         who: &Who,
     ) -> MultiReport {
+        let rels = self.files();
+        // With no store, the files' directories serialize runs, as for one file.
+        let lock = || match store {
+            Some(s) => s.lock().map(|l| (Some(l), Vec::new())),
+            None => Ok((None, super::lock_dirs(root, &rels))),
+        };
         let decided = super::decided_under_lock(
-            || store.map(Store::lock).transpose(),
+            lock,
             || self.prepare(root, opts, who),
             |(_, d)| d.iter().all(Decided::current),
         );
         match decided {
-            Ok((lock, decided)) => numbered(store, lock.as_ref(), root, decided, who),
+            Ok(((lock, _dirs), decided)) => numbered(store, lock.as_ref(), root, decided, who),
             Err(e) => {
                 let mut r = MultiReport::new(Outcome::Failed);
                 r.error = io_failure(e, String::new()).error;

@@ -372,7 +372,10 @@ fn plan_file(
         None => {
             return Err(refuse(
                 ErrorKind::NotFound,
-                format!("no pre-image of {rel} from transaction {to}: it is no longer kept"),
+                format!(
+                    "no pre-image of {} from transaction {to}: it is no longer kept",
+                    crate::engine::report::shown_name(rel)
+                ),
                 "editfs history lists the transactions; older versions are pruned (--keep)",
             ));
         }

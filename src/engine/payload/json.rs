@@ -557,7 +557,14 @@ fn replacement(index: usize, map: &Map<String, Value>) -> Result<String, Payload
     if let Some(text) = string(index, map, REPLACE)? {
         return Ok(text);
     }
-    match unknown(map).find(|k| map[k.as_str()].is_string()) {
+    // Text fields other tools' calls use (`content`, `diff`), which a
+    // search/replace object does not read, are as misnamed as unknown ones.
+    let foreign = ["content", "diff", "blockContent"];
+    let named = map.keys().filter(|k| foreign.contains(&k.as_str()));
+    match unknown(map)
+        .chain(named)
+        .find(|k| map[k.as_str()].is_string())
+    {
         Some(key) => Err(field(
             index,
             format!(
@@ -595,6 +602,8 @@ mod tests {
             r#"{"search": "foo(1)", "replacement": "bar(1)"}"#,
             r#"{"search": "b", "replace": null}"#,
             r#"{"edits": [{"old_string": "a", "new_string": "A"}, {"old_string": "b", "new": "B"}]}"#,
+            r#"{"search": "line3", "content": "X"}"#,
+            r#"{"old_string": "line3", "diff": "X"}"#,
         ] {
             let err = parse(json).unwrap_err().to_string();
             assert!(err.contains("deletes SEARCH"), "{json}: {err}");
