@@ -108,6 +108,16 @@ fn line_numbers_count_in_the_file_as_read_before_the_transaction() {
     let hint20 = hinted.replace(":start_line:30", ":start_line:21");
     let r = run(&file, &format!("{below}{hint20}"));
     assert_eq!(text(&r).lines().nth(19), Some("second"));
+    // A hint into lines an earlier block replaced says so.
+    let rewrite = block("x19\nretry\nx21\n", "x19\nnow\nthree\nlines\nx21\n");
+    let hinted20 = hinted.replace(":start_line:30", ":start_line:20");
+    let r = run(&file, &format!("{rewrite}{hinted20}"));
+    assert!(
+        warnings(&r)
+            .contains("`:start_line:20` points into lines an operation before it replaced (19-21"),
+        "{}",
+        warnings(&r)
+    );
     // A JSON scope is moved alike.
     let json = r#"[{"search": "\nx5\n", "replace": "\nx5\na\nb\n"}, {"search": "retry", "replace": "second", "start_line": 29, "end_line": 31}]"#;
     let r = run(&file, json);

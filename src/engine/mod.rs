@@ -482,6 +482,7 @@ impl Transaction<'_, '_> {
     fn run(&mut self, index: usize, op: &Operation) -> OpReport {
         let lines_before = self.doc.len();
         let read = op;
+        let replaced = self.hint_replaced(read);
         let op = self.in_lines_now(op);
         let result = self
             .removed()
@@ -509,7 +510,8 @@ impl Transaction<'_, '_> {
         }
         match result {
             Ok(mut d) => {
-                d.warnings.extend(moved_note(read, &op));
+                d.warnings
+                    .extend(replaced.or_else(|| moved_note(read, &op)));
                 OpReport {
                     index,
                     outcome: d.outcome,
@@ -584,13 +586,7 @@ impl Transaction<'_, '_> {
         if self.moved.is_empty() || !numbered || !op.patched.is_empty() {
             return Cow::Borrowed(op);
         }
-        let now = |line: usize| {
-            self.moved.iter().fold(line, |l, m| match l {
-                l if l > m.last => l.saturating_add_signed(m.delta).max(1),
-                l if l >= m.first => m.first,
-                l => l,
-            })
-        };
+        let now = |line: usize| self.line_now(line).0;
         Cow::Owned(Operation {
             near: op.near.map(now),
             scope: op.scope.as_ref().map(|r| match *r.end() {
@@ -599,6 +595,36 @@ impl Transaction<'_, '_> {
             }),
             ..op.clone()
         })
+    }
+
+    /// Where `line`, counted before the transaction, lies now; and the lines
+    /// (counted then) an operation before replaced, if it lay in them: it is
+    /// then taken where they began.
+    fn line_now(&self, line: usize) -> (usize, Option<(usize, usize)>) {
+        let mut replaced = None;
+        let now = self.moved.iter().fold(line, |l, m| match l {
+            l if l > m.last => l.saturating_add_signed(m.delta).max(1),
+            l if l >= m.first => {
+                replaced.get_or_insert((m.first, m.last));
+                m.first
+            }
+            l => l,
+        });
+        (now, replaced)
+    }
+
+    /// Warns when a `:start_line:` hint points into lines an earlier operation
+    /// of the payload replaced: the line the agent meant is gone, and the
+    /// match nearest where they began was taken.
+    fn hint_replaced(&self, read: &Operation) -> Option<String> {
+        let hint = read.near.filter(|_| read.patched.is_empty())?;
+        let (now, (first, last)) = match self.line_now(hint) {
+            (now, Some(span)) => (now, span),
+            (_, None) => return None,
+        };
+        Some(format!(
+            "`:start_line:{hint}` points into lines an operation before it replaced ({first}-{last} as they were then): taken as line {now}, where they begin"
+        ))
     }
 
     /// Fails once an earlier operation removed the file: nothing is left to edit.
