@@ -139,45 +139,32 @@ fn measure(doc: &Doc, search: &[&str], start: usize, len: usize) -> Window {
     }
 }
 
-/// Whether a replay of whole lines found at file lines `at` stands where
-/// SEARCH does not resemble anything, in a scope that holds other lines too:
-/// then no region is SEARCH's closest (`qqqq`, REPLACE `pub mod ast;` in a
-/// lib.rs), and nothing shows the edit was made. Returns that place's report.
-/// In a scope of REPLACE's lines alone, they are SEARCH's closest region.
-pub fn replay_unlike(
+/// Whether a replay found at file lines `at` stands where SEARCH's closest
+/// region lies; the report of where it fails when not. It does not when some
+/// other region resembles SEARCH at least as much: then REPLACE is only a
+/// copy elsewhere, or text that has nothing to do with SEARCH, and the edit
+/// was never made at SEARCH's own place. Nor, for lines (`lines`), when
+/// SEARCH resembles REPLACE's place too little (`qqqq` before `pub mod ast;`)
+/// in a scope that holds other lines: then no region is its closest, and
+/// nothing shows the edit was made. In a scope of REPLACE's lines alone,
+/// they are SEARCH's closest region, however little alike.
+pub fn replay_misplaced(
     doc: &Doc,
     search: &[&str],
-    scope: Range<usize>,
-    at: Range<usize>,
-) -> Option<Diagnosis> {
-    if scope.len() <= at.len()
-        || measure(doc, search, at.start, at.len()).chars >= REPLAY_RESEMBLANCE
-    {
-        return None;
-    }
-    let mut d = at_region(doc, search, at.start, at.len());
-    d.hint = format!(
-        "REPLACE's text is at file lines {}-{}, but SEARCH does not resemble it, nor anything else in the file, so nothing shows the edit was made: {}",
-        at.start + 1,
-        at.end,
-        d.hint
-    );
-    Some(d)
-}
-
-/// Whether a replay found at file lines `at` stands where SEARCH's closest region
-/// lies. It does not when some other region resembles SEARCH more: then REPLACE
-/// is only a copy elsewhere, or text that has nothing to do with SEARCH, and
-/// the edit was never made at SEARCH's own place (a SEARCH resembling no line
-/// well is no evidence either way, so it fails too: "already applied" must
-/// never hide an edit that was not made). Returns that region's report.
-pub fn replay_elsewhere(
-    doc: &Doc,
-    search: &[&str],
-    scope: Range<usize>,
+    (scope, lines): (Range<usize>, bool),
     at: Range<usize>,
 ) -> Option<Diagnosis> {
     let here = measure(doc, search, at.start, at.len());
+    if lines && scope.len() > at.len() && here.chars < REPLAY_RESEMBLANCE {
+        let mut d = at_region(doc, search, at.start, at.len());
+        d.hint = format!(
+            "REPLACE's text is at file lines {}-{}, but SEARCH does not resemble it, so nothing shows the edit was made there: {}",
+            at.start + 1,
+            at.end,
+            d.hint
+        );
+        return Some(d);
+    }
     let other = closest_window(doc, search, scope, Some(&at))?;
     if other.score < here.score {
         return None;

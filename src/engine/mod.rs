@@ -1171,10 +1171,13 @@ impl Transaction<'_, '_> {
             .iter()
             .map(|s| [s + 1, s + found.len()])
             .collect();
-        let at = |one: [usize; 2]| one[0] - 1..one[1];
         if let [one] = ranges[..]
-            && let Some(d) = diagnose::replay_unlike(&self.doc, search, scope.clone(), at(one))
-                .or_else(|| diagnose::replay_elsewhere(&self.doc, search, scope.clone(), at(one)))
+            && let Some(d) = diagnose::replay_misplaced(
+                &self.doc,
+                search,
+                (scope.clone(), true),
+                one[0] - 1..one[1],
+            )
         {
             return Some(Err(Failure {
                 kind: ErrorKind::NotFound,
@@ -1271,8 +1274,8 @@ impl Transaction<'_, '_> {
             let ranges = text::line_ranges(&bytes, &again);
             let search = text_lines(&op.search);
             let elsewhere = |r: &[usize; 2]| {
-                diagnose::replay_elsewhere(&self.doc, &search, self.line_scope(op), r[0] - 1..r[1])
-                    .is_some()
+                let scope = (self.line_scope(op), false);
+                diagnose::replay_misplaced(&self.doc, &search, scope, r[0] - 1..r[1]).is_some()
             };
             let near = |h: &Hit| {
                 let (line, at) = text::lines_around(&bytes, &h.span);
