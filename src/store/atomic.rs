@@ -272,20 +272,10 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// Writes a new file whole or not at all (temp file, rename); its bytes synced
-/// before the rename if `sync`, its name not (see the store's module doc):
-/// unsynced, it survives a crash of the process but maybe not of the machine.
-pub fn write_new_with(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<(), StoreError> {
-    write_new(path, bytes, mode, sync).map(drop)
-}
-
-/// `write_new_with`, unsynced, handing back the file written, open, for
-/// whoever syncs it later.
-pub fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> Result<File, StoreError> {
-    write_new(path, bytes, mode, false)
-}
-
-fn write_new(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<File, StoreError> {
+/// Writes a new file whole or not at all (temp file, rename), unsynced (see
+/// the store's module doc): it survives a crash of the process but maybe not
+/// of the machine; whoever needs it durable syncs the file handed back.
+pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<File, StoreError> {
     let dir_fd = open_dir(parent_of(path))?;
     let name = path
         .file_name()
@@ -299,9 +289,6 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> Result<File, S
         let mut file = File::from(fd);
         file.write_all(bytes)
             .map_err(|e| io_err("write", path)(e))?;
-        if sync {
-            file.sync_data().map_err(|e| io_err("sync", path)(e))?;
-        }
         rustix::fs::renameat(&dir_fd, &tmp, &dir_fd, name)
             .map_err(sys("rename into place", name))
             .map(|()| file)

@@ -222,31 +222,16 @@ impl Objects {
     /// then cut short by a crash of the machine) is stored again.
     fn put_hashed(&self, bytes: &[u8], sha: String, sync: bool) -> Result<String, StoreError> {
         debug_assert_eq!(sha, sha256_hex(bytes), "a hash that is not of these bytes");
+        if sync {
+            if let Some(l) = self.put_later(bytes, &sha)? {
+                l.file.sync_data().map_err(io_err("sync", &l.path))?;
+                self.durable_now(&sha, l.ino);
+            }
+            return Ok(sha);
+        }
         let path = self.object(&sha);
-        let whole = match fs::metadata(&path) {
-            Ok(meta) if sync && !self.known_durable(&sha, meta.ino()) => {
-                let file = File::open(&path).map_err(io_err("open", &path))?;
-                let mut held = Vec::with_capacity(bytes.len());
-                let held = (&file).read_to_end(&mut held).is_ok() && held == bytes;
-                if held {
-                    file.sync_data().map_err(io_err("sync", &path))?;
-                    self.durable_now(&sha, meta.ino());
-                }
-                held
-            }
-            Ok(_) => true,
-            Err(_) => false,
-        };
-        if !whole {
-            let dir = self.state.join("objects");
-            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-            let before = fs::metadata(&path).map_or(0, |m| m.len());
-            atomic::write_new_with(&path, bytes, 0o444, sync)?;
-            mark(&path, &sha);
-            self.adjust(bytes.len() as i64 - before as i64);
-            if sync && let Ok(meta) = fs::metadata(&path) {
-                self.durable_now(&sha, meta.ino());
-            }
+        if fs::metadata(&path).is_err() {
+            self.store_new(&path, bytes, &sha)?;
         }
         Ok(sha)
     }
@@ -281,14 +266,21 @@ impl Objects {
                 return Ok(Some(Later::new(sha, file, meta.ino(), path)));
             }
         }
-        let dir = self.state.join("objects");
-        fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-        let before = fs::metadata(&path).map_or(0, |m| m.len());
-        let file = atomic::write_new_file(&path, bytes, 0o444)?;
-        mark(&path, sha);
-        self.adjust(bytes.len() as i64 - before as i64);
+        let file = self.store_new(&path, bytes, sha)?;
         let ino = file.metadata().map_err(io_err("stat", &path))?.ino();
         Ok(Some(Later::new(sha, file, ino, path)))
+    }
+
+    /// Writes `bytes`, whose SHA-256 is `sha`, as the object at `path`
+    /// (again, if one there is torn), unsynced; hands back the file.
+    fn store_new(&self, path: &Path, bytes: &[u8], sha: &str) -> Result<File, StoreError> {
+        let dir = self.state.join("objects");
+        fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+        let before = fs::metadata(path).map_or(0, |m| m.len());
+        let file = atomic::write_new(path, bytes, 0o444)?;
+        mark(path, sha);
+        self.adjust(bytes.len() as i64 - before as i64);
+        Ok(file)
     }
 
     /// Marks the versions `later` durable: the record carrying their bytes is synced.
@@ -321,11 +313,8 @@ impl Objects {
             let read_only = fs::Permissions::from_mode(0o444);
             fs::set_permissions(&path, read_only).map_err(io_err("chmod", &path))?;
         } else {
-            let dir = self.state.join("objects");
-            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-            atomic::write_new_with(&path, bytes, 0o444, true)?;
-            mark(&path, sha);
-            self.adjust(bytes.len() as i64);
+            let file = self.store_new(&path, bytes, sha)?;
+            file.sync_data().map_err(io_err("sync", &path))?;
         }
         log::warn!("stored version {sha} written again from the journal");
         Ok(())
@@ -589,7 +578,7 @@ impl Objects {
                 Err(e) => log::debug!("{}: not linked into the store ({e}): copied", sha),
             }
         }
-        atomic::write_new_with(&object, bytes, 0o444, false)?;
+        atomic::write_new(&object, bytes, 0o444)?;
         self.adjust(bytes.len() as i64);
         Ok(())
     }

@@ -34,7 +34,7 @@ pub fn keep(state: &Path, rel: &str, report: &Shared) -> Result<(), StoreError> 
         std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     }
     let bytes = serde_json::to_vec(report).map_err(|e| io_err("write", &path)(e.into()))?;
-    atomic::write_new_with(&path, &bytes, 0o600, false)
+    atomic::write_new(&path, &bytes, 0o600).map(drop)
 }
 
 /// The latest report kept on `rel`, if any (and whole).

@@ -418,8 +418,8 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 
 /// Without a state directory: no journal, no snapshot, one atomic rename.
 fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
-    let _serialized = match open_target(target, Vec::new()) {
-        Ok(o) => lock_dir(&o.dir),
+    let _serialized = match target_dir(target) {
+        Ok(dir) => lock_dir(&dir),
         Err(e) => return io_failure(e, sha_now(target)),
     };
     let opened = match open_target(target, Vec::new()) {
@@ -534,11 +534,7 @@ pub fn file_name(rel: &str) -> &OsStr {
 /// checked against the file its handle meant, and reads it into `buffer`.
 fn open_target(target: &Target<'_>, buffer: Vec<u8>) -> Result<Opened, StoreError> {
     let caller = target.who.caller.as_ref();
-    let dir = match target.dir {
-        Some(dir) => rustix::io::dup(dir)
-            .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into()))?,
-        None => walk(target.root, target.rel, caller)?,
-    };
+    let dir = target_dir(target)?;
     let file = atomic::open_existing(dir.as_fd(), file_name(target.rel))?;
     let now = Meant::of(file.as_ref()).map_err(io_err("stat", Path::new(target.rel)))?;
     if target.meant.is_some_and(|meant| meant != now) {
@@ -547,6 +543,16 @@ fn open_target(target: &Target<'_>, buffer: Vec<u8>) -> Result<Opened, StoreErro
         });
     }
     checked(dir, file, target.rel, caller, buffer)
+}
+
+/// The directory of `target`'s file: where the mount found it, or reached
+/// from the root with the caller's search rights.
+fn target_dir(target: &Target<'_>) -> Result<OwnedFd, StoreError> {
+    match target.dir {
+        Some(dir) => rustix::io::dup(dir)
+            .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into())),
+        None => walk(target.root, target.rel, target.who.caller.as_ref()),
+    }
 }
 
 /// The file `rel` beneath `root`, open with its directory, and its bytes (none
