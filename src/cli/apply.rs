@@ -23,7 +23,8 @@ Payload formats (detected automatically):
     >>>>>>> REPLACE
   The family ------- SEARCH / ======= / +++++++ REPLACE works too, as do ``` fences
   around blocks. An optional `:start_line:N` line and a `-------` line at the top of
-  SEARCH pick the occurrence nearest line N. Text outside blocks is ignored (noted).
+  SEARCH pick the occurrence nearest line N, counted in the file as it was before the
+  payload (lines earlier blocks add are counted in). Text outside blocks is ignored (noted).
 
   JSON, one object or an array: {\"search\": \"old\", \"replace\": \"new\"} with optional
   regex, ignore_case, start_line, end_line, all, expected_replacements, if_match
