@@ -307,12 +307,17 @@ impl Filesystem for Fuse {
         }
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         #[cfg(debug_assertions)]
         if name == PANIC_NAME {
             return guard("lookup", || panic!("{PANIC_NAME} looked up"));
         }
-        serve("lookup", reply, |_| self.0.lookup(parent.0, name), found);
+        serve(
+            "lookup",
+            reply,
+            |_| self.0.lookup(req.pid(), parent.0, name),
+            found,
+        );
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -19,7 +19,7 @@ use super::types::{
 pub type Register<'a> = &'a dyn Fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<Backing>;
 
 impl Core {
-    pub(super) fn lookup(&self, parent: u64, name: &OsStr) -> Res<Found> {
+    pub(super) fn lookup(&self, pid: u32, parent: u64, name: &OsStr) -> Res<Found> {
         match self.kind(parent)? {
             Kind::State(dir) => self
                 .state_lookup(parent, &dir, name)
@@ -36,7 +36,11 @@ impl Core {
                         .into()),
                     control => control,
                 },
-                real => real.map(Found::from),
+                real => {
+                    let found = Found::from(real?);
+                    self.retries.looked_up(pid, parent, name, found.attr.0.ino);
+                    Ok(found)
+                }
             },
         }
     }

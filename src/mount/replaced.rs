@@ -21,15 +21,17 @@
 //! writes, truncations and program loads keep ESTALE.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 
-use super::fs::{Core, Handle, VIRTUAL_TTL, attr};
+use super::fs::{Core, Handle, Loc, VIRTUAL_TTL, attr};
 use super::nodes::ROOT;
 use super::ops::Register;
 use super::real::{EXEC_OPEN, truncates};
@@ -46,7 +48,38 @@ const KEPT: usize = 256;
 /// node is therefore the kernel's one retry.
 #[derive(Default)]
 pub struct StaleRetries {
-    told: Mutex<HashMap<u32, Instant>>,
+    told: Mutex<HashMap<u32, Told>>,
+    /// Whether `told` holds anyone: a lookup, which every path walk makes,
+    /// then takes no lock.
+    any: AtomicBool,
+}
+
+/// A thread in the kernel's retry of an open.
+struct Told {
+    at: Instant,
+    /// The name its retry looked up, and the node found there: the table's
+    /// place for that node may lag the file system (a lookup racing a rename
+    /// records the new name, then the rename's bookkeeping moves it back), but
+    /// this is the name the user's open walked.
+    looked_up: Option<(u64, OsString, u64)>,
+}
+
+impl Told {
+    fn fresh(&self) -> bool {
+        self.at.elapsed() < RETRY_WITHIN
+    }
+}
+
+/// Where a retried open of node `ino` finds what stands in for it: the name the
+/// retry looked up, else the node's last place.
+pub struct Retry(Option<(u64, OsString, u64)>);
+
+impl Retry {
+    fn place_of(self, ino: u64) -> Option<(u64, OsString)> {
+        self.0
+            .filter(|&(_, _, found)| found == ino)
+            .map(|(parent, name, _)| (parent, name))
+    }
 }
 
 impl StaleRetries {
@@ -56,32 +89,52 @@ impl StaleRetries {
     pub fn told(&self, pid: u32) {
         let mut told = self.told.lock();
         if told.len() >= KEPT {
-            told.retain(|_, at| at.elapsed() < RETRY_WITHIN);
+            told.retain(|_, t| t.fresh());
         }
-        told.insert(pid, Instant::now());
+        let at = Instant::now();
+        told.insert(
+            pid,
+            Told {
+                at,
+                looked_up: None,
+            },
+        );
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// Thread `pid` looked `name` up in `parent` and found node `ino`.
+    pub fn looked_up(&self, pid: u32, parent: u64, name: &OsStr, ino: u64) {
+        if !self.any.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(t) = self.told.lock().get_mut(&pid).filter(|t| t.fresh()) {
+            t.looked_up = Some((parent, name.to_owned(), ino));
+        }
     }
 
     /// Whether thread `pid` is in the kernel's retry, which its open ends.
-    pub fn retrying(&self, pid: u32) -> bool {
-        self.told
-            .lock()
-            .get(&pid)
-            .is_some_and(|at| at.elapsed() < RETRY_WITHIN)
+    pub fn retrying(&self, pid: u32) -> Option<Retry> {
+        let told = self.told.lock();
+        let t = told.get(&pid).filter(|t| t.fresh())?;
+        Some(Retry(t.looked_up.clone()))
     }
 
     /// Whether thread `pid`'s open of a replaced node is the kernel's retry.
-    pub fn again(&self, pid: u32) -> bool {
+    pub fn again(&self, pid: u32) -> Option<Retry> {
         let mut told = self.told.lock();
-        told.remove(&pid)
-            .is_some_and(|at| at.elapsed() < RETRY_WITHIN)
+        let t = told.remove(&pid).filter(Told::fresh);
+        self.any.store(!told.is_empty(), Ordering::Release);
+        t.map(|t| Retry(t.looked_up))
     }
 
     /// Thread `pid` opened a file: its retry, if it was in one, is over.
     pub fn opened(&self, pid: u32) {
-        let mut told = self.told.lock();
-        if !told.is_empty() {
-            told.remove(&pid);
+        if !self.any.load(Ordering::Acquire) {
+            return;
         }
+        let mut told = self.told.lock();
+        told.remove(&pid);
+        self.any.store(!told.is_empty(), Ordering::Release);
     }
 }
 
@@ -99,8 +152,12 @@ impl Core {
             && !truncates(flags)
             && flags & EXEC_OPEN == 0;
         let (fh, size) = match self.open_real(ino, flags, who.pid) {
-            Err(Errno::ESTALE) if reads_only && ino != ROOT && self.retries.again(who.pid) => {
-                match self.open_replaced(ino, flags, &who.caller())? {
+            Err(Errno::ESTALE)
+                if reads_only
+                    && ino != ROOT
+                    && let Some(retry) = self.retries.again(who.pid) =>
+            {
+                match self.open_replaced(ino, flags, &who.caller(), retry)? {
                     (fh, Some(served)) => return Ok(Opened { fh, served }),
                     // Its own file, held by another handle: its mode is set.
                     (fh, None) => (fh, 0),
@@ -126,8 +183,11 @@ impl Core {
     /// holds now, which the retried open is then served (`open_replaced`).
     pub(super) fn getattr_for(&self, pid: u32, ino: u64, fh: Option<u64>) -> Res<Timed> {
         match self.getattr(ino, fh) {
-            Err(Errno::ESTALE) if ino != ROOT && self.retries.retrying(pid) => {
-                self.stat_replaced(ino)
+            Err(Errno::ESTALE)
+                if ino != ROOT
+                    && let Some(retry) = self.retries.retrying(pid) =>
+            {
+                self.stat_replaced(ino, retry)
             }
             Err(Errno::ESTALE) => {
                 self.retries.told(pid);
@@ -139,8 +199,8 @@ impl Core {
 
     /// The attributes of the regular file the name of replaced node `ino`
     /// holds now, under `ino`, and cached for no time: they are not the node's own.
-    fn stat_replaced(&self, ino: u64) -> Res<Timed> {
-        let loc = self.last_loc(ino)?;
+    fn stat_replaced(&self, ino: u64, retry: Retry) -> Res<Timed> {
+        let loc = self.retry_loc(ino, retry)?;
         let st = rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|_| Errno::ESTALE)?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
@@ -152,7 +212,13 @@ impl Core {
     /// Serves the retried read-only open (`flags`) of replaced node `ino` for
     /// `caller`: the handle, and how it is served if it stands in (`None`: it
     /// is the node's own file, served as any).
-    fn open_replaced(&self, ino: u64, flags: i32, caller: &Caller) -> Res<(u64, Option<Served>)> {
+    fn open_replaced(
+        &self,
+        ino: u64,
+        flags: i32,
+        caller: &Caller,
+        retry: Retry,
+    ) -> Res<(u64, Option<Served>)> {
         let writer = super::real::writer(flags);
         let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
         let flags = OFlags::from_bits_retain((flags & !strip) as u32) | OFlags::CLOEXEC;
@@ -160,7 +226,7 @@ impl Core {
             log::debug!("open of replaced node {ino:#x}: its own file, still open");
             return Ok((self.add_handle(Handle::File { file, ino, writer }), None));
         }
-        let loc = self.last_loc(ino)?;
+        let loc = self.retry_loc(ino, retry)?;
         // Nothing there, or not a file: the kernel's own lookup says what is.
         let fd = rustix::fs::openat(
             loc.dir(),
@@ -192,6 +258,17 @@ impl Core {
         Ok((fh, Some(served)))
     }
 
+    /// The place whose file stands in for replaced node `ino` in `retry`.
+    fn retry_loc(&self, ino: u64, retry: Retry) -> Res<Loc> {
+        match retry.place_of(ino) {
+            Some((parent, name)) => Ok(Loc {
+                dir: self.dir_of(parent)?,
+                name,
+            }),
+            None => self.last_loc(ino),
+        }
+    }
+
     /// Node `ino`'s own file opened anew with `flags`, while a handle holds it.
     fn reopen(&self, ino: u64, flags: OFlags) -> Option<File> {
         let own = |h: &Arc<Handle>| match &**h {
@@ -217,33 +294,59 @@ mod tests {
     #[test]
     fn only_the_open_right_after_an_estale_of_the_same_thread_is_a_retry() {
         let r = StaleRetries::default();
-        assert!(!r.again(7), "a first open is answered ESTALE");
+        assert!(r.again(7).is_none(), "a first open is answered ESTALE");
         r.told(7);
-        assert!(!r.again(8), "another thread's is too");
+        assert!(r.again(8).is_none(), "another thread's is too");
         assert!(
-            r.retrying(7) && r.retrying(7),
+            r.retrying(7).is_some() && r.retrying(7).is_some(),
             "asking does not end the retry"
         );
         assert!(
-            r.again(7),
+            r.again(7).is_some(),
             "the same thread's next one is the kernel's retry"
         );
-        assert!(!r.again(7), "and the one after that is a new open");
+        assert!(r.again(7).is_none(), "and the one after that is a new open");
         r.told(8);
         r.opened(8);
         assert!(
-            !r.again(8),
+            r.again(8).is_none(),
             "8's retry met a live node: its next open is new"
         );
+    }
+
+    #[test]
+    fn a_retry_stands_in_by_the_name_its_own_lookup_found_the_node_at() {
+        let r = StaleRetries::default();
+        let name = OsStr::new("f.txt");
+        r.looked_up(7, ROOT, name, 10);
+        r.told(7);
+        r.looked_up(8, ROOT, OsStr::new("g.txt"), 10);
+        let place = |retry: Option<Retry>, ino| retry.and_then(|r| r.place_of(ino));
+        assert_eq!(
+            place(r.retrying(7), 10),
+            None,
+            "looked up before it was told"
+        );
+        r.looked_up(7, ROOT, name, 10);
+        assert_eq!(place(r.retrying(7), 10), Some((ROOT, name.into())));
+        assert_eq!(place(r.retrying(7), 11), None, "another node: not its name");
+        assert_eq!(place(r.again(7), 10), Some((ROOT, name.into())));
     }
 
     #[test]
     fn threads_told_long_ago_are_forgotten() {
         let r = StaleRetries::default();
         for pid in 0..KEPT as u32 {
-            r.told.lock().insert(pid, Instant::now() - RETRY_WITHIN * 2);
+            let at = Instant::now() - RETRY_WITHIN * 2;
+            r.told.lock().insert(
+                pid,
+                Told {
+                    at,
+                    looked_up: None,
+                },
+            );
         }
-        assert!(!r.again(1), "told too long ago: not a retry");
+        assert!(r.again(1).is_none(), "told too long ago: not a retry");
         r.told(10_000);
         assert_eq!(r.told.lock().len(), KEPT, "old entries dropped");
         r.told(10_001);
