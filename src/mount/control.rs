@@ -16,7 +16,6 @@
 //! with a report.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -30,7 +29,7 @@ use super::names::Control;
 use super::nodes::Kind;
 use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
 use crate::engine::{ErrorKind, Outcome, Received, Report};
-use crate::transaction::{self, Meant, Root, Target, Who, multi, undo};
+use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, undo};
 
 /// What a committing handle acts on.
 enum CommitTarget {
@@ -132,51 +131,6 @@ impl Committed {
             .into_bytes(),
             errno: Some(e),
         }
-    }
-}
-
-/// Why an `F.edit` does not edit: F is not a file editfs may change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Refused {
-    Directory,
-    /// A symlink that leads out of SOURCE.
-    Outside,
-    /// A symlink that leads nowhere.
-    Dangling,
-    /// A FIFO, socket, device, or a symlink loop.
-    NotAFile,
-}
-
-impl Refused {
-    /// A failed report for an edit of `rel`; F is not touched, nor anything else.
-    fn report(self, rel: &Path) -> Report {
-        let name = rel.display();
-        let (kind, message, hint) = match self {
-            Refused::Directory => (
-                ErrorKind::IsDirectory,
-                format!("{name} is a directory, not a file"),
-                "edit a file inside it: DIR/FILE.edit".to_owned(),
-            ),
-            Refused::Outside => (
-                ErrorKind::OutsideSource,
-                format!("{name} is a symlink that leads outside the project's files"),
-                "only files inside the mount can be edited; edit the link's target where it lives"
-                    .to_owned(),
-            ),
-            Refused::Dangling => (
-                ErrorKind::DanglingLink,
-                format!("{name} is a symlink to a file that does not exist"),
-                "create the target through its own name, or remove the link first".to_owned(),
-            ),
-            Refused::NotAFile => (
-                ErrorKind::NotAFile,
-                format!("{name} is not a regular file (a FIFO, socket, device or symlink loop)"),
-                "only regular files can be edited".to_owned(),
-            ),
-        };
-        let mut r = Report::new(Outcome::Failed, crate::engine::sha256_hex(b""));
-        r.error = Some(crate::engine::ErrorReport::plain(kind, message, hint));
-        crate::transaction::stamp(r, &rel.to_string_lossy())
     }
 }
 
@@ -803,45 +757,11 @@ impl Core {
             Err(_) => Ok(rel.to_owned()),
             Ok(st) => match file_type(st.st_mode) {
                 FileType::RegularFile => Ok(rel.to_owned()),
-                FileType::Symlink => self.link_target(rel),
+                FileType::Symlink => self.root().link_target(rel),
                 FileType::Directory => Err(Refused::Directory),
                 _ => Err(Refused::NotAFile),
             },
         }
-    }
-
-    /// Where the symlink `rel` leads, relative to SOURCE; the kernel resolves it
-    /// beneath SOURCE, so a link that leaves it is refused, not followed.
-    fn link_target(&self, rel: &Path) -> Result<PathBuf, Refused> {
-        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let fd = rustix::fs::openat2(
-            self.source.root(),
-            rel,
-            OFlags::PATH | OFlags::CLOEXEC,
-            Mode::empty(),
-            how,
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::XDEV => Refused::Outside,
-            rustix::io::Errno::NOENT => Refused::Dangling,
-            _ => Refused::NotAFile,
-        })?;
-        let st = rustix::fs::fstat(&fd).map_err(|_| Refused::NotAFile)?;
-        match file_type(st.st_mode) {
-            FileType::RegularFile => {}
-            FileType::Directory => return Err(Refused::Directory),
-            _ => return Err(Refused::NotAFile),
-        }
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-            .map_err(|_| Refused::NotAFile)?;
-        let inside = real
-            .strip_prefix(self.source.path())
-            .map_err(|_| Refused::Outside)?;
-        // editfs's own state (log, snapshots) is no project file, whatever links to it.
-        if inside.starts_with(crate::store::STATE_DIR) {
-            return Err(Refused::Outside);
-        }
-        Ok(inside.to_owned())
     }
 
     /// `.editfs/edit`: a multi-file transaction.

@@ -28,6 +28,7 @@ use std::time::SystemTime;
 use rustix::fs::{Access, AtFlags};
 
 pub use caller::Caller;
+pub use paths::Refused;
 
 use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::atomic::Writer;

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -143,9 +144,9 @@ pub struct Plan {
 
 impl Plan {
     pub fn parse(root: Root<'_>, payload: Received<'_>, opts: &Options) -> Plan {
-        Plan {
-            parsed: payload::parse_multi(payload, opts.max_payload, &root),
-        }
+        let parsed = payload::parse_multi(payload, opts.max_payload, &root)
+            .map(|(files, notes)| (followed(root, files), notes));
+        Plan { parsed }
     }
 
     /// The files the payload edits, as paths beneath the root, sorted, each
@@ -220,6 +221,28 @@ impl Plan {
         };
         (report, decided)
     }
+}
+
+/// The files sections name, each symlink among those the payload only edits
+/// replaced by the file it leads to, as `F.edit` of a symlink edits its target
+/// (so two sections naming one file by the link and by its own path are one
+/// file's). A section that removes or moves its file acts on the link itself,
+/// and a link that may not be followed stays, for `decide` to refuse.
+fn followed(root: Root<'_>, files: payload::Files) -> payload::Files {
+    files
+        .into_iter()
+        .map(|(given, ops)| {
+            let edits_only = ops.operations.iter().all(|o| o.act.is_none());
+            let target = project_path(&given)
+                .ok()
+                .filter(|rel| edits_only && root.is_link(rel))
+                .and_then(|rel| root.link_target(Path::new(&rel)).ok());
+            match target {
+                Some(t) => (t.to_string_lossy().into_owned(), ops),
+                None => (given, ops),
+            }
+        })
+        .collect()
 }
 
 /// Numbers the decided transaction, commits it if every file's edit applied,
@@ -324,7 +347,13 @@ fn decide(
                 });
             }
             Err(e) => {
-                let r = stamp(io_failure(e, String::new()), &rel);
+                let r = match e {
+                    StoreError::Symlink { .. } => match root.link_target(Path::new(&rel)) {
+                        Err(refused) => refused.report(Path::new(&rel)),
+                        Ok(_) => stamp(io_failure(e, String::new()), &rel),
+                    },
+                    e => stamp(io_failure(e, String::new()), &rel),
+                };
                 if let Some(e) = &r.error {
                     report.fail(Outcome::Failed, &rel, e);
                 }
@@ -709,5 +738,64 @@ mod tests {
             unusable.files().is_empty(),
             "a payload that does not parse names none"
         );
+    }
+
+    /// A multi-file payload edits what a symlink leads to, as `F.edit` does, and
+    /// says why when it may not.
+    #[test]
+    fn a_symlink_named_in_a_payload_edits_the_file_it_leads_to() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root_path = tmp.path().join("p");
+        std::fs::create_dir_all(root_path.join("sub")).unwrap();
+        std::fs::write(root_path.join("sub/real.txt"), "alpha\n").unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "alpha\n").unwrap();
+        std::os::unix::fs::symlink("sub/real.txt", root_path.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), root_path.join("out.txt"))
+            .unwrap();
+        std::os::unix::fs::symlink("sub/none.txt", root_path.join("dangling.txt")).unwrap();
+        let fd = crate::store::atomic::open_dir(&root_path).unwrap();
+        let root = Root {
+            fd: fd.as_fd(),
+            path: &root_path,
+            mount: None,
+            from: Path::new(""),
+        };
+        let run = |payload: &str| {
+            let opts = Options::default();
+            Plan::parse(root, payload.as_bytes().into(), &opts).run(
+                None,
+                root,
+                &opts,
+                &Who::default(),
+            )
+        };
+        let report = run("link.txt\n<<<<<<< SEARCH\nalpha\n=======\nALPHA\n>>>>>>> REPLACE\n");
+        assert_eq!(report.outcome, Outcome::Ok, "{report}");
+        assert_eq!(report.files[0].file, "sub/real.txt");
+        assert_eq!(
+            std::fs::read_to_string(root_path.join("sub/real.txt")).unwrap(),
+            "ALPHA\n"
+        );
+        assert!(
+            root_path.join("link.txt").is_symlink(),
+            "the link stays a link"
+        );
+        for (name, kind) in [
+            ("out.txt", ErrorKind::OutsideSource),
+            ("dangling.txt", ErrorKind::DanglingLink),
+        ] {
+            let report = run(&format!(
+                "{name}\n<<<<<<< SEARCH\nalpha\n=======\nbeta\n>>>>>>> REPLACE\n"
+            ));
+            assert_eq!(report.outcome, Outcome::Failed, "{report}");
+            let error = report.error.as_ref().unwrap();
+            assert_eq!(error.kind, kind, "{report}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
+            "alpha\n"
+        );
+        assert!(!root_path.join("sub/none.txt").exists());
     }
 }

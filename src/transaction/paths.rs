@@ -4,13 +4,18 @@
 //! through the mount (an agent in a sandbox sees only the mount). Both absolute
 //! forms are read lexically: nothing here follows a symlink, and the file itself
 //! is later opened beneath the root's descriptor, so no name leads out of it.
+//! An edit of a symlink edits the file it leads to, found by the kernel beneath
+//! the root (`Root::link_target`), whether the edit came by `F.edit` or in a
+//! multi-file payload.
 
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use super::Root;
 use crate::engine::payload::{Entry, Tree};
+use crate::engine::{ErrorKind, ErrorReport, Outcome, Report};
 use crate::store::journal::parent_beneath;
 
 impl Tree for Root<'_> {
@@ -42,6 +47,102 @@ impl Tree for Root<'_> {
             FileType::Directory => Some(Entry::Dir),
             _ => Some(Entry::File),
         }
+    }
+}
+
+/// Why an edit of a path does not edit: what is there is not a file editfs may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    Directory,
+    /// A symlink that leads out of SOURCE.
+    Outside,
+    /// A symlink that leads nowhere.
+    Dangling,
+    /// A FIFO, socket, device, or a symlink loop.
+    NotAFile,
+}
+
+impl Refused {
+    /// A failed report for an edit of `rel`; F is not touched, nor anything else.
+    pub fn report(self, rel: &Path) -> Report {
+        let name = rel.display();
+        let (kind, message, hint) = match self {
+            Refused::Directory => (
+                ErrorKind::IsDirectory,
+                format!("{name} is a directory, not a file"),
+                "edit a file inside it: DIR/FILE.edit".to_owned(),
+            ),
+            Refused::Outside => (
+                ErrorKind::OutsideSource,
+                format!("{name} is a symlink that leads outside the project's files"),
+                "only files inside the mount can be edited; edit the link's target where it lives"
+                    .to_owned(),
+            ),
+            Refused::Dangling => (
+                ErrorKind::DanglingLink,
+                format!("{name} is a symlink to a file that does not exist"),
+                "create the target through its own name, or remove the link first".to_owned(),
+            ),
+            Refused::NotAFile => (
+                ErrorKind::NotAFile,
+                format!("{name} is not a regular file (a FIFO, socket, device or symlink loop)"),
+                "only regular files can be edited".to_owned(),
+            ),
+        };
+        let mut r = Report::new(Outcome::Failed, crate::engine::sha256_hex(b""));
+        r.error = Some(ErrorReport::plain(kind, message, hint));
+        super::stamp(r, &rel.to_string_lossy())
+    }
+}
+
+impl Root<'_> {
+    /// Where the symlink `rel` leads, relative to the root; the kernel resolves
+    /// it beneath the root, so a link that leaves it is refused, not followed,
+    /// and so is one into the state directory (no project file, whatever links
+    /// to it).
+    pub fn link_target(&self, rel: &Path) -> Result<PathBuf, Refused> {
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let fd = rustix::fs::openat2(
+            self.fd,
+            rel,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            how,
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::XDEV => Refused::Outside,
+            rustix::io::Errno::NOENT => Refused::Dangling,
+            _ => Refused::NotAFile,
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|_| Refused::NotAFile)?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Directory => return Err(Refused::Directory),
+            _ => return Err(Refused::NotAFile),
+        }
+        // Both as the kernel names them now: the root's path as given may
+        // itself pass through a symlink.
+        let real = |fd: i32| std::fs::read_link(format!("/proc/self/fd/{fd}"));
+        let (Ok(target), Ok(root)) = (real(fd.as_raw_fd()), real(self.fd.as_raw_fd())) else {
+            return Err(Refused::NotAFile);
+        };
+        let inside = target.strip_prefix(root).map_err(|_| Refused::Outside)?;
+        if inside.starts_with(crate::store::STATE_DIR) {
+            return Err(Refused::Outside);
+        }
+        Ok(inside.to_owned())
+    }
+
+    /// Whether `rel` is a symlink beneath the root.
+    pub fn is_link(&self, rel: &str) -> bool {
+        let Ok(dir) = parent_beneath(self.fd, rel) else {
+            return false;
+        };
+        let Some(name) = Path::new(rel).file_name() else {
+            return false;
+        };
+        rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
     }
 }
 
