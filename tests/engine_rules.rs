@@ -1568,3 +1568,48 @@ fn a_search_whose_newlines_were_escaped_twice_is_told_so() {
     );
     assert_eq!(text(&literal), "s = 'c'\n");
 }
+
+/// A `*** Begin Patch` hunk lies below its `@@` line: a copy of its lines above
+/// that line is never edited, whether the hunk was sent already or is stale.
+#[test]
+fn a_patch_hunk_lies_below_its_at_at_line() {
+    let file = "impl A {\n    fn run(&self) {\n        go();\n    }\n}\n\nimpl B {\n    fn run(&self) {\n        go();\n    }\n}\n";
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@ impl B {\n     fn run(&self) {\n-        go();\n+        go_fast();\n*** End Patch\n";
+    let first = run(file, patch);
+    assert_eq!(
+        first.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        first.report.error
+    );
+    let edited = text(&first).to_owned();
+    let want = "impl A {\n    fn run(&self) {\n        go();\n    }\n}\n\nimpl B {\n    fn run(&self) {\n        go_fast();\n    }\n}\n";
+    assert_eq!(edited, want, "impl B is edited, impl A is not");
+    let again = run(&edited, patch);
+    assert_eq!(
+        again.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        again.report.error
+    );
+    assert!(
+        !again.written,
+        "sent again, it is a replay: {}",
+        text(&again)
+    );
+    assert!(
+        warnings(&again).contains("already applied"),
+        "{}",
+        warnings(&again)
+    );
+    let stale = file.replace(
+        "impl B {\n    fn run(&self) {\n        go();",
+        "impl B {\n    fn run(&self) {\n        stop();",
+    );
+    let error = refused(&stale, patch, "not_found");
+    assert!(
+        error.message.contains("above it, at line(s) 2"),
+        "{}",
+        error.message
+    );
+}

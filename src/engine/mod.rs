@@ -852,19 +852,23 @@ impl Transaction<'_, '_> {
             false => op,
         };
         let mut done = match &op.find {
-            Find::Lines => match self.edit_lines(op, 0..self.doc.len()) {
-                Err(f) if f.kind == ErrorKind::Ambiguous => match self.anchored(op) {
-                    Some((scope, near)) => {
-                        let op = Operation {
-                            near: Some(near),
-                            ..op.clone()
-                        };
-                        self.edit_lines(&op, scope)
-                    }
-                    None => Err(f),
-                },
-                done => done,
-            },
+            Find::Lines => {
+                let scope = self.after_anchor(op);
+                match self.edit_lines(op, scope.clone()) {
+                    Err(f) if f.kind == ErrorKind::Ambiguous => match self.anchored(op) {
+                        Some((scope, near)) => {
+                            let op = Operation {
+                                near: Some(near),
+                                ..op.clone()
+                            };
+                            self.edit_lines(&op, scope)
+                        }
+                        None => Err(f),
+                    },
+                    Err(f) => Err(self.before_anchor(op, scope.start, f)),
+                    done => done,
+                }
+            }
             Find::Text => self.edit_text(op),
             Find::Regex(re) => self.edit_pattern(op, re, "regex"),
             Find::IgnoreCase(re) => self.edit_pattern(op, re, "ignore_case"),
@@ -875,6 +879,46 @@ impl Transaction<'_, '_> {
                 .push("SEARCH and REPLACE are identical: nothing to change".into());
         }
         Ok(done)
+    }
+
+    /// The lines a hunk with an `@@ impl B {` line lies in: from the file's
+    /// first line of that text on, as the patch format defines it, so a copy of
+    /// the hunk's lines above it (in `impl A`) is never taken for it, and a
+    /// hunk already applied below it reads as a replay. The whole file when
+    /// there is no such line in it (the hunk is then placed by its lines alone).
+    fn after_anchor(&self, op: &Operation) -> Range<usize> {
+        let first = op.anchor.as_deref().and_then(|anchor| {
+            let anchor = anchor.trim().as_bytes();
+            (0..self.doc.len()).find(|&i| self.doc.line(i).trim_ascii() == anchor)
+        });
+        first.unwrap_or(0)..self.doc.len()
+    }
+
+    /// A `not_found` failure of a hunk whose lines are in the file only above
+    /// its `@@` line (which starts at line index `from`), said so: "not in the
+    /// file" would send the agent to fix lines that are right.
+    fn before_anchor(&self, op: &Operation, from: usize, f: Failure) -> Failure {
+        if f.kind != ErrorKind::NotFound || from == 0 {
+            return f;
+        }
+        let search = text_lines(&op.search);
+        let Some(found) = lines::find(&self.doc, &search, 0..from, || self.tiers()) else {
+            return f;
+        };
+        let at: Vec<String> = found.starts.iter().map(|s| (s + 1).to_string()).collect();
+        let anchor = op.anchor.as_deref().unwrap_or_default().trim();
+        Failure {
+            message: format!(
+                "the hunk's lines are not in the file below its `@@ {anchor}` line (line {}), only above it, at line(s) {}",
+                from + 1,
+                at.join(", ")
+            ),
+            hint: Some(format!(
+                "a hunk lies below its @@ line: if it is meant for the lines below it, see how they differ (closest match); if for line {}, make the @@ line name the block there, or leave it out",
+                at[0]
+            )),
+            ..f
+        }
     }
 
     /// Where a hunk with an `@@ def f():` line lies, when it matches several
