@@ -1613,3 +1613,38 @@ fn a_patch_hunk_lies_below_its_at_at_line() {
         error.message
     );
 }
+
+/// A hunk or a `:start_line:` block sent again, in a file with another copy of
+/// its lines, never edits that copy: REPLACE already stands at its line. A hunk
+/// whose numbers merely drifted still applies where its lines are.
+#[test]
+fn a_line_hint_where_replace_already_stands_never_sends_the_edit_to_another_copy() {
+    let file = "fn a() {\n    call(1);\n}\n\nfn b() {\n    call(1);\n}\n";
+    let hunk = "--- a/f.txt\n+++ b/f.txt\n@@ -6 +6 @@\n-    call(1);\n+    call(2);\n";
+    let first = run(file, hunk);
+    assert_eq!(
+        first.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        first.report.error
+    );
+    let edited = text(&first).to_owned();
+    assert_eq!(
+        edited,
+        file.replace("b() {\n    call(1)", "b() {\n    call(2)")
+    );
+    let error = refused(&edited, hunk, "ambiguous");
+    assert!(
+        error
+            .message
+            .contains("at line 6, nearer it, already reads as REPLACE"),
+        "{}",
+        error.message
+    );
+    let hinted = "<<<<<<< SEARCH\n:start_line:6\n-------\n    call(1);\n=======\n    call(2);\n>>>>>>> REPLACE\n";
+    refused(&edited, hinted, "ambiguous");
+    let drifted = "--- a/f.txt\n+++ b/f.txt\n@@ -9 +9 @@\n-    call(1);\n+    call(3);\n";
+    let r = run(&edited, drifted);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    assert!(text(&r).contains("a() {\n    call(3)"), "{}", text(&r));
+}

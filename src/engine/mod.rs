@@ -1000,6 +1000,9 @@ impl Transaction<'_, '_> {
         if todo.is_empty() {
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
         }
+        if let Some(f) = self.replaced_at_hint(op, (&search, &replace), lines[0], scope) {
+            return Err(f);
+        }
         if !exact
             && todo
                 .iter()
@@ -1040,6 +1043,42 @@ impl Transaction<'_, '_> {
             }
         }
         Ok(Done::applied(found.tier().name(), Some(lines), warnings))
+    }
+
+    /// A failure when SEARCH's match (at 1-based line `at`) lies away from the
+    /// operation's line hint while REPLACE already stands nearer it: a hunk or
+    /// a `:start_line:` block sent again after it applied, in a file with
+    /// another copy of its lines. Taking that copy edits a place the agent
+    /// never meant, and calling it a replay would be a guess too (SEARCH is in
+    /// the file), so the agent is told both places.
+    fn replaced_at_hint(
+        &self,
+        op: &Operation,
+        (search, replace): (&[&str], &[&str]),
+        at: usize,
+        scope: Range<usize>,
+    ) -> Option<Failure> {
+        let hint = op.near.filter(|_| !op.all && op.expected.is_none())?;
+        if at == hint || !replay::adds_a_line(search, replace) {
+            return None;
+        }
+        let placed = lines::find(&self.doc, replace, scope, || &[])?;
+        let nearest = placed
+            .starts
+            .iter()
+            .map(|s| s + 1)
+            .min_by_key(|s| s.abs_diff(hint))?;
+        (nearest.abs_diff(hint) < at.abs_diff(hint)).then(|| {
+            Failure::new(
+                ErrorKind::Ambiguous,
+                format!(
+                    "SEARCH is at line {at}, away from the operation's line {hint}, and the file at line {nearest}, nearer it, already reads as REPLACE"
+                ),
+                format!(
+                    "if the edit was meant for line {nearest}, it is already made there: nothing is left to do; to change line {at} too, send it with that line number, or without one"
+                ),
+            )
+        })
     }
 
     /// A warning when REPLACE adds tab-indented lines to a file indented only
