@@ -1206,6 +1206,22 @@ fn a_line_fragment_found_once_is_replaced_as_text() {
         kind(&run("This is a sample text.\nMore.\n", &sloppy)),
         "not_found"
     );
+    // Nor is one whose last line lost its end while REPLACE rewrote that line
+    // whole: the old end would stay after the new one.
+    let file = "fn f() {\n    // 10 bytes is enough\n    let mut bytes = [0u8; 10];\n}\n";
+    let cut = block(
+        "    // 10 bytes is enough\n    let mut bytes = [0u8;\n",
+        "    // 16 bytes is enough\n    let mut bytes = [0u8; 16];\n",
+    );
+    refused(file, &cut, "not_found");
+    let cut = block(
+        "    return write!(f,\n",
+        "    return write!(f, \"space\");\n",
+    );
+    refused("    return write!(f, \"' '\");\n", &cut, "not_found");
+    // An insertion inside a line does not close it, and stays a fragment edit.
+    let r = run("x = foo(baz)\n", &block("foo(\n", "foo(bar, \n"));
+    assert_eq!(text(&r), "x = foo(bar, baz)\n");
 }
 
 #[test]

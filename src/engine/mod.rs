@@ -1218,7 +1218,9 @@ impl Transaction<'_, '_> {
         let [lines] = text::line_ranges(&bytes, &hits)[..] else {
             return None;
         };
-        if text::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes()) {
+        if text::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes())
+            || text::completes_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
+        {
             return None;
         }
         if replay::text_reads_as_replace(&bytes, hit.span.start, needle.as_bytes(), with.as_bytes())

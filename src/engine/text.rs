@@ -89,6 +89,32 @@ pub fn repeats_its_surroundings(bytes: &[u8], span: &Range<usize>, replace: &[u8
         || (!after.is_empty() && replace.trim_ascii_end().ends_with(after))
 }
 
+/// Whether SEARCH lost the end of its last line: the fragment stops inside a
+/// line, and REPLACE's last line takes up SEARCH's and closes as the file's
+/// line does (`[0u8;` made `[0u8; 16];` in a line `[0u8; 10];`). The agent
+/// rewrote the whole line from a cut-off copy, and replacing the fragment would
+/// leave the old end after the new one. An insertion inside a line (`foo(` made
+/// `foo(bar, `) does not close the line, and stays a fragment edit.
+pub fn completes_a_cut_line(
+    bytes: &[u8],
+    span: &Range<usize>,
+    search: &[u8],
+    replace: &[u8],
+) -> bool {
+    let line_end = memchr::memchr(b'\n', &bytes[span.end..]).map_or(bytes.len(), |i| span.end + i);
+    let after = bytes[span.end..line_end].trim_ascii_end();
+    let last = |text: &[u8]| -> Vec<u8> {
+        let line = text.rsplit(|&b| b == b'\n').next().unwrap_or_default();
+        line.trim_ascii().to_vec()
+    };
+    let (cut, whole) = (last(search), last(replace));
+    !after.is_empty()
+        && !cut.is_empty()
+        && whole.len() > cut.len()
+        && whole.starts_with(&cut)
+        && whole.last() == after.last()
+}
+
 /// The character that starts at byte `at`, if one does.
 fn char_at(bytes: &[u8], at: usize) -> Option<char> {
     let tail = bytes.get(at..at.saturating_add(4).min(bytes.len()))?;
