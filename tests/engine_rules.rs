@@ -1664,3 +1664,36 @@ fn a_line_hint_where_replace_already_stands_never_sends_the_edit_to_another_copy
     assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
     assert!(text(&r).contains("a() {\n    call(3)"), "{}", text(&r));
 }
+
+/// A SEARCH that stops short of the lines REPLACE rewrites would leave those
+/// lines in the file twice: refused, saying which lines SEARCH should reach.
+#[test]
+fn a_replace_that_ends_with_the_lines_after_search_is_refused() {
+    let file = "fn f() {\n    a();\n    b();\n    c();\n}\n";
+    let short = block(
+        "fn f() {\n    a();\n",
+        "fn f() {\n    a2();\n    b();\n    c();\n}\n",
+    );
+    let error = refused(file, &short, "duplicates");
+    assert!(error.message.contains("(lines 3-5)"), "{}", error.message);
+    assert!(error.hint.unwrap().contains("through line 5"));
+    // SEARCH reaching those lines replaces them.
+    let whole = block(
+        "fn f() {\n    a();\n    b();\n    c();\n}\n",
+        "fn f() {\n    a2();\n    b();\n    c();\n}\n",
+    );
+    assert_eq!(
+        text(&run(file, &whole)),
+        "fn f() {\n    a2();\n    b();\n    c();\n}\n"
+    );
+    // Closing lines alike, or lines SEARCH ends with too, are no sign of it.
+    let nested = "mod m {\n    fn g() {\n    }\n}\n}\n}\n";
+    let r = run(
+        nested,
+        &block("    fn g() {\n", "    fn g() {\n        x();\n    }\n}\n"),
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    let kept = "a();\nb();\nc();\nb();\nc();\n";
+    let r = run(kept, &block("a();\nb();\nc();\n", "z();\nb();\nc();\n"));
+    assert_eq!(text(&r), "z();\nb();\nc();\nb();\nc();\n");
+}

@@ -1003,6 +1003,12 @@ impl Transaction<'_, '_> {
         if let Some(f) = self.replaced_at_hint(op, (&search, &replace), lines[0], scope) {
             return Err(f);
         }
+        if let [k] = todo[..]
+            && let Some(f) =
+                self.repeats_what_follows(found.starts[k] + found.len(), &search, &replace)
+        {
+            return Err(f);
+        }
         if !exact
             && todo
                 .iter()
@@ -1079,6 +1085,48 @@ impl Transaction<'_, '_> {
                 ),
             )
         })
+    }
+
+    /// A failure when REPLACE ends with the lines that follow SEARCH's match
+    /// (which ends before line index `end`): SEARCH stopped short of what the
+    /// agent rewrote, and applied, those lines would stand in the file twice
+    /// (`b(); c(); }` after the new body, then the old ones again). Two lines
+    /// at least, one of them more than punctuation, and not lines SEARCH ends
+    /// with too (then REPLACE keeps them, and the file merely repeats them).
+    fn repeats_what_follows(
+        &self,
+        end: usize,
+        search: &[&str],
+        replace: &[&str],
+    ) -> Option<Failure> {
+        /// REPLACE's tail that is looked at: the check stays linear in the file.
+        const TAIL: usize = 200;
+        let same = |r: &str, i: usize| {
+            i < self.doc.len() && r.trim_end().as_bytes() == self.doc.line(i).trim_ascii_end()
+        };
+        let from = replace.len().saturating_sub(TAIL);
+        let start = (from..replace.len().saturating_sub(1)).find(|&j| {
+            replace[j..]
+                .iter()
+                .enumerate()
+                .all(|(i, r)| same(r, end + i))
+        })?;
+        let tail = &replace[start..];
+        let meaningful = tail.iter().any(|l| l.chars().any(char::is_alphanumeric));
+        if tail.len() < 2 || !meaningful || search.ends_with(tail) {
+            return None;
+        }
+        let (first, last) = (end + 1, end + tail.len());
+        Some(Failure::new(
+            ErrorKind::Duplicates,
+            format!(
+                "REPLACE ends with the {} line(s) that follow SEARCH in the file (lines {first}-{last}): applied, they would stand in the file twice",
+                tail.len()
+            ),
+            format!(
+                "SEARCH seems to stop early: extend it through line {last}, so that REPLACE replaces those lines, or leave them out of REPLACE"
+            ),
+        ))
     }
 
     /// A warning when REPLACE adds tab-indented lines to a file indented only

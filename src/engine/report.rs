@@ -74,6 +74,8 @@ pub enum ErrorKind {
     Placeholder,
     DiffPrefix,
     NumberPrefix,
+    /// REPLACE ends with the lines that follow SEARCH: they would be written twice.
+    Duplicates,
     WrongFile,
     IsDirectory,
     OutsideSource,
@@ -103,6 +105,7 @@ impl ErrorKind {
             ErrorKind::Placeholder => "placeholder",
             ErrorKind::DiffPrefix => "diff_prefix",
             ErrorKind::NumberPrefix => "number_prefix",
+            ErrorKind::Duplicates => "duplicates",
             ErrorKind::WrongFile => "wrong_file",
             ErrorKind::IsDirectory => "is_directory",
             ErrorKind::OutsideSource => "outside_source",

@@ -192,6 +192,7 @@ fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
         | K::Placeholder
         | K::DiffPrefix
         | K::NumberPrefix
+        | K::Duplicates
         | K::WrongFile
         | K::NotAFile
         | K::Deleted
