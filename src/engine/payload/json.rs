@@ -242,16 +242,16 @@ fn command(index: usize, map: &Map<String, Value>) -> Result<Option<Operation>, 
 fn insert(index: usize, map: &Map<String, Value>) -> Result<Operation, PayloadError> {
     let text = string(index, map, &["new_str"])?
         .ok_or_else(|| field(index, "`command` is `insert`, but there is no `new_str`"))?;
-    let line = match map.get("insert_line") {
-        Some(Value::Number(n)) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
-        _ => None,
-    }
-    .ok_or_else(|| {
-        field(
-            index,
-            "`command` is `insert`: `insert_line` must be a line number (0 inserts at the top)",
-        )
-    })?;
+    // A number as JSON or as a string, as `count` reads the other numbers.
+    let line = count(index, map, "insert_line", 0)
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            field(
+                index,
+                "`command` is `insert`: `insert_line` must be a line number (0 inserts at the top)",
+            )
+        })?;
     let mut op = Operation::new(Find::Lines, String::new(), text, 1);
     op.insert_after = Some(line);
     op.path = string(index, map, PATH)?;
@@ -710,6 +710,17 @@ mod tests {
         let err =
             parse(r#"{"command": "insert", "path": "a.py", "insert_line": -1, "new_str": "x"}"#)
                 .unwrap_err();
+        assert!(err.to_string().contains("`insert_line` must be"), "{err}");
+    }
+
+    #[test]
+    fn an_insert_line_sent_as_a_string_is_read_as_the_other_numbers_are() {
+        let p =
+            parse(r#"{"command": "insert", "path": "a.py", "insert_line": "4", "new_str": "x"}"#)
+                .unwrap();
+        assert_eq!(p.operations[0].insert_after, Some(4));
+        let err =
+            parse(r#"{"command": "insert", "insert_line": "four", "new_str": "x"}"#).unwrap_err();
         assert!(err.to_string().contains("`insert_line` must be"), "{err}");
     }
 
