@@ -1697,3 +1697,30 @@ fn a_replace_that_ends_with_the_lines_after_search_is_refused() {
     let r = run(kept, &block("a();\nb();\nc();\n", "z();\nb();\nc();\n"));
     assert_eq!(text(&r), "z();\nb();\nc();\nb();\nc();\n");
 }
+
+/// A regex operation sent again never inserts twice: a match whose replacement
+/// already stands around it is left as it is (replay rule b), the others are
+/// replaced, and the report says so.
+#[test]
+fn a_regex_insertion_sent_again_is_already_applied() {
+    let payload =
+        r#"{"regex": true, "all": true, "search": "return 1;", "replace": "return 1; // one"}"#;
+    let file = "fn f() {\n    return 1;\n}\nfn g() {\n    return 1;\n}\n";
+    let first = run(file, payload);
+    let done = text(&first).to_owned();
+    assert_eq!(done, file.replace("return 1;", "return 1; // one"));
+    let again = run(&done, payload);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+    assert!(!again.written, "{}", text(&again));
+    let half = done.replacen("return 1; // one", "return 1;", 1);
+    let r = run(&half, payload);
+    assert_eq!(text(&r), done);
+    assert!(
+        warnings(&r).contains("1 of the 2 matches already read as REPLACE"),
+        "{}",
+        warnings(&r)
+    );
+}

@@ -1437,7 +1437,15 @@ impl Transaction<'_, '_> {
         }
         let bytes = self.doc.to_bytes();
         let hits = text::pattern(&bytes, re, op.replace.as_bytes(), self.byte_scope(op));
-        let none_done = vec![false; hits.len()];
+        // A match whose replacement holds it and already stands around it is an
+        // insertion made before (`return 1;` made `return 1; // one`): rule (b),
+        // so a pattern sent again never inserts twice.
+        let already = hits
+            .iter()
+            .map(|h| {
+                replay::text_reads_as_replace(&bytes, h.span.start, &bytes[h.span.clone()], &h.with)
+            })
+            .collect();
         if hits.is_empty() {
             return Err(Failure::new(
                 ErrorKind::NotFound,
@@ -1445,7 +1453,7 @@ impl Transaction<'_, '_> {
                 "check the pattern against the file's current content; `(?m)` is on, so ^ and $ match at line ends",
             ));
         }
-        self.replace_hits(op, &bytes, hits, none_done, strategy)
+        self.replace_hits(op, &bytes, hits, already, strategy)
     }
 
     /// Replaces the chosen hits, except those `already` made (rule (b) of replays).
@@ -1461,10 +1469,17 @@ impl Transaction<'_, '_> {
         let (chosen, mut warnings) = choose(&ranges, op, true, self.opts.ambiguous)?;
         past_end(op, self.doc.len(), &mut warnings);
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
+        let chosen_count = chosen.len();
         let fresh: Vec<usize> = chosen.into_iter().filter(|&k| !already[k]).collect();
         let picked: Vec<&Hit> = fresh.iter().map(|&k| &hits[k]).collect();
         if picked.is_empty() {
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
+        }
+        if fresh.len() < chosen_count {
+            warnings.push(format!(
+                "{} of the {chosen_count} matches already read as REPLACE and were left as they are",
+                chosen_count - fresh.len()
+            ));
         }
         if fresh.len() > 1 {
             let at: Vec<usize> = fresh.iter().map(|&k| ranges[k][0]).collect();
