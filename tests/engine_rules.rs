@@ -719,6 +719,20 @@ fn empty_search_creates_a_missing_or_empty_file_only() {
         (r.report.outcome, kind(&r)),
         (Outcome::Failed, "file_exists")
     );
+    // A create sent again says that the file already reads as sent.
+    let again = refused(
+        "hello\r\n",
+        "*** Begin Patch\n*** Add File: f.txt\n+hello\n*** End Patch\n",
+        "file_exists",
+    );
+    assert!(
+        again.message.contains("exactly the content sent"),
+        "{}",
+        again.message
+    );
+    assert!(again.hint.unwrap().contains("nothing is left to do"));
+    let other = refused("content\n", &block("", "x\n"), "file_exists");
+    assert!(!other.message.contains("exactly"), "{}", other.message);
 }
 
 #[test]

@@ -761,9 +761,18 @@ impl Transaction<'_, '_> {
     /// An empty SEARCH: creates the file, or fills an empty one.
     fn create(&mut self, op: &Operation) -> Result<Done, Failure> {
         if !self.doc.is_empty() {
+            let message = "the operation creates a file (an empty SEARCH, `*** Add File`, `create`), but this file already has content";
+            // A create sent again: say so, or the agent edits a file that is right.
+            if same_text(&self.doc.to_bytes(), op.replace.as_bytes()) {
+                return Err(Failure::new(
+                    ErrorKind::FileExists,
+                    format!("{message}: exactly the content sent"),
+                    "the file already reads as sent (it was created before): nothing is left to do",
+                ));
+            }
             return Err(Failure::new(
                 ErrorKind::FileExists,
-                "an empty SEARCH creates a file, but this file already has content",
+                message,
                 "put the lines to change in SEARCH, or to add text, SEARCH for the line next to where it goes and repeat it in REPLACE",
             ));
         }
@@ -1496,6 +1505,16 @@ impl Transaction<'_, '_> {
         }
         Ok(Done::applied(strategy, Some(lines), warnings))
     }
+}
+
+/// Whether two texts are the same but for their line endings and a final newline.
+fn same_text(a: &[u8], b: &[u8]) -> bool {
+    fn lines(t: &[u8]) -> impl Iterator<Item = &[u8]> {
+        let t = t.strip_suffix(b"\n").unwrap_or(t);
+        t.split(|&c| c == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+    }
+    lines(a).eq(lines(b))
 }
 
 /// Line numbers for a report: the first few, then how many more.
