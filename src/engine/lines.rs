@@ -388,6 +388,24 @@ impl Found<'_> {
 }
 
 fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
+    let mut odd: Vec<char> = search
+        .iter()
+        .flat_map(|l| tolerant::indent_of(l).chars())
+        .filter(|&c| tolerant::is_odd_space(c))
+        .filter(|&c| !file.iter().any(|l| tolerant::indent_of(l).contains(c)))
+        .collect();
+    odd.sort_unstable();
+    odd.dedup();
+    if !odd.is_empty() {
+        let style = match tolerant::uses_tabs(file.iter().copied()) {
+            Some(true) => "tabs",
+            _ => "spaces",
+        };
+        return Some(format!(
+            "SEARCH is indented with {} where the file uses {style}; REPLACE written with {style}",
+            escape_chars(&odd.into_iter().collect::<String>())
+        ));
+    }
     let tabs = |lines: &[&str]| tolerant::uses_tabs(lines.iter().copied());
     let (ft, st) = (tabs(file), tabs(search));
     if ft.is_some() && st.is_some() && ft != st {
@@ -736,6 +754,58 @@ mod tests {
         let found = find(&doc, &search, 0..doc.len(), || ALL).unwrap();
         let said = found.warnings(&doc, found.starts[0]).join("; ");
         assert!(!said.contains("column"), "{said}");
+    }
+
+    #[test]
+    fn unicode_spaces_in_searchs_indentation_become_the_files_indentation() {
+        let spaces = "fn f() {\n    let a = 1;\n}\n";
+        let tabs = "fn f() {\n\tlet a = 1;\n}\n";
+        for pad in [
+            "\u{a0}\u{a0}\u{a0}\u{a0}",
+            "\u{a0}       ",
+            "\u{2007}\u{202f}\u{3000} ",
+        ] {
+            let search = format!("{pad}let a = 1;\n");
+            let replace = format!("{pad}let a = 2;\n{pad}{pad}let b = 3;\n");
+            assert_eq!(
+                edit(spaces, &search, &replace, ALL).map(|r| r.1),
+                Some(format!(
+                    "fn f() {{\n    let a = 2;\n{}let b = 3;\n}}\n",
+                    " ".repeat(4 + pad.chars().count())
+                )),
+                "{pad:?}"
+            );
+            if pad.chars().count() == 4 {
+                assert_eq!(
+                    edit(tabs, &search, &replace, ALL).map(|r| r.1),
+                    Some("fn f() {\n\tlet a = 2;\n\t\tlet b = 3;\n}\n".into()),
+                    "{pad:?}"
+                );
+            }
+        }
+        let doc = Doc::new(spaces.as_bytes());
+        let found = find(
+            &doc,
+            &["\u{a0}\u{a0}\u{a0}\u{a0}let a = 1;"],
+            0..doc.len(),
+            || ALL,
+        )
+        .unwrap();
+        let said = found.warnings(&doc, found.starts[0]).join("; ");
+        assert!(
+            said.contains("indented with \u{a0} U+00A0 where the file uses spaces"),
+            "{said}"
+        );
+        // Inside a line a non-breaking space is typography, as before.
+        assert_eq!(
+            edit(
+                spaces,
+                "    let a\u{a0}= 1;\n",
+                "    let a\u{a0}= 2;\n",
+                ALL
+            ),
+            Some((Tier::Typography, "fn f() {\n    let a = 2;\n}\n".into()))
+        );
     }
 
     #[test]

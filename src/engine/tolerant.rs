@@ -253,20 +253,41 @@ pub fn strip_numbers<'a>(lines: &[&'a str]) -> Option<(Vec<&'a str>, Numbering<'
 }
 
 /// Width in columns of a line's leading whitespace, tabs stopping every `tab` columns.
+/// A non-breaking space (or another Unicode space) in it counts as the column it
+/// shows as: text that passed through a renderer arrives indented with them, and
+/// is indented no less for it.
 pub fn indent_cols(line: &str, tab: usize) -> usize {
     let mut cols = 0;
     for c in line.chars() {
         match c {
-            ' ' => cols += 1,
             '\t' => cols += tab - cols % tab,
+            c if is_indent_char(c) => cols += 1,
             _ => break,
         }
     }
     cols
 }
 
+/// A line's leading whitespace, Unicode spaces included (see `indent_cols`).
 pub fn indent_of(line: &str) -> &str {
-    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+    &line[..line.len() - body_of(line).len()]
+}
+
+/// A line without its indentation.
+fn body_of(line: &str) -> &str {
+    line.trim_start_matches(is_indent_char)
+}
+
+/// A space or a tab, or a Unicode space (ASCII's form feed and the like stay
+/// text: a `^L` page break is no indentation).
+fn is_indent_char(c: char) -> bool {
+    c == ' ' || c == '\t' || is_odd_space(c)
+}
+
+/// A Unicode space (non-breaking, figure, ideographic...): no indentation a
+/// compiler or an interpreter reads as such.
+pub fn is_odd_space(c: char) -> bool {
+    !c.is_ascii() && c.is_whitespace()
 }
 
 /// How SEARCH's indentation maps onto the file's: `file * den = search * num + offset`
@@ -399,7 +420,7 @@ pub fn reindent(line: &str, shift: Shift, tabs: bool) -> String {
         return String::new();
     }
     let cols = shift.map(indent_cols(line, shift.tab));
-    let body = line.trim_start_matches([' ', '\t']);
+    let body = body_of(line);
     let indent = if tabs {
         "\t".repeat(cols / shift.tab) + &" ".repeat(cols % shift.tab)
     } else {
