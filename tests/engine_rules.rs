@@ -1424,6 +1424,29 @@ fn line_numbers_with_the_arrow_of_claude_codes_reader_are_stripped_when_they_agr
 }
 
 #[test]
+fn numbered_replace_lines_lose_their_prefix_though_lines_were_deleted_or_added() {
+    let file = "fn f() {\n    let a = 1;\n    let b = 2;\n    let c = 3;\n}\n";
+    let payload = serde_json::json!({
+        "old_string": "     2\u{2192}    let a = 1;\n     3\u{2192}    let b = 2;\n     4\u{2192}    let c = 3;",
+        "new_string": "     2\u{2192}    let a = 1;\n     4\u{2192}    let c = 3;",
+    });
+    let r = run(file, &payload.to_string());
+    assert_eq!(r.report.outcome, Outcome::Ok, "{}", r.report);
+    assert_eq!(text(&r), "fn f() {\n    let a = 1;\n    let c = 3;\n}\n");
+    let payload = block(
+        "2:    let a = 1;\n3:    let b = 2;\n",
+        "2:    let a = 1;\n    let x = 0;\n3:    let b = 2;\n",
+    );
+    let r = run(file, &payload);
+    assert_eq!(r.report.operations[0].strategy, Some("line_numbers"));
+    assert_eq!(
+        text(&r),
+        "fn f() {\n    let a = 1;\n    let x = 0;\n    let b = 2;\n    let c = 3;\n}\n"
+    );
+    assert!(!warnings(&r).contains("column"), "{}", warnings(&r));
+}
+
+#[test]
 fn search_and_replace_that_differ_only_in_what_a_tolerant_match_set_aside_warn_as_identical() {
     let file = "def f():\n\tx = 1\n\treturn x\n";
     for (search, replace) in [

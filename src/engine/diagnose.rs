@@ -440,7 +440,8 @@ fn html_entities(search: &[&str], region: &[&str]) -> Option<String> {
 /// text is at (the file changed since, or the numbers came from another view):
 /// such prefixes are stripped only when they agree, so say where the text is.
 fn numbers_elsewhere(search: &[&str], region: &[&str], start: usize) -> Option<String> {
-    let (stripped, first) = tolerant::strip_numbers(search)?;
+    let (stripped, numbering) = tolerant::strip_numbers(search)?;
+    let first = numbering.first;
     let same = stripped.len() == region.len()
         && stripped
             .iter()

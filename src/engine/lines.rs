@@ -20,20 +20,28 @@ pub struct Pattern<'a> {
     /// Blank lines dropped from the start and end of SEARCH.
     lead: usize,
     trail: usize,
-    /// The first line number of a line-numbered SEARCH.
-    number: Option<usize>,
+    /// The prefixes of a line-numbered SEARCH.
+    numbering: Option<tolerant::Numbering<'a>>,
 }
 
 impl<'a> Pattern<'a> {
     /// SEARCH prepared for `tier`; `None` when the tier does not apply to it.
     pub fn new(search: &[&'a str], tier: Tier) -> Option<Pattern<'a>> {
-        let (lines, number) = match tier {
+        let (lines, numbering) = match tier {
             Tier::LineNumbers => {
-                let (lines, n) = tolerant::strip_numbers(search)?;
-                (lines, Some(n))
+                let (lines, numbering) = tolerant::strip_numbers(search)?;
+                (lines, Some(numbering))
             }
             _ => (search.to_vec(), None),
         };
+        Pattern::trimmed(lines, tier, numbering)
+    }
+
+    fn trimmed(
+        lines: Vec<&'a str>,
+        tier: Tier,
+        numbering: Option<tolerant::Numbering<'a>>,
+    ) -> Option<Pattern<'a>> {
         let (lead, trail) = if tier == Tier::Exact {
             (0, 0)
         } else {
@@ -48,8 +56,35 @@ impl<'a> Pattern<'a> {
             lines,
             lead,
             trail,
-            number,
+            numbering,
         })
+    }
+
+    /// A line-numbered SEARCH as the file at `start` tells it: whether the space
+    /// after `12:` or `12 |` is the reader's or the line's own, the file's
+    /// indentation says. Taken as the reader's when it is the line's, SEARCH would
+    /// seem a column less indented than the file: a wrong warning, and REPLACE's
+    /// new lines, written without a prefix, shifted a column too far.
+    fn settled(self, search: &[&'a str], doc: &Doc, start: usize) -> Pattern<'a> {
+        let Some(numbering) = self.numbering.filter(|n| n.takes_space()) else {
+            return self;
+        };
+        let file: Vec<&str> = (start..start + self.lines.len())
+            .map(|i| text(doc, i).unwrap_or_default())
+            .collect();
+        let unshifted = |p: &Pattern| {
+            tolerant::uniform_shift(&file, &p.lines)
+                .is_some_and(|s| s.num == s.den && s.offset == 0)
+        };
+        if unshifted(&self) {
+            return self;
+        }
+        let keeping = numbering.keeping_space();
+        keeping
+            .strip_all(search)
+            .and_then(|lines| Pattern::trimmed(lines, self.tier, Some(keeping)))
+            .filter(|p| p.lines.len() == self.lines.len() && unshifted(p))
+            .unwrap_or(self)
     }
 }
 
@@ -74,6 +109,10 @@ pub fn find<'a, 't>(
         .find_map(|tier| {
             let pattern = Pattern::new(search, tier)?;
             let starts = matches(doc, &pattern, scope.clone());
+            let pattern = match starts[..] {
+                [start] => pattern.settled(search, doc, start),
+                _ => pattern,
+            };
             (!starts.is_empty()).then_some(Found { pattern, starts })
         })
 }
@@ -100,9 +139,10 @@ fn matches(doc: &Doc, p: &Pattern<'_>, scope: Range<usize>) -> Vec<usize> {
             })
             .collect();
     }
-    if let Some(n) = p.number {
+    if let Some(numbering) = p.numbering {
         // The numbers say where the lines are; nowhere else can match.
-        let at = n
+        let at = numbering
+            .first
             .checked_sub(1)
             .filter(|i| (scope.start..=last).contains(i));
         return at
@@ -197,7 +237,7 @@ impl Found<'_> {
         }
         if p.tier == Tier::LineNumbers {
             out.push(
-                "line-number prefixes stripped from SEARCH (they agree with the file)".to_owned(),
+                "line-number prefixes stripped from SEARCH (they agree with the file) and from the REPLACE lines that carry them".to_owned(),
             );
         }
         let mut summary = vec![format!(
@@ -231,12 +271,11 @@ impl Found<'_> {
         if p.tier == Tier::Exact {
             return replace.iter().map(|s| (*s).to_owned()).collect();
         }
-        let mut replace = replace.to_vec();
-        if let (Tier::LineNumbers, Some((stripped, _))) =
-            (p.tier, tolerant::strip_numbers(&replace))
-        {
-            replace = stripped;
-        }
+        // REPLACE lines copied from the same numbered view lose the same prefix.
+        let replace = match p.numbering {
+            Some(numbering) => numbering.strip_each(replace),
+            None => replace.to_vec(),
+        };
         let (lead, trail) = tolerant::blank_edges(&replace);
         let replace = &replace[lead.min(p.lead)..replace.len() - trail.min(p.trail)];
         let file = self.file_lines(doc, start);
@@ -349,6 +388,24 @@ impl Found<'_> {
 }
 
 fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
+    let mut odd: Vec<char> = search
+        .iter()
+        .flat_map(|l| tolerant::indent_of(l).chars())
+        .filter(|&c| tolerant::is_odd_space(c))
+        .filter(|&c| !file.iter().any(|l| tolerant::indent_of(l).contains(c)))
+        .collect();
+    odd.sort_unstable();
+    odd.dedup();
+    if !odd.is_empty() {
+        let style = match tolerant::uses_tabs(file.iter().copied()) {
+            Some(true) => "tabs",
+            _ => "spaces",
+        };
+        return Some(format!(
+            "SEARCH is indented with {} where the file uses {style}; REPLACE written with {style}",
+            escape_chars(&odd.into_iter().collect::<String>())
+        ));
+    }
     let tabs = |lines: &[&str]| tolerant::uses_tabs(lines.iter().copied());
     let (ft, st) = (tabs(file), tabs(search));
     if ft.is_some() && st.is_some() && ft != st {
@@ -611,6 +668,144 @@ mod tests {
             Some((Tier::LineNumbers, "a\nB\n".into()))
         );
         assert!(edit(file, "5 | b\n6 | c\n", "B\n", ALL).is_none());
+    }
+
+    #[test]
+    fn replace_lines_lose_searchs_prefix_though_their_numbers_skip() {
+        // A deleted line leaves a gap in the numbers the agent copied; a moved
+        // line takes its number along.
+        let file = "fn f() {\n    let a = 1;\n    let b = 2;\n    let c = 3;\n}\n";
+        let dropped = "fn f() {\n    let a = 1;\n    let c = 3;\n}\n";
+        let moved = "fn f() {\n    let c = 3;\n    let a = 1;\n}\n";
+        for (search, replace, want) in [
+            (
+                "2:    let a = 1;\n3:    let b = 2;\n4:    let c = 3;\n",
+                "2:    let a = 1;\n4:    let c = 3;\n",
+                dropped,
+            ),
+            (
+                "     2\u{2192}    let a = 1;\n     3\u{2192}    let b = 2;\n     4\u{2192}    let c = 3;\n",
+                "     2\u{2192}    let a = 1;\n     4\u{2192}    let c = 3;\n",
+                dropped,
+            ),
+            (
+                "2 |     let a = 1;\n3 |     let b = 2;\n4 |     let c = 3;\n",
+                "4 |     let c = 3;\n2 |     let a = 1;\n",
+                moved,
+            ),
+        ] {
+            assert_eq!(
+                edit(file, search, replace, ALL),
+                Some((Tier::LineNumbers, want.into())),
+                "{replace:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unnumbered_replace_lines_are_new_lines_written_as_the_numbered_ones() {
+        let file = "fn f() {\n    let a = 1;\n    let b = 2;\n}\n";
+        for (search, replace) in [
+            (
+                "2:    let a = 1;\n3:    let b = 2;\n",
+                "2:    let a = 1;\n    let c = 3;\n3:    let b = 2;\n",
+            ),
+            (
+                "2: let a = 1;\n3: let b = 2;\n",
+                "2: let a = 1;\nlet c = 3;\n3: let b = 2;\n",
+            ),
+            (
+                "     2\t    let a = 1;\n     3\t    let b = 2;\n",
+                "     2\t    let a = 1;\n    let c = 3;\n     3\t    let b = 2;\n",
+            ),
+        ] {
+            assert_eq!(
+                edit(file, search, replace, ALL),
+                Some((
+                    Tier::LineNumbers,
+                    "fn f() {\n    let a = 1;\n    let c = 3;\n    let b = 2;\n}\n".into()
+                )),
+                "{replace:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn replace_keeps_what_only_resembles_searchs_prefix() {
+        // SEARCH's prefixes are `N: ` at the line's start; an indented `8080: http`
+        // in REPLACE is a YAML key, not a copied prefix.
+        let file = "ports:\n  80: web\n";
+        assert_eq!(
+            edit(
+                file,
+                "1: ports:\n2:   80: web\n",
+                "1: ports:\n  8080: http\n",
+                ALL
+            ),
+            Some((Tier::LineNumbers, "ports:\n  8080: http\n".into()))
+        );
+    }
+
+    #[test]
+    fn the_space_after_a_numbers_colon_is_not_counted_as_indentation() {
+        let file = "fn f() {\n    let a = 1;\n    let b = 2;\n}\n";
+        let doc = Doc::new(file.as_bytes());
+        let search = ["2:    let a = 1;", "3:    let b = 2;"];
+        let found = find(&doc, &search, 0..doc.len(), || ALL).unwrap();
+        let said = found.warnings(&doc, found.starts[0]).join("; ");
+        assert!(!said.contains("column"), "{said}");
+    }
+
+    #[test]
+    fn unicode_spaces_in_searchs_indentation_become_the_files_indentation() {
+        let spaces = "fn f() {\n    let a = 1;\n}\n";
+        let tabs = "fn f() {\n\tlet a = 1;\n}\n";
+        for pad in [
+            "\u{a0}\u{a0}\u{a0}\u{a0}",
+            "\u{a0}       ",
+            "\u{2007}\u{202f}\u{3000} ",
+        ] {
+            let search = format!("{pad}let a = 1;\n");
+            let replace = format!("{pad}let a = 2;\n{pad}{pad}let b = 3;\n");
+            assert_eq!(
+                edit(spaces, &search, &replace, ALL).map(|r| r.1),
+                Some(format!(
+                    "fn f() {{\n    let a = 2;\n{}let b = 3;\n}}\n",
+                    " ".repeat(4 + pad.chars().count())
+                )),
+                "{pad:?}"
+            );
+            if pad.chars().count() == 4 {
+                assert_eq!(
+                    edit(tabs, &search, &replace, ALL).map(|r| r.1),
+                    Some("fn f() {\n\tlet a = 2;\n\t\tlet b = 3;\n}\n".into()),
+                    "{pad:?}"
+                );
+            }
+        }
+        let doc = Doc::new(spaces.as_bytes());
+        let found = find(
+            &doc,
+            &["\u{a0}\u{a0}\u{a0}\u{a0}let a = 1;"],
+            0..doc.len(),
+            || ALL,
+        )
+        .unwrap();
+        let said = found.warnings(&doc, found.starts[0]).join("; ");
+        assert!(
+            said.contains("indented with \u{a0} U+00A0 where the file uses spaces"),
+            "{said}"
+        );
+        // Inside a line a non-breaking space is typography, as before.
+        assert_eq!(
+            edit(
+                spaces,
+                "    let a\u{a0}= 1;\n",
+                "    let a\u{a0}= 2;\n",
+                ALL
+            ),
+            Some((Tier::Typography, "fn f() {\n    let a = 2;\n}\n".into()))
+        );
     }
 
     #[test]

@@ -1603,10 +1603,12 @@ fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
         return Ok(());
     }
     // One line proves nothing: `8080: port` may well be what a YAML edit means.
-    let Some((stripped, first)) = tolerant::strip_numbers(&replace).filter(|_| replace.len() > 1)
+    let Some((stripped, numbering)) =
+        tolerant::strip_numbers(&replace).filter(|_| replace.len() > 1)
     else {
         return Ok(());
     };
+    let first = numbering.first;
     let copied = stripped
         .iter()
         .any(|l| !l.trim().is_empty() && search.iter().any(|s| s.trim_end() == l.trim_end()));

@@ -157,42 +157,137 @@ pub fn blank_edges(lines: &[&str]) -> (usize, usize) {
 }
 
 static NUMBER_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(\d+)(?:\t| ?\| ?|: ?|→)").expect("the line-number pattern is valid")
+    Regex::new(r"^(\s*)(\d+)(\t|→| ?\||:)").expect("the line-number pattern is valid")
 });
 
-/// Strips `12 | `, `12: `, `12\t` or `    12→` (Claude Code's file reader) prefixes
-/// when every line has one.
-/// Returns the stripped lines and the number on the first line.
-pub fn strip_numbers<'a>(lines: &[&'a str]) -> Option<(Vec<&'a str>, usize)> {
-    let mut out = Vec::with_capacity(lines.len());
-    let mut first = None;
-    for (k, line) in lines.iter().enumerate() {
+/// The shape of the line-number prefixes a reader put on SEARCH's lines (`12 | `,
+/// `12: `, `12\t`, `    12→`). REPLACE lines copied from the same view carry
+/// the same shape, whatever their numbers; a line that does not is the agent's
+/// own, and what only resembles a prefix in it (an indented `8080: http`) stays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Numbering<'a> {
+    /// The number on SEARCH's first line.
+    pub first: usize,
+    /// What follows the number: a tab, `→`, `:`, `|` or ` |`.
+    sep: &'a str,
+    /// Width of the number and its padding when the reader right-aligns numbers
+    /// (`     12→` is 7 wide); `None` when prefixes start with their number.
+    width: Option<usize>,
+    /// Whether a space after `:` or `|` is the reader's: `2:    x` reads as
+    /// `2: ` and `   x` or as `2:` and `    x`, which only the file can tell.
+    space: bool,
+}
+
+impl<'a> Numbering<'a> {
+    fn of(line: &'a str) -> Option<Numbering<'a>> {
         let caps = NUMBER_PREFIX.captures(line)?;
-        let n: usize = caps[1].parse().ok()?;
-        let start = *first.get_or_insert(n);
-        if n != start + k {
+        let (pad, digits) = (caps.get(1)?.as_str(), caps.get(2)?.as_str());
+        Some(Numbering {
+            first: digits.parse().ok()?,
+            sep: caps.get(3)?.as_str(),
+            width: (!pad.is_empty()).then(|| pad.chars().count() + digits.len()),
+            space: true,
+        })
+    }
+
+    /// The number of `line` and the line without its prefix, when it has this shape.
+    fn split<'l>(&self, line: &'l str) -> Option<(usize, &'l str)> {
+        let caps = NUMBER_PREFIX.captures(line)?;
+        let (pad, digits) = (caps.get(1)?.as_str(), caps.get(2)?.as_str());
+        let width = (!pad.is_empty()).then(|| pad.chars().count() + digits.len());
+        if caps.get(3)?.as_str() != self.sep || width != self.width {
             return None;
         }
-        out.push(&line[caps[0].len()..]);
+        let rest = &line[caps.get(0)?.end()..];
+        let rest = match self.space && matches!(self.sep, ":" | "|" | " |") {
+            true => rest.strip_prefix(' ').unwrap_or(rest),
+            false => rest,
+        };
+        Some((digits.parse().ok()?, rest))
     }
-    Some((out, first?))
+
+    /// This shape with any space after `:` or `|` left to the line.
+    pub fn keeping_space(self) -> Numbering<'a> {
+        Numbering {
+            space: false,
+            ..self
+        }
+    }
+
+    /// Whether a space after the separator could be the line's own.
+    pub fn takes_space(&self) -> bool {
+        self.space && matches!(self.sep, ":" | "|" | " |")
+    }
+
+    /// `lines` stripped of this shape's prefixes, when every line has one and
+    /// their numbers count up from `first` without a gap.
+    pub fn strip_all<'l>(&self, lines: &[&'l str]) -> Option<Vec<&'l str>> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(k, line)| {
+                self.split(line)
+                    .filter(|&(n, _)| n == self.first + k)
+                    .map(|(_, rest)| rest)
+            })
+            .collect()
+    }
+
+    /// REPLACE's lines, each stripped of a prefix of this shape if it has one.
+    /// Their numbers need not count up: a deleted line leaves a gap, a moved
+    /// line takes its number along, and a new line comes without one.
+    pub fn strip_each<'l>(&self, lines: &[&'l str]) -> Vec<&'l str> {
+        lines
+            .iter()
+            .map(|line| self.split(line).map_or(*line, |(_, rest)| rest))
+            .collect()
+    }
+}
+
+/// Strips `12 | `, `12: `, `12\t` or `    12→` (Claude Code's file reader) prefixes
+/// when every line has one of the same shape and their numbers count up.
+/// Returns the stripped lines and the prefixes' shape.
+pub fn strip_numbers<'a>(lines: &[&'a str]) -> Option<(Vec<&'a str>, Numbering<'a>)> {
+    let numbering = Numbering::of(lines.first()?)?;
+    Some((numbering.strip_all(lines)?, numbering))
 }
 
 /// Width in columns of a line's leading whitespace, tabs stopping every `tab` columns.
+/// A non-breaking space (or another Unicode space) in it counts as the column it
+/// shows as: text that passed through a renderer arrives indented with them, and
+/// is indented no less for it.
 pub fn indent_cols(line: &str, tab: usize) -> usize {
     let mut cols = 0;
     for c in line.chars() {
         match c {
-            ' ' => cols += 1,
             '\t' => cols += tab - cols % tab,
+            c if is_indent_char(c) => cols += 1,
             _ => break,
         }
     }
     cols
 }
 
+/// A line's leading whitespace, Unicode spaces included (see `indent_cols`).
 pub fn indent_of(line: &str) -> &str {
-    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
+    &line[..line.len() - body_of(line).len()]
+}
+
+/// A line without its indentation.
+fn body_of(line: &str) -> &str {
+    line.trim_start_matches(is_indent_char)
+}
+
+/// A space or a tab, or a Unicode space (ASCII's form feed and the like stay
+/// text: a `^L` page break is no indentation).
+fn is_indent_char(c: char) -> bool {
+    c == ' ' || c == '\t' || is_odd_space(c)
+}
+
+/// A Unicode space (non-breaking, figure, ideographic...): no indentation a
+/// compiler or an interpreter reads as such.
+pub fn is_odd_space(c: char) -> bool {
+    !c.is_ascii() && c.is_whitespace()
 }
 
 /// How SEARCH's indentation maps onto the file's: `file * den = search * num + offset`
@@ -325,7 +420,7 @@ pub fn reindent(line: &str, shift: Shift, tabs: bool) -> String {
         return String::new();
     }
     let cols = shift.map(indent_cols(line, shift.tab));
-    let body = line.trim_start_matches([' ', '\t']);
+    let body = body_of(line);
     let indent = if tabs {
         "\t".repeat(cols / shift.tab) + &" ".repeat(cols % shift.tab)
     } else {
@@ -367,21 +462,41 @@ mod tests {
 
     #[test]
     fn number_prefixes_must_be_consecutive() {
+        let stripped = |lines: &[&'static str]| {
+            strip_numbers(lines).map(|(lines, numbering)| (lines, numbering.first))
+        };
         assert_eq!(
-            strip_numbers(&["12 | a", "13 |   b"]),
+            stripped(&["12 | a", "13 |   b"]),
             Some((vec!["a", "  b"], 12))
         );
+        assert_eq!(stripped(&["  7\ta", "  8\t"]), Some((vec!["a", ""], 7)));
+        assert_eq!(stripped(&["3: a", "4: b"]), Some((vec!["a", "b"], 3)));
         assert_eq!(
-            strip_numbers(&["  7\ta", "  8\t"]),
-            Some((vec!["a", ""], 7))
-        );
-        assert_eq!(strip_numbers(&["3: a", "4: b"]), Some((vec!["a", "b"], 3)));
-        assert_eq!(
-            strip_numbers(&["    19→def f():", "    20→    x = 1"]),
+            stripped(&["    19→def f():", "    20→    x = 1"]),
             Some((vec!["def f():", "    x = 1"], 19))
         );
-        assert_eq!(strip_numbers(&["12 | a", "14 | b"]), None);
-        assert_eq!(strip_numbers(&["12 | a", "b"]), None);
+        assert_eq!(stripped(&["12 | a", "14 | b"]), None);
+        assert_eq!(stripped(&["12 | a", "b"]), None);
+        // One reader writes every prefix alike.
+        assert_eq!(stripped(&["12 | a", "13: b"]), None);
+    }
+
+    #[test]
+    fn replace_loses_only_prefixes_shaped_as_searchs() {
+        let (_, numbering) = strip_numbers(&["     3→a", "     4→b"]).unwrap();
+        assert_eq!(
+            numbering.strip_each(&["     4→b", "c", "     9→d", "3→e", "  8080: x"]),
+            ["b", "c", "d", "3→e", "  8080: x"]
+        );
+        let (_, numbering) = strip_numbers(&["3: a", "4:    b"]).unwrap();
+        assert_eq!(
+            numbering.strip_each(&["4:    b", "    8: c", "5 | d"]),
+            ["   b", "    8: c", "5 | d"]
+        );
+        assert_eq!(
+            numbering.keeping_space().strip_each(&["4:    b"]),
+            ["    b"]
+        );
     }
 
     #[test]
