@@ -1620,6 +1620,49 @@ mod tests {
         e.report.error.as_ref().map_or("", |e| e.kind.as_str())
     }
 
+    fn block(search: &str, replace: &str) -> String {
+        format!("<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
+    }
+
+    const COMPUTE: &str = "def compute(items):\n    total = 0\n    for item in items:\n        if item.valid:\n            total += item.price\n        else:\n            log(item)\n    tax = total * 0.2\n    total += tax\n    report(total)\n    return total\n";
+
+    #[test]
+    fn every_common_phrasing_of_kept_code_in_replace_is_refused() {
+        for placeholder in [
+            "// ...",
+            "/* ... */",
+            "// rest of the function remains the same",
+            "// existing code",
+            "// unchanged code",
+            "// same as before",
+            "// previous code",
+            "// code omitted for brevity",
+            "# ... rest of the code ...",
+            "# rest of method unchanged",
+            "# unchanged",
+            "// the rest stays the same",
+            "// keep the rest",
+            "// Keep existing implementation",
+            "// remaining implementation",
+            "// existing logic",
+            "// original code here",
+            "// other code",
+            "// omitted",
+            "// snip",
+            "// [...]",
+            "// {...}",
+            "// etc.",
+            "# keep the rest",
+            "# remaining code",
+            "# same as above",
+        ] {
+            let replace = format!("def compute(items):\n    {placeholder}\n    return total\n");
+            let e = run(Some(COMPUTE), &block(COMPUTE, &replace));
+            assert_eq!(kind(&e), "placeholder", "{placeholder}");
+            assert!(e.content.is_none(), "{placeholder}");
+        }
+    }
+
     #[test]
     fn sha256_hex_is_the_lowercase_hex_every_tool_prints() {
         assert_eq!(
