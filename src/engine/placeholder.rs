@@ -264,6 +264,59 @@ pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
     None
 }
 
+/// A REPLACE placeholder, one SEARCH lacks, that deletes nothing but stands
+/// for code beyond SEARCH's first or last line while new lines lie further out
+/// than it: applied, those lines would land next to SEARCH, on the near side of
+/// the code they were meant to follow (or precede), and the placeholder would
+/// be written into the file.
+pub struct Misplaced {
+    /// 0-based line of REPLACE.
+    pub line: usize,
+    /// Whether the misplaced lines follow the placeholder (it stands for code
+    /// after SEARCH) rather than precede it (code before SEARCH).
+    pub after: bool,
+}
+
+/// The first placeholder of REPLACE that misplaces new lines. A placeholder
+/// alone, or with the new lines on SEARCH's side of it, moves nothing: it only
+/// stays in the file as a comment, as an added comment does.
+pub fn misplaced(search: &[&str], replace: &[&str]) -> Option<Misplaced> {
+    if !replace.iter().any(|l| kind(l).is_some()) {
+        return None;
+    }
+    let s: Vec<&str> = search.iter().map(|l| l.trim()).collect();
+    let r: Vec<&str> = replace.iter().map(|l| l.trim()).collect();
+    // Which REPLACE lines are SEARCH's own, kept where they were.
+    let mut kept = vec![false; r.len()];
+    for op in capture_diff_slices(Algorithm::Myers, &s, &r) {
+        if let DiffOp::Equal { new_index, len, .. } = op {
+            kept[new_index..new_index + len].fill(true);
+        }
+    }
+    let new = |i: usize| !kept[i] && !is_blank(replace[i]) && kind(replace[i]).is_none();
+    (0..r.len()).find_map(|p| {
+        let mark = kind(replace[p]).filter(|_| !s.contains(&r[p]))?;
+        let after = !kept[p + 1..].contains(&true) && (p + 1..r.len()).any(new);
+        let before = !kept[..p].contains(&true) && (0..p).any(new);
+        let ok = match mark {
+            Kind::Comment => after || before,
+            Kind::Bare => (after || before) && !stub(replace, p),
+        };
+        ok.then_some(Misplaced { line: p, after })
+    })
+}
+
+/// Whether the bare `...` at `p` is Python's stub body (`def g(): ...` over two
+/// lines): the next line of code is indented less. One as deep or deeper is
+/// code after it in the same block, which a stub never has.
+fn stub(lines: &[&str], p: usize) -> bool {
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    lines[p + 1..]
+        .iter()
+        .find(|l| !is_blank(l))
+        .is_none_or(|l| indent(l) < indent(lines[p]))
+}
+
 /// Aider's safe elision: SEARCH and REPLACE hold the same placeholder lines in the
 /// same order; the pieces between them, pairwise. `None` when the payload is not
 /// of that form.
@@ -397,6 +450,70 @@ mod tests {
             ";(function () {})()",
         ] {
             assert_eq!(kind(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_with_new_lines_beyond_it_misplaces_them() {
+        // After SEARCH: the new lines were meant after the kept code.
+        let search = ["def f():"];
+        let replace = [
+            "def f():",
+            "    # ... existing code ...",
+            "    log(\"end\")",
+        ];
+        let m = misplaced(&search, &replace).unwrap();
+        assert_eq!((m.line, m.after), (1, true));
+        // Before SEARCH: the new lines were meant before the kept code.
+        let search = ["    return a"];
+        let replace = ["    log(a)", "    # ... existing code ...", "    return a"];
+        let m = misplaced(&search, &replace).unwrap();
+        assert_eq!((m.line, m.after), (1, false));
+        // A bare `...` that new lines follow in its own block is no Python stub.
+        let search = ["fn fmt(&self) {"];
+        let replace = ["fn fmt(&self) {", "    ...", "    trace!();", "}"];
+        assert_eq!(misplaced(&search, &replace).map(|m| m.line), Some(1));
+    }
+
+    #[test]
+    fn placeholders_that_move_no_new_line_are_not_misplaced() {
+        // A lone added comment, new code on SEARCH's side of it, or the same
+        // line in SEARCH: nothing lands elsewhere than meant.
+        let none = [
+            (
+                vec!["def f():"],
+                vec!["def f():", "    # ... existing code ..."],
+            ),
+            (
+                vec!["def f():"],
+                vec!["def f():", "    init()", "    # ... existing code ..."],
+            ),
+            (
+                vec!["    return a"],
+                vec!["    # ... existing code ...", "    log(a)", "    return a"],
+            ),
+            (
+                vec!["a", "# ... existing code ...", "c"],
+                vec!["a", "# ... existing code ...", "c", "d"],
+            ),
+            (
+                vec!["# ... existing code ...", "c"],
+                vec!["c", "# ... existing code ...", "d"],
+            ),
+            // A Python stub: `...` is the body of the new method.
+            (
+                vec!["class A:"],
+                vec![
+                    "class A:",
+                    "    def g(self):",
+                    "        ...",
+                    "    def h(self):",
+                    "        return 1",
+                ],
+            ),
+        ];
+        for (search, replace) in none {
+            assert!(misplaced(&search, &replace).is_none(), "{replace:?}");
         }
     }
 
