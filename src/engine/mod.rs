@@ -1539,12 +1539,16 @@ fn replay(ranges: &[[usize; 2]], op: &Operation) -> Option<Done> {
     })
 }
 
-/// Refuses a REPLACE whose placeholder line stands for SEARCH lines it would delete.
+/// Refuses a REPLACE whose placeholder line stands for SEARCH lines it would
+/// delete, or for code beyond SEARCH that new lines were meant to pass.
 fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
     let search = text_lines(&op.search);
     let replace = text_lines(&op.replace);
     let Some(loss) = placeholder::loss(&search, &replace) else {
-        return Ok(());
+        return match placeholder::misplaced(&search, &replace) {
+            Some(m) => Err(misplaced(&replace, &m)),
+            None => Ok(()),
+        };
     };
     let gone = &search[loss.deleted.clone()];
     let quote = |l: &str| format!("`{}`", l.trim());
@@ -1568,6 +1572,23 @@ fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
         ),
         "write out in REPLACE every line it keeps, or leave the unchanged lines out of both SEARCH and REPLACE; to elide, put the same `...` line in SEARCH and REPLACE at the same place",
     ))
+}
+
+/// The failure for a placeholder that would misplace the new lines beyond it.
+fn misplaced(replace: &[&str], m: &placeholder::Misplaced) -> Failure {
+    let (lines, side, near) = match m.after {
+        true => ("after", "right after SEARCH's last line", "before"),
+        false => ("before", "right before SEARCH's first line", "after"),
+    };
+    Failure::new(
+        ErrorKind::Placeholder,
+        format!(
+            "REPLACE line {} `{}` stands for code that SEARCH does not hold: applied, it would be written into the file, and the REPLACE lines {lines} it would land {side}, {near} the code it stands for",
+            m.line + 1,
+            replace[m.line].trim()
+        ),
+        "include the code the placeholder stands for in both SEARCH and REPLACE, or drop the placeholder and anchor SEARCH on the lines around the place where the new code goes",
+    )
 }
 
 /// A REPLACE line still carrying a diff's `+`: refused, since written as sent it
@@ -1787,6 +1808,105 @@ mod tests {
 
     fn kind(e: &Edit) -> &str {
         e.report.error.as_ref().map_or("", |e| e.kind.as_str())
+    }
+
+    fn block(search: &str, replace: &str) -> String {
+        format!("<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n")
+    }
+
+    const COMPUTE: &str = "def compute(items):\n    total = 0\n    for item in items:\n        if item.valid:\n            total += item.price\n        else:\n            log(item)\n    tax = total * 0.2\n    total += tax\n    report(total)\n    return total\n";
+
+    #[test]
+    fn every_common_phrasing_of_kept_code_in_replace_is_refused() {
+        for placeholder in [
+            "// ...",
+            "/* ... */",
+            "// rest of the function remains the same",
+            "// existing code",
+            "// unchanged code",
+            "// same as before",
+            "// previous code",
+            "// code omitted for brevity",
+            "# ... rest of the code ...",
+            "# rest of method unchanged",
+            "# unchanged",
+            "// the rest stays the same",
+            "// keep the rest",
+            "// Keep existing implementation",
+            "// remaining implementation",
+            "// existing logic",
+            "// original code here",
+            "// other code",
+            "// omitted",
+            "// snip",
+            "// [...]",
+            "// {...}",
+            "// etc.",
+            "# keep the rest",
+            "# remaining code",
+            "# same as above",
+        ] {
+            let replace = format!("def compute(items):\n    {placeholder}\n    return total\n");
+            let e = run(Some(COMPUTE), &block(COMPUTE, &replace));
+            assert_eq!(kind(&e), "placeholder", "{placeholder}");
+            assert!(e.content.is_none(), "{placeholder}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_that_deletes_nothing_but_misplaces_new_code_is_refused() {
+        let file = "def f():\n    a = 1\n    return a\n";
+        let payload = block(
+            "def f():\n",
+            "def f():\n    # ... existing code ...\n    log(\"end\")\n",
+        );
+        let e = run(Some(file), &payload);
+        assert_eq!(kind(&e), "placeholder");
+        assert!(e.content.is_none());
+        let error = e.report.error.unwrap();
+        assert!(
+            error
+                .message
+                .contains("REPLACE line 2 `# ... existing code ...`"),
+            "{}",
+            error.message
+        );
+        let hint = error.hint.unwrap_or_default();
+        assert!(hint.contains("anchor"), "{hint}");
+        let file = "impl fmt::Display for X {\n    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {\n        write!(f, \"x\")\n    }\n}\n";
+        let payload = block(
+            "    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {\n",
+            "    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {\n        // ... existing code ...\n        trace!(\"fmt\");\n    }\n",
+        );
+        assert_eq!(kind(&run(Some(file), &payload)), "placeholder");
+    }
+
+    #[test]
+    fn a_placeholder_line_search_also_holds_is_kept_as_is() {
+        // The file really has the line: SEARCH holds it verbatim.
+        let file = "def f():\n    # ... existing code ...\n    return a\n";
+        let payload = block(
+            "def f():\n    # ... existing code ...\n",
+            "def f():\n    # ... existing code ...\n    log(\"end\")\n",
+        );
+        let e = run(Some(file), &payload);
+        assert_eq!(e.report.outcome, Outcome::Ok, "{:?}", e.report.error);
+        assert_eq!(
+            e.content.as_deref(),
+            Some(&b"def f():\n    # ... existing code ...\n    log(\"end\")\n    return a\n"[..])
+        );
+        // Aider's form: the same placeholder at the same place on both sides.
+        let file = "def f():\n    a = 1\n    b = 2\n    return a\n";
+        let payload = block(
+            "def f():\n    # ... existing code ...\n    return a\n",
+            "def f():\n    # ... existing code ...\n    log(\"end\")\n    return a\n",
+        );
+        let e = run(Some(file), &payload);
+        assert_eq!(e.report.outcome, Outcome::Ok, "{:?}", e.report.error);
+        assert_eq!(
+            e.content.as_deref(),
+            Some(&b"def f():\n    a = 1\n    b = 2\n    log(\"end\")\n    return a\n"[..])
+        );
     }
 
     #[test]

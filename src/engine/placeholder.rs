@@ -11,25 +11,137 @@ use similar::{Algorithm, DiffOp, capture_diff_slices};
 
 use super::tolerant::is_blank;
 
-/// Words that make a short comment a placeholder rather than a remark.
-const PHRASES: &[&str] = &[
-    "existing code",
-    "rest unchanged",
-    "rest of the",
-    "rest of code",
+/// Comment leaders and closers, longest first.
+const LEADERS: &[&str] = &["<!--", "{/*", "//", "/*", "--", "#", ";"];
+const CLOSERS: &[&str] = &["*/}", "-->", "*/"];
+
+/// Words that by themselves say code was kept or left out (`// omitted`,
+/// `# keep the rest`, `// etc.`).
+const KEPT: &[&str] = &[
+    "abbreviated",
+    "brevity",
+    "elided",
+    "etc",
+    "existing",
+    "keep",
+    "kept",
+    "omit",
+    "omitted",
+    "remainder",
+    "remaining",
+    "rest",
+    "same",
+    "skipped",
+    "snip",
+    "snipped",
+    "truncated",
+    "unaltered",
     "unchanged",
-    "remains the same",
-    "remain the same",
-    "same as before",
-    "code omitted",
-    "omitted for brevity",
-    "previous code",
-    "other methods",
+    "unmodified",
+    "untouched",
 ];
 
-/// Comment leaders and closers, longest first.
-const LEADERS: &[&str] = &["<!--", "//", "/*", "--", "#"];
-const CLOSERS: &[&str] = &["-->", "*/"];
+/// Words that say it only of code in general: `// other code` and `// original
+/// code here` are placeholders, `// other cases` and `// Other methods` are a
+/// match arm's or a section's heading.
+const VAGUE: &[&str] = &[
+    "additional",
+    "more",
+    "old",
+    "original",
+    "other",
+    "previous",
+    "prior",
+];
+const GENERAL: &[&str] = &["code", "functionality", "implementation", "logic", "stuff"];
+
+/// What a placeholder may name as left out (`# rest of method unchanged`).
+const THINGS: &[&str] = &[
+    "attribute",
+    "block",
+    "body",
+    "change",
+    "class",
+    "column",
+    "component",
+    "config",
+    "content",
+    "definition",
+    "element",
+    "field",
+    "file",
+    "function",
+    "handler",
+    "helper",
+    "import",
+    "item",
+    "line",
+    "member",
+    "method",
+    "module",
+    "option",
+    "page",
+    "part",
+    "prop",
+    "property",
+    "row",
+    "rule",
+    "section",
+    "setting",
+    "statement",
+    "style",
+    "template",
+    "test",
+];
+
+/// The words that join the others. A word outside all these lists (`buffer`,
+/// `aligned`, `loop`) makes the comment a remark.
+const GLUE: &[&str] = &[
+    "a",
+    "above",
+    "all",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "before",
+    "below",
+    "earlier",
+    "else",
+    "everything",
+    "for",
+    "go",
+    "goes",
+    "here",
+    "in",
+    "is",
+    "it",
+    "its",
+    "no",
+    "not",
+    "of",
+    "previously",
+    "remain",
+    "remains",
+    "shown",
+    "stay",
+    "stays",
+    "that",
+    "the",
+    "these",
+    "this",
+    "those",
+    "to",
+    "was",
+    "were",
+    "with",
+];
+
+/// The most words a placeholder comment has; longer ones say something.
+const MAX_WORDS: usize = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -50,15 +162,56 @@ pub fn kind(line: &str) -> Option<Kind> {
     if is_ellipsis(t) {
         return Some(Kind::Bare);
     }
+    placeholder_comment(comment_body(t)?).then_some(Kind::Comment)
+}
+
+/// The text of a line that is only a comment, without its leader and closer.
+fn comment_body(t: &str) -> Option<&str> {
     let leader = LEADERS.iter().find(|l| t.starts_with(*l))?;
-    let mut body = t[leader.len()..].trim();
-    if let Some(c) = CLOSERS.iter().find(|c| body.ends_with(*c)) {
-        body = body[..body.len() - c.len()].trim();
+    let body = t[leader.len()..].trim();
+    let body = CLOSERS
+        .iter()
+        .find_map(|c| body.strip_suffix(c))
+        .unwrap_or(body);
+    Some(body.trim())
+}
+
+/// A comment body that stands for code: an ellipsis alone (`...`, `[...]`), a
+/// short phrase between ellipses (`... validation ...`), or a short phrase made
+/// only of words that say code is kept or left out. A remark in a sentence of its
+/// own (`keep the rest of the buffer aligned`) is none.
+fn placeholder_comment(body: &str) -> bool {
+    let words: Vec<String> = body
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    if words.len() > MAX_WORDS {
+        return false;
     }
-    let words = body.trim_matches(['.', '…', ' ']).to_lowercase();
-    let elided = body.starts_with("...") || body.starts_with('…') || body.ends_with("...");
-    let said = PHRASES.iter().any(|p| words.contains(p)) && words.split_whitespace().count() <= 8;
-    (elided && words.split_whitespace().count() <= 8 || said).then_some(Kind::Comment)
+    let bare = body.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '…');
+    let elided = |end: &str| end.starts_with("...") || end.starts_with('…');
+    let reversed: String = bare.chars().rev().collect();
+    if words.is_empty() || elided(bare) && elided(&reversed) {
+        return bare.contains("...") || bare.contains('…');
+    }
+    says_kept(&words)
+}
+
+/// Every word is one a placeholder says, and one says that code is kept or left out.
+fn says_kept(words: &[String]) -> bool {
+    let is = |list: &[&str], w: &str| {
+        let singular = [w.strip_suffix("es"), w.strip_suffix('s')];
+        list.contains(&w) || singular.iter().flatten().any(|s| list.contains(s))
+    };
+    let known = |w: &String| {
+        w.chars().all(|c| c.is_ascii_digit())
+            || [KEPT, VAGUE, GENERAL, THINGS, GLUE]
+                .iter()
+                .any(|list| is(list, w))
+    };
+    let vague = words.iter().any(|w| is(VAGUE, w)) && words.iter().any(|w| is(GENERAL, w));
+    words.iter().all(known) && (vague || words.iter().any(|w| is(KEPT, w)))
 }
 
 /// A REPLACE placeholder that would delete SEARCH lines.
@@ -109,6 +262,59 @@ pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
         }
     }
     None
+}
+
+/// A REPLACE placeholder, one SEARCH lacks, that deletes nothing but stands
+/// for code beyond SEARCH's first or last line while new lines lie further out
+/// than it: applied, those lines would land next to SEARCH, on the near side of
+/// the code they were meant to follow (or precede), and the placeholder would
+/// be written into the file.
+pub struct Misplaced {
+    /// 0-based line of REPLACE.
+    pub line: usize,
+    /// Whether the misplaced lines follow the placeholder (it stands for code
+    /// after SEARCH) rather than precede it (code before SEARCH).
+    pub after: bool,
+}
+
+/// The first placeholder of REPLACE that misplaces new lines. A placeholder
+/// alone, or with the new lines on SEARCH's side of it, moves nothing: it only
+/// stays in the file as a comment, as an added comment does.
+pub fn misplaced(search: &[&str], replace: &[&str]) -> Option<Misplaced> {
+    if !replace.iter().any(|l| kind(l).is_some()) {
+        return None;
+    }
+    let s: Vec<&str> = search.iter().map(|l| l.trim()).collect();
+    let r: Vec<&str> = replace.iter().map(|l| l.trim()).collect();
+    // Which REPLACE lines are SEARCH's own, kept where they were.
+    let mut kept = vec![false; r.len()];
+    for op in capture_diff_slices(Algorithm::Myers, &s, &r) {
+        if let DiffOp::Equal { new_index, len, .. } = op {
+            kept[new_index..new_index + len].fill(true);
+        }
+    }
+    let new = |i: usize| !kept[i] && !is_blank(replace[i]) && kind(replace[i]).is_none();
+    (0..r.len()).find_map(|p| {
+        let mark = kind(replace[p]).filter(|_| !s.contains(&r[p]))?;
+        let after = !kept[p + 1..].contains(&true) && (p + 1..r.len()).any(new);
+        let before = !kept[..p].contains(&true) && (0..p).any(new);
+        let ok = match mark {
+            Kind::Comment => after || before,
+            Kind::Bare => (after || before) && !stub(replace, p),
+        };
+        ok.then_some(Misplaced { line: p, after })
+    })
+}
+
+/// Whether the bare `...` at `p` is Python's stub body (`def g(): ...` over two
+/// lines): the next line of code is indented less. One as deep or deeper is
+/// code after it in the same block, which a stub never has.
+fn stub(lines: &[&str], p: usize) -> bool {
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    lines[p + 1..]
+        .iter()
+        .find(|l| !is_blank(l))
+        .is_none_or(|l| indent(l) < indent(lines[p]))
 }
 
 /// Aider's safe elision: SEARCH and REPLACE hold the same placeholder lines in the
@@ -197,6 +403,117 @@ mod tests {
             "..",
         ] {
             assert!(kind(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn short_comments_that_say_code_is_kept_are_placeholders() {
+        for line in [
+            "// the rest stays the same",
+            "// keep the rest",
+            "    // Keep existing implementation",
+            "// remaining implementation",
+            "// existing logic",
+            "// original code here",
+            "// other code",
+            "// omitted",
+            "// snip",
+            "// [...]",
+            "// {...}",
+            "// etc.",
+            "# keep the rest",
+            "# remaining code",
+            "# same as above",
+            "; ... rest unchanged",
+            "{/* ... existing code ... */}",
+            "<!-- rest of the page -->",
+            "-- (remaining columns unchanged)",
+            "// ... 40 more lines ...",
+        ] {
+            assert_eq!(kind(line), Some(Kind::Comment), "{line}");
+        }
+    }
+
+    #[test]
+    fn real_comments_are_not_placeholders() {
+        for line in [
+            "// keep the rest of the buffer aligned to 8 bytes",
+            "// other cases",
+            "    // Other methods",
+            "# ... more to come",
+            "// This holds the lock...",
+            "// ...until the writer is done.",
+            "# same value as the timeout above",
+            "// REST API",
+            "// ----",
+            "#include <stdio.h>",
+            ";(function () {})()",
+        ] {
+            assert_eq!(kind(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_with_new_lines_beyond_it_misplaces_them() {
+        // After SEARCH: the new lines were meant after the kept code.
+        let search = ["def f():"];
+        let replace = [
+            "def f():",
+            "    # ... existing code ...",
+            "    log(\"end\")",
+        ];
+        let m = misplaced(&search, &replace).unwrap();
+        assert_eq!((m.line, m.after), (1, true));
+        // Before SEARCH: the new lines were meant before the kept code.
+        let search = ["    return a"];
+        let replace = ["    log(a)", "    # ... existing code ...", "    return a"];
+        let m = misplaced(&search, &replace).unwrap();
+        assert_eq!((m.line, m.after), (1, false));
+        // A bare `...` that new lines follow in its own block is no Python stub.
+        let search = ["fn fmt(&self) {"];
+        let replace = ["fn fmt(&self) {", "    ...", "    trace!();", "}"];
+        assert_eq!(misplaced(&search, &replace).map(|m| m.line), Some(1));
+    }
+
+    #[test]
+    fn placeholders_that_move_no_new_line_are_not_misplaced() {
+        // A lone added comment, new code on SEARCH's side of it, or the same
+        // line in SEARCH: nothing lands elsewhere than meant.
+        let none = [
+            (
+                vec!["def f():"],
+                vec!["def f():", "    # ... existing code ..."],
+            ),
+            (
+                vec!["def f():"],
+                vec!["def f():", "    init()", "    # ... existing code ..."],
+            ),
+            (
+                vec!["    return a"],
+                vec!["    # ... existing code ...", "    log(a)", "    return a"],
+            ),
+            (
+                vec!["a", "# ... existing code ...", "c"],
+                vec!["a", "# ... existing code ...", "c", "d"],
+            ),
+            (
+                vec!["# ... existing code ...", "c"],
+                vec!["c", "# ... existing code ...", "d"],
+            ),
+            // A Python stub: `...` is the body of the new method.
+            (
+                vec!["class A:"],
+                vec![
+                    "class A:",
+                    "    def g(self):",
+                    "        ...",
+                    "    def h(self):",
+                    "        return 1",
+                ],
+            ),
+        ];
+        for (search, replace) in none {
+            assert!(misplaced(&search, &replace).is_none(), "{replace:?}");
         }
     }
 
