@@ -1761,3 +1761,23 @@ fn a_regex_insertion_sent_again_is_already_applied() {
         warnings(&r)
     );
 }
+
+/// A REPLACE found inside SEARCH's closest region, which still holds a line
+/// REPLACE drops, is no replay, and the report shows that region itself, not
+/// the best one beside it.
+#[test]
+fn a_failed_replay_reports_searchs_closest_region_even_where_replace_stands() {
+    let file = "fn main() {\n    setup_logging();\n    let cfg = load_config(\"app.toml\");\n    run(cfg);\n}\n";
+    let payload = block(
+        "    setup_logging();\n    let cfg = load_config(\"app.yaml\");\n",
+        "    let cfg = load_config(\"app.toml\");\n",
+    );
+    let error = refused(file, &payload, "not_found");
+    let closest = error.closest.expect("a closest region");
+    assert_eq!(
+        (closest.start_line, closest.end_line),
+        (2, 3),
+        "{}",
+        error.hint.unwrap_or_default()
+    );
+}

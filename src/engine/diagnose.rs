@@ -165,19 +165,33 @@ pub fn replay_misplaced(
         );
         return Some(d);
     }
-    let other = closest_window(doc, search, scope, Some(&at))?;
+    let other = closest_window(doc, search, scope.clone(), Some(&at))?;
     if other.score < here.score {
         return None;
     }
-    let mut d = at_region(doc, search, other.start, other.len);
-    d.hint = format!(
-        "REPLACE's text is at file lines {}-{}, but SEARCH's closest region is lines {}-{}, so the edit was not made there: {}",
-        at.start + 1,
-        at.end,
-        other.start + 1,
-        other.start + other.len,
-        d.hint
-    );
+    // The report shows SEARCH's closest region itself, which may take in
+    // REPLACE's place and more (SEARCH's line that REPLACE drops still there).
+    let best = closest_window(doc, search, scope, None)
+        .filter(|w| w.score > other.score)
+        .unwrap_or(other);
+    let mut d = at_region(doc, search, best.start, best.len);
+    let region = best.start..best.start + best.len;
+    let (first, last) = (region.start + 1, region.end);
+    d.hint = if region.start < at.end && at.start < region.end {
+        format!(
+            "REPLACE's text is at file lines {}-{}, within SEARCH's closest region (lines {first}-{last}), but that region does not read as REPLACE, so the edit was not made: {}",
+            at.start + 1,
+            at.end,
+            d.hint
+        )
+    } else {
+        format!(
+            "REPLACE's text is at file lines {}-{}, but SEARCH's closest region is lines {first}-{last}, so the edit was not made there: {}",
+            at.start + 1,
+            at.end,
+            d.hint
+        )
+    };
     Some(d)
 }
 
