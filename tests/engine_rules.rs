@@ -1781,3 +1781,24 @@ fn a_failed_replay_reports_searchs_closest_region_even_where_replace_stands() {
         error.hint.unwrap_or_default()
     );
 }
+
+/// An operation on every place (`all`) sent again is a replay: each place of
+/// REPLACE is where SEARCH was, and the others are no rival region.
+#[test]
+fn an_operation_on_every_place_sent_again_is_already_applied() {
+    let payload = r#"{"search": "(x[0])", "replace": "(x[0].clone())", "all": true}"#;
+    let first = run("a(x[0]);\nb(x[0]);\n", payload);
+    assert_eq!(text(&first), "a(x[0].clone());\nb(x[0].clone());\n");
+    let again = run(text(&first), payload);
+    assert_eq!(
+        again.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        again.report.error
+    );
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+    assert!(!again.written);
+}

@@ -63,7 +63,7 @@ pub fn not_found(doc: &Doc, search: &[&str], scope: Range<usize>) -> Diagnosis {
             hint: hint.into(),
         };
     }
-    let Some(window) = closest_window(doc, search, scope, None) else {
+    let Some(window) = closest_window(doc, search, scope, &[]) else {
         return Diagnosis {
             closest: None,
             hint: "no line of SEARCH resembles any line of the file; read the file again and copy the lines to change exactly".into(),
@@ -152,7 +152,7 @@ pub fn replay_misplaced(
     doc: &Doc,
     search: &[&str],
     (scope, lines): (Range<usize>, bool),
-    at: Range<usize>,
+    (at, copies): (Range<usize>, &[Range<usize>]),
 ) -> Option<Diagnosis> {
     let here = measure(doc, search, at.start, at.len());
     if lines && scope.len() > at.len() && here.chars < REPLAY_RESEMBLANCE {
@@ -165,13 +165,16 @@ pub fn replay_misplaced(
         );
         return Some(d);
     }
-    let other = closest_window(doc, search, scope.clone(), Some(&at))?;
+    // Another place of REPLACE (an operation on `all` places) is no other region.
+    let mut avoid = vec![at.clone()];
+    avoid.extend(copies.iter().cloned());
+    let other = closest_window(doc, search, scope.clone(), &avoid)?;
     if other.score < here.score {
         return None;
     }
     // The report shows SEARCH's closest region itself, which may take in
     // REPLACE's place and more (SEARCH's line that REPLACE drops still there).
-    let best = closest_window(doc, search, scope, None)
+    let best = closest_window(doc, search, scope, &[])
         .filter(|w| w.score > other.score)
         .unwrap_or(other);
     let mut d = at_region(doc, search, best.start, best.len);
@@ -200,11 +203,11 @@ fn closest_window(
     doc: &Doc,
     search: &[&str],
     scope: Range<usize>,
-    avoid: Option<&Range<usize>>,
+    avoid: &[Range<usize>],
 ) -> Option<Window> {
     let keys: Vec<u64> = search.iter().map(|l| key(l)).collect();
     let m = search.len();
-    let clear = |s: &usize| avoid.is_none_or(|a| s + m <= a.start || *s >= a.end);
+    let clear = |s: &usize| avoid.iter().all(|a| s + m <= a.start || *s >= a.end);
     let mut starts = votes(doc, search, &keys, &scope, &clear);
     if starts.is_empty() {
         starts = by_bigrams(doc, search, &scope, &clear);

@@ -1318,7 +1318,7 @@ impl Transaction<'_, '_> {
                 &self.doc,
                 search,
                 (scope.clone(), true),
-                one[0] - 1..one[1],
+                (one[0] - 1..one[1], &[]),
             )
         {
             return Some(Err(Failure {
@@ -1415,9 +1415,11 @@ impl Transaction<'_, '_> {
             let again = text::literal(&bytes, replace.as_bytes(), b"", scope);
             let ranges = text::line_ranges(&bytes, &again);
             let search = text_lines(&op.search);
+            let copies: Vec<Range<usize>> = ranges.iter().map(|r| r[0] - 1..r[1]).collect();
             let elsewhere = |r: &[usize; 2]| {
                 let scope = (self.line_scope(op), false);
-                diagnose::replay_misplaced(&self.doc, &search, scope, r[0] - 1..r[1]).is_some()
+                let at = (r[0] - 1..r[1], &copies[..]);
+                diagnose::replay_misplaced(&self.doc, &search, scope, at).is_some()
             };
             let near = |h: &Hit| {
                 let (line, at) = text::lines_around(&bytes, &h.span);
