@@ -983,3 +983,31 @@ fn an_undo_of_a_file_already_put_back_outside_editfs_succeeds_without_force() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(out(&o).contains("outside_changes"), "{}", out(&o));
 }
+
+/// A transaction that left a file as it was (SEARCH equal to REPLACE, an edit
+/// already applied) is no change to undo: `undo PATH` takes the latest one that
+/// changed it, `--to` that one says so, and `--tx` of it too.
+#[test]
+fn undo_passes_over_transactions_that_left_the_file_as_it_was() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let file = p.path().join("b.txt");
+    let edit = "<<<<<<< SEARCH\nbee\n=======\nBEE\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", file.to_str().unwrap(), "-"], edit, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let again = editfs(&["apply", file.to_str().unwrap(), "-"], edit, p.path());
+    assert!(out(&again).contains("already applied"), "{}", out(&again));
+    let o = editfs(&["undo", root, "--to", "2", "b.txt"], "", p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        out(&o).contains("transaction 2 left b.txt as it was"),
+        "{}",
+        out(&o)
+    );
+    let o = editfs(&["undo", root, "--tx", "2"], "", p.path());
+    assert!(out(&o).contains("left every file as it was"), "{}", out(&o));
+    let o = editfs(&["undo", root, "b.txt"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(out(&o).contains("before transaction 1"), "{}", out(&o));
+    assert_eq!(fs::read_to_string(&file).unwrap(), "bee\n");
+}

@@ -102,6 +102,24 @@ pub struct FileEntry {
     pub access: Option<Access>,
 }
 
+impl FileEntry {
+    /// Whether the transaction changed this file: a no-op on it (SEARCH equal
+    /// to REPLACE, an edit already applied) left it as it was, its diff empty,
+    /// and kept no version of it, so there is nothing of it to undo. A write
+    /// whose result is unknown, or whose hash before differs from after,
+    /// counts as a change whatever its line counts (a binary file's).
+    pub fn touched(&self) -> bool {
+        self.created
+            || self.removed
+            || self.lines_added + self.lines_removed > 0
+            || self.sha256.is_none()
+            || self
+                .before
+                .as_ref()
+                .is_some_and(|b| Some(b) != self.sha256.as_ref())
+    }
+}
+
 /// A file's permission bits and owner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
-use crate::store::logline::{Kind, LogEntry};
+use crate::store::logline::{FileEntry, Kind, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
 use crate::store::{Change, Lock, Removal, Store, StoreError, io_err};
@@ -292,9 +292,16 @@ fn plan_tx(
             "editfs show SOURCE TXID shows what it changed",
         ));
     }
-    entry
-        .files
-        .iter()
+    let touched: Vec<_> = entry.files.iter().filter(|f| f.touched()).collect();
+    if touched.is_empty() {
+        return Err(refuse(
+            ErrorKind::NotFound,
+            format!("transaction {n} left every file as it was: there is nothing to undo"),
+            "editfs history lists the transactions that changed files",
+        ));
+    }
+    touched
+        .into_iter()
         .map(|f| plan_file(objects, entries, at, &f.file, Some(n), force))
         .collect()
 }
@@ -340,17 +347,24 @@ fn plan_file(
     })?;
     let on_rel: Vec<&LogEntry> = entries
         .iter()
-        .filter(|e| e.changed() && e.file(rel).is_some())
+        .filter(|e| e.changed() && e.file(rel).is_some_and(FileEntry::touched))
         .collect();
     let to = match to {
         Some(n) => {
-            recorded(entries, n)?.file(rel).ok_or_else(|| {
+            let f = recorded(entries, n)?.file(rel).ok_or_else(|| {
                 refuse(
                     ErrorKind::NotFound,
                     format!("transaction {n} did not change {rel}"),
                     "editfs history PATH lists the transactions on one file",
                 )
             })?;
+            if !f.touched() {
+                return Err(refuse(
+                    ErrorKind::NotFound,
+                    format!("transaction {n} left {rel} as it was: there is nothing of it to undo"),
+                    "editfs history PATH lists the transactions on one file (a change shows lines added or removed)",
+                ));
+            }
             n
         }
         None => on_rel.last().map(|e| e.tx).ok_or_else(|| {
