@@ -1802,3 +1802,20 @@ fn an_operation_on_every_place_sent_again_is_already_applied() {
     );
     assert!(!again.written);
 }
+
+/// A `*** Begin Patch` hunk sent again, whose lines are now only in a later
+/// copy below its `@@` line, never edits that copy: REPLACE stands at the
+/// `@@` line's block already.
+#[test]
+fn a_patch_hunk_sent_again_never_edits_the_next_copy_below_its_at_at_line() {
+    let file = "class A:\n    def run(self):\n        self.start()\n        return 1\n\n\nclass B:\n    def run(self):\n        self.start()\n        return 1\n";
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@ class A:\n         self.start()\n-        return 1\n+        return 2\n*** End Patch\n";
+    let first = run(file, patch);
+    assert_eq!(text(&first), file.replacen("return 1", "return 2", 1));
+    let error = refused(text(&first), patch, "ambiguous");
+    assert!(
+        error.message.contains("the file at line 3, nearer it"),
+        "{}",
+        error.message
+    );
+}

@@ -896,11 +896,13 @@ impl Transaction<'_, '_> {
     /// hunk already applied below it reads as a replay. The whole file when
     /// there is no such line in it (the hunk is then placed by its lines alone).
     fn after_anchor(&self, op: &Operation) -> Range<usize> {
-        let first = op.anchor.as_deref().and_then(|anchor| {
-            let anchor = anchor.trim().as_bytes();
-            (0..self.doc.len()).find(|&i| self.doc.line(i).trim_ascii() == anchor)
-        });
-        first.unwrap_or(0)..self.doc.len()
+        self.anchor_line(op).unwrap_or(0)..self.doc.len()
+    }
+
+    /// The file's first line (0-based) of the text of a hunk's `@@` line.
+    fn anchor_line(&self, op: &Operation) -> Option<usize> {
+        let anchor = op.anchor.as_deref()?.trim().as_bytes();
+        (0..self.doc.len()).find(|&i| self.doc.line(i).trim_ascii() == anchor)
     }
 
     /// A `not_found` failure of a hunk whose lines are in the file only above
@@ -1073,7 +1075,11 @@ impl Transaction<'_, '_> {
         at: usize,
         scope: Range<usize>,
     ) -> Option<Failure> {
-        let hint = op.near.filter(|_| !op.all && op.expected.is_none())?;
+        // A hunk's `@@` line says where it lies as a line number would.
+        let hint = op
+            .near
+            .or_else(|| self.anchor_line(op).map(|a| a + 1))
+            .filter(|_| !op.all && op.expected.is_none())?;
         if at == hint || !replay::adds_a_line(search, replace) {
             return None;
         }
@@ -1087,10 +1093,10 @@ impl Transaction<'_, '_> {
             Failure::new(
                 ErrorKind::Ambiguous,
                 format!(
-                    "SEARCH is at line {at}, away from the operation's line {hint}, and the file at line {nearest}, nearer it, already reads as REPLACE"
+                    "SEARCH is at line {at}, away from line {hint} where the operation is placed (by its line number, or by its hunk's @@ line), and the file at line {nearest}, nearer it, already reads as REPLACE"
                 ),
                 format!(
-                    "if the edit was meant for line {nearest}, it is already made there: nothing is left to do; to change line {at} too, send it with that line number, or without one"
+                    "if the edit was meant for line {nearest}, it is already made there: nothing is left to do; to change line {at} too, send it placed there (a line number, or an @@ line naming its block), or without a place"
                 ),
             )
         })
