@@ -108,15 +108,17 @@ fn line_numbers_count_in_the_file_as_read_before_the_transaction() {
     let hint20 = hinted.replace(":start_line:30", ":start_line:21");
     let r = run(&file, &format!("{below}{hint20}"));
     assert_eq!(text(&r).lines().nth(19), Some("second"));
-    // A hint into lines an earlier block replaced says so.
+    // A hint into lines an earlier block replaced, whose SEARCH is no longer
+    // there but only in another copy, fails naming that block.
     let rewrite = block("x19\nretry\nx21\n", "x19\nnow\nthree\nlines\nx21\n");
     let hinted20 = hinted.replace(":start_line:30", ":start_line:20");
-    let r = run(&file, &format!("{rewrite}{hinted20}"));
+    let error = refused(&file, &format!("{rewrite}{hinted20}"), "not_found");
     assert!(
-        warnings(&r)
-            .contains("`:start_line:20` points into lines an operation before it replaced (19-21"),
+        error
+            .message
+            .contains("`:start_line:20` points into lines operation 1 replaced"),
         "{}",
-        warnings(&r)
+        error.message
     );
     // A JSON scope is moved alike.
     let json = r#"[{"search": "\nx5\n", "replace": "\nx5\na\nb\n"}, {"search": "retry", "replace": "second", "start_line": 29, "end_line": 31}]"#;
@@ -1818,4 +1820,33 @@ fn a_patch_hunk_sent_again_never_edits_the_next_copy_below_its_at_at_line() {
         "{}",
         error.message
     );
+}
+
+/// A `:start_line:` pointing into lines an earlier block replaced is taken
+/// where those lines now begin; a SEARCH found only outside what that block
+/// made of them is another copy, and the operation fails naming the block.
+#[test]
+fn a_start_line_into_lines_an_earlier_block_replaced_never_edits_another_copy() {
+    let file = "services:\n  - name: api\n    image: app:1.0\n    replicas: 2\n  - name: worker\n    image: app:1.0\n    replicas: 2\n";
+    let first = block(
+        "  - name: api\n    image: app:1.0\n",
+        "  - name: api\n    image: app:2.0\n",
+    );
+    let second = "<<<<<<< SEARCH\n:start_line:3\n-------\n    image: app:1.0\n    replicas: 2\n=======\n    image: app:1.0\n    replicas: 4\n>>>>>>> REPLACE\n";
+    let error = refused(file, &format!("{first}{second}"), "not_found");
+    assert!(
+        error.message.contains("operation 1 replaced"),
+        "{}",
+        error.message
+    );
+    assert!(error.hint.unwrap_or_default().contains("operation #1"));
+    // Within what the earlier block made of them, the line is still there.
+    let r = run(
+        "a\nb\nc\nd\n",
+        &format!(
+            "{}<<<<<<< SEARCH\n:start_line:3\n-------\nc\n=======\nC\n>>>>>>> REPLACE\n",
+            block("b\nc\n", "B\nc\n")
+        ),
+    );
+    assert_eq!(text(&r), "a\nB\nC\nd\n");
 }

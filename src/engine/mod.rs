@@ -469,6 +469,15 @@ struct Transaction<'a, 'o> {
     moved: Vec<Moved>,
 }
 
+/// A `:start_line:` that pointed into lines an earlier operation replaced.
+struct Replaced {
+    hint: usize,
+    by: usize,
+    /// What that operation made of those lines, where they lie now.
+    now: Range<usize>,
+    warning: String,
+}
+
 /// Lines an applied operation added or removed: `first..=last` (1-based,
 /// counted before it ran) became `delta` lines more (or fewer).
 #[derive(Clone, Copy)]
@@ -476,6 +485,8 @@ struct Moved {
     first: usize,
     last: usize,
     delta: isize,
+    /// The operation (from 1) that replaced the lines.
+    by: usize,
 }
 
 impl Transaction<'_, '_> {
@@ -498,6 +509,17 @@ impl Transaction<'_, '_> {
                     self.edit(&op)
                 }
             });
+        let result = match (result, &replaced) {
+            (
+                Ok(Done {
+                    outcome: OpOutcome::Applied,
+                    lines: Some(at),
+                    ..
+                }),
+                Some(r),
+            ) if let Some(f) = Self::outside_replaced(r, at) => Err(f),
+            (result, _) => result,
+        };
         if let Ok(Done {
             outcome: OpOutcome::Applied,
             lines: Some([first, last]),
@@ -506,12 +528,20 @@ impl Transaction<'_, '_> {
         {
             let delta = self.doc.len() as isize - lines_before as isize;
             let (first, last) = (*first, *last);
-            self.moved.push(Moved { first, last, delta });
+            self.moved.push(Moved {
+                first,
+                last,
+                delta,
+                by: index,
+            });
         }
         match result {
             Ok(mut d) => {
-                d.warnings
-                    .extend(replaced.or_else(|| moved_note(read, &op)));
+                d.warnings.extend(
+                    replaced
+                        .map(|r| r.warning)
+                        .or_else(|| moved_note(read, &op)),
+                );
                 OpReport {
                     index,
                     outcome: d.outcome,
@@ -600,12 +630,12 @@ impl Transaction<'_, '_> {
     /// Where `line`, counted before the transaction, lies now; and the lines
     /// (counted then) an operation before replaced, if it lay in them: it is
     /// then taken where they began.
-    fn line_now(&self, line: usize) -> (usize, Option<(usize, usize)>) {
+    fn line_now(&self, line: usize) -> (usize, Option<Moved>) {
         let mut replaced = None;
         let now = self.moved.iter().fold(line, |l, m| match l {
             l if l > m.last => l.saturating_add_signed(m.delta).max(1),
             l if l >= m.first => {
-                replaced.get_or_insert((m.first, m.last));
+                replaced.get_or_insert(*m);
                 m.first
             }
             l => l,
@@ -616,15 +646,50 @@ impl Transaction<'_, '_> {
     /// Warns when a `:start_line:` hint points into lines an earlier operation
     /// of the payload replaced: the line the agent meant is gone, and the
     /// match nearest where they began was taken.
-    fn hint_replaced(&self, read: &Operation) -> Option<String> {
+    fn hint_replaced(&self, read: &Operation) -> Option<Replaced> {
         let hint = read.near.filter(|_| read.patched.is_empty())?;
-        let (now, (first, last)) = match self.line_now(hint) {
-            (now, Some(span)) => (now, span),
+        let (now, m) = match self.line_now(hint) {
+            (now, Some(m)) => (now, m),
             (_, None) => return None,
         };
-        Some(format!(
-            "`:start_line:{hint}` points into lines an operation before it replaced ({first}-{last} as they were then): taken as line {now}, where they begin"
-        ))
+        let (first, last) = (m.first, m.last);
+        let warning = format!(
+            "`:start_line:{hint}` points into lines operation {} replaced ({first}-{last} as they were then): taken as line {now}, where they begin",
+            m.by
+        );
+        let len = (last - first + 1).saturating_add_signed(m.delta);
+        Some(Replaced {
+            hint,
+            by: m.by,
+            now: now..now + len,
+            warning,
+        })
+    }
+
+    /// Fails an operation whose `:start_line:` pointed into lines an earlier
+    /// operation replaced (`replaced`) but which matched outside what that
+    /// operation made of them (lines `at`): the line it meant is gone, and the
+    /// match it found is another copy, not its own.
+    fn outside_replaced(replaced: &Replaced, at: [usize; 2]) -> Option<Failure> {
+        let r = &replaced.now;
+        if at[0] < r.end && at[1] >= r.start {
+            return None;
+        }
+        // The hint comes from `note_earlier_changes`, which names how the
+        // block reads against the file before that operation.
+        Some(Failure {
+            kind: ErrorKind::NotFound,
+            message: format!(
+                "`:start_line:{}` points into lines operation {} replaced; SEARCH is not in what it made of them (lines {}-{} now) but at line {}, another place",
+                replaced.hint,
+                replaced.by,
+                r.start,
+                r.end.saturating_sub(1).max(r.start),
+                at[0]
+            ),
+            hint: None,
+            closest: None,
+        })
     }
 
     /// Fails once an earlier operation removed the file: nothing is left to edit.
