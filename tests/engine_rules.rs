@@ -1235,6 +1235,14 @@ fn a_line_fragment_found_once_is_replaced_as_text() {
         "    return write!(f, \"space\");\n",
     );
     refused("    return write!(f, \"' '\");\n", &cut, "not_found");
+    // Nor one whose first line lost its start while REPLACE rewrote whole,
+    // indented lines: the old start would stay before the new line.
+    let file = "def f(a, b):\n    result = compute(a, b)\n    return result\n";
+    let cut = block(
+        "= compute(a, b)\n    return result\n",
+        "    value = compute(a, b) * 2\n    return value\n",
+    );
+    refused(file, &cut, "not_found");
     // An insertion inside a line does not close it, and stays a fragment edit.
     let r = run("x = foo(baz)\n", &block("foo(\n", "foo(bar, \n"));
     assert_eq!(text(&r), "x = foo(bar, baz)\n");

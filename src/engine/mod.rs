@@ -1348,6 +1348,7 @@ impl Transaction<'_, '_> {
         };
         if text::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes())
             || text::completes_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
+            || text::starts_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
         {
             return None;
         }

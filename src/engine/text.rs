@@ -115,6 +115,18 @@ pub fn completes_a_cut_line(
         && whole.last() == after.last()
 }
 
+/// Whether SEARCH lost the start of its first line: the fragment starts inside
+/// a line, and REPLACE's first line is indented where SEARCH's is not (`=
+/// compute(a, b)` made `    value = compute(a, b) * 2`). The agent rewrote
+/// whole lines from a copy cut short at its start, and replacing the fragment
+/// would leave the old start before the new line.
+pub fn starts_a_cut_line(bytes: &[u8], span: &Range<usize>, search: &[u8], replace: &[u8]) -> bool {
+    let line_start = memchr::memrchr(b'\n', &bytes[..span.start]).map_or(0, |i| i + 1);
+    let before = bytes[line_start..span.start].trim_ascii();
+    let indented = |text: &[u8]| text.first().is_some_and(|&b| b == b' ' || b == b'\t');
+    !before.is_empty() && !indented(search) && indented(replace)
+}
+
 /// The character that starts at byte `at`, if one does.
 fn char_at(bytes: &[u8], at: usize) -> Option<char> {
     let tail = bytes.get(at..at.saturating_add(4).min(bytes.len()))?;
