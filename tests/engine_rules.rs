@@ -1740,6 +1740,20 @@ fn a_replace_that_ends_with_the_lines_after_search_is_refused() {
         &block("    fn g() {\n", "    fn g() {\n        x();\n    }\n}\n"),
     );
     assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    // The mirror: a SEARCH that starts late, REPLACE repeating the lines before it.
+    let file = "def handler(event):\n    data = parse(event)\n    validate(data)\n    result = process(data)\n    return result\n";
+    let late = block(
+        "    result = process(data)\n    return result\n",
+        "    data = parse(event)\n    validate(data)\n    log.info(data)\n    result = process(data)\n    return result\n",
+    );
+    let error = refused(file, &late, "duplicates");
+    assert!(
+        error
+            .message
+            .contains("precede SEARCH in the file (lines 2-3)"),
+        "{}",
+        error.message
+    );
     let kept = "a();\nb();\nc();\nb();\nc();\n";
     let r = run(kept, &block("a();\nb();\nc();\n", "z();\nb();\nc();\n"));
     assert_eq!(text(&r), "z();\nb();\nc();\nb();\nc();\n");

@@ -952,9 +952,22 @@ fn line_edit(new: impl Strategy<Value = Vec<String>>) -> impl Strategy<Value = L
                 new,
             }
         })
-        .prop_filter("REPLACE or SEARCH ends with the lines after it", |e| {
-            !ends_with_what_follows(e, &e.new) && !ends_with_what_follows(e, e.run())
+        .prop_filter("REPLACE or SEARCH repeats the lines around it", |e| {
+            [&e.new[..], e.run()]
+                .iter()
+                .all(|run| !ends_with_what_follows(e, run) && !starts_with_what_precedes(e, run))
         })
+}
+
+/// The mirror of `ends_with_what_follows`, refused alike.
+fn starts_with_what_precedes(e: &LineEdit, run: &[String]) -> bool {
+    let before = &e.file.lines[..e.start];
+    (2..=run.len().min(before.len())).any(|k| {
+        run[..k]
+            .iter()
+            .zip(&before[before.len() - k..])
+            .all(|(r, b)| r.trim_end() == b.trim_end())
+    })
 }
 
 /// Whether `run` ends with two lines or more that follow SEARCH in the file:

@@ -1079,11 +1079,14 @@ impl Transaction<'_, '_> {
         if let Some(f) = self.replaced_at_hint(op, (&search, &replace), lines[0], scope) {
             return Err(f);
         }
-        if let [k] = todo[..]
-            && let Some(f) =
-                self.repeats_what_follows(found.starts[k] + found.len(), &search, &replace)
-        {
-            return Err(f);
+        if let [k] = todo[..] {
+            let start = found.starts[k];
+            if let Some(f) = self
+                .repeats_what_follows(start + found.len(), &search, &replace)
+                .or_else(|| self.repeats_what_precedes(start, &search, &replace))
+            {
+                return Err(f);
+            }
         }
         if !exact
             && todo
@@ -1205,6 +1208,42 @@ impl Transaction<'_, '_> {
             ),
             format!(
                 "SEARCH seems to stop early: extend it through line {last}, so that REPLACE replaces those lines, or leave them out of REPLACE"
+            ),
+        ))
+    }
+
+    /// The mirror of `repeats_what_follows`: REPLACE starts with the lines
+    /// before SEARCH's match (which starts at line index `start`), so SEARCH
+    /// started late, and applied, those lines would stand in the file twice.
+    fn repeats_what_precedes(
+        &self,
+        start: usize,
+        search: &[&str],
+        replace: &[&str],
+    ) -> Option<Failure> {
+        /// REPLACE's head that is looked at: the check stays linear in the file.
+        const HEAD: usize = 200;
+        let same = |r: &str, i: usize| r.trim_end().as_bytes() == self.doc.line(i).trim_ascii_end();
+        let most = HEAD.min(replace.len().saturating_sub(1)).min(start);
+        let k = (2..=most).rev().find(|&k| {
+            replace[..k]
+                .iter()
+                .enumerate()
+                .all(|(i, r)| same(r, start - k + i))
+        })?;
+        let head = &replace[..k];
+        let meaningful = head.iter().any(|l| l.chars().any(char::is_alphanumeric));
+        if !meaningful || search.starts_with(head) {
+            return None;
+        }
+        let (first, last) = (start - k + 1, start);
+        Some(Failure::new(
+            ErrorKind::Duplicates,
+            format!(
+                "REPLACE starts with the {k} line(s) that precede SEARCH in the file (lines {first}-{last}): applied, they would stand in the file twice"
+            ),
+            format!(
+                "SEARCH seems to start late: extend it up to line {first}, so that REPLACE replaces those lines, or leave them out of REPLACE"
             ),
         ))
     }
