@@ -1872,3 +1872,21 @@ fn a_start_line_into_lines_an_earlier_block_replaced_never_edits_another_copy() 
     );
     assert_eq!(text(&r), "a\nB\nC\nd\n");
 }
+
+/// A REPLACE whose line breaks were escaped twice, where SEARCH's were not, is
+/// refused: written as sent, the new lines would be one line of code.
+#[test]
+fn a_replace_whose_newlines_were_escaped_twice_is_refused() {
+    let file = "def f():\n    a = 1\n    return a\n";
+    let payload =
+        r#"{"old_str": "    a = 1\n    return a", "new_str": "    a = 2\\n    return a * 2"}"#;
+    let error = refused(file, payload, "malformed");
+    assert!(error.message.contains("escaped twice"), "{}", error.message);
+    // A `\n` in a string literal is code.
+    let payload = r#"{"old_str": "    a = 1\n    return a", "new_str": "    a = \"\\n\".join(x)\n    return a"}"#;
+    let r = run(file, payload);
+    assert_eq!(
+        text(&r),
+        "def f():\n    a = \"\\n\".join(x)\n    return a\n"
+    );
+}

@@ -912,6 +912,7 @@ impl Transaction<'_, '_> {
             refuse_placeholders(op)?;
             refuse_diff_prefixes(op)?;
             refuse_numbered_replace(op)?;
+            self.refuse_escaped_replace(op)?;
         }
         // `*** End of File`: of several matches, the one nearest the last line.
         let at_end;
@@ -1467,6 +1468,30 @@ impl Transaction<'_, '_> {
             hint: Some(hint),
             closest: d.closest,
         }
+    }
+
+    /// Refuses a REPLACE whose line breaks were escaped twice (`a = 2\\n    return
+    /// a`) while SEARCH's were not: written as sent, the new code would be one
+    /// line with backslashes in it. Only a `\n` followed by indentation counts,
+    /// in a file that has no such text: `"\n".join(...)` stays code.
+    fn refuse_escaped_replace(&self, op: &Operation) -> Result<(), Failure> {
+        let escaped = |t: &[u8]| {
+            t.windows(3)
+                .any(|w| w[..2] == *b"\\n" && matches!(w[2], b' ' | b'\t'))
+        };
+        let search = op.search.trim_end_matches('\n');
+        if !escaped(op.replace.as_bytes())
+            || search.contains("\\n")
+            || !search.contains('\n')
+            || escaped(self.body)
+        {
+            return Ok(());
+        }
+        Err(Failure::new(
+            ErrorKind::Malformed,
+            "REPLACE holds `\\n` as two characters (a backslash and `n`) before indentation, where SEARCH has line breaks: its newlines were escaped twice, and written as sent the new lines would be one",
+            "send REPLACE's line breaks once, as SEARCH's (`\\n` inside a JSON string, real line breaks in a block)",
+        ))
     }
 
     /// Whether SEARCH is one line holding a literal `\n` the file never has: JSON
