@@ -1890,3 +1890,32 @@ fn a_replace_whose_newlines_were_escaped_twice_is_refused() {
         "def f():\n    a = \"\\n\".join(x)\n    return a\n"
     );
 }
+
+/// An exact match writes REPLACE as sent, so new lines indented the other way
+/// from the whole file (tabs into spaces, spaces into tabs) are written, with a
+/// warning naming them.
+#[test]
+fn new_lines_indented_unlike_the_whole_file_are_named() {
+    let make = "all:\n\tcc -o app app.c\n";
+    let r = run(
+        make,
+        &block("\tcc -o app app.c\n", "\tcc -o app app.c\n    strip app\n"),
+    );
+    assert!(
+        warnings(&r).contains("REPLACE lines 2 are indented with spaces"),
+        "{}",
+        warnings(&r)
+    );
+    let py = "def f():\n    return 1\n";
+    let r = run(py, &block("    return 1\n", "\tx = 2\n    return 1\n"));
+    assert!(
+        warnings(&r).contains("REPLACE lines 1 are indented with tabs"),
+        "{}",
+        warnings(&r)
+    );
+    let r = run(
+        make,
+        &block("\tcc -o app app.c\n", "\tcc -o app app.c\n\tstrip app\n"),
+    );
+    assert!(warnings(&r).is_empty(), "{}", warnings(&r));
+}

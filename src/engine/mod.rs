@@ -1120,7 +1120,7 @@ impl Transaction<'_, '_> {
         }
         if !exact {
             warnings.splice(0..0, found.warnings(&self.doc, found.starts[todo[0]]));
-        } else if let Some(w) = self.tabs_among_spaces(&search, &replace) {
+        } else if let Some(w) = self.mixed_indentation(&search, &replace) {
             warnings.push(w);
         }
         if op.search != op.replace {
@@ -1250,24 +1250,34 @@ impl Transaction<'_, '_> {
     }
 
     /// A warning when REPLACE adds tab-indented lines to a file indented only
-    /// with spaces: an exact match writes REPLACE as sent, and such a mix breaks
-    /// Python and looks wrong elsewhere, so the agent must learn of it.
-    fn tabs_among_spaces(&self, search: &[&str], replace: &[&str]) -> Option<String> {
-        let tabbed: Vec<usize> = (0..replace.len())
-            .filter(|&i| replace[i].starts_with('\t') && !search.contains(&replace[i]))
-            .map(|i| i + 1)
-            .collect();
-        if tabbed.is_empty() {
-            return None;
-        }
+    /// with spaces, or space-indented ones to a file indented only with tabs:
+    /// an exact match writes REPLACE as sent, and such a mix breaks Python (and
+    /// a Makefile's recipes) and looks wrong elsewhere, so the agent must learn of it.
+    fn mixed_indentation(&self, search: &[&str], replace: &[&str]) -> Option<String> {
+        let new_lines = |indented: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            (0..replace.len())
+                .filter(|&i| indented(replace[i]) && !search.contains(&replace[i]))
+                .map(|i| i + 1)
+                .collect()
+        };
         let starts = |b: u8| (0..self.doc.len()).any(|i| self.doc.line(i).first() == Some(&b));
-        if starts(b'\t') || !starts(b' ') {
-            return None;
+        let (tabs, spaces) = (starts(b'\t'), starts(b' '));
+        let tabbed = new_lines(&|l| l.starts_with('\t'));
+        if !tabbed.is_empty() && spaces && !tabs {
+            return Some(format!(
+                "REPLACE lines {} are indented with tabs, but the file is indented only with spaces: they were written as sent, a mix the file did not have (Python refuses it); send them with spaces unless the tabs are meant",
+                listed(&tabbed)
+            ));
         }
-        Some(format!(
-            "REPLACE lines {} are indented with tabs, but the file is indented only with spaces: they were written as sent, a mix the file did not have (Python refuses it); send them with spaces unless the tabs are meant",
-            listed(&tabbed)
-        ))
+        // Two spaces at least: one is the ` *` of a block comment's lines.
+        let spaced = new_lines(&|l| l.starts_with("  "));
+        if !spaced.is_empty() && tabs && !spaces {
+            return Some(format!(
+                "REPLACE lines {} are indented with spaces, but the file is indented only with tabs: they were written as sent, a mix the file did not have (make refuses a recipe so indented); send them with tabs unless the spaces are meant",
+                listed(&spaced)
+            ));
+        }
+        None
     }
 
     /// Aider's elided form: each piece between the shared placeholder lines is
