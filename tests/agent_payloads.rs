@@ -112,6 +112,37 @@ fn placeholder_comments_in_replace_are_refused_in_each_language() {
 }
 
 #[test]
+fn placeholder_comments_naming_what_they_keep_in_any_words_are_refused() {
+    let yaml = "steps:\n  - checkout\n  - build\n  - test\n  - deploy\n";
+    let ts = "function f() {\n  a();\n  b();\n  c();\n}\n";
+    let py = "class A:\n    def a(self):\n        return 1\n    def b(self):\n        return 2\n    def c(self):\n        return 3\n";
+    let cases = [
+        (yaml, "  # remaining steps unchanged"),
+        (yaml, "  # other steps unchanged"),
+        (yaml, "  # (other steps unchanged)"),
+        (yaml, "  # rest of steps"),
+        (ts, "  // no changes below"),
+        (ts, "  // no other changes"),
+        (ts, "  // as before"),
+        (ts, "  // leave as is"),
+        (ts, "  // code continues..."),
+        (py, "    # methods b and c unchanged"),
+    ];
+    for (file, placeholder) in cases {
+        // SEARCH: the whole file; REPLACE: its first line, the placeholder, its last line.
+        let lines: Vec<&str> = file.lines().collect();
+        let first = lines[0];
+        let last = lines[lines.len() - 1];
+        let r = run(
+            file,
+            &block(file, &format!("{first}\n{placeholder}\n{last}\n")),
+        );
+        refused(&r);
+        assert_eq!(kind(&r), "placeholder", "{placeholder}: {}", said(&r));
+    }
+}
+
+#[test]
 fn a_python_stub_body_of_ellipsis_is_code_not_a_placeholder() {
     let file = "class Store(Protocol):\n    def get(self, key: str) -> bytes:\n        raise NotImplementedError\n";
     let r = run(
