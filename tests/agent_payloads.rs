@@ -357,3 +357,20 @@ fn a_hunk_that_also_adds_a_final_newline_says_the_ending_is_kept() {
     assert_eq!(r.content, "a\nnew");
     assert!(!said(&r).contains("ends with a newline"), "{}", said(&r));
 }
+
+#[test]
+fn cdata_around_roo_code_search_and_replace_values_is_not_written() {
+    let file = "<ul>\n  <li>{i}</li>\n</ul>\n";
+    let call = "<search_and_replace>\n<path>c.tsx</path>\n<search><![CDATA[{i}</li>]]></search>\n<replace><![CDATA[{i.trim()}</li>]]></replace>\n</search_and_replace>\n";
+    let edit = apply(
+        "c.tsx",
+        Some(file.as_bytes()),
+        call.as_bytes(),
+        &Options::default(),
+    );
+    assert_eq!(edit.report.outcome, Outcome::Ok, "{}", edit.report);
+    assert_eq!(
+        edit.content.as_deref(),
+        Some("<ul>\n  <li>{i.trim()}</li>\n</ul>\n".as_bytes())
+    );
+}
