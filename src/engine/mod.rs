@@ -1662,7 +1662,7 @@ fn refuse_stray_fence(op: &Operation) -> Result<(), Failure> {
     Err(Failure::new(
         ErrorKind::Malformed,
         format!(
-            "REPLACE line {} (`{}`) is a Markdown fence line that SEARCH lacks and no other fence line of REPLACE pairs with: it belongs to the fences around the block, and written as sent it would go into the file",
+            "REPLACE line {} is a Markdown fence line ({}) that SEARCH lacks and no other fence line of REPLACE pairs with: it belongs to the fences around the block, and written as sent it would go into the file",
             line + 1,
             replace[line].trim()
         ),
