@@ -1623,6 +1623,12 @@ fn fence_lines_of_a_markdown_edit_are_written() {
     // An opening fence re-tagged: REPLACE opens no more blocks than SEARCH did.
     let r = run(file, &block("```sh\nmake\n", "```bash\nmake\n"));
     assert_eq!(text(&r), "```bash\nmake\n```\n\nDone.\n", "{}", r.report);
+    // Closing a block the file left open, its opening line in SEARCH.
+    let r = run(
+        "```sh\nmake\n",
+        &block("```sh\nmake\n", "```sh\nmake\n```\n"),
+    );
+    assert_eq!(text(&r), "```sh\nmake\n```\n", "{}", r.report);
     // A whole block re-tagged: balanced in REPLACE.
     let r = run(file, &block("```sh\nmake\n```\n", "```bash\nmake\n```\n"));
     assert_eq!(text(&r), "```bash\nmake\n```\n\nDone.\n", "{}", r.report);

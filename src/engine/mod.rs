@@ -1666,7 +1666,7 @@ fn refuse_stray_fence(op: &Operation) -> Result<(), Failure> {
             line + 1,
             replace[line].trim()
         ),
-        "put the fence lines outside the block, before `<<<<<<< SEARCH` and after `>>>>>>> REPLACE`; to add a fenced code block to the file, give REPLACE both its opening and its closing fence line",
+        "put the fence lines outside the block, before `<<<<<<< SEARCH` and after `>>>>>>> REPLACE`; to add a fenced code block to the file, give REPLACE both its opening and its closing fence line (to close a block the file left open, take its opening line into SEARCH and REPLACE)",
     ))
 }
 
