@@ -112,6 +112,37 @@ fn placeholder_comments_in_replace_are_refused_in_each_language() {
 }
 
 #[test]
+fn placeholder_comments_naming_what_they_keep_in_any_words_are_refused() {
+    let yaml = "steps:\n  - checkout\n  - build\n  - test\n  - deploy\n";
+    let ts = "function f() {\n  a();\n  b();\n  c();\n}\n";
+    let py = "class A:\n    def a(self):\n        return 1\n    def b(self):\n        return 2\n    def c(self):\n        return 3\n";
+    let cases = [
+        (yaml, "  # remaining steps unchanged"),
+        (yaml, "  # other steps unchanged"),
+        (yaml, "  # (other steps unchanged)"),
+        (yaml, "  # rest of steps"),
+        (ts, "  // no changes below"),
+        (ts, "  // no other changes"),
+        (ts, "  // as before"),
+        (ts, "  // leave as is"),
+        (ts, "  // code continues..."),
+        (py, "    # methods b and c unchanged"),
+    ];
+    for (file, placeholder) in cases {
+        // SEARCH: the whole file; REPLACE: its first line, the placeholder, its last line.
+        let lines: Vec<&str> = file.lines().collect();
+        let first = lines[0];
+        let last = lines[lines.len() - 1];
+        let r = run(
+            file,
+            &block(file, &format!("{first}\n{placeholder}\n{last}\n")),
+        );
+        refused(&r);
+        assert_eq!(kind(&r), "placeholder", "{placeholder}: {}", said(&r));
+    }
+}
+
+#[test]
 fn a_python_stub_body_of_ellipsis_is_code_not_a_placeholder() {
     let file = "class Store(Protocol):\n    def get(self, key: str) -> bytes:\n        raise NotImplementedError\n";
     let r = run(
@@ -325,4 +356,21 @@ fn a_hunk_that_also_adds_a_final_newline_says_the_ending_is_kept() {
     let r = run(file, &same);
     assert_eq!(r.content, "a\nnew");
     assert!(!said(&r).contains("ends with a newline"), "{}", said(&r));
+}
+
+#[test]
+fn cdata_around_roo_code_search_and_replace_values_is_not_written() {
+    let file = "<ul>\n  <li>{i}</li>\n</ul>\n";
+    let call = "<search_and_replace>\n<path>c.tsx</path>\n<search><![CDATA[{i}</li>]]></search>\n<replace><![CDATA[{i.trim()}</li>]]></replace>\n</search_and_replace>\n";
+    let edit = apply(
+        "c.tsx",
+        Some(file.as_bytes()),
+        call.as_bytes(),
+        &Options::default(),
+    );
+    assert_eq!(edit.report.outcome, Outcome::Ok, "{}", edit.report);
+    assert_eq!(
+        edit.content.as_deref(),
+        Some("<ul>\n  <li>{i.trim()}</li>\n</ul>\n".as_bytes())
+    );
 }

@@ -1584,6 +1584,67 @@ fn replace_lines_added_with_a_diffs_plus_still_on_them_fail_instead_of_writing_i
 }
 
 #[test]
+fn a_markdown_fence_line_that_slipped_into_replace_fails_instead_of_writing_it() {
+    let file = "def size(p):\n    return os.path.getsize(p)\n";
+    // The closing fence of the wrapper, written before the REPLACE marker.
+    let closing = "```python\n<<<<<<< SEARCH\ndef size(p):\n    return os.path.getsize(p)\n=======\ndef size(p):\n    return os.path.getsize(p) or 0\n```\n>>>>>>> REPLACE\n";
+    let error = refused(file, closing, "malformed");
+    assert!(
+        error.message.contains("REPLACE line 3"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("fence"), "{}", error.message);
+    let hint = error.hint.unwrap_or_default();
+    assert!(hint.contains("fence"), "{hint}");
+    // An opening fence right after the divider.
+    let opening = "<<<<<<< SEARCH\ndef size(p):\n    return os.path.getsize(p)\n=======\n```python\ndef size(p):\n    return os.path.getsize(p) or 0\n>>>>>>> REPLACE\n";
+    let error = refused(file, opening, "malformed");
+    assert!(
+        error.message.contains("REPLACE line 1"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn fence_lines_of_a_markdown_edit_are_written() {
+    // A whole fenced block added to a Markdown file.
+    let file = "# Build\n\nRun make.\n";
+    let r = run(
+        file,
+        &block("Run make.\n", "Run make:\n\n```sh\nmake\n```\n"),
+    );
+    assert_eq!(
+        text(&r),
+        "# Build\n\nRun make:\n\n```sh\nmake\n```\n",
+        "{}",
+        r.report
+    );
+    // A fence line SEARCH also has is the file's own.
+    let file = "```sh\nmake\n```\n\nDone.\n";
+    let r = run(file, &block("make\n```\n", "make install\n```\n"));
+    assert_eq!(
+        text(&r),
+        "```sh\nmake install\n```\n\nDone.\n",
+        "{}",
+        r.report
+    );
+    // An opening fence re-tagged: REPLACE opens no more blocks than SEARCH did.
+    let r = run(file, &block("```sh\nmake\n", "```bash\nmake\n"));
+    assert_eq!(text(&r), "```bash\nmake\n```\n\nDone.\n", "{}", r.report);
+    // Closing a block the file left open, its opening line in SEARCH.
+    let r = run(
+        "```sh\nmake\n",
+        &block("```sh\nmake\n", "```sh\nmake\n```\n"),
+    );
+    assert_eq!(text(&r), "```sh\nmake\n```\n", "{}", r.report);
+    // A whole block re-tagged: balanced in REPLACE.
+    let r = run(file, &block("```sh\nmake\n```\n", "```bash\nmake\n```\n"));
+    assert_eq!(text(&r), "```bash\nmake\n```\n\nDone.\n", "{}", r.report);
+}
+
+#[test]
 fn tab_indented_new_lines_in_a_file_indented_only_with_spaces_are_warned_about() {
     let file = "class A:\n    def f(self, text):\n        return split(text)\n";
     let replace =

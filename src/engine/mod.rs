@@ -10,6 +10,7 @@
 mod diagnose;
 pub mod diff;
 mod doc;
+mod fence;
 mod lines;
 pub mod payload;
 mod placeholder;
@@ -912,6 +913,7 @@ impl Transaction<'_, '_> {
             refuse_placeholders(op)?;
             refuse_diff_prefixes(op)?;
             refuse_numbered_replace(op)?;
+            refuse_stray_fence(op)?;
             self.refuse_escaped_replace(op)?;
         }
         // `*** End of File`: of several matches, the one nearest the last line.
@@ -1791,6 +1793,26 @@ fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
             first + replace.len() - 1
         ),
         "copy REPLACE without the line numbers (the prefix such as `12\t`, `12: ` or `12 | ` is not part of the line)",
+    ))
+}
+
+/// A Markdown fence line left inside REPLACE by the fences around a block
+/// (its closing fence before `>>>>>>> REPLACE`, its opening one after
+/// `=======`): refused, since written as sent it would go into the file. A
+/// Markdown edit's own fences pair up in REPLACE or are SEARCH's, and pass.
+fn refuse_stray_fence(op: &Operation) -> Result<(), Failure> {
+    let replace = text_lines(&op.replace);
+    let Some(line) = fence::stray(&text_lines(&op.search), &replace) else {
+        return Ok(());
+    };
+    Err(Failure::new(
+        ErrorKind::Malformed,
+        format!(
+            "REPLACE line {} is a Markdown fence line ({}) that SEARCH lacks and no other fence line of REPLACE pairs with: it belongs to the fences around the block, and written as sent it would go into the file",
+            line + 1,
+            replace[line].trim()
+        ),
+        "put the fence lines outside the block, before `<<<<<<< SEARCH` and after `>>>>>>> REPLACE`; to add a fenced code block to the file, give REPLACE both its opening and its closing fence line (to close a block the file left open, take its opening line into SEARCH and REPLACE)",
     ))
 }
 

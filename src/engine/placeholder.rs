@@ -143,6 +143,34 @@ const GLUE: &[&str] = &[
 /// The most words a placeholder comment has; longer ones say something.
 const MAX_WORDS: usize = 8;
 
+/// Words and phrases that say code is kept so plainly that a short comment
+/// holding one is a placeholder whatever else it names (`# other steps
+/// unchanged`, `// no changes below`, `# methods b and c unchanged`): the
+/// nouns an agent puts beside them are endless, and a comment taken for a
+/// placeholder costs only a refusal where REPLACE drops code, while a
+/// placeholder taken for a comment deletes that code.
+const STRONG: &[&[&str]] = &[
+    &["unchanged"],
+    &["unmodified"],
+    &["untouched"],
+    &["unaltered"],
+    &["remaining"],
+    &["omitted"],
+    &["elided"],
+    &["continues"],
+    &["rest", "of"],
+    &["as", "before"],
+    &["as", "is"],
+    &["no", "changes"],
+    &["no", "change"],
+    &["no", "other", "changes"],
+    &["same", "as"],
+];
+
+/// The most words a comment holding a strong word has to be a placeholder:
+/// longer ones (`keep the rest of the buffer aligned to 8 bytes`) say something.
+const MAX_STRONG_WORDS: usize = 6;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A line that is only an ellipsis: also Python's `...`, so it counts as a
@@ -195,7 +223,17 @@ fn placeholder_comment(body: &str) -> bool {
     if words.is_empty() || elided(bare) && elided(&reversed) {
         return bare.contains("...") || bare.contains('…');
     }
-    says_kept(&words)
+    says_kept(&words) || says_kept_plainly(&words)
+}
+
+/// A short comment holding a strong word or phrase (see `STRONG`).
+fn says_kept_plainly(words: &[String]) -> bool {
+    words.len() <= MAX_STRONG_WORDS
+        && STRONG.iter().any(|phrase| {
+            words
+                .windows(phrase.len())
+                .any(|w| w.iter().zip(phrase.iter()).all(|(a, b)| a == b))
+        })
 }
 
 /// Every word is one a placeholder says, and one says that code is kept or left out.
@@ -435,6 +473,25 @@ mod tests {
     }
 
     #[test]
+    fn short_comments_with_a_word_that_says_code_is_kept_are_placeholders_whatever_they_name() {
+        for line in [
+            "# remaining steps unchanged",
+            "# other steps unchanged",
+            "# (other steps unchanged)",
+            "# rest of steps",
+            "// no changes below",
+            "// no other changes",
+            "// as before",
+            "// leave as is",
+            "// code continues...",
+            "# methods b and c unchanged",
+            "    // handlers omitted",
+        ] {
+            assert_eq!(kind(line), Some(Kind::Comment), "{line}");
+        }
+    }
+
+    #[test]
     fn real_comments_are_not_placeholders() {
         for line in [
             "// keep the rest of the buffer aligned to 8 bytes",
@@ -445,6 +502,8 @@ mod tests {
             "// ...until the writer is done.",
             "# same value as the timeout above",
             "// REST API",
+            "// the rest of the header is padding for the next record",
+            "# same value as the timeout above",
             "// ----",
             "#include <stdio.h>",
             ";(function () {})()",

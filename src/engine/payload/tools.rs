@@ -6,6 +6,8 @@
 //! A call read in a tool's form leaves a note in the report that names the tool
 //! and, where our rules differ from that tool's, how.
 
+use std::borrow::Cow;
+
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::{Find, Operation, Payload, PayloadError, markers};
@@ -77,13 +79,18 @@ fn opening(text: &str, call: &str) -> bool {
         .is_some_and(|t| t.starts_with('>'))
 }
 
-/// One parameter of a call: its value, trimmed as the tools trim it, and the
-/// byte offset where that value starts.
+/// One parameter of a call: its value, CDATA sections unwrapped and trimmed as
+/// the tools trim it, and the byte offset where that value starts.
 struct Param<'a> {
     name: &'static str,
-    value: &'a str,
+    value: Cow<'a, str>,
     at: usize,
 }
+
+/// How a CDATA section opens and closes. Agents wrap values in one so that the
+/// `<` and `&` of code need no escaping; the wrapper is XML's, never the value's.
+const CDATA_OPEN: &str = "<![CDATA[";
+const CDATA_CLOSE: &str = "]]>";
 
 fn read_calls(text: &str) -> Result<Payload, PayloadError> {
     let mut payload = Payload::default();
@@ -129,18 +136,77 @@ fn read_params<'a>(text: &'a str, from: usize, call: &str) -> (Vec<Param<'a>>, u
         };
         let start = tag + name.len() + 2;
         let close = format!("</{name}>");
-        let stop = text[start..].find(&close).map_or(text.len(), |i| start + i);
+        let stop = value_end(text, start, &close);
         let raw = &text[start..stop];
-        let value = raw.trim();
-        let lead = raw.len() - raw.trim_start().len();
         params.push(Param {
             name,
-            value,
-            at: start + lead,
+            value: trim(char_data(raw)),
+            at: start + lead(raw),
         });
         at = (stop + close.len()).min(text.len());
     }
     (params, text.len())
+}
+
+/// Where the value starting at `from` ends: at its closing tag, looked for
+/// outside CDATA sections (one may well hold `</replace>`), or at the end of
+/// the text for a call cut off.
+fn value_end(text: &str, from: usize, close: &str) -> usize {
+    let mut at = from;
+    loop {
+        let rest = &text[at..];
+        let Some(end) = rest.find(close) else {
+            return text.len();
+        };
+        match rest[..end].find(CDATA_OPEN) {
+            None => return at + end,
+            Some(open) => {
+                let body = at + open + CDATA_OPEN.len();
+                match text[body..].find(CDATA_CLOSE) {
+                    Some(i) => at = body + i + CDATA_CLOSE.len(),
+                    None => return text.len(),
+                }
+            }
+        }
+    }
+}
+
+/// A value's text with its CDATA sections unwrapped (several in a row, as
+/// writers split one around a `]]>` it holds, join up); text outside them is
+/// kept as it is.
+fn char_data(raw: &str) -> Cow<'_, str> {
+    if !raw.contains(CDATA_OPEN) {
+        return Cow::Borrowed(raw);
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(open) = rest.find(CDATA_OPEN) {
+        out.push_str(&rest[..open]);
+        let body = &rest[open + CDATA_OPEN.len()..];
+        let end = body.find(CDATA_CLOSE).unwrap_or(body.len());
+        out.push_str(&body[..end]);
+        rest = body.get(end + CDATA_CLOSE.len()..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// A value trimmed, as the tools trim theirs (inside a CDATA section too).
+fn trim(value: Cow<'_, str>) -> Cow<'_, str> {
+    match value {
+        Cow::Borrowed(v) => Cow::Borrowed(v.trim()),
+        Cow::Owned(v) => Cow::Owned(v.trim().to_owned()),
+    }
+}
+
+/// How many bytes of `raw` come before its value's first character: blank
+/// space and the openers of CDATA sections.
+fn lead(raw: &str) -> usize {
+    let mut rest = raw.trim_start();
+    while let Some(body) = rest.strip_prefix(CDATA_OPEN) {
+        rest = body.trim_start();
+    }
+    raw.len() - rest.len()
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -159,17 +225,20 @@ fn call_operations(
         found: format!("a <{call}> call without <{name}>"),
         expected: format!("<{name}>…</{name}> inside the call"),
     };
-    let path = get("path").ok_or_else(|| missing("path"))?.value.to_owned();
+    let path = get("path")
+        .ok_or_else(|| missing("path"))?
+        .value
+        .to_string();
     if call == "search_and_replace" {
-        let search = get("search").ok_or_else(|| missing("search"))?.value;
-        let replace = get("replace").ok_or_else(|| missing("replace"))?.value;
+        let search = &get("search").ok_or_else(|| missing("search"))?.value;
+        let replace = &get("replace").ok_or_else(|| missing("replace"))?.value;
         let invalid = |message: String| PayloadError::Structure {
             line,
             found: format!("in the <{call}> call, {message}"),
             expected: "a call as Roo Code documents it".into(),
         };
-        let flag = |name: &str| get(name).map_or(Ok(false), |p| xml_flag(name, p.value));
-        let number = |name: &str| get(name).map_or(Ok(None), |p| xml_number(name, p.value));
+        let flag = |name: &str| get(name).map_or(Ok(false), |p| xml_flag(name, &p.value));
+        let number = |name: &str| get(name).map_or(Ok(None), |p| xml_number(name, &p.value));
         let call = RooCall {
             search,
             replace,
@@ -185,7 +254,7 @@ fn call_operations(
     let diff = get("diff").ok_or_else(|| missing("diff"))?;
     // Read in place: the lines before it as blank lines, so every line number
     // a report gives (in errors too) is the payload's own.
-    let in_place = "\n".repeat(line_of(text, diff.at) - 1) + diff.value;
+    let in_place = "\n".repeat(line_of(text, diff.at) - 1) + &diff.value;
     let mut ops = markers::parse(&in_place)?.operations;
     if ops.is_empty() {
         return Err(PayloadError::Structure {
@@ -389,6 +458,31 @@ mod tests {
         );
         assert_eq!(p.operations[0].scope, Some(2..=usize::MAX));
         assert_eq!(p.notes.len(), 2);
+    }
+
+    #[test]
+    fn cdata_sections_in_every_parameter_are_unwrapped() {
+        let text = "<search_and_replace>\n<path><![CDATA[c.tsx]]></path>\n<search><![CDATA[{i}</li>]]></search>\n<replace><![CDATA[{i.trim()}</li></replace>]]></replace>\n<use_regex><![CDATA[false]]></use_regex>\n</search_and_replace>\n<replace_in_file>\n<path>x.py</path>\n<diff><![CDATA[------- SEARCH\na\n=======\nb]]]]><![CDATA[>\n+++++++ REPLACE\n]]></diff>\n</replace_in_file>\n";
+        let p = parse_xml(text).unwrap().unwrap();
+        let ops: Vec<_> = p
+            .operations
+            .iter()
+            .map(|o| {
+                (
+                    o.path.as_deref(),
+                    o.search.as_str(),
+                    o.replace.as_str(),
+                    o.payload_line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                (Some("c.tsx"), "{i}</li>", "{i.trim()}</li></replace>", 1),
+                (Some("x.py"), "a\n", "b]]>\n", 9)
+            ]
+        );
     }
 
     #[test]
