@@ -470,6 +470,13 @@ struct Transaction<'a, 'o> {
     moved: Vec<Moved>,
 }
 
+/// Which end of REPLACE `repeats_beside` looks at.
+#[derive(Clone, Copy)]
+enum Edge {
+    Before,
+    After,
+}
+
 /// A `:start_line:` that pointed into lines an earlier operation replaced.
 struct Replaced {
     hint: usize,
@@ -1085,8 +1092,8 @@ impl Transaction<'_, '_> {
         if let [k] = todo[..] {
             let start = found.starts[k];
             if let Some(f) = self
-                .repeats_what_follows(start + found.len(), &search, &replace)
-                .or_else(|| self.repeats_what_precedes(start, &search, &replace))
+                .repeats_beside(Edge::After, start + found.len(), &search, &replace)
+                .or_else(|| self.repeats_beside(Edge::Before, start, &search, &replace))
             {
                 return Err(f);
             }
@@ -1174,80 +1181,76 @@ impl Transaction<'_, '_> {
     }
 
     /// A failure when REPLACE ends with the lines that follow SEARCH's match
-    /// (which ends before line index `end`): SEARCH stopped short of what the
-    /// agent rewrote, and applied, those lines would stand in the file twice
-    /// (`b(); c(); }` after the new body, then the old ones again). Two lines
-    /// at least, one of them more than punctuation, and not lines SEARCH ends
-    /// with too (then REPLACE keeps them, and the file merely repeats them).
-    fn repeats_what_follows(
+    /// (`Edge::After`, `at` the line index after it), or starts with those
+    /// before it (`Edge::Before`, `at` its first line index): SEARCH stopped
+    /// short of (or started late on) what the agent rewrote, and applied, those
+    /// lines would stand in the file twice (`b(); c(); }` after the new body,
+    /// then the old ones again). Two lines at least, one of them more than
+    /// punctuation, and not lines SEARCH has at that end too (then REPLACE
+    /// keeps them, and the file merely repeats them).
+    fn repeats_beside(
         &self,
-        end: usize,
+        edge: Edge,
+        at: usize,
         search: &[&str],
         replace: &[&str],
     ) -> Option<Failure> {
-        /// REPLACE's tail that is looked at: the check stays linear in the file.
-        const TAIL: usize = 200;
+        /// REPLACE's lines at that end that are looked at: the check stays
+        /// linear in the file.
+        const REACH: usize = 200;
+        let n = replace.len();
         let same = |r: &str, i: usize| {
             i < self.doc.len() && r.trim_end().as_bytes() == self.doc.line(i).trim_ascii_end()
         };
-        let from = replace.len().saturating_sub(TAIL);
-        let start = (from..replace.len().saturating_sub(1)).find(|&j| {
-            replace[j..]
+        let equal = |k: usize| match edge {
+            Edge::After => replace[n - k..]
                 .iter()
                 .enumerate()
-                .all(|(i, r)| same(r, end + i))
-        })?;
-        let tail = &replace[start..];
-        let meaningful = tail.iter().any(|l| l.chars().any(char::is_alphanumeric));
-        if tail.len() < 2 || !meaningful || search.ends_with(tail) {
+                .all(|(i, r)| same(r, at + i)),
+            Edge::Before => {
+                k <= at
+                    && replace[..k]
+                        .iter()
+                        .enumerate()
+                        .all(|(i, r)| same(r, at - k + i))
+            }
+        };
+        let k = (2..=REACH.min(n)).rev().find(|&k| equal(k))?;
+        let (lines, kept) = match edge {
+            Edge::After => (&replace[n - k..], search.ends_with(&replace[n - k..])),
+            Edge::Before => (&replace[..k], search.starts_with(&replace[..k])),
+        };
+        let meaningful = lines.iter().any(|l| l.chars().any(char::is_alphanumeric));
+        if !meaningful || kept {
             return None;
         }
-        let (first, last) = (end + 1, end + tail.len());
+        let (message, hint) = match edge {
+            Edge::After => (
+                format!(
+                    "REPLACE ends with the {k} line(s) that follow SEARCH in the file (lines {}-{})",
+                    at + 1,
+                    at + k
+                ),
+                format!(
+                    "SEARCH seems to stop early: extend it through line {}, so that REPLACE replaces those lines, or leave them out of REPLACE",
+                    at + k
+                ),
+            ),
+            Edge::Before => (
+                format!(
+                    "REPLACE starts with the {k} line(s) that precede SEARCH in the file (lines {}-{at})",
+                    at - k + 1
+                ),
+                format!(
+                    "SEARCH seems to start late: extend it up to line {}, so that REPLACE replaces those lines, or leave them out of REPLACE",
+                    at - k + 1
+                ),
+            ),
+        };
         Some(Failure::new(
             ErrorKind::Duplicates,
-            format!(
-                "REPLACE ends with the {} line(s) that follow SEARCH in the file (lines {first}-{last}): applied, they would stand in the file twice",
-                tail.len()
-            ),
-            format!(
-                "SEARCH seems to stop early: extend it through line {last}, so that REPLACE replaces those lines, or leave them out of REPLACE"
-            ),
-        ))
-    }
-
-    /// The mirror of `repeats_what_follows`: REPLACE starts with the lines
-    /// before SEARCH's match (which starts at line index `start`), so SEARCH
-    /// started late, and applied, those lines would stand in the file twice.
-    fn repeats_what_precedes(
-        &self,
-        start: usize,
-        search: &[&str],
-        replace: &[&str],
-    ) -> Option<Failure> {
-        /// REPLACE's head that is looked at: the check stays linear in the file.
-        const HEAD: usize = 200;
-        let same = |r: &str, i: usize| r.trim_end().as_bytes() == self.doc.line(i).trim_ascii_end();
-        let most = HEAD.min(replace.len().saturating_sub(1)).min(start);
-        let k = (2..=most).rev().find(|&k| {
-            replace[..k]
-                .iter()
-                .enumerate()
-                .all(|(i, r)| same(r, start - k + i))
-        })?;
-        let head = &replace[..k];
-        let meaningful = head.iter().any(|l| l.chars().any(char::is_alphanumeric));
-        if !meaningful || search.starts_with(head) {
-            return None;
-        }
-        let (first, last) = (start - k + 1, start);
-        Some(Failure::new(
-            ErrorKind::Duplicates,
-            format!(
-                "REPLACE starts with the {k} line(s) that precede SEARCH in the file (lines {first}-{last}): applied, they would stand in the file twice"
-            ),
-            format!(
-                "SEARCH seems to start late: extend it up to line {first}, so that REPLACE replaces those lines, or leave them out of REPLACE"
-            ),
+            format!("{message}: applied, they would stand in the file twice"),
+            hint,
         ))
     }
 
@@ -1988,34 +1991,7 @@ mod tests {
 
     #[test]
     fn every_common_phrasing_of_kept_code_in_replace_is_refused() {
-        for placeholder in [
-            "// ...",
-            "/* ... */",
-            "// rest of the function remains the same",
-            "// existing code",
-            "// unchanged code",
-            "// same as before",
-            "// previous code",
-            "// code omitted for brevity",
-            "# ... rest of the code ...",
-            "# rest of method unchanged",
-            "# unchanged",
-            "// the rest stays the same",
-            "// keep the rest",
-            "// Keep existing implementation",
-            "// remaining implementation",
-            "// existing logic",
-            "// original code here",
-            "// other code",
-            "// omitted",
-            "// snip",
-            "// [...]",
-            "// {...}",
-            "// etc.",
-            "# keep the rest",
-            "# remaining code",
-            "# same as above",
-        ] {
+        for placeholder in placeholder::PHRASINGS {
             let replace = format!("def compute(items):\n    {placeholder}\n    return total\n");
             let e = run(Some(COMPUTE), &block(COMPUTE, &replace));
             assert_eq!(kind(&e), "placeholder", "{placeholder}");

@@ -415,6 +415,47 @@ pub fn diff_prefixed(search: &[&str], replace: &[&str]) -> Option<usize> {
     })
 }
 
+/// Ways agents write that code is kept, each of which must be refused where it
+/// stands for lines REPLACE drops: the engine's tests send each one.
+#[cfg(test)]
+pub(crate) const PHRASINGS: &[&str] = &[
+    "// ...",
+    "/* ... */",
+    "// rest of the function remains the same",
+    "// existing code",
+    "// unchanged code",
+    "// same as before",
+    "// previous code",
+    "// code omitted for brevity",
+    "# ... rest of the code ...",
+    "# rest of method unchanged",
+    "# unchanged",
+    "// the rest stays the same",
+    "// keep the rest",
+    "// remaining implementation",
+    "// existing logic",
+    "// original code here",
+    "// other code",
+    "// omitted",
+    "// snip",
+    "// [...]",
+    "// {...}",
+    "// etc.",
+    "# keep the rest",
+    "# remaining code",
+    "# same as above",
+    "# remaining steps unchanged",
+    "# other steps unchanged",
+    "# (other steps unchanged)",
+    "# rest of steps",
+    "// no changes below",
+    "// no other changes",
+    "// as before",
+    "// leave as is",
+    "// code continues...",
+    "# methods b and c unchanged",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,47 +487,16 @@ mod tests {
 
     #[test]
     fn short_comments_that_say_code_is_kept_are_placeholders() {
-        for line in [
-            "// the rest stays the same",
-            "// keep the rest",
+        let styles = [
             "    // Keep existing implementation",
-            "// remaining implementation",
-            "// existing logic",
-            "// original code here",
-            "// other code",
-            "// omitted",
-            "// snip",
-            "// [...]",
-            "// {...}",
-            "// etc.",
-            "# keep the rest",
-            "# remaining code",
-            "# same as above",
             "; ... rest unchanged",
             "{/* ... existing code ... */}",
             "<!-- rest of the page -->",
             "-- (remaining columns unchanged)",
             "// ... 40 more lines ...",
-        ] {
-            assert_eq!(kind(line), Some(Kind::Comment), "{line}");
-        }
-    }
-
-    #[test]
-    fn short_comments_with_a_word_that_says_code_is_kept_are_placeholders_whatever_they_name() {
-        for line in [
-            "# remaining steps unchanged",
-            "# other steps unchanged",
-            "# (other steps unchanged)",
-            "# rest of steps",
-            "// no changes below",
-            "// no other changes",
-            "// as before",
-            "// leave as is",
-            "// code continues...",
-            "# methods b and c unchanged",
             "    // handlers omitted",
-        ] {
+        ];
+        for line in PHRASINGS.iter().chain(&styles) {
             assert_eq!(kind(line), Some(Kind::Comment), "{line}");
         }
     }
