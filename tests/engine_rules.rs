@@ -1980,3 +1980,20 @@ fn new_lines_indented_unlike_the_whole_file_are_named() {
     );
     assert!(warnings(&r).is_empty(), "{}", warnings(&r));
 }
+
+/// `@@` lines in a row nest (`@@ class B:` then `@@     def run(self):`): the
+/// hunk lies below the inner one's line, found below the outer one's.
+#[test]
+fn nested_at_at_lines_place_a_hunk_in_the_inner_block_of_the_outer_one() {
+    let file = "class A:\n    def run(self):\n        self.start()\n        return 1\n\n\nclass B:\n    def run(self):\n        self.start()\n        return 1\n";
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@ class B:\n@@     def run(self):\n         self.start()\n-        return 1\n+        return 2\n*** End Patch\n";
+    let r = run(file, patch);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    let want = "class A:\n    def run(self):\n        self.start()\n        return 1\n\n\nclass B:\n    def run(self):\n        self.start()\n        return 2\n";
+    assert_eq!(text(&r), want);
+    let again = run(want, patch);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+}

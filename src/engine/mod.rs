@@ -974,10 +974,27 @@ impl Transaction<'_, '_> {
         self.anchor_line(op).unwrap_or(0)..self.doc.len()
     }
 
-    /// The file's first line (0-based) of the text of a hunk's `@@` line.
+    /// The file's first line (0-based) of the text of a hunk's last `@@` line,
+    /// after the lines of the `@@` lines before it.
     fn anchor_line(&self, op: &Operation) -> Option<usize> {
-        let anchor = op.anchor.as_deref()?.trim().as_bytes();
-        (0..self.doc.len()).find(|&i| self.doc.line(i).trim_ascii() == anchor)
+        let inner = op.anchors.last()?;
+        self.line_of(inner, self.anchors_from(op))
+    }
+
+    /// The first line (0-based) at or after `from` that reads `text`, trimmed.
+    fn line_of(&self, text: &str, from: usize) -> Option<usize> {
+        let text = text.trim().as_bytes();
+        (from..self.doc.len()).find(|&i| self.doc.line(i).trim_ascii() == text)
+    }
+
+    /// Where a hunk's last `@@` line is looked for: after the file's lines of
+    /// the `@@` lines that enclose it (`class B:` for `def run(self):`), each
+    /// found after the one before; one the file lacks is passed over.
+    fn anchors_from(&self, op: &Operation) -> usize {
+        let outer = &op.anchors[..op.anchors.len().saturating_sub(1)];
+        outer
+            .iter()
+            .fold(0, |from, a| self.line_of(a, from).unwrap_or(from))
     }
 
     /// A `not_found` failure of a hunk whose lines are in the file only above
@@ -992,7 +1009,7 @@ impl Transaction<'_, '_> {
             return f;
         };
         let at: Vec<String> = found.starts.iter().map(|s| (s + 1).to_string()).collect();
-        let anchor = op.anchor.as_deref().unwrap_or_default().trim();
+        let anchor = op.anchors.last().map_or("", |a| a.trim());
         Failure {
             message: format!(
                 "the hunk's lines are not in the file below its `@@ {anchor}` line (line {}), only above it, at line(s) {}",
@@ -1015,8 +1032,8 @@ impl Transaction<'_, '_> {
     /// no match). `None` without such a line, when the file has none, or when its
     /// lines lead to different matches: then several matches still fail.
     fn anchored(&self, op: &Operation) -> Option<(Range<usize>, usize)> {
-        let anchor = op.anchor.as_deref()?.trim();
-        let at: Vec<usize> = (0..self.doc.len())
+        let anchor = op.anchors.last()?.trim();
+        let at: Vec<usize> = (self.anchors_from(op)..self.doc.len())
             .filter(|&i| self.doc.line(i).trim_ascii() == anchor.as_bytes())
             .collect();
         match at[..] {

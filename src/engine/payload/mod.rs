@@ -79,9 +79,11 @@ pub struct Operation {
     pub patched: Vec<String>,
     /// A patch's removal or move of the whole file: then SEARCH and REPLACE are empty.
     pub act: Option<FileAct>,
-    /// A `*** Begin Patch` hunk's `@@ def f():` line: the hunk lies after the
-    /// file's line of that text, when the file has exactly one.
-    pub anchor: Option<String>,
+    /// A `*** Begin Patch` hunk's `@@ def f():` lines, outermost first (one
+    /// `@@ class B:` line and then `@@     def run(self):`, as the format nests
+    /// them): the hunk lies after the file's line of the last one's text, found
+    /// after the lines of those before it.
+    pub anchors: Vec<String>,
     /// A `*** Begin Patch` hunk followed by `*** End of File`: it lies at the end
     /// of the file, so of several matches the last is meant.
     pub end_of_file: bool,
@@ -108,7 +110,7 @@ impl Operation {
             path: None,
             patched: Vec::new(),
             act: None,
-            anchor: None,
+            anchors: Vec::new(),
             end_of_file: false,
             insert_after: None,
         }

@@ -139,8 +139,8 @@ fn header_path(rest: &str) -> Option<String> {
 /// The lines of one hunk, split into what it searches and what it puts there.
 #[derive(Default)]
 struct Hunk {
-    /// The text after a `*** Begin Patch` hunk's `@@`, if any.
-    anchor: Option<String>,
+    /// The text after each of a `*** Begin Patch` hunk's `@@` lines.
+    anchors: Vec<String>,
     search: Vec<String>,
     replace: Vec<String>,
     /// `\ No newline at end of file` after the last removed or context line
@@ -192,7 +192,7 @@ impl Hunk {
         op.near = near;
         op.label = file.map(str::to_owned);
         op.patched = op.label.iter().cloned().collect();
-        op.anchor = self.anchor;
+        op.anchors = self.anchors;
         op.end_of_file = self.end_of_file;
         op
     }
@@ -534,15 +534,24 @@ fn begin_patch(lines: &[&str], from: usize) -> Result<Payload, PayloadError> {
                 }
             }
         } else if let Some(anchor) = line.strip_prefix("@@") {
-            flush(&mut hunk, &file, &mut payload);
             let anchor = Some(anchor.trim().to_owned()).filter(|a| !a.is_empty());
-            hunk = Some((
-                Hunk {
-                    anchor,
-                    ..Hunk::default()
-                },
-                at,
-            ));
+            // An `@@` line right after another (no lines between) nests in it.
+            let nested = hunk.as_mut().filter(|(h, _)| {
+                h.search.is_empty() && h.replace.is_empty() && !h.anchors.is_empty()
+            });
+            match nested {
+                Some((h, _)) => h.anchors.extend(anchor),
+                None => {
+                    flush(&mut hunk, &file, &mut payload);
+                    hunk = Some((
+                        Hunk {
+                            anchors: anchor.into_iter().collect(),
+                            ..Hunk::default()
+                        },
+                        at,
+                    ));
+                }
+            }
         } else if line.trim_end() == "*** End of File" {
             if let Some((h, _)) = hunk.as_mut() {
                 h.end_of_file = true;
