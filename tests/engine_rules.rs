@@ -1997,3 +1997,36 @@ fn nested_at_at_lines_place_a_hunk_in_the_inner_block_of_the_outer_one() {
         OpOutcome::AlreadyApplied
     );
 }
+
+/// In a prose file (Markdown and the like) a fence line is content: an edit
+/// may add a changelog entry's block, close a block the file left open, or
+/// stop inside one (a later hunk closes it).
+#[test]
+fn fence_lines_in_a_prose_file_are_content() {
+    let md = |file: &str, payload: &str| {
+        let edit = apply(
+            "CHANGELOG.md",
+            Some(file.as_bytes()),
+            payload.as_bytes(),
+            &Options::default(),
+        );
+        assert_eq!(edit.report.outcome, Outcome::Ok, "{}", edit.report);
+        String::from_utf8(edit.content.unwrap()).unwrap()
+    };
+    let closes = md(
+        "```rust\nfn main() {}\n\nNext para.\n",
+        &block(
+            "fn main() {}\n\nNext para.\n",
+            "fn main() {}\n```\n\nNext para.\n",
+        ),
+    );
+    assert_eq!(closes, "```rust\nfn main() {}\n```\n\nNext para.\n");
+    let entry = md(
+        "### Removed\n\n## 0.1.0\n",
+        &block(
+            "## 0.1.0\n",
+            "- Removed `Eq`:\n  ```\n  if x {}\n  ``` (#2642)\n## 0.1.0\n",
+        ),
+    );
+    assert!(entry.contains("``` (#2642)"), "{entry}");
+}

@@ -170,6 +170,7 @@ fn run_parsed(
         exists: original.is_some(),
         act: None,
         moved: Vec::new(),
+        prose: prose(name),
     };
     let mut ops: Vec<OpReport> = parsed
         .operations
@@ -251,6 +252,7 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             exists: tx.exists,
             act: None,
             moved: Vec::new(),
+            prose: tx.prose,
         };
         let Some([first, last]) = alone.run(i + 1, &parsed[i]).lines else {
             continue;
@@ -468,6 +470,21 @@ struct Transaction<'a, 'o> {
     act: Option<(FileAct, usize)>,
     /// What the operations run so far did to line numbers (see `Moved`).
     moved: Vec<Moved>,
+    /// Whether the file is prose (Markdown and the like), whose own fence
+    /// lines an edit may add, close or cut across.
+    prose: bool,
+}
+
+/// Whether a file of this name is prose, where a Markdown fence line is
+/// content: a changelog's entry, a block closed by a later edit.
+fn prose(name: &str) -> bool {
+    let ext = std::path::Path::new(name)
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    matches!(
+        ext.as_deref(),
+        Some("md" | "markdown" | "mdx" | "rst" | "adoc" | "org")
+    )
 }
 
 /// Which end of REPLACE `repeats_beside` looks at.
@@ -920,7 +937,9 @@ impl Transaction<'_, '_> {
             refuse_placeholders(op)?;
             refuse_diff_prefixes(op)?;
             refuse_numbered_replace(op)?;
-            refuse_stray_fence(op)?;
+            if !self.prose {
+                refuse_stray_fence(op)?;
+            }
             self.refuse_escaped_replace(op)?;
         }
         // `*** End of File`: of several matches, the one nearest the last line.
@@ -1819,7 +1838,8 @@ fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
 /// A Markdown fence line left inside REPLACE by the fences around a block
 /// (its closing fence before `>>>>>>> REPLACE`, its opening one after
 /// `=======`): refused, since written as sent it would go into the file. A
-/// Markdown edit's own fences pair up in REPLACE or are SEARCH's, and pass.
+/// Markdown edit's own fences pair up in REPLACE or are SEARCH's, and pass;
+/// a prose file's edits are not checked at all (see `prose`).
 fn refuse_stray_fence(op: &Operation) -> Result<(), Failure> {
     let replace = text_lines(&op.replace);
     let Some(line) = fence::stray(&text_lines(&op.search), &replace) else {
