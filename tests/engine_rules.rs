@@ -1815,6 +1815,11 @@ fn a_replace_that_ends_with_the_lines_after_search_is_refused() {
         "{}",
         error.message
     );
+    // Lines the file repeats elsewhere (a table's rows) are no sign of it: a
+    // table grown by a row repeats them.
+    let table = "v = [\n  0,\n  0,\n  0,\n  0,\n  9,\n]\n";
+    let r = run(table, &block("  0,\n  9,\n", "  0,\n  0,\n  1,\n"));
+    assert_eq!(text(&r), "v = [\n  0,\n  0,\n  0,\n  0,\n  0,\n  1,\n]\n");
     let kept = "a();\nb();\nc();\nb();\nc();\n";
     let r = run(kept, &block("a();\nb();\nc();\n", "z();\nb();\nc();\n"));
     assert_eq!(text(&r), "z();\nb();\nc();\nb();\nc();\n");

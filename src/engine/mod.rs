@@ -487,6 +487,10 @@ fn prose(name: &str) -> bool {
     )
 }
 
+/// Lines of a repeated run `repeats_beside` looks at for one that stands once
+/// in the file: each look reads the whole file.
+const DISTINCT_LOOK: usize = 8;
+
 /// Which end of REPLACE `repeats_beside` looks at.
 #[derive(Clone, Copy)]
 enum Edge {
@@ -1216,14 +1220,26 @@ impl Transaction<'_, '_> {
         })
     }
 
+    /// Whether `line` says something (more than punctuation) and stands once
+    /// in the file: repeated lines (`0,` rows of a table, `}`) are no sign of
+    /// a SEARCH that stopped short, as a table grown by a row repeats them.
+    fn distinct(&self, line: &str) -> bool {
+        let line = line.trim_end().as_bytes();
+        line.iter().any(u8::is_ascii_alphanumeric)
+            && (0..self.doc.len())
+                .filter(|&i| self.doc.line(i).trim_ascii_end() == line)
+                .nth(1)
+                .is_none()
+    }
+
     /// A failure when REPLACE ends with the lines that follow SEARCH's match
     /// (`Edge::After`, `at` the line index after it), or starts with those
     /// before it (`Edge::Before`, `at` its first line index): SEARCH stopped
     /// short of (or started late on) what the agent rewrote, and applied, those
     /// lines would stand in the file twice (`b(); c(); }` after the new body,
-    /// then the old ones again). Two lines at least, one of them more than
-    /// punctuation, and not lines SEARCH has at that end too (then REPLACE
-    /// keeps them, and the file merely repeats them).
+    /// then the old ones again). Two lines at least, one of them standing once
+    /// in the file (`distinct`), and not lines SEARCH has at that end too (then
+    /// REPLACE keeps them, and the file merely repeats them).
     fn repeats_beside(
         &self,
         edge: Edge,
@@ -1256,8 +1272,7 @@ impl Transaction<'_, '_> {
             Edge::After => (&replace[n - k..], search.ends_with(&replace[n - k..])),
             Edge::Before => (&replace[..k], search.starts_with(&replace[..k])),
         };
-        let meaningful = lines.iter().any(|l| l.chars().any(char::is_alphanumeric));
-        if !meaningful || kept {
+        if kept || !lines.iter().take(DISTINCT_LOOK).any(|l| self.distinct(l)) {
             return None;
         }
         let (message, hint) = match edge {
