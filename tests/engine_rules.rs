@@ -2035,3 +2035,51 @@ fn fence_lines_in_a_prose_file_are_content() {
     );
     assert!(entry.contains("``` (#2642)"), "{entry}");
 }
+
+/// Lines that read like placeholders but are documentation, example code or
+/// the next line of a sentence are written, as real changes write them; the
+/// placeholder a real comment precedes is still refused.
+#[test]
+fn doc_comments_examples_and_wrapped_sentences_are_no_placeholders() {
+    let doc = "/// Panics under the\n/// same circumstances as [`is_bit_valid`].\nfn f() {}\n";
+    let r = run(
+        doc,
+        &block(
+            "/// same circumstances as [`is_bit_valid`].\n",
+            "/// same circumstances as [`is_safe`].\n",
+        ),
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    for line in [
+        "    /// unchanged in the error case.",
+        "/// unaltered.",
+        "// SAFETY: Same as with `Send`.",
+        "// ###\"...\"### -> ...",
+        "//   `.1`, etc)",
+    ] {
+        let payload = block(
+            "fn a() {}\n",
+            &format!("fn a() {{}}\n// Some wrapped comment text\n{line}\nfn b() {{}}\n"),
+        );
+        let r = run("fn a() {}\n", &payload);
+        assert_eq!(
+            r.report.outcome,
+            Outcome::Ok,
+            "{line}: {:?}",
+            r.report.error
+        );
+    }
+    let example = block(
+        "## Usage\n",
+        "## Usage\n\n```rust\nfn main() {\n    // ...\n    let x = f();\n}\n```\n",
+    );
+    let r = run("## Usage\n\nText.\n", &example);
+    assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    // After a real comment, an ellipsis placeholder is still one.
+    let file = "def compute(items):\n    total = 0\n    for i in items:\n        total += i\n    return total\n";
+    let dropped = block(
+        file,
+        "def compute(items):\n    # compute totals\n    # ... existing code ...\n    return total\n",
+    );
+    refused(file, &dropped, "placeholder");
+}

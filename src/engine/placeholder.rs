@@ -184,13 +184,49 @@ fn is_ellipsis(t: &str) -> bool {
     !t.is_empty() && t.chars().all(|c| c == '.' || c == '…') && (t.contains('…') || t.len() >= 3)
 }
 
-/// Whether `line` stands for code left out.
+/// Whether `line` stands for code left out. A doc comment (`///`, `//!`,
+/// `/**`) documents, and a comment quoting code (`` `Send` ``) speaks of it:
+/// neither is one.
 pub fn kind(line: &str) -> Option<Kind> {
     let t = line.trim();
     if is_ellipsis(t) {
         return Some(Kind::Bare);
     }
+    if ["///", "//!", "/**"].iter().any(|d| t.starts_with(d)) || t.contains('`') {
+        return None;
+    }
     placeholder_comment(comment_body(t)?).then_some(Kind::Comment)
+}
+
+/// The placeholder lines of REPLACE, each line's `kind` read in its context: a
+/// line inside a fenced block REPLACE holds is example text (`// ...` in a
+/// README's code), and a comment right after a comment line that is none
+/// continues its sentence (`// Some wrapped comment text` / `// unchanged in
+/// the error case.`).
+fn marks(lines: &[&str]) -> Vec<Option<Kind>> {
+    let fence = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("```") || t.starts_with("~~~")
+    };
+    let mut fenced = false;
+    let mut prose = false;
+    lines
+        .iter()
+        .map(|l| {
+            if fence(l) {
+                fenced = !fenced;
+                prose = false;
+                return None;
+            }
+            let mark = kind(l).filter(|_| !fenced);
+            // An ellipsis is never a sentence's next line: `# compute totals`
+            // then `# ... existing code ...` is the placeholder it looks like.
+            let elides = l.contains("...") || l.contains('…');
+            let continues = prose && mark == Some(Kind::Comment) && !elides;
+            prose = comment_body(l.trim()).is_some() && (mark.is_none() || continues);
+            mark.filter(|_| !continues)
+        })
+        .collect()
 }
 
 /// The text of a line that is only a comment, without its leader and closer.
@@ -220,7 +256,13 @@ fn placeholder_comment(body: &str) -> bool {
     let bare = body.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '…');
     let elided = |end: &str| end.starts_with("...") || end.starts_with('…');
     let reversed: String = bare.chars().rev().collect();
-    if words.is_empty() || elided(bare) && elided(&reversed) {
+    if words.is_empty() {
+        // Only an ellipsis, maybe bracketed (`[...]`, `{...}`): `"..." -> ...`
+        // quotes syntax.
+        let only = body.chars().all(|c| "….[]{}() ".contains(c));
+        return only && (bare.contains("...") || bare.contains('…'));
+    }
+    if elided(bare) && elided(&reversed) {
         return bare.contains("...") || bare.contains('…');
     }
     says_kept(&words) || says_kept_plainly(&words)
@@ -263,7 +305,8 @@ pub struct Loss {
 /// The first placeholder line of REPLACE (one SEARCH lacks) that stands where
 /// SEARCH lines would be deleted.
 pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
-    if !replace.iter().any(|l| kind(l).is_some()) {
+    let marks = marks(replace);
+    if marks.iter().all(Option::is_none) {
         return None;
     }
     let key = |l: &&str| l.trim().to_owned();
@@ -280,10 +323,8 @@ pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
             continue;
         };
         let new = &replace[new_index..new_index + new_len];
-        let marks: Vec<(usize, Kind)> = new
-            .iter()
-            .enumerate()
-            .filter_map(|(k, l)| kind(l).map(|m| (new_index + k, m)))
+        let marks: Vec<(usize, Kind)> = (new_index..new_index + new_len)
+            .filter_map(|i| marks[i].map(|m| (i, m)))
             .collect();
         let real = |lines: &[&str]| lines.iter().filter(|l| !is_blank(l)).count();
         let kept = real(new) - marks.len();
@@ -319,7 +360,8 @@ pub struct Misplaced {
 /// alone, or with the new lines on SEARCH's side of it, moves nothing: it only
 /// stays in the file as a comment, as an added comment does.
 pub fn misplaced(search: &[&str], replace: &[&str]) -> Option<Misplaced> {
-    if !replace.iter().any(|l| kind(l).is_some()) {
+    let marks = marks(replace);
+    if marks.iter().all(Option::is_none) {
         return None;
     }
     let s: Vec<&str> = search.iter().map(|l| l.trim()).collect();
@@ -331,9 +373,9 @@ pub fn misplaced(search: &[&str], replace: &[&str]) -> Option<Misplaced> {
             kept[new_index..new_index + len].fill(true);
         }
     }
-    let new = |i: usize| !kept[i] && !is_blank(replace[i]) && kind(replace[i]).is_none();
+    let new = |i: usize| !kept[i] && !is_blank(replace[i]) && marks[i].is_none();
     (0..r.len()).find_map(|p| {
-        let mark = kind(replace[p]).filter(|_| !s.contains(&r[p]))?;
+        let mark = marks[p].filter(|_| !s.contains(&r[p]))?;
         let after = !kept[p + 1..].contains(&true) && (p + 1..r.len()).any(new);
         let before = !kept[..p].contains(&true) && (0..p).any(new);
         let ok = match mark {
