@@ -2083,3 +2083,36 @@ fn doc_comments_examples_and_wrapped_sentences_are_no_placeholders() {
     );
     refused(file, &dropped, "placeholder");
 }
+
+/// An edit sent again, whose exact SEARCH is gone, never applies twice through
+/// a tolerant match: not at another copy at another indentation, nor at
+/// SEARCH's lines inside the REPLACE it wrote.
+#[test]
+fn an_edit_sent_again_never_applies_twice_through_a_tolerant_match() {
+    let file = "fn a() {\n    x(\n        open(p),\n    )\n}\nfn b() {\n    if c {\n        x(\n            open(p),\n        )\n    }\n}\n";
+    let payload = block("            open(p),\n", "            open(p)?,\n");
+    let first = run(file, &payload);
+    assert_eq!(
+        text(&first),
+        file.replace("            open(p),", "            open(p)?,")
+    );
+    let error = refused(text(&first), &payload, "ambiguous");
+    assert!(
+        error.message.contains("exactly at line 9"),
+        "{}",
+        error.message
+    );
+    let file = "fn f() {\n    loop {\n        park(\n            key,\n        );\n    }\n}\n";
+    let payload = block(
+        "        park(\n            key,\n        );\n",
+        "        while busy() {\n            park(\n                key,\n            );\n        }\n",
+    );
+    let first = run(file, &payload);
+    assert_eq!(
+        first.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        first.report.error
+    );
+    refused(text(&first), &payload, "ambiguous");
+}

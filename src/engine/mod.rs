@@ -1126,7 +1126,7 @@ impl Transaction<'_, '_> {
         if todo.is_empty() {
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
         }
-        if let Some(f) = self.replaced_at_hint(op, (&search, &replace), lines[0], scope) {
+        if let Some(f) = self.replaced_at_hint(op, (&search, &replace), lines[0], scope.clone()) {
             return Err(f);
         }
         if let [k] = todo[..] {
@@ -1151,6 +1151,9 @@ impl Transaction<'_, '_> {
                 lines: Some(lines),
                 warnings,
             });
+        }
+        if !exact && let Some(f) = self.replaced_exactly(&found, (&search, &replace), scope) {
+            return Err(f);
         }
         if todo.len() < chosen.len() {
             warnings.push(format!(
@@ -1218,6 +1221,34 @@ impl Transaction<'_, '_> {
                 ),
             )
         })
+    }
+
+    /// A failure when SEARCH matches only with tolerance while REPLACE stands
+    /// in the file exactly: an edit sent again after it applied, whose exact
+    /// SEARCH is gone, would take another copy at another indentation (or
+    /// SEARCH's lines inside the REPLACE just written) and apply twice.
+    fn replaced_exactly(
+        &self,
+        found: &lines::Found<'_>,
+        (search, replace): (&[&str], &[&str]),
+        scope: Range<usize>,
+    ) -> Option<Failure> {
+        if !replay::adds_a_line(search, replace) {
+            return None;
+        }
+        let placed = lines::find(&self.doc, replace, scope, || &[])?;
+        let at = found.starts[0] + 1;
+        let there = placed.starts[0] + 1;
+        Some(Failure::new(
+            ErrorKind::Ambiguous,
+            format!(
+                "SEARCH matches only with tolerance ({}) at line {at}, while REPLACE stands in the file exactly at line {there}: the edit looks made there already",
+                found.tier().name()
+            ),
+            format!(
+                "if it was meant for line {there}, nothing is left to do; to change line {at}, send SEARCH exactly as the file has it there"
+            ),
+        ))
     }
 
     /// Whether `line` says something (more than punctuation) and stands once
