@@ -2050,6 +2050,12 @@ fn doc_comments_examples_and_wrapped_sentences_are_no_placeholders() {
         ),
     );
     assert_eq!(r.report.outcome, Outcome::Ok, "{:?}", r.report.error);
+    // A comment that reads like one, edited, is no code lost.
+    let r = run(
+        "// x is the\n// same as y.\n",
+        &block("// same as y.\n", "// same as z.\n"),
+    );
+    assert_eq!(text(&r), "// x is the\n// same as z.\n");
     for line in [
         "    /// unchanged in the error case.",
         "/// unaltered.",

@@ -309,6 +309,10 @@ pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
     if marks.iter().all(Option::is_none) {
         return None;
     }
+    let searched: Vec<Option<Kind>> = search
+        .iter()
+        .map(|l| kind(l).filter(|_| !is_blank(l)))
+        .collect();
     let key = |l: &&str| l.trim().to_owned();
     let s: Vec<String> = search.iter().map(key).collect();
     let r: Vec<String> = replace.iter().map(key).collect();
@@ -328,7 +332,14 @@ pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
             .collect();
         let real = |lines: &[&str]| lines.iter().filter(|l| !is_blank(l)).count();
         let kept = real(new) - marks.len();
-        let gone = real(&search[old_index..old_index + old_len]).saturating_sub(kept);
+        // A SEARCH line that reads as a placeholder itself is a comment being
+        // edited (`// same as y.` made `// same as z.`), no code to lose.
+        let old = &search[old_index..old_index + old_len];
+        let like = searched[old_index..old_index + old_len]
+            .iter()
+            .flatten()
+            .count();
+        let gone = (real(old) - like).saturating_sub(kept);
         let found = marks.iter().find(|(_, m)| match m {
             Kind::Bare => gone >= 2,
             Kind::Comment => gone >= 1,
