@@ -889,6 +889,11 @@ proptest! {
         if !p.edits.is_empty() {
             let good = partial_payload(&p, false, json, &style);
             let edit = apply("f.txt", Some(&original), &good, &opts);
+            // Edits the engine refuses as putting lines in the file twice (an
+            // earlier edit's lines beside a later one's REPLACE) are no case of
+            // this property.
+            let kind = edit.report.error.as_ref().map(|e| e.kind.as_str());
+            prop_assume!(kind != Some("duplicates"));
             prop_assert_eq!(edit.report.outcome, Outcome::Ok, "{}", describe(&edit));
         }
         let payload = partial_payload(&p, true, json, &style);
