@@ -2122,3 +2122,28 @@ fn an_edit_sent_again_never_applies_twice_through_a_tolerant_match() {
     );
     refused(text(&first), &payload, "ambiguous");
 }
+
+/// A line lengthened by an edit (a comment appended) and sent again is
+/// already applied: the line now holds SEARCH with REPLACE's text around it.
+#[test]
+fn a_line_lengthened_by_an_edit_sent_again_is_already_applied() {
+    let file = "pub mod ast;\npub mod hir;\npub mod utf8;\n";
+    let payload = block("pub mod ast;\n", "pub mod ast; // syntax tree\n");
+    let first = run(file, &payload);
+    assert_eq!(
+        text(&first),
+        "pub mod ast; // syntax tree\npub mod hir;\npub mod utf8;\n"
+    );
+    let again = run(text(&first), &payload);
+    assert_eq!(
+        again.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        again.report.error
+    );
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+    assert!(!again.written);
+}

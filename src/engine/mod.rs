@@ -1097,11 +1097,18 @@ impl Transaction<'_, '_> {
             if let Some(pieces) = placeholder::pieces(&search, &replace) {
                 return self.edit_pieces(op, pieces, scope);
             }
-            if let Some(replayed) = self.replayed_lines(op, &search, &replace, scope.clone()) {
-                return replayed;
+            // A misplaced replay may still be a fragment edit made inside a line
+            // (`pub mod ast;` made `pub mod ast; // tree`): the fragment's own
+            // replay rule tells, and only then the misplaced failure stands.
+            let replayed = self.replayed_lines(op, &search, &replace, scope.clone());
+            if let Some(Ok(done)) = replayed {
+                return Ok(done);
             }
             if let Some(fragment) = self.substring(op, scope.clone()) {
                 return fragment;
+            }
+            if let Some(failed) = replayed {
+                return failed;
             }
             return Err(self.not_found(&search, scope));
         };
@@ -1483,15 +1490,17 @@ impl Transaction<'_, '_> {
         let [lines] = text::line_ranges(&bytes, &hits)[..] else {
             return None;
         };
+        // The file around the fragment already reads as REPLACE: sent before.
+        // Checked first, as such a REPLACE repeats the text beside it.
+        if replay::text_reads_as_replace(&bytes, hit.span.start, needle.as_bytes(), with.as_bytes())
+        {
+            return Some(Ok(Done::replayed(lines, INSERTED_BEFORE)));
+        }
         if text::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes())
             || text::completes_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
             || text::starts_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
         {
             return None;
-        }
-        if replay::text_reads_as_replace(&bytes, hit.span.start, needle.as_bytes(), with.as_bytes())
-        {
-            return Some(Ok(Done::replayed(lines, INSERTED_BEFORE)));
         }
         let new = text::splice(&bytes, &[hit]);
         self.doc = Doc::new(Cow::Owned(new));
