@@ -10,7 +10,8 @@
 # sequential read and write files, default 1024), EDITFS=path (an editfs binary to
 # measure instead of building this tree's, to compare two versions back to back),
 # EDITFS_ARGS="--threads 8" (more options for the editfs mount, to compare settings),
-# KEEP=1 (keep the temp dir and print its path),
+# KEEP=1 (keep the temp dir and print its path), SETTLE_S (seconds the disk is left
+# to settle before each sequential write, default 3),
 # ROWS="grep git rss" (run only these rows: floor cold seq write overwrite find
 # findcold grep grepcold untar rmrf git gitcold cargo gitcrate rt rtin rtnew cp; rss is
 # measured after grep).
@@ -35,6 +36,7 @@ RTIN_REPS=${RTIN_REPS:-300}
 BIG_MIB=${BIG_MIB:-1024}
 ROWS=${ROWS:-}
 CMD_TIMEOUT=${CMD_TIMEOUT:-300}
+SETTLE_S=${SETTLE_S:-3}
 
 # want ROW...: whether any of these rows is to run
 want() {
@@ -441,6 +443,45 @@ untar_all() {
 }
 want untar rmrf && untar_all
 
+# The sequential write, repetitions outside and views inside: a write's time moves
+# with the disk's writeback state, which drifts over the minutes between views, so
+# each repetition writes through every view back to back, starting at another view
+# each time. Every write makes a new
+# file, and the files go only after the row: on this kind of disk a removal's
+# discards slow the next writer that reuses the blocks, and a removal through editfs
+# keeps the file as a pre-image instead, so removing between writes would time the
+# views' removals, not their writes.
+write_row() {
+  local i v r t0 t1
+  declare -A samples=()
+  local n=${#views[@]} k
+  for ((i = 0; i < HEAVY_REPS; i++)); do
+    # each repetition starts at the next view, so that no view always follows another
+    for ((k = 0; k < n; k++)); do
+      v=${views[(i + k) % n]}
+      [ "${RES[write|$v]:-}" = FAIL ] && continue
+      r=${root[$v]}
+      say "$v: sequential write ($((i + 1))/$HEAVY_REPS)"
+      sync
+      sleep "$SETTLE_S"
+      t0=$(now_us)
+      if ! dd if=/dev/zero of="$r/written-$v-$i.bin" bs=1M count="$BIG_MIB" status=none 2>"$work/err/write-$v"; then
+        fail write "$v" "dd of=$r/written-$v-$i.bin" "$work/err/write-$v"
+        continue
+      fi
+      t1=$(now_us)
+      samples[$v]+="$((t1 - t0)) "
+    done
+  done
+  rm -f "${root[native]}"/written-*.bin
+  sync
+  for v in "${views[@]}"; do
+    [ "${RES[write|$v]:-}" = FAIL ] ||
+      RES[write|$v]=$(printf '%s\n' ${samples[$v]} | median | awk '{printf "%.3f", $1/1000}')
+  done
+}
+want write && write_row
+
 for v in "${views[@]}"; do
   r=${root[$v]}
   if want floor; then
@@ -466,24 +507,6 @@ for v in "${views[@]}"; do
   if want seq; then
     say "$v: sequential read"
     time_cmd seq "$v" "$HEAVY_REPS" 1 cat big.bin
-  fi
-
-  if want write; then
-    say "$v: sequential write"
-    samples=()
-    for ((i = 0; i < HEAVY_REPS; i++)); do
-      # removed through the view: a name removed behind its back stays cached for a TTL
-      rm -f "$r/written.bin"
-      sync
-      t0=$(now_us)
-      if ! dd if=/dev/zero of="$r/written.bin" bs=1M count="$BIG_MIB" status=none 2>"$work/err/write-$v"; then
-        fail write "$v" "dd of=$r/written.bin" "$work/err/write-$v"; break
-      fi
-      t1=$(now_us)
-      samples+=("$((t1 - t0))")
-    done
-    rm -f "$r/written.bin"
-    [ "${RES[write|$v]:-}" = FAIL ] || RES[write|$v]=$(printf '%s\n' "${samples[@]}" | median | awk '{printf "%.3f", $1/1000}')
   fi
 
   if want overwrite; then
