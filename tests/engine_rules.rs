@@ -1825,6 +1825,40 @@ fn a_replace_that_ends_with_the_lines_after_search_is_refused() {
     assert_eq!(text(&r), "z();\nb();\nc();\nb();\nc();\n");
 }
 
+/// A REPLACE that ends with the closing brace SEARCH stopped short of would
+/// leave it in the file twice: one line of brackets alone is in every file, so
+/// it tells only when the file's brackets pair and would no longer once applied.
+#[test]
+fn a_replace_that_ends_with_the_brace_after_search_is_refused() {
+    let file = "fn main() {\n    let a = 1;\n    run(a);\n}\n\nfn run(a: i32) {\n    println!(\"{a}\");\n}\n";
+    let short = block(
+        "fn main() {\n    let a = 1;\n    run(a);\n",
+        "fn main() {\n    let a = 2;\n    run(a);\n}\n",
+    );
+    let error = refused(file, &short, "duplicates");
+    assert!(
+        error.message.contains("(line 4)") && error.message.contains("no longer pair"),
+        "{}",
+        error.message
+    );
+    assert!(error.hint.unwrap().contains("through line 4"));
+    // Two closing lines, neither standing once in the file.
+    let nested =
+        "impl A {\n    fn f(&self) {\n        g();\n    }\n}\n\nimpl B {\n    fn h(&self) {}\n}\n";
+    let short = block(
+        "    fn f(&self) {\n        g();\n",
+        "    fn f(&self) {\n        g2();\n    }\n}\n",
+    );
+    let error = refused(nested, &short, "duplicates");
+    assert!(error.message.contains("(lines 4-5)"), "{}", error.message);
+    // A REPLACE whose closing line SEARCH holds too, or that opens what it
+    // closes, pairs: applied as sent.
+    let whole = block("    run(a);\n}\n", "    run(a);\n    done();\n}\n");
+    assert!(text(&run(file, &whole)).contains("    done();\n}\n\nfn run"));
+    let wrapped = block("    run(a);\n", "    if a > 0 {\n        run(a);\n    }\n");
+    assert!(text(&run(file, &wrapped)).contains("        run(a);\n    }\n}\n"));
+}
+
 /// A regex operation sent again never inserts twice: a match whose replacement
 /// already stands around it is left as it is (replay rule b), the others are
 /// replaced, and the report says so.

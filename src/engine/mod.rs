@@ -487,6 +487,15 @@ fn prose(name: &str) -> bool {
     )
 }
 
+/// `line 4`, or `lines 4-6`: 1-based, both ends included.
+fn line_span(first: usize, last: usize) -> String {
+    if first == last {
+        format!("line {first}")
+    } else {
+        format!("lines {first}-{last}")
+    }
+}
+
 /// Lines of a repeated run `repeats_beside` looks at for one that stands once
 /// in the file: each look reads the whole file.
 const DISTINCT_LOOK: usize = 8;
@@ -1276,8 +1285,9 @@ impl Transaction<'_, '_> {
     /// short of (or started late on) what the agent rewrote, and applied, those
     /// lines would stand in the file twice (`b(); c(); }` after the new body,
     /// then the old ones again). Two lines at least, one of them standing once
-    /// in the file (`distinct`), and not lines SEARCH has at that end too (then
-    /// REPLACE keeps them, and the file merely repeats them).
+    /// in the file (`distinct`), or closing or opening brackets that would no
+    /// longer pair (`unbalances`); and not lines SEARCH has at that end too
+    /// (then REPLACE keeps them, and the file merely repeats them).
     fn repeats_beside(
         &self,
         edge: Edge,
@@ -1305,20 +1315,22 @@ impl Transaction<'_, '_> {
                         .all(|(i, r)| same(r, at - k + i))
             }
         };
-        let k = (2..=REACH.min(n)).rev().find(|&k| equal(k))?;
-        let (lines, kept) = match edge {
-            Edge::After => (&replace[n - k..], search.ends_with(&replace[n - k..])),
-            Edge::Before => (&replace[..k], search.starts_with(&replace[..k])),
+        let run = |k: usize| match edge {
+            Edge::After => &replace[n - k..],
+            Edge::Before => &replace[..k],
         };
-        if kept || !lines.iter().take(DISTINCT_LOOK).any(|l| self.distinct(l)) {
-            return None;
-        }
+        let kept = |k: usize| match edge {
+            Edge::After => search.ends_with(run(k)),
+            Edge::Before => search.starts_with(run(k)),
+        };
+        let told = |k: usize| k >= 2 && run(k).iter().take(DISTINCT_LOOK).any(|l| self.distinct(l));
+        let mut repeated = (1..=REACH.min(n)).rev().filter(|&k| equal(k) && !kept(k));
+        let k = repeated.find(|&k| told(k) || self.unbalances(search, replace, run(k)))?;
         let (message, hint) = match edge {
             Edge::After => (
                 format!(
-                    "REPLACE ends with the {k} line(s) that follow SEARCH in the file (lines {}-{})",
-                    at + 1,
-                    at + k
+                    "REPLACE ends with the {k} line(s) that follow SEARCH in the file ({})",
+                    line_span(at + 1, at + k)
                 ),
                 format!(
                     "SEARCH seems to stop early: extend it through line {}, so that REPLACE replaces those lines, or leave them out of REPLACE",
@@ -1327,8 +1339,8 @@ impl Transaction<'_, '_> {
             ),
             Edge::Before => (
                 format!(
-                    "REPLACE starts with the {k} line(s) that precede SEARCH in the file (lines {}-{at})",
-                    at - k + 1
+                    "REPLACE starts with the {k} line(s) that precede SEARCH in the file ({})",
+                    line_span(at - k + 1, at)
                 ),
                 format!(
                     "SEARCH seems to start late: extend it up to line {}, so that REPLACE replaces those lines, or leave them out of REPLACE",
@@ -1336,11 +1348,36 @@ impl Transaction<'_, '_> {
                 ),
             ),
         };
+        let unpaired = if told(k) {
+            ""
+        } else {
+            ", and the file's brackets would no longer pair"
+        };
         Some(Failure::new(
             ErrorKind::Duplicates,
-            format!("{message}: applied, they would stand in the file twice"),
+            format!("{message}: applied, they would stand in the file twice{unpaired}"),
             hint,
         ))
+    }
+
+    /// Whether `run`, closing or opening lines of brackets alone (`}`, `});`)
+    /// at one end of REPLACE, is what would leave the file's brackets unpaired:
+    /// they pair now, REPLACE opens or closes more than SEARCH by just `run`'s
+    /// brackets, so without `run` they would pair still. Such lines repeat all
+    /// over a file, so `distinct` never tells them; this tells the one brace
+    /// that SEARCH stopped short of.
+    fn unbalances(&self, search: &[&str], replace: &[&str], run: &[&str]) -> bool {
+        if !run.iter().all(|l| text::brackets_only(l)) {
+            return false;
+        }
+        let own = text::bracket_balance(run.iter().map(|l| l.as_bytes()));
+        let (r, s) = (
+            text::bracket_balance(replace.iter().map(|l| l.as_bytes())),
+            text::bracket_balance(search.iter().map(|l| l.as_bytes())),
+        );
+        let grown: [i64; 3] = std::array::from_fn(|i| r[i] - s[i]);
+        own == grown
+            && text::bracket_balance((0..self.doc.len()).map(|i| self.doc.line(i))) == [0; 3]
     }
 
     /// A warning when REPLACE adds tab-indented lines to a file indented only

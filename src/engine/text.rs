@@ -163,6 +163,32 @@ pub fn line_ranges(bytes: &[u8], hits: &[Hit]) -> Vec<[usize; 2]> {
         .collect()
 }
 
+/// Whether `line` holds brackets and nothing else but separators: a line
+/// that only closes (`}`, `});`) or opens (`{`) a block.
+pub fn brackets_only(line: &str) -> bool {
+    let t = line.trim();
+    t.bytes().any(|b| b"()[]{}".contains(&b)) && t.bytes().all(|b| b"()[]{};,".contains(&b))
+}
+
+/// How far `lines` open (positive) or close (negative) round, square and
+/// curly brackets. Brackets in strings and comments count too: a file whose
+/// count they upset reads as unpaired, and no rule built on this then fires.
+pub fn bracket_balance<'a>(lines: impl Iterator<Item = &'a [u8]>) -> [i64; 3] {
+    let mut depth = [0i64; 3];
+    for b in lines.flatten() {
+        match b {
+            b'(' => depth[0] += 1,
+            b')' => depth[0] -= 1,
+            b'[' => depth[1] += 1,
+            b']' => depth[1] -= 1,
+            b'{' => depth[2] += 1,
+            b'}' => depth[2] -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
