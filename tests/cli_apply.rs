@@ -505,6 +505,49 @@ fn a_failed_multi_file_transaction_says_matched_files_were_not_written() {
     assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
 }
 
+/// A section naming a file that does not exist, in a directory that may not
+/// exist either, fails as `not_found` and points at the files of that name the
+/// agent may have meant (none that git ignores), not at making a new one.
+#[test]
+fn a_multi_file_path_naming_no_file_points_at_the_files_of_that_name() {
+    let p = Project::new();
+    for dir in ["src", "tests", "target"] {
+        fs::create_dir(p.path(dir)).unwrap();
+        fs::write(
+            p.path(&format!("{dir}/utils.py")),
+            "def a():\n    return 1\n",
+        )
+        .unwrap();
+    }
+    fs::write(p.path(".gitignore"), "target/\n").unwrap();
+    let block = "<<<<<<< SEARCH\ndef a():\n    return 1\n=======\ndef a():\n    return 2\n>>>>>>> REPLACE\n";
+    for named in ["utils.py", "lib/utils.py"] {
+        let out = p.editfs(
+            &["apply", "--multi", ".", "--json"],
+            &format!("{named}\n{block}"),
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = &json["files"][0]["error"];
+        assert_eq!(error["kind"], "not_found", "{error}");
+        let hint = error["hint"].as_str().unwrap();
+        assert!(
+            hint.contains(&format!("there is no file `{named}`"))
+                && hint.contains("`src/utils.py`, `tests/utils.py`;")
+                && !hint.contains("target/"),
+            "{hint}"
+        );
+        assert_eq!(json["error"]["hint"].as_str(), Some(hint));
+    }
+    assert!(!p.path("lib").exists());
+    let out = p.editfs(&["apply", "--multi", "."], &format!("nowhere.py\n{block}"));
+    assert!(
+        stdout(&out).contains("there is no file `nowhere.py`, nor any of that name in the project; an empty SEARCH would create"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn escaped_payloads_are_rejected_naming_what_they_look_like() {
     let p = Project::new();

@@ -229,6 +229,26 @@ fn every_entry_point_checks_the_file_against_the_callers_own_rights() {
     assert_eq!(m.src_file("nb/nb.txt"), b"#!/bin/sh\ntwo\nnobody's\n");
 }
 
+/// A multi-file payload naming a file that does not exist points at files of
+/// that name, found with the caller's own rights: nobody is not told of root's
+/// file in a directory only root may list, root is.
+#[test]
+fn a_payload_naming_no_file_points_only_at_files_the_caller_could_list() {
+    let Some(m) = mount_for_nobody() else { return };
+    let send = "printf '%s\\n' shared/backup.sh '<<<<<<< SEARCH' 'x' '=======' 'y' '>>>>>>> REPLACE' | cat > .editfs/edit; cat .editfs/status";
+    let nobody = text(&as_nobody(&m, send));
+    assert!(
+        nobody.contains("the project has one of that name: `nb/d/backup.sh`;"),
+        "{nobody}"
+    );
+    assert!(!nobody.contains("rootdir"), "{nobody}");
+    let root = text(&m.sh(send));
+    assert!(
+        root.contains("`nb/d/backup.sh`, `rootdir/backup.sh`;"),
+        "{root}"
+    );
+}
+
 /// Nobody looks up a missing name (the kernel remembers it as missing), root
 /// makes the file with mode 0600, and nobody opens it with `O_RDWR|O_CREAT`
 /// before the kernel forgets: the open fails as it would natively.

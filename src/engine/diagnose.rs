@@ -37,6 +37,10 @@ const MAX_DIFFED: usize = 4096;
 /// SEARCH and the file part, so a miss on a 10 MB line reads in one screen.
 const MAX_SHOWN: usize = 240;
 
+/// The hint for a SEARCH sent to an empty or missing file.
+pub const EMPTY_FILE: &str =
+    "the file is empty (or does not exist yet); an empty SEARCH creates it";
+
 pub struct Diagnosis {
     pub closest: Option<Closest>,
     pub hint: String,
@@ -54,7 +58,7 @@ fn key(line: &str) -> u64 {
 pub fn not_found(doc: &Doc, search: &[&str], scope: Range<usize>) -> Diagnosis {
     if scope.is_empty() {
         let hint = if doc.is_empty() {
-            "the file is empty (or does not exist yet); an empty SEARCH creates it"
+            EMPTY_FILE
         } else {
             "the line range given holds no lines"
         };

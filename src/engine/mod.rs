@@ -26,6 +26,7 @@ use std::ops::{Range, RangeInclusive};
 use regex::bytes::Regex;
 use sha2::{Digest, Sha256};
 
+pub use diagnose::EMPTY_FILE;
 use doc::{Doc, Eol};
 pub use payload::FileAct;
 pub use payload::Received;

@@ -50,18 +50,50 @@ impl Caller {
         if self.is_root() {
             return true;
         }
-        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-        let Some((file, dirs)) = parts.split_last() else {
+        let Some((file, dirs)) = parts(rel) else {
             return false;
         };
-        let stat = |dir: &dyn AsFd, name: &str| {
-            rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).ok()
-        };
-        let Ok(top) = rustix::fs::fstat(root) else {
+        let Way::Open(held) = self.search(root, &dirs) else {
             return false;
         };
-        if !self.permits(&access_of(&top), SEARCH) {
+        let at: &dyn AsFd = match &held {
+            Some(fd) => fd,
+            None => root,
+        };
+        stat(at, file).is_ok_and(|st| {
+            st.st_mode & libc::S_IFMT == libc::S_IFREG && self.reads(&access_of(&st))
+        })
+    }
+
+    /// Whether `rel` does not exist beneath `root` and the caller could learn so
+    /// natively: every directory on the way that exists searchable. A report on
+    /// a file a payload named wrongly then tells the caller nothing `ls` would not.
+    pub fn sees_missing(&self, root: &impl AsFd, rel: &str) -> bool {
+        let Some((file, dirs)) = parts(rel) else {
             return false;
+        };
+        match self.search(root, &dirs) {
+            Way::Missing => true,
+            Way::Denied => false,
+            Way::Open(held) => {
+                let at: &dyn AsFd = match &held {
+                    Some(fd) => fd,
+                    None => root,
+                };
+                matches!(stat(at, file), Err(rustix::io::Errno::NOENT))
+            }
+        }
+    }
+
+    /// Walks `dirs` beneath `root` as the caller could: each searchable, no
+    /// symlink followed.
+    fn search(&self, root: &impl AsFd, dirs: &[&str]) -> Way {
+        let searchable = |st: &rustix::fs::Stat| {
+            st.st_mode & libc::S_IFMT == libc::S_IFDIR
+                && (self.is_root() || self.permits(&access_of(st), SEARCH))
+        };
+        if !rustix::fs::fstat(root).is_ok_and(|st| searchable(&st)) {
+            return Way::Denied;
         }
         let mut held: Option<OwnedFd> = None;
         for dir in dirs {
@@ -69,22 +101,18 @@ impl Caller {
                 Some(fd) => fd,
                 None => root,
             };
-            let searchable = stat(at, dir).is_some_and(|st| {
-                st.st_mode & libc::S_IFMT == libc::S_IFDIR && self.permits(&access_of(&st), SEARCH)
-            });
+            match stat(at, dir) {
+                Err(rustix::io::Errno::NOENT) => return Way::Missing,
+                Ok(st) if searchable(&st) => {}
+                _ => return Way::Denied,
+            }
             let how = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match rustix::fs::openat(at.as_fd(), *dir, how, Mode::empty()) {
-                Ok(fd) if searchable => held = Some(fd),
-                _ => return false,
+                Ok(fd) => held = Some(fd),
+                Err(_) => return Way::Denied,
             }
         }
-        let at: &dyn AsFd = match &held {
-            Some(fd) => fd,
-            None => root,
-        };
-        stat(at, file).is_some_and(|st| {
-            st.st_mode & libc::S_IFMT == libc::S_IFREG && self.reads(&access_of(&st))
-        })
+        Way::Open(held)
     }
 
     /// Whether the caller may see transaction `entry`: it can read every file the
@@ -107,6 +135,27 @@ impl Caller {
                 }
             })
     }
+}
+
+/// Where a walk of a path's directories (`Caller::search`) ended.
+enum Way {
+    /// Every one searchable: the last, held (`None`: the root itself).
+    Open(Option<OwnedFd>),
+    /// One does not exist; those before it were searchable.
+    Missing,
+    /// One could not be searched, or is no directory.
+    Denied,
+}
+
+/// A path's last part and the directories before it.
+fn parts(rel: &str) -> Option<(&str, Vec<&str>)> {
+    let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    let file = parts.pop()?;
+    Some((file, parts))
+}
+
+fn stat(dir: &dyn AsFd, name: &str) -> rustix::io::Result<rustix::fs::Stat> {
+    rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
 }
 
 /// Whether each file exists, and whether the caller can read it, now.
@@ -183,5 +232,18 @@ mod tests {
         assert!(!other.reads_now(&root, "d/f"));
         assert!(!other.reads_now(&root, "d/missing"));
         assert!(!other.reads_now(&root, ""));
+        // A missing file is seen missing only through searchable directories.
+        assert!(!other.sees_missing(&root, "d/missing"));
+        assert!(!other.sees_missing(&root, "d/missing/deeper"));
+        assert!(other.sees_missing(&root, "none/f"));
+        assert!(other.sees_missing(&root, "none"));
+        set("d", 0o755);
+        assert!(other.sees_missing(&root, "d/missing"));
+        assert!(other.sees_missing(&root, "d/missing/deeper"));
+        assert!(!other.sees_missing(&root, "d/f"), "it exists");
+        assert!(
+            !other.sees_missing(&root, "d/f/under"),
+            "a file is no directory"
+        );
     }
 }

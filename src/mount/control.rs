@@ -860,13 +860,15 @@ impl Core {
     }
 
     /// `.editfs/status` (or `status.json`): the latest multi-file or undo report,
-    /// for a caller who can read every file it names.
+    /// for a caller who can read every file it names, or learn that it does not
+    /// exist (a payload that named a file wrongly).
     pub(super) fn state_status(&self, json: bool, caller: &Caller) -> Vec<u8> {
         let latest = self.state_report.lock();
+        let root = self.source.root();
         let shown = latest.as_ref().filter(|r| {
             r.files
                 .iter()
-                .all(|f| caller.reads_now(&self.source.root(), f))
+                .all(|f| caller.reads_now(&root, f) || caller.sees_missing(&root, f))
         });
         match (shown, latest.is_some(), json) {
             (Some(r), _, true) => r.json.clone().into_bytes(),

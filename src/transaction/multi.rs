@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use rustix::fs::Access;
+use rustix::fs::{Access, AtFlags};
 
 use super::{
     Opened, Root, Who, failed_commit, file_name, io_failure, log_entry, new_file_dir, now, open,
@@ -183,14 +183,20 @@ impl Plan {
             || self.prepare(root, opts, who),
             |(_, d)| d.iter().all(Decided::current),
         );
-        match decided {
-            Ok(((lock, _dirs), decided)) => numbered(store, lock.as_ref(), root, decided, who),
+        let mut report = match decided {
+            Ok(((lock, dirs), decided)) => {
+                let report = numbered(store, lock.as_ref(), root, decided, who);
+                drop((lock, dirs));
+                report
+            }
             Err(e) => {
                 let mut r = MultiReport::new(Outcome::Failed);
                 r.error = io_failure(e, String::new()).error;
                 r
             }
-        }
+        };
+        point_to_namesakes(root, who, &mut report);
+        report
     }
 
     /// Decides every file's edit: the report so far (not yet numbered) and the decisions.
@@ -221,6 +227,62 @@ impl Plan {
         };
         (report, decided)
     }
+}
+
+/// Files whose sections a failed payload's hint points elsewhere at most: each
+/// costs a walk of the tree.
+const NAMESAKE_FILES: usize = 3;
+
+/// Where a section named a file that does not exist and its SEARCH found
+/// nothing, the hint names the files of that name the payload may have meant
+/// (`Root::namesakes`) instead of inviting a new file. It runs once the locks
+/// are let go: the walk is no business of other edits.
+fn point_to_namesakes(root: Root<'_>, who: &Who, report: &mut MultiReport) {
+    let missing = |rel: &str| {
+        matches!(
+            rustix::fs::statat(root.fd, rel, AtFlags::SYMLINK_NOFOLLOW),
+            Err(rustix::io::Errno::NOENT)
+        )
+    };
+    let mut walks = 0;
+    for r in &mut report.files {
+        let Some(e) = r.error.as_mut() else {
+            continue;
+        };
+        if e.kind != ErrorKind::NotFound || walks == NAMESAKE_FILES || !missing(&r.file) {
+            continue;
+        }
+        walks += 1;
+        let creates = e.hint.as_deref() == Some(engine::EMPTY_FILE);
+        let found = root.namesakes(&r.file, who.caller.as_ref());
+        let hint = namesakes_hint(&r.file, &found, creates);
+        if let Some(top) = report.error.as_mut()
+            && top.message.starts_with(&format!("{}: ", r.file))
+        {
+            top.hint = Some(hint.clone());
+        }
+        e.hint = Some(hint);
+    }
+}
+
+/// The hint for a section whose file `rel` does not exist, files of that name
+/// `found`; where SEARCH found nothing (`creates`), it also says how to make
+/// the file, as the engine's own hint did.
+fn namesakes_hint(rel: &str, found: &[String], creates: bool) -> String {
+    let create = if creates {
+        format!("; an empty SEARCH would create `{rel}`")
+    } else {
+        String::new()
+    };
+    if found.is_empty() {
+        return format!("there is no file `{rel}`, nor any of that name in the project{create}");
+    }
+    let listed: Vec<String> = found.iter().map(|f| format!("`{f}`")).collect();
+    format!(
+        "there is no file `{rel}`; the project has {} of that name: {}; name the one meant by its path from the project's root{create}",
+        if found.len() == 1 { "one" } else { "files" },
+        listed.join(", ")
+    )
 }
 
 /// The files sections name, each symlink among those the payload only edits
@@ -330,7 +392,7 @@ fn decide(
     let mut decided = Vec::new();
     for (rel, ops) in by_file(files, report) {
         let opened = open(root, &rel, who.caller.as_ref()).map(Some);
-        match opened.or_else(|e| in_new_directory(e, &ops)) {
+        match opened.or_else(in_new_directory) {
             Ok(opened) => {
                 let original = opened.as_ref().and_then(|o| o.bytes.as_deref());
                 let edit = engine::apply_parsed(&rel, original, ops, opts);
@@ -364,21 +426,21 @@ fn decide(
     decided
 }
 
-/// A file whose directory does not exist yet is absent, when its first
-/// operation creates it: the commit makes the directory (as `*** Add File:`
-/// into a new package needs).
+/// A file whose directory does not exist yet is absent, as a missing file in
+/// an existing directory is: a first operation that creates it makes the
+/// directory at the commit (as `*** Add File:` into a new package needs), and
+/// any other fails as on a missing file (`not_found`, pointing at files of that
+/// name), not as an error of the file system that sending again would not mend.
 fn in_new_directory(
     e: crate::store::StoreError,
-    ops: &Payload,
 ) -> Result<Option<Opened>, crate::store::StoreError> {
-    let missing = matches!(&e, crate::store::StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound);
-    let creates = ops
-        .operations
-        .first()
-        .is_some_and(|op| op.search.is_empty() && op.act.is_none() && op.insert_after.is_none());
-    match missing && creates {
-        true => Ok(None),
-        false => Err(e),
+    match &e {
+        crate::store::StoreError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        _ => Err(e),
     }
 }
 

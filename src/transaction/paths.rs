@@ -13,10 +13,16 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
-use super::Root;
+use super::{Caller, Root};
 use crate::engine::payload::{Entry, Tree};
 use crate::engine::{ErrorKind, ErrorReport, Outcome, Report};
 use crate::store::journal::parent_beneath;
+
+/// Entries a namesake walk (`Root::namesakes`) visits at most.
+const NAMESAKE_LOOK: usize = 20_000;
+
+/// Namesakes a hint names at most.
+const NAMESAKES_SHOWN: usize = 5;
 
 impl Tree for Root<'_> {
     fn locate(&self, written: &str) -> Result<String, String> {
@@ -131,6 +137,49 @@ impl Root<'_> {
             return Err(Refused::Outside);
         }
         Ok(inside.to_owned())
+    }
+
+    /// Files under the root named as `rel` is, for a payload that named a file
+    /// that does not exist: agents drop or misplace a directory (`utils.py` for
+    /// `src/utils.py`), and a hint that only says an empty SEARCH creates the
+    /// file leads them to make a second one. The walk runs with the caller's
+    /// credentials (`None`: the daemon's own, for `editfs apply`), so it lists
+    /// only what that user could list natively; it skips hidden directories (the
+    /// state directory among them) and what the project's ignore files ignore,
+    /// and stops after `NAMESAKE_LOOK` entries, so a huge tree costs a failed
+    /// payload no more than that.
+    pub fn namesakes(&self, rel: &str, caller: Option<&Caller>) -> Vec<String> {
+        let Some(name) = Path::new(rel).file_name() else {
+            return Vec::new();
+        };
+        // Reached by the descriptor's own link, which asks no search right of
+        // the directories above the root (the caller may have none there).
+        let top = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        let walk = || {
+            let entries = ignore::WalkBuilder::new(&top).require_git(false).build();
+            let mut found: Vec<String> = entries
+                .take(NAMESAKE_LOOK)
+                .flatten()
+                .filter(|e| e.file_name() == name && e.file_type().is_some_and(|t| t.is_file()))
+                .filter_map(|e| {
+                    Some(
+                        e.path()
+                            .strip_prefix(&top)
+                            .ok()?
+                            .to_string_lossy()
+                            .into_owned(),
+                    )
+                })
+                .filter(|found| found != rel)
+                .take(NAMESAKES_SHOWN)
+                .collect();
+            found.sort();
+            found
+        };
+        match caller {
+            Some(c) => c.with(walk).unwrap_or_default(),
+            None => walk(),
+        }
     }
 
     /// Whether `rel` is a symlink beneath the root.
