@@ -1773,6 +1773,38 @@ fn a_line_hint_where_replace_already_stands_never_sends_the_edit_to_another_copy
     assert!(text(&r).contains("a() {\n    call(3)"), "{}", text(&r));
 }
 
+/// A `:start_line:` block sent again in a file with two more copies of its
+/// lines, equally far from its line, says the edit stands at that line, not
+/// that a line hint it already has would pick one.
+#[test]
+fn a_placed_block_sent_again_between_two_copies_says_it_stands_there() {
+    let file = "fn a() {\n    call(1);\n}\nfn b() {\n    call(1);\n}\nfn c() {\n    call(1);\n}\n";
+    let placed = "<<<<<<< SEARCH\n:start_line:5\n-------\n    call(1);\n=======\n    call(2);\n>>>>>>> REPLACE\n";
+    let first = run(file, placed);
+    let done = text(&first).to_owned();
+    assert_eq!(
+        done,
+        file.replacen("call(1)", "call(2)", 2)
+            .replacen("call(2)", "call(1)", 1)
+    );
+    let error = refused(&done, placed, "ambiguous");
+    assert!(
+        error
+            .message
+            .contains("SEARCH occurs 2 times (lines 2, 8), away from line 5")
+            && error
+                .message
+                .contains("at line 5, nearer it, already reads as REPLACE"),
+        "{}",
+        error.message
+    );
+    let hint = error.hint.unwrap();
+    assert!(
+        hint.contains("to change one of lines 2, 8, send it placed there"),
+        "{hint}"
+    );
+}
+
 /// A SEARCH that stops short of the lines REPLACE rewrites would leave those
 /// lines in the file twice: refused, saying which lines SEARCH should reach.
 #[test]

@@ -1128,7 +1128,15 @@ impl Transaction<'_, '_> {
             .map(|s| [s + 1, s + found.len()])
             .collect();
         let exact = found.tier() == Tier::Exact;
-        let (chosen, mut warnings) = choose(&ranges, op, exact, self.opts.ambiguous)?;
+        let (chosen, mut warnings) = match choose(&ranges, op, exact, self.opts.ambiguous) {
+            Ok(chosen) => chosen,
+            // A tie a line hint cannot break, REPLACE standing at that line.
+            Err(tied) => {
+                let at: Vec<usize> = ranges.iter().map(|r| r[0]).collect();
+                let placed = self.replaced_at_hint(op, (&search, &replace), &at, scope.clone());
+                return Err(placed.unwrap_or(tied));
+            }
+        };
         past_end(op, self.doc.len(), &mut warnings);
         let chosen = non_overlapping(&chosen, &found.starts, found.len());
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
@@ -1143,7 +1151,8 @@ impl Transaction<'_, '_> {
         if todo.is_empty() {
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
         }
-        if let Some(f) = self.replaced_at_hint(op, (&search, &replace), lines[0], scope.clone()) {
+        if let Some(f) = self.replaced_at_hint(op, (&search, &replace), &[lines[0]], scope.clone())
+        {
             return Err(f);
         }
         if let [k] = todo[..] {
@@ -1200,17 +1209,17 @@ impl Transaction<'_, '_> {
         Ok(Done::applied(found.tier().name(), Some(lines), warnings))
     }
 
-    /// A failure when SEARCH's match (at 1-based line `at`) lies away from the
-    /// operation's line hint while REPLACE already stands nearer it: a hunk or
-    /// a `:start_line:` block sent again after it applied, in a file with
-    /// another copy of its lines. Taking that copy edits a place the agent
-    /// never meant, and calling it a replay would be a guess too (SEARCH is in
-    /// the file), so the agent is told both places.
+    /// A failure when SEARCH's matches (at 1-based lines `at`) lie away from
+    /// the operation's line hint while REPLACE already stands nearer it: a hunk
+    /// or a `:start_line:` block sent again after it applied, in a file with
+    /// other copies of its lines. Taking one edits a place the agent never
+    /// meant, and calling it a replay would be a guess too (SEARCH is in the
+    /// file), so the agent is told both places.
     fn replaced_at_hint(
         &self,
         op: &Operation,
         (search, replace): (&[&str], &[&str]),
-        at: usize,
+        at: &[usize],
         scope: Range<usize>,
     ) -> Option<Failure> {
         // A hunk's `@@` line says where it lies as a line number would.
@@ -1218,7 +1227,8 @@ impl Transaction<'_, '_> {
             .near
             .or_else(|| self.anchor_line(op).map(|a| a + 1))
             .filter(|_| !op.all && op.expected.is_none())?;
-        if at == hint || !replay::adds_a_line(search, replace) {
+        let away = at.iter().map(|a| a.abs_diff(hint)).min()?;
+        if away == 0 || !replay::adds_a_line(search, replace) {
             return None;
         }
         let placed = lines::find(&self.doc, replace, scope, || &[])?;
@@ -1227,17 +1237,36 @@ impl Transaction<'_, '_> {
             .iter()
             .map(|s| s + 1)
             .min_by_key(|s| s.abs_diff(hint))?;
-        (nearest.abs_diff(hint) < at.abs_diff(hint)).then(|| {
-            Failure::new(
-                ErrorKind::Ambiguous,
-                format!(
-                    "SEARCH is at line {at}, away from line {hint} where the operation is placed (by its line number, or by its hunk's @@ line), and the file at line {nearest}, nearer it, already reads as REPLACE"
-                ),
-                format!(
-                    "if the edit was meant for line {nearest}, it is already made there: nothing is left to do; to change line {at} too, send it placed there (a line number, or an @@ line naming its block), or without a place"
-                ),
-            )
-        })
+        if nearest.abs_diff(hint) >= away {
+            return None;
+        }
+        let placing = "send it placed there (a line number, or an @@ line naming its block)";
+        let (found, change) = match at {
+            [one] => (
+                format!("SEARCH is at line {one}"),
+                format!("line {one} too, {placing}, or without a place"),
+            ),
+            _ => {
+                let listed = at
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                (
+                    format!("SEARCH occurs {} times (lines {listed})", at.len()),
+                    format!("one of lines {listed}, {placing}"),
+                )
+            }
+        };
+        Some(Failure::new(
+            ErrorKind::Ambiguous,
+            format!(
+                "{found}, away from line {hint} where the operation is placed (by its line number, or by its hunk's @@ line), and the file at line {nearest}, nearer it, already reads as REPLACE"
+            ),
+            format!(
+                "if the edit was meant for line {nearest}, it is already made there: nothing is left to do; to change {change}"
+            ),
+        ))
     }
 
     /// A failure when SEARCH matches only with tolerance while REPLACE stands
