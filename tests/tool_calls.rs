@@ -220,6 +220,38 @@ fn desktop_commander_edit_block_with_absolute_paths_and_counts() {
     assert!(text(&m, "src/config.js").starts_with("// settings (rotated)\n"));
 }
 
+/// The XML form models write their tool calls in as text, `<invoke>` with one
+/// `<parameter>` per argument, pasted as it is: to a file's control file, a
+/// text editor `str_replace` (its values on lines of their own, the indentation
+/// of their lines kept); to the state directory's, calls for two files.
+#[test]
+fn invoke_xml_function_calls_are_read_as_the_tool_calls_they_stand_for() {
+    let m = mount!();
+    let call = "<function_calls>\n<invoke name=\"str_replace_based_edit_tool\">\n<parameter name=\"command\">str_replace</parameter>\n<parameter name=\"path\">shop.py</parameter>\n<parameter name=\"old_str\">\n    def count(self):\n        return len(self.items)\n</parameter>\n<parameter name=\"new_str\">\n    def count(self):\n        return sum(1 for _ in self.items)\n</parameter>\n</invoke>\n</function_calls>";
+    m.ok(&send("shop.py.edit", call));
+    assert_eq!(
+        text(&m, "shop.py"),
+        SHOP.replace(
+            "return len(self.items)",
+            "return sum(1 for _ in self.items)"
+        )
+    );
+    let two = "<invoke name=\"edit_block\">\n<parameter name=\"file_path\">src/config.js</parameter>\n<parameter name=\"old_string\">export const key = API_KEY_OLD;</parameter>\n<parameter name=\"new_string\">export const key = API_KEY_OLD.trim();</parameter>\n</invoke>\n<invoke name=\"MultiEdit\">\n<parameter name=\"file_path\">notes d'été/à faire.md</parameter>\n<parameter name=\"edits\">[{\"old_string\": \"pain\", \"new_string\": \"pain et du lait\"}]</parameter>\n</invoke>";
+    let report = m.ok(&format!(
+        "{}\ncat .editfs/status",
+        send(".editfs/edit", two)
+    ));
+    assert!(
+        report.contains("read each <invoke> XML function call"),
+        "{report}"
+    );
+    assert!(text(&m, "src/config.js").contains("export const key = API_KEY_OLD.trim();"));
+    assert_eq!(
+        text(&m, "notes d'été/à faire.md"),
+        "- acheter du pain et du lait\n"
+    );
+}
+
 #[test]
 fn a_call_naming_another_file_is_refused_naming_both() {
     let m = mount!();

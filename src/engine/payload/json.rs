@@ -46,6 +46,12 @@ pub fn parse(text: &str) -> Result<Payload, PayloadError> {
         Value::Array(items) => items,
         other => vec![other],
     };
+    from_values(objects)
+}
+
+/// Reads JSON values already parsed, each an edit, a list of edits' holder, or
+/// a whole tool call.
+pub fn from_values(objects: Vec<Value>) -> Result<Payload, PayloadError> {
     let mut payload = Payload::default();
     for (i, item) in objects.into_iter().enumerate() {
         let index = i + 1;

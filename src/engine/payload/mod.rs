@@ -264,6 +264,8 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let payload = if let Some(calls) = tools::parse_xml(text) {
         calls?
+    } else if let Some(calls) = tools::parse_invoke(text) {
+        calls?
     } else if let Some(json) = fenced_json(text) {
         let mut payload = json::parse(json)?;
         payload
