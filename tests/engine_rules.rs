@@ -1190,6 +1190,42 @@ fn a_first_line_that_lost_its_indentation_is_not_read_as_a_deeper_nesting_step()
     );
     assert!(!warnings(&r).contains("twice as deep"), "{}", warnings(&r));
 }
+
+#[test]
+fn a_replace_written_at_the_files_indentation_is_not_shifted_again() {
+    // SEARCH copied without its indentation (or its first line's), REPLACE
+    // written as the file reads: shifted by SEARCH's offset, the method would
+    // land a level deeper, nested into the one before it, reported OK.
+    let file = "class Loader:\n    def load(self, path):\n        return self.parse(path)\n\n    def parse(self, data):\n        return data.split()\n";
+    let want = file.replace(
+        "    def parse(self, data):\n        return data.split()",
+        "    def parse(self, data, sep=\",\"):\n        return data.split(sep)",
+    );
+    let replace = "    def parse(self, data, sep=\",\"):\n        return data.split(sep)\n";
+    for search in [
+        "def parse(self, data):\n    return data.split()\n",
+        "def parse(self, data):\n        return data.split()\n",
+    ] {
+        let r = run(file, &block(search, replace));
+        assert_eq!(text(&r), want, "{search:?}");
+    }
+    // REPLACE in SEARCH's frame is still shifted with it, a wrapped line too.
+    let r = run(
+        file,
+        &block(
+            "return self.parse(path)\n",
+            "if path:\n    return self.parse(path)\n",
+        ),
+    );
+    assert_eq!(
+        text(&r),
+        file.replace(
+            "        return self.parse(path)",
+            "        if path:\n            return self.parse(path)"
+        )
+    );
+}
+
 #[test]
 fn a_line_fragment_found_once_is_replaced_as_text() {
     let file = "const TIMEOUT_MS: u64 = 500;\nconst RETRIES: u32 = 3;\n";
