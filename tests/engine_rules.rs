@@ -1993,6 +1993,46 @@ fn a_replace_whose_newlines_were_escaped_twice_is_refused() {
     );
 }
 
+/// A REPLACE escaped for HTML on its way (as an XML tool call's value may be),
+/// while SEARCH was copied as the file reads, is refused: written as sent,
+/// `&lt;` would stand in the code.
+#[test]
+fn a_replace_escaped_for_html_is_refused() {
+    let file = "def f(a, b):\n    if a < b and b > 0:\n        return a\n    return b\n";
+    for payload in [
+        block(
+            "    if a < b and b > 0:\n",
+            "    if a &lt;= b and b &gt; 0:\n",
+        ),
+        "<search_and_replace><path>f.txt</path><search>    if a < b and b > 0:</search><replace>    if a &lt;= b and b &gt; 0:</replace></search_and_replace>".to_owned(),
+    ] {
+        let error = refused(file, &payload, "malformed");
+        assert!(error.message.contains("`&lt;`"), "{}", error.message);
+    }
+    // Code that escapes HTML holds the characters too, and is written.
+    let r = run(
+        file,
+        &block(
+            "    return b\n",
+            "    return b.replace(\"&\", \"&amp;\").replace(\"<\", \"&lt;\")\n",
+        ),
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok);
+    // In markup, an entity is text an edit may mean.
+    let page = "<p>Tom & Jerry</p>\n";
+    let payload = block("<p>Tom & Jerry</p>\n", "<p>Tom &amp; Jerry</p>\n");
+    let edit = apply(
+        "page.html",
+        Some(page.as_bytes()),
+        payload.as_bytes(),
+        &Options::default(),
+    );
+    assert_eq!(
+        edit.content.as_deref(),
+        Some(&b"<p>Tom &amp; Jerry</p>\n"[..])
+    );
+}
+
 /// An exact match writes REPLACE as sent, so new lines indented the other way
 /// from the whole file (tabs into spaces, spaces into tabs) are written, with a
 /// warning naming them.
