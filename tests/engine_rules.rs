@@ -175,6 +175,40 @@ fn a_comment_in_json_is_named_in_the_rejection() {
     }
 }
 
+/// JSON written by hand, with the file's line breaks and tabs typed into its
+/// strings as they are: they can only mean themselves, so the edit is read.
+#[test]
+fn line_breaks_and_tabs_typed_into_json_strings_are_read_as_themselves() {
+    let file = "build:\n\tcargo build\n\tcp x bin/\n";
+    let r = run(
+        file,
+        "{\"search\": \"build:\n\tcargo build\", \"replace\": \"build:\n\tmkdir -p bin\n\tcargo build\"}\n",
+    );
+    assert_eq!(
+        text(&r),
+        "build:\n\tmkdir -p bin\n\tcargo build\n\tcp x bin/\n"
+    );
+    assert!(
+        r.report
+            .notes
+            .iter()
+            .any(|n| n.contains("line breaks or tabs")),
+        "{:?}",
+        r.report.notes
+    );
+    // An escape already there stays one, and a JSON still broken is rejected.
+    let r = run(
+        file,
+        "{\"search\": \"\\tcp x bin/\", \"replace\": \"\\tcp x\n\tbin/\"}",
+    );
+    assert_eq!(text(&r), "build:\n\tcargo build\n\tcp x\n\tbin/\n");
+    let r = run(
+        file,
+        "{\"search\": \"build:\n\", \"replace\": \"say \"hi\"\"}",
+    );
+    assert_eq!(r.report.outcome, Outcome::Rejected);
+}
+
 #[test]
 fn a_malformed_payload_is_rejected_naming_its_line() {
     let r = run("a\n", "<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n");
