@@ -175,6 +175,40 @@ fn a_comment_in_json_is_named_in_the_rejection() {
     }
 }
 
+/// JSON written by hand, with the file's line breaks and tabs typed into its
+/// strings as they are: they can only mean themselves, so the edit is read.
+#[test]
+fn line_breaks_and_tabs_typed_into_json_strings_are_read_as_themselves() {
+    let file = "build:\n\tcargo build\n\tcp x bin/\n";
+    let r = run(
+        file,
+        "{\"search\": \"build:\n\tcargo build\", \"replace\": \"build:\n\tmkdir -p bin\n\tcargo build\"}\n",
+    );
+    assert_eq!(
+        text(&r),
+        "build:\n\tmkdir -p bin\n\tcargo build\n\tcp x bin/\n"
+    );
+    assert!(
+        r.report
+            .notes
+            .iter()
+            .any(|n| n.contains("line breaks or tabs")),
+        "{:?}",
+        r.report.notes
+    );
+    // An escape already there stays one, and a JSON still broken is rejected.
+    let r = run(
+        file,
+        "{\"search\": \"\\tcp x bin/\", \"replace\": \"\\tcp x\n\tbin/\"}",
+    );
+    assert_eq!(text(&r), "build:\n\tcargo build\n\tcp x\n\tbin/\n");
+    let r = run(
+        file,
+        "{\"search\": \"build:\n\", \"replace\": \"say \"hi\"\"}",
+    );
+    assert_eq!(r.report.outcome, Outcome::Rejected);
+}
+
 #[test]
 fn a_malformed_payload_is_rejected_naming_its_line() {
     let r = run("a\n", "<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n");
@@ -1190,6 +1224,42 @@ fn a_first_line_that_lost_its_indentation_is_not_read_as_a_deeper_nesting_step()
     );
     assert!(!warnings(&r).contains("twice as deep"), "{}", warnings(&r));
 }
+
+#[test]
+fn a_replace_written_at_the_files_indentation_is_not_shifted_again() {
+    // SEARCH copied without its indentation (or its first line's), REPLACE
+    // written as the file reads: shifted by SEARCH's offset, the method would
+    // land a level deeper, nested into the one before it, reported OK.
+    let file = "class Loader:\n    def load(self, path):\n        return self.parse(path)\n\n    def parse(self, data):\n        return data.split()\n";
+    let want = file.replace(
+        "    def parse(self, data):\n        return data.split()",
+        "    def parse(self, data, sep=\",\"):\n        return data.split(sep)",
+    );
+    let replace = "    def parse(self, data, sep=\",\"):\n        return data.split(sep)\n";
+    for search in [
+        "def parse(self, data):\n    return data.split()\n",
+        "def parse(self, data):\n        return data.split()\n",
+    ] {
+        let r = run(file, &block(search, replace));
+        assert_eq!(text(&r), want, "{search:?}");
+    }
+    // REPLACE in SEARCH's frame is still shifted with it, a wrapped line too.
+    let r = run(
+        file,
+        &block(
+            "return self.parse(path)\n",
+            "if path:\n    return self.parse(path)\n",
+        ),
+    );
+    assert_eq!(
+        text(&r),
+        file.replace(
+            "        return self.parse(path)",
+            "        if path:\n            return self.parse(path)"
+        )
+    );
+}
+
 #[test]
 fn a_line_fragment_found_once_is_replaced_as_text() {
     let file = "const TIMEOUT_MS: u64 = 500;\nconst RETRIES: u32 = 3;\n";
@@ -2020,6 +2090,46 @@ fn a_replace_whose_newlines_were_escaped_twice_is_refused() {
     assert_eq!(
         text(&r),
         "def f():\n    a = \"\\n\".join(x)\n    return a\n"
+    );
+}
+
+/// A REPLACE escaped for HTML on its way (as an XML tool call's value may be),
+/// while SEARCH was copied as the file reads, is refused: written as sent,
+/// `&lt;` would stand in the code.
+#[test]
+fn a_replace_escaped_for_html_is_refused() {
+    let file = "def f(a, b):\n    if a < b and b > 0:\n        return a\n    return b\n";
+    for payload in [
+        block(
+            "    if a < b and b > 0:\n",
+            "    if a &lt;= b and b &gt; 0:\n",
+        ),
+        "<search_and_replace><path>f.txt</path><search>    if a < b and b > 0:</search><replace>    if a &lt;= b and b &gt; 0:</replace></search_and_replace>".to_owned(),
+    ] {
+        let error = refused(file, &payload, "malformed");
+        assert!(error.message.contains("`&lt;`"), "{}", error.message);
+    }
+    // Code that escapes HTML holds the characters too, and is written.
+    let r = run(
+        file,
+        &block(
+            "    return b\n",
+            "    return b.replace(\"&\", \"&amp;\").replace(\"<\", \"&lt;\")\n",
+        ),
+    );
+    assert_eq!(r.report.outcome, Outcome::Ok);
+    // In markup, an entity is text an edit may mean.
+    let page = "<p>Tom & Jerry</p>\n";
+    let payload = block("<p>Tom & Jerry</p>\n", "<p>Tom &amp; Jerry</p>\n");
+    let edit = apply(
+        "page.html",
+        Some(page.as_bytes()),
+        payload.as_bytes(),
+        &Options::default(),
+    );
+    assert_eq!(
+        edit.content.as_deref(),
+        Some(&b"<p>Tom &amp; Jerry</p>\n"[..])
     );
 }
 

@@ -423,7 +423,7 @@ fn by_bigrams(
 }
 
 /// HTML escapes and the characters they stand for.
-const ENTITIES: &[(&str, &str)] = &[
+pub(super) const ENTITIES: &[(&str, &str)] = &[
     ("&lt;", "<"),
     ("&gt;", ">"),
     ("&amp;", "&"),

@@ -284,8 +284,10 @@ impl Found<'_> {
             .or_else(|| tolerant::uses_tabs((0..doc.len().min(1000)).filter_map(|i| text(doc, i))))
             .unwrap_or(false);
         let region: String = file.concat();
+        let as_file = written_as_file(&file, &p.lines, replace, shift.tab);
         let ctx = Style {
             shift,
+            as_file,
             steps: tolerant::indent_steps(&file, &p.lines),
             unit: indent_unit(doc, start, self.len(), shift.tab),
             tabs,
@@ -349,6 +351,10 @@ impl Found<'_> {
     ) {
         for (k, line) in lines.iter().enumerate() {
             let shift = match self.pattern.tier {
+                _ if ctx.as_file => Shift {
+                    tab: ctx.shift.tab,
+                    ..Shift::NONE
+                },
                 Tier::Ragged => ctx.steps.at(near(k)),
                 _ => ctx.shift,
             };
@@ -441,6 +447,8 @@ fn indent_warning(file: &[&str], search: &[&str]) -> Option<String> {
 /// How new REPLACE lines are written into the matched region.
 struct Style {
     shift: Shift,
+    /// REPLACE stands at the file's columns already: its lines keep them.
+    as_file: bool,
     steps: tolerant::Steps,
     /// The indentation unit of the lines around the match; 1 when they have none.
     unit: usize,
@@ -448,6 +456,45 @@ struct Style {
     region: String,
     /// The matched file lines, one per SEARCH line.
     file: Vec<String>,
+}
+
+/// Whether REPLACE was written at the file's indentation while SEARCH was not
+/// (SEARCH copied without its indentation, or its first line's, and REPLACE
+/// written as the file reads): REPLACE's first line stands at the column of
+/// SEARCH's first line in the file, not at SEARCH's, and no line SEARCH and
+/// REPLACE share stands at SEARCH's column where the file's differs. Shifted by
+/// SEARCH's offset, such a REPLACE would land a level too deep (a method nested
+/// into the one before it), so its columns are kept as sent.
+fn written_as_file(file: &[&str], search: &[&str], replace: &[&str], tab: usize) -> bool {
+    let cols = |l: &str| tolerant::indent_cols(l, tab);
+    let first = |lines: &[&str]| lines.iter().position(|l| !tolerant::is_blank(l));
+    let (Some(j), Some(k)) = (first(search), first(replace)) else {
+        return false;
+    };
+    let (f, s, r) = (cols(file[j]), cols(search[j]), cols(replace[k]));
+    if f == s || r != f {
+        return false;
+    }
+    let body = |lines: &[&str]| -> Vec<String> {
+        lines.iter().map(|l| l.trim_start().to_owned()).collect()
+    };
+    let (sb, rb) = (body(search), body(replace));
+    capture_diff_slices(Algorithm::Myers, &sb, &rb)
+        .into_iter()
+        .filter_map(|op| match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => Some((0..len).map(move |i| (old_index + i, new_index + i))),
+            _ => None,
+        })
+        .flatten()
+        .filter(|&(j, _)| !tolerant::is_blank(search[j]))
+        .all(|(j, k)| {
+            let (f, s) = (cols(file[j]), cols(search[j]));
+            f == s || cols(replace[k]) != s
+        })
 }
 
 /// Lines around a match that show the file's indentation unit.

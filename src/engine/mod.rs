@@ -172,6 +172,7 @@ fn run_parsed(
         act: None,
         moved: Vec::new(),
         prose: prose(name),
+        markup: markup(name),
     };
     let mut ops: Vec<OpReport> = parsed
         .operations
@@ -254,6 +255,7 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             act: None,
             moved: Vec::new(),
             prose: tx.prose,
+            markup: tx.markup,
         };
         let Some([first, last]) = alone.run(i + 1, &parsed[i]).lines else {
             continue;
@@ -474,6 +476,8 @@ struct Transaction<'a, 'o> {
     /// Whether the file is prose (Markdown and the like), whose own fence
     /// lines an edit may add, close or cut across.
     prose: bool,
+    /// Whether the file is markup, where an edit may write HTML entities.
+    markup: bool,
 }
 
 /// Whether a file of this name is prose, where a Markdown fence line is
@@ -495,6 +499,39 @@ fn line_span(first: usize, last: usize) -> String {
     } else {
         format!("lines {first}-{last}")
     }
+}
+
+/// Whether a file of this name is markup (or prose), where an HTML entity is
+/// text an edit may mean to write (`Tom &amp; Jerry`), not an escape.
+fn markup(name: &str) -> bool {
+    let ext = std::path::Path::new(name)
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    prose(name)
+        || matches!(
+            ext.as_deref(),
+            Some(
+                "html"
+                    | "htm"
+                    | "xhtml"
+                    | "xml"
+                    | "svg"
+                    | "xsl"
+                    | "xslt"
+                    | "vue"
+                    | "svelte"
+                    | "astro"
+                    | "jsx"
+                    | "tsx"
+                    | "php"
+                    | "erb"
+                    | "ejs"
+                    | "hbs"
+                    | "j2"
+                    | "jinja"
+                    | "twig"
+            )
+        )
 }
 
 /// Lines of a repeated run `repeats_beside` looks at for one that stands once
@@ -955,6 +992,9 @@ impl Transaction<'_, '_> {
                 refuse_stray_fence(op)?;
             }
             self.refuse_escaped_replace(op)?;
+            if !self.markup {
+                self.refuse_entity_replace(op)?;
+            }
         }
         // `*** End of File`: of several matches, the one nearest the last line.
         let at_end;
@@ -1664,6 +1704,45 @@ impl Transaction<'_, '_> {
             ErrorKind::Malformed,
             "REPLACE holds `\\n` as two characters (a backslash and `n`) before indentation, where SEARCH has line breaks: its newlines were escaped twice, and written as sent the new lines would be one",
             "send REPLACE's line breaks once, as SEARCH's (`\\n` inside a JSON string, real line breaks in a block)",
+        ))
+    }
+
+    /// Refuses a REPLACE escaped for HTML on its way (`if a &lt;= b`) while
+    /// SEARCH was not (`if a < b`): written as sent, the entities would stand in
+    /// the code. Only where the file and SEARCH hold no entity, SEARCH holds a
+    /// character one of REPLACE's entities stands for, and REPLACE holds none of
+    /// those characters as it is: code that escapes HTML (`replace("<", "&lt;")`)
+    /// has both, and markup files (see `markup`) are not checked.
+    fn refuse_entity_replace(&self, op: &Operation) -> Result<(), Failure> {
+        let has_entity = |t: &[u8]| {
+            diagnose::ENTITIES
+                .iter()
+                .any(|(e, _)| t.windows(e.len()).any(|w| w == e.as_bytes()))
+        };
+        let found: Vec<(&str, &str)> = diagnose::ENTITIES
+            .iter()
+            .copied()
+            .filter(|(e, _)| op.replace.contains(e))
+            .collect();
+        let Some(&(entity, ch)) = found.first() else {
+            return Ok(());
+        };
+        let bare = found
+            .iter()
+            .fold(op.replace.clone(), |t, (e, _)| t.replace(e, ""));
+        if found.iter().any(|(_, c)| bare.contains(c))
+            || !found.iter().any(|(_, c)| op.search.contains(c))
+            || has_entity(op.search.as_bytes())
+            || has_entity(self.body)
+        {
+            return Ok(());
+        }
+        Err(Failure::new(
+            ErrorKind::Malformed,
+            format!(
+                "REPLACE holds the HTML entity `{entity}` where SEARCH has `{ch}` as it is, and the file holds no entity: REPLACE was escaped for HTML on its way, and written as sent the entity would stand in the code"
+            ),
+            "send `<`, `>`, `&` and quotes in REPLACE as they are, as in SEARCH (if the file is to hold the entity itself, send the edit as JSON with \"regex\": true)",
         ))
     }
 

@@ -33,20 +33,26 @@ const KNOWN: &[&str] = &[
 ];
 
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| PayloadError::Json {
-        line: e.line(),
-        column: e.column(),
-        message: format!(
-            "{}{}",
-            e.to_string().split(" at line ").next().unwrap_or_default(),
-            comment_at(text, e.line(), e.column())
-        ),
-    })?;
+    let mut notes = Vec::new();
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        // Line breaks and tabs typed into a JSON string (a payload written by
+        // hand, a file's tabs pasted in) can only mean themselves.
+        Err(e) if e.to_string().starts_with("control character") => {
+            let value =
+                serde_json::from_str(&escape_controls(text)).map_err(|_| json_error(text, &e))?;
+            notes.push(CONTROLS_NOTE.to_owned());
+            value
+        }
+        Err(e) => return Err(json_error(text, &e)),
+    };
     let objects = match value {
         Value::Array(items) => items,
         other => vec![other],
     };
-    from_values(objects)
+    let mut payload = from_values(objects)?;
+    payload.notes.splice(0..0, notes);
+    Ok(payload)
 }
 
 /// Reads JSON values already parsed, each an edit, a list of edits' holder, or
@@ -62,6 +68,53 @@ pub fn from_values(objects: Vec<Value>) -> Result<Payload, PayloadError> {
         payload.operations.extend(ops);
     }
     Ok(payload)
+}
+
+const CONTROLS_NOTE: &str = "the JSON strings hold line breaks or tabs as they are (JSON wants them written `\\n` and `\\t`): read as those characters";
+
+fn json_error(text: &str, e: &serde_json::Error) -> PayloadError {
+    PayloadError::Json {
+        line: e.line(),
+        column: e.column(),
+        message: format!(
+            "{}{}",
+            e.to_string().split(" at line ").next().unwrap_or_default(),
+            comment_at(text, e.line(), e.column())
+        ),
+    }
+}
+
+/// `text` with the control characters inside its JSON strings escaped, as JSON
+/// wants them; everything outside strings, and escapes already there, as sent.
+fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let (mut inside, mut escaped) = (false, false);
+    for c in text.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if inside => escaped = true,
+            '"' => inside = !inside,
+            '\n' if inside => {
+                out.push_str("\\n");
+                continue;
+            }
+            '\r' if inside => {
+                out.push_str("\\r");
+                continue;
+            }
+            '\t' if inside => {
+                out.push_str("\\t");
+                continue;
+            }
+            c if inside && c < ' ' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn field(index: usize, message: impl Into<String>) -> PayloadError {
