@@ -1875,6 +1875,42 @@ fn a_placed_block_sent_again_between_two_copies_says_it_stands_there() {
     );
 }
 
+/// A SEARCH sent with all its lines at one column, where the file nests them,
+/// matches with each line's indentation set aside; a REPLACE written the same
+/// way cannot say where a new line between two differently nested lines goes
+/// (an `elif` guessed into the block above it is another program), so it
+/// fails. A new line between lines of one depth, or a SEARCH that kept its
+/// nesting but for a line, still applies.
+#[test]
+fn a_flat_search_adding_lines_where_the_nesting_changes_fails() {
+    let file = "def f(x, y):\n    if x:\n        return 1\n    else:\n        return 2\n";
+    let flat = block(
+        "if x:\nreturn 1\nelse:\nreturn 2\n",
+        "if x:\nreturn 1\nelif y:\nreturn 3\nelse:\nreturn 2\n",
+    );
+    let error = refused(file, &flat, "not_found");
+    assert!(
+        error.message.contains("came at one column") && error.message.contains("REPLACE line 3"),
+        "{}",
+        error.message
+    );
+    let file = "def g():\n    a = 1\n    b = 2\n    if a:\n        c()\n";
+    let between = block("a = 1\nb = 2\nif a:\n", "a = 1\na2 = 0\nb = 2\nif a:\n");
+    assert_eq!(
+        text(&run(file, &between)),
+        "def g():\n    a = 1\n    a2 = 0\n    b = 2\n    if a:\n        c()\n"
+    );
+    let file = "def h():\n    if a:\n        b()\n        d()\n    c()\n";
+    let one_off = block(
+        "    if a:\n    b()\n        d()\n    c()\n",
+        "    if a:\n    b()\n    b2()\n        d()\n    c()\n",
+    );
+    assert_eq!(
+        text(&run(file, &one_off)),
+        "def h():\n    if a:\n        b()\n        b2()\n        d()\n    c()\n"
+    );
+}
+
 /// A SEARCH that stops short of the lines REPLACE rewrites would leave those
 /// lines in the file twice: refused, saying which lines SEARCH should reach.
 #[test]

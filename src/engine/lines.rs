@@ -266,18 +266,84 @@ impl Found<'_> {
                 .all(|(k, l)| doc.line(start + k) == l.as_bytes())
     }
 
-    fn rewrite(&self, doc: &Doc, start: usize, replace: &[&str]) -> Vec<String> {
+    /// REPLACE's lines as a tolerant match writes them: a line-number prefix
+    /// copied with SEARCH's lost (lines copied from the same numbered view lose
+    /// the same prefix), and the blank lines at its edges SEARCH's tolerance set
+    /// aside.
+    fn tolerated<'r>(&self, replace: &[&'r str]) -> Vec<&'r str> {
         let p = &self.pattern;
-        if p.tier == Tier::Exact {
-            return replace.iter().map(|s| (*s).to_owned()).collect();
-        }
-        // REPLACE lines copied from the same numbered view lose the same prefix.
         let replace = match p.numbering {
             Some(numbering) => numbering.strip_each(replace),
             None => replace.to_vec(),
         };
         let (lead, trail) = tolerant::blank_edges(&replace);
-        let replace = &replace[lead.min(p.lead)..replace.len() - trail.min(p.trail)];
+        replace[lead.min(p.lead)..replace.len() - trail.min(p.trail)].to_vec()
+    }
+
+    /// The first new REPLACE line (1-based, among REPLACE's lines as written)
+    /// whose indentation a ragged match could only guess: SEARCH came with all
+    /// its lines at one column where the file nests them (`if x:`, `return 1`,
+    /// `else:` sent flat), and the line goes between two SEARCH lines the file
+    /// indents differently, so neither tells where it stands, and a guess may
+    /// write a branch into the block above it. Where SEARCH kept some nesting
+    /// (one line a step off), a new line takes the step of the line before it,
+    /// as REPLACE, written the same way, shows it. None for other tiers, and
+    /// for a REPLACE written at the file's own indentation.
+    pub fn guessed_indentation(&self, doc: &Doc, start: usize, replace: &[&str]) -> Option<usize> {
+        let p = &self.pattern;
+        if p.tier != Tier::Ragged {
+            return None;
+        }
+        let lines = self.tolerated(replace);
+        let file = self.file_lines(doc, start);
+        let tab = tolerant::uniform_shift(&file, &p.lines).map_or(4, |s| s.tab);
+        let one_column = |lines: &[&str]| {
+            let mut cols = lines
+                .iter()
+                .filter(|l| !tolerant::is_blank(l))
+                .map(|l| tolerant::indent_cols(l, tab));
+            let first = cols.next();
+            cols.all(|c| Some(c) == first)
+        };
+        if !one_column(&p.lines)
+            || one_column(&file)
+            || written_as_file(&file, &p.lines, &lines, tab)
+        {
+            return None;
+        }
+        let steps = tolerant::indent_steps(&file, &p.lines);
+        let differ = |before: usize, after: usize| {
+            after < p.lines.len() && steps.at(before).offset != steps.at(after).offset
+        };
+        let skipped = tolerant::blank_edges(replace).0.min(p.lead);
+        capture_diff_slices(Algorithm::Myers, &p.lines, &lines)
+            .into_iter()
+            .find_map(|op| match op {
+                DiffOp::Insert {
+                    old_index,
+                    new_index,
+                    ..
+                } if old_index > 0 && differ(old_index - 1, old_index) => Some(new_index),
+                DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } if new_len > old_len && differ(old_index + old_len - 1, old_index + old_len) => {
+                    Some(new_index + old_len)
+                }
+                _ => None,
+            })
+            .map(|k| k + skipped + 1)
+    }
+
+    fn rewrite(&self, doc: &Doc, start: usize, replace: &[&str]) -> Vec<String> {
+        let p = &self.pattern;
+        if p.tier == Tier::Exact {
+            return replace.iter().map(|s| (*s).to_owned()).collect();
+        }
+        let replace = self.tolerated(replace);
+        let replace = &replace[..];
         let file = self.file_lines(doc, start);
         let shift = tolerant::uniform_shift(&file, &p.lines).unwrap_or(Shift::NONE);
         let tabs = tolerant::uses_tabs(file.iter().copied())

@@ -1221,6 +1221,9 @@ impl Transaction<'_, '_> {
         if !exact && let Some(f) = self.replaced_exactly(&found, (&search, &replace), scope) {
             return Err(f);
         }
+        if let Some(f) = self.indentation_guessed(&found, &todo, &replace) {
+            return Err(f);
+        }
         if todo.len() < chosen.len() {
             warnings.push(format!(
                 "{} of the {} matches already read as REPLACE and were left as they are",
@@ -1306,6 +1309,32 @@ impl Transaction<'_, '_> {
             format!(
                 "if the edit was meant for line {nearest}, it is already made there: nothing is left to do; to change {change}"
             ),
+        ))
+    }
+
+    /// A failure when a ragged match would have to guess where new REPLACE
+    /// lines stand (`Found::guessed_indentation`): SEARCH lost the file's
+    /// nesting, so REPLACE, written the same way, cannot say it either, and a
+    /// guess may nest a branch into the block above it (Python then runs
+    /// another program, and exits 0 doing it).
+    fn indentation_guessed(
+        &self,
+        found: &lines::Found<'_>,
+        todo: &[usize],
+        replace: &[&str],
+    ) -> Option<Failure> {
+        let (k, line) = todo.iter().find_map(|&k| {
+            let line = found.guessed_indentation(&self.doc, found.starts[k], replace)?;
+            Some((k, line))
+        })?;
+        let at = found.starts[k] + 1;
+        Some(Failure::new(
+            ErrorKind::NotFound,
+            format!(
+                "SEARCH matches lines {at}-{} only with each line's indentation set aside: its lines came at one column where the file nests them, so where REPLACE line {line} goes, its indentation would be a guess",
+                at + found.len() - 1
+            ),
+            "send SEARCH with the file's own indentation (copy the lines as the file has them), and REPLACE indented the same way",
         ))
     }
 
