@@ -351,6 +351,7 @@ fn stored(
         new: &new,
         new_sha: Some(report.sha256.as_str()).filter(|s| !s.is_empty()),
         writer: target.who.writer(),
+        fresh: None,
     };
     match store.commit(
         lock,

@@ -629,6 +629,7 @@ fn writes<'a>(
                     new,
                     new_sha: None,
                     writer: who.writer(),
+                    fresh: None,
                 });
                 removals.extend(removal);
             }
@@ -640,6 +641,7 @@ fn writes<'a>(
                 new,
                 new_sha: None,
                 writer: who.writer(),
+                fresh: None,
             }),
             _ => {}
         }
