@@ -314,3 +314,37 @@ fn an_undone_removal_brings_a_private_file_back_private() {
         format!("#!/bin/sh\n{SECRET}\n")
     );
 }
+
+/// A file a transaction makes for nobody is nobody's, as a file nobody made
+/// natively would be: nobody can then edit and remove it, and root's files stay
+/// root's. The directories made for it are nobody's too.
+#[test]
+fn a_file_a_transaction_creates_belongs_to_the_user_who_sent_it() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(
+        &m,
+        "printf '%s\\n' nb/new.txt '<<<<<<< SEARCH' '=======' 'one' '>>>>>>> REPLACE' nb/sub/deep.txt '<<<<<<< SEARCH' '=======' 'two' '>>>>>>> REPLACE' | cat > .editfs/edit",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for rel in ["nb/new.txt", "nb/sub", "nb/sub/deep.txt"] {
+        let meta = fs::metadata(m.src.join(rel)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (NOBODY, NOBODY), "{rel}");
+    }
+    assert_eq!(
+        fs::metadata(m.src.join("nb/new.txt")).unwrap().mode() & 0o7777,
+        0o644
+    );
+    let again = as_nobody(
+        &m,
+        "printf '%s\\n' '<<<<<<< SEARCH' 'one' '=======' 'uno' '>>>>>>> REPLACE' | cat > nb/new.txt.edit && rm nb/new.txt",
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    // Root's new files stay root's.
+    m.ok("printf '%s\\n' shared/rootnew.txt '<<<<<<< SEARCH' '=======' 'r' '>>>>>>> REPLACE' | cat > .editfs/edit");
+    assert_eq!(
+        fs::metadata(m.src.join("shared/rootnew.txt"))
+            .unwrap()
+            .uid(),
+        0
+    );
+}

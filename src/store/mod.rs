@@ -193,9 +193,9 @@ pub struct Change<'a> {
     /// user would.
     pub writer: atomic::Writer,
     /// The mode and owner a file that does not exist now (`old` is `None`) is
-    /// made with: an undo brings a removed file back as it was, since a default
-    /// mode would show a private file to every user. `None`: 0o644, the
-    /// daemon's user.
+    /// made with: a file made for a user is that user's, and an undo brings a
+    /// removed file back as it was, since a default mode would show a private
+    /// file to every user. `None`: 0o644, the daemon's user.
     pub fresh: Option<logline::Access>,
 }
 

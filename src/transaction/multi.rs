@@ -629,7 +629,7 @@ fn writes<'a>(
                     new,
                     new_sha: None,
                     writer: who.writer(),
-                    fresh: None,
+                    fresh: who.fresh(dir),
                 });
                 removals.extend(removal);
             }
@@ -641,7 +641,7 @@ fn writes<'a>(
                 new,
                 new_sha: None,
                 writer: who.writer(),
-                fresh: None,
+                fresh: who.fresh(dir),
             }),
             _ => {}
         }

@@ -540,7 +540,7 @@ fn commit(
                 new: p.restored.as_deref()?,
                 new_sha: None,
                 writer: who.writer(),
-                fresh: p.access,
+                fresh: p.access.or_else(|| who.fresh(dir.as_fd())),
             })
         })
         .collect();
