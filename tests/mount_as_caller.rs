@@ -348,3 +348,29 @@ fn a_file_a_transaction_creates_belongs_to_the_user_who_sent_it() {
         0
     );
 }
+
+/// `F.edit` of a file that does not exist yet takes an edit from any user who
+/// may create F in its directory, as `.editfs/edit` does, and from no other.
+#[test]
+fn a_user_creates_a_file_through_its_edit_file_where_it_may_create_files() {
+    let Some(m) = mount_for_nobody() else { return };
+    let create = "printf '%s\\n' '<<<<<<< SEARCH' '=======' 'mine' '>>>>>>> REPLACE' | cat >";
+    let own = as_nobody(&m, &format!("{create} nb/fresh.txt.edit"));
+    assert!(own.status.success(), "{}", text(&own));
+    assert_eq!(m.src_file("nb/fresh.txt"), b"mine\n");
+    let shared = as_nobody(&m, &format!("{create} shared/fresh.txt.edit"));
+    assert!(shared.status.success(), "{}", text(&shared));
+    assert_eq!(
+        fs::metadata(m.src.join("shared/fresh.txt")).unwrap().uid(),
+        NOBODY
+    );
+    // The project's top directory is root's 0755: nobody may not create there.
+    let refused = as_nobody(&m, &format!("{create} fresh.txt.edit"));
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("Permission denied"),
+        "{}",
+        text(&refused)
+    );
+    assert!(!m.src.join("fresh.txt").exists());
+}
