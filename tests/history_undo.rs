@@ -1011,3 +1011,44 @@ fn undo_passes_over_transactions_that_left_the_file_as_it_was() {
     assert!(out(&o).contains("before transaction 1"), "{}", out(&o));
     assert_eq!(fs::read_to_string(&file).unwrap(), "bee\n");
 }
+
+/// A file a transaction removed comes back with the mode and owner it had: a
+/// private file stays private, a script stays executable.
+#[test]
+fn undoing_a_removal_gives_the_file_its_mode_and_owner_back() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    fs::write(p.path().join("src/run.sh"), "#!/bin/sh\necho old\n").unwrap();
+    fs::set_permissions(
+        p.path().join("src/run.sh"),
+        fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    fs::set_permissions(p.path().join("b.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+    let owner = fs::metadata(p.path().join("b.txt")).unwrap();
+    let patch =
+        "*** Begin Patch\n*** Delete File: b.txt\n*** Delete File: src/run.sh\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt"), None);
+    let o = editfs(&["undo", root, "--tx", "1"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let mode = |rel: &str| fs::metadata(p.path().join(rel)).unwrap().mode() & 0o7777;
+    assert_eq!(mode("b.txt"), 0o600);
+    assert_eq!(mode("src/run.sh"), 0o750);
+    let back = fs::metadata(p.path().join("b.txt")).unwrap();
+    assert_eq!((back.uid(), back.gid()), (owner.uid(), owner.gid()));
+    // A file removed outside editfs, then restored with --force, as before its edit.
+    let o = editfs(
+        &["apply", "b.txt"],
+        "<<<<<<< SEARCH\nbee\n=======\nBEE\n>>>>>>> REPLACE\n",
+        p.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    fs::remove_file(p.path().join("b.txt")).unwrap();
+    let o = editfs(&["undo", root, "b.txt", "--force"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
+    assert_eq!(mode("b.txt"), 0o600);
+}

@@ -308,3 +308,89 @@ fn an_edit_by_another_user_clears_set_id_bits_as_a_native_write_does() {
     m.ok(&format!("{} > shared/suid.sh.edit", payload("echo root")));
     assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, 0o4755);
 }
+
+/// Nobody may remove root's private file from a directory everyone may write
+/// (as natively), and undo that removal through `.editfs/undo`: the file comes
+/// back as it was, root's and 0600, never as a new file nobody could read.
+#[test]
+fn an_undone_removal_brings_a_private_file_back_private() {
+    let Some(m) = mount_for_nobody() else { return };
+    let path = m.src.join("shared/secret.txt");
+    let out = as_nobody(
+        &m,
+        "rm -f shared/secret.txt && echo shared/secret.txt | cat > .editfs/undo; rc=$?; cat shared/secret.txt; exit $rc",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !text(&out).contains(SECRET),
+        "root's file leaked: {}",
+        text(&out)
+    );
+    let back = fs::metadata(&path).unwrap();
+    assert_eq!(back.mode() & 0o7777, 0o600);
+    assert_eq!((back.uid(), back.gid()), (0, 0));
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        format!("#!/bin/sh\n{SECRET}\n")
+    );
+}
+
+/// A file a transaction makes for nobody is nobody's, as a file nobody made
+/// natively would be: nobody can then edit and remove it, and root's files stay
+/// root's. The directories made for it are nobody's too.
+#[test]
+fn a_file_a_transaction_creates_belongs_to_the_user_who_sent_it() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(
+        &m,
+        "printf '%s\\n' nb/new.txt '<<<<<<< SEARCH' '=======' 'one' '>>>>>>> REPLACE' nb/sub/deep.txt '<<<<<<< SEARCH' '=======' 'two' '>>>>>>> REPLACE' | cat > .editfs/edit",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for rel in ["nb/new.txt", "nb/sub", "nb/sub/deep.txt"] {
+        let meta = fs::metadata(m.src.join(rel)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (NOBODY, NOBODY), "{rel}");
+    }
+    assert_eq!(
+        fs::metadata(m.src.join("nb/new.txt")).unwrap().mode() & 0o7777,
+        0o644
+    );
+    let again = as_nobody(
+        &m,
+        "printf '%s\\n' '<<<<<<< SEARCH' 'one' '=======' 'uno' '>>>>>>> REPLACE' | cat > nb/new.txt.edit && rm nb/new.txt",
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    // Root's new files stay root's.
+    m.ok("printf '%s\\n' shared/rootnew.txt '<<<<<<< SEARCH' '=======' 'r' '>>>>>>> REPLACE' | cat > .editfs/edit");
+    assert_eq!(
+        fs::metadata(m.src.join("shared/rootnew.txt"))
+            .unwrap()
+            .uid(),
+        0
+    );
+}
+
+/// `F.edit` of a file that does not exist yet takes an edit from any user who
+/// may create F in its directory, as `.editfs/edit` does, and from no other.
+#[test]
+fn a_user_creates_a_file_through_its_edit_file_where_it_may_create_files() {
+    let Some(m) = mount_for_nobody() else { return };
+    let create = "printf '%s\\n' '<<<<<<< SEARCH' '=======' 'mine' '>>>>>>> REPLACE' | cat >";
+    let own = as_nobody(&m, &format!("{create} nb/fresh.txt.edit"));
+    assert!(own.status.success(), "{}", text(&own));
+    assert_eq!(m.src_file("nb/fresh.txt"), b"mine\n");
+    let shared = as_nobody(&m, &format!("{create} shared/fresh.txt.edit"));
+    assert!(shared.status.success(), "{}", text(&shared));
+    assert_eq!(
+        fs::metadata(m.src.join("shared/fresh.txt")).unwrap().uid(),
+        NOBODY
+    );
+    // The project's top directory is root's 0755: nobody may not create there.
+    let refused = as_nobody(&m, &format!("{create} fresh.txt.edit"));
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("Permission denied"),
+        "{}",
+        text(&refused)
+    );
+    assert!(!m.src.join("fresh.txt").exists());
+}

@@ -349,7 +349,11 @@ impl Core {
                 .status_bytes(&self.path(parent)?.join(base), control)
                 .len() as u64,
         };
-        let base_perm = st.as_ref().map_or(0o644, |s| (s.st_mode & 0o666) as u16);
+        // A file not made yet belongs to no one: its `F.edit` is open to every
+        // user, and the commit asks the kernel whether the sender may create it
+        // in its directory (a mode of the daemon's own would let only the
+        // daemon's user create files through `F.edit`).
+        let base_perm = st.as_ref().map_or(0o666, |s| (s.st_mode & 0o666) as u16);
         let perm = if control == Control::Edit {
             base_perm
         } else {

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::logline::Access;
 use super::{StoreError, io_err};
 
 /// Prefix of temporary files, so recovery and people can recognise them.
@@ -92,7 +93,7 @@ pub fn replace(
         _ => dir,
     };
     let tmp = tmp_name();
-    let result = write_tmp(base, &tmp, name, bytes, (old, writer)).and_then(|file| {
+    let result = write_tmp(base, &tmp, name, bytes, (old, writer, None)).and_then(|file| {
         file.sync_all()
             .map_err(|e| io_err("sync", Path::new(&tmp))(e))?;
         rustix::fs::renameat(base, &tmp, dir, name)
@@ -132,14 +133,15 @@ impl Writer {
 }
 
 /// Writes `bytes` to a new temporary file `tmp` in `base`, with the mode, owner and
-/// extended attributes of `old` (the file it will replace), and returns it
-/// unsynced: the caller syncs it (`sync_all`, for its mode and owner too).
+/// extended attributes of `old` (the file it will replace), or, when there is
+/// none, those of `fresh`, and returns it unsynced: the caller syncs it
+/// (`sync_all`, for its mode and owner too).
 pub fn write_tmp(
     base: BorrowedFd<'_>,
     tmp: &OsStr,
     name: &OsStr,
     bytes: &[u8],
-    (old, writer): (Option<&File>, Writer),
+    (old, writer, fresh): (Option<&File>, Writer, Option<Access>),
 ) -> Result<File, StoreError> {
     let meta = old
         .map(rustix::fs::fstat)
@@ -149,7 +151,13 @@ pub fn write_tmp(
             m.st_mode = writer.mode_after(m.st_mode);
             m
         });
-    let mode = meta.as_ref().map_or(0o644, |m| m.st_mode & 0o7777);
+    let fresh = fresh.filter(|_| old.is_none());
+    // A fresh file with an owner of its own is its creator's alone until it has it.
+    let mode = match (&meta, fresh) {
+        (Some(m), _) => m.st_mode & 0o7777,
+        (None, Some(_)) => 0o600,
+        (None, None) => 0o644,
+    };
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(base, tmp, flags, Mode::from_raw_mode(mode))
         .map_err(sys("create a temporary file for", name))?;
@@ -159,7 +167,29 @@ pub fn write_tmp(
     if let (Some(old), Some(meta)) = (old, meta.as_ref()) {
         keep_metadata(&file, old, meta, name)?;
     }
+    if let Some(access) = fresh {
+        give_access(&file, access, writer, name)?;
+    }
     Ok(file)
+}
+
+/// Gives a new file the mode and owner `access` (a removed file's, brought back),
+/// less the set-id bits a write by `writer` clears. An owner the process may not
+/// give (a daemon that is not root) stays its own, with `access`'s mode.
+fn give_access(new: &File, access: Access, writer: Writer, name: &OsStr) -> Result<(), StoreError> {
+    let mine = rustix::fs::fstat(new).map_err(sys("stat", name))?;
+    if (mine.st_uid, mine.st_gid) != (access.uid, access.gid) {
+        let (uid, gid) = (
+            rustix::fs::Uid::from_raw(access.uid),
+            rustix::fs::Gid::from_raw(access.gid),
+        );
+        if let Err(e) = rustix::fs::fchown(new, Some(uid), Some(gid)) {
+            log::info!("cannot give {} its owner back: {e}", name.to_string_lossy());
+        }
+    }
+    // After chown, which clears set-id bits.
+    let mode = writer.mode_after(access.mode) & 0o7777;
+    rustix::fs::fchmod(new, Mode::from_raw_mode(mode)).map_err(sys("set the mode of", name))
 }
 
 /// Syncs a directory, so names created or renamed in it survive a crash.

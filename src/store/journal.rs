@@ -587,7 +587,7 @@ impl Repair {
             let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
             let old = rustix::fs::openat(&dir, name, flags, Mode::empty())
                 .map_err(|er| io_err("open", Path::new(&e.rel))(er.into()))?;
-            let keeps = (Some(&File::from(old)), atomic::Writer::KeepsSetId);
+            let keeps = (Some(&File::from(old)), atomic::Writer::KeepsSetId, None);
             atomic::write_tmp(base.as_fd(), OsStr::new(&e.tmp), name, &bytes, keeps)?
         } else {
             let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;

@@ -192,6 +192,11 @@ pub struct Change<'a> {
     /// Whether the new version keeps set-id bits, as a native write by the same
     /// user would.
     pub writer: atomic::Writer,
+    /// The mode and owner a file that does not exist now (`old` is `None`) is
+    /// made with: a file made for a user is that user's, and an undo brings a
+    /// removed file back as it was, since a default mode would show a private
+    /// file to every user. `None`: 0o644, the daemon's user.
+    pub fresh: Option<logline::Access>,
 }
 
 /// A file a commit removes (an undo of the transaction that created it).
@@ -202,6 +207,17 @@ pub struct Removal<'a> {
     pub dir: BorrowedFd<'a>,
     /// Its bytes now, kept as its pre-image.
     pub pre: &'a [u8],
+}
+
+/// The mode and owner of the file `r` removes, read before it goes.
+fn removed_access(r: &Removal<'_>) -> Option<logline::Access> {
+    let name = Path::new(r.rel).file_name()?;
+    let st = rustix::fs::statat(r.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    Some(logline::Access {
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+    })
 }
 
 /// An open state directory.
@@ -1026,9 +1042,11 @@ impl Store {
             if let Some(meta) = old.and_then(|i| metas[i].as_ref()) {
                 f.access = Some(logline::Access::of(meta));
             }
-            if removals.iter().any(|r| r.rel == f.file) {
+            if let Some(r) = removals.iter().find(|r| r.rel == f.file) {
                 f.removed = true;
                 f.sha256 = None;
+                // What an undo gives the file back.
+                f.access = f.access.or_else(|| removed_access(r));
             }
         }
         let mut record = journal::Record {
@@ -1094,7 +1112,7 @@ impl Store {
                 std::ffi::OsStr::new(&e.tmp),
                 std::ffi::OsStr::new(c.rel),
                 c.new,
-                (c.old, c.writer),
+                (c.old, c.writer, c.fresh),
             )?;
             let meta = file.metadata().map_err(io_err("stat", Path::new(&e.tmp)))?;
             e.made = Some(journal::Made::of(&meta));
@@ -1380,6 +1398,7 @@ mod tests {
             new: text,
             new_sha: None,
             writer: atomic::Writer::KeepsSetId,
+            fresh: None,
         };
         store
             .commit(&lock, tx, (rootfd.as_fd(), root), &[change], line(tx))
@@ -1484,6 +1503,7 @@ mod tests {
                 new: b"new a",
                 new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
+                fresh: None,
             },
             Change {
                 rel: "d/b",
@@ -1493,6 +1513,7 @@ mod tests {
                 new: b"new b",
                 new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
+                fresh: None,
             },
         ];
         let kept = store
@@ -1529,6 +1550,7 @@ mod tests {
             new: b"new",
             new_sha: None,
             writer: atomic::Writer::KeepsSetId,
+            fresh: None,
         };
         let tx = store.next_tx(&lock).unwrap();
         store
@@ -1611,6 +1633,7 @@ mod tests {
             new: b"new",
             new_sha: None,
             writer: atomic::Writer::KeepsSetId,
+            fresh: None,
         };
         store
             .commit(&lock, 1, (rootfd.as_fd(), &root), &[change], line(1))
@@ -2030,6 +2053,7 @@ mod tests {
                 new: text.as_bytes(),
                 new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
+                fresh: None,
             };
             store
                 .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
@@ -2058,6 +2082,7 @@ mod tests {
                 new: rel.as_bytes(),
                 new_sha: None,
                 writer: atomic::Writer::KeepsSetId,
+                fresh: None,
             })
             .collect();
         let lock = store.lock().unwrap();

@@ -93,6 +93,27 @@ impl Who {
             _ => Writer::KeepsSetId,
         }
     }
+
+    /// The owner a file a transaction makes in `dir` gets: the caller's, as a
+    /// file the caller made natively would be (with the directory's group where
+    /// it has set-group-ID), so a user's new file is that user's to edit and
+    /// remove, not root's. `None` (the daemon's own user) when the daemon acts
+    /// for itself or cannot give files away (it is not root).
+    pub fn fresh(&self, dir: BorrowedFd<'_>) -> Option<crate::store::logline::Access> {
+        let c = self.caller.as_ref()?;
+        if c.uid == 0 || !rustix::process::geteuid().is_root() {
+            return None;
+        }
+        let gid = match rustix::fs::fstat(dir) {
+            Ok(st) if st.st_mode & 0o2000 != 0 => st.st_gid,
+            _ => c.gid,
+        };
+        Some(crate::store::logline::Access {
+            mode: 0o644,
+            uid: c.uid,
+            gid,
+        })
+    }
 }
 
 /// A raw `/proc/PID/cmdline` as one line of at most `MAX_COMMAND` bytes, `…` where cut.
@@ -351,6 +372,7 @@ fn stored(
         new: &new,
         new_sha: Some(report.sha256.as_str()).filter(|s| !s.is_empty()),
         writer: target.who.writer(),
+        fresh: target.who.fresh(opened.dir.as_fd()),
     };
     match store.commit(
         lock,

@@ -691,6 +691,7 @@ fn writes<'a>(
                     new,
                     new_sha: None,
                     writer: who.writer(),
+                    fresh: who.fresh(dir),
                 });
                 removals.extend(removal);
             }
@@ -702,6 +703,7 @@ fn writes<'a>(
                 new,
                 new_sha: None,
                 writer: who.writer(),
+                fresh: who.fresh(dir),
             }),
             _ => {}
         }

@@ -158,6 +158,9 @@ struct Plan {
     restored: Option<Vec<u8>>,
     /// The directories `to` made for the file, removed with it when empty.
     made_dirs: Vec<String>,
+    /// The file's mode and owner before `to`, as the log recorded them: a file
+    /// removed since gets them back, so a private file stays private.
+    access: Option<crate::store::logline::Access>,
 }
 
 /// Runs `req` as one transaction, numbered and logged whatever its outcome.
@@ -447,6 +450,7 @@ fn plan_file(
         current,
         restored,
         made_dirs,
+        access: made_by_to.and_then(|f| f.access),
     })
 }
 
@@ -536,6 +540,7 @@ fn commit(
                 new: p.restored.as_deref()?,
                 new_sha: None,
                 writer: who.writer(),
+                fresh: p.access.or_else(|| who.fresh(dir.as_fd())),
             })
         })
         .collect();
