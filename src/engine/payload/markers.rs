@@ -78,6 +78,17 @@ fn divider(line: &str, open: usize) -> bool {
     run(line, '=').is_some_and(|n| n == line.len() && len_fits(n, open))
 }
 
+/// What names a divider sent indented (` =======`), which reads as a SEARCH
+/// line: markers count only at the start of their line, as a file's own lines
+/// may well be indented `=======` rules.
+fn indented_divider(search: &[String], open: usize) -> String {
+    search
+        .iter()
+        .find(|l| l.starts_with(char::is_whitespace) && divider(l.trim_start(), open))
+        .map(|l| format!(" (the line `{l}` in SEARCH would be it at the start of its line)"))
+        .unwrap_or_default()
+}
+
 fn closer(line: &str, open: usize) -> bool {
     let line = line.trim_end();
     run(line, '>')
@@ -184,8 +195,9 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                     return Err(structure(
                         at,
                         format!(
-                            "`{}` closes the block opened at line {open} before its divider",
-                            line.trim()
+                            "`{}` closes the block opened at line {open} before its divider{}",
+                            line.trim(),
+                            indented_divider(&lines, len)
                         ),
                         "a `=======` line between the SEARCH and REPLACE text",
                     ));
@@ -536,6 +548,20 @@ mod tests {
 
     fn pair(s: &str, r: &str) -> (String, String) {
         (s.to_owned(), r.to_owned())
+    }
+
+    /// A divider sent indented reads as a SEARCH line; the block then closes
+    /// without one, and the error names the line that was meant.
+    #[test]
+    fn an_indented_divider_is_named_in_the_error() {
+        let e = parse("<<<<<<< SEARCH\na\n =======\nz\n>>>>>>> REPLACE\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the line ` =======` in SEARCH would be it"),
+            "{e}"
+        );
+        let e = parse("<<<<<<< SEARCH\na\nz\n>>>>>>> REPLACE\n").unwrap_err();
+        assert!(!e.to_string().contains("would be it"), "{e}");
     }
 
     #[test]
