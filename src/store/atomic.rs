@@ -177,18 +177,23 @@ pub fn write_tmp(
 /// less the set-id bits a write by `writer` clears. An owner the process may not
 /// give (a daemon that is not root) stays its own, with `access`'s mode.
 fn give_access(new: &File, access: Access, writer: Writer, name: &OsStr) -> Result<(), StoreError> {
+    let mode = writer.mode_after(access.mode) & 0o7777;
+    own(new, (access.uid, access.gid), mode, name)
+}
+
+/// Gives the new file `owner` (where the process may: a daemon that is not
+/// root keeps its own), then `mode`: after the chown, which clears set-id bits.
+fn own(new: &File, owner: (u32, u32), mode: u32, name: &OsStr) -> Result<(), StoreError> {
     let mine = rustix::fs::fstat(new).map_err(sys("stat", name))?;
-    if (mine.st_uid, mine.st_gid) != (access.uid, access.gid) {
+    if (mine.st_uid, mine.st_gid) != owner {
         let (uid, gid) = (
-            rustix::fs::Uid::from_raw(access.uid),
-            rustix::fs::Gid::from_raw(access.gid),
+            rustix::fs::Uid::from_raw(owner.0),
+            rustix::fs::Gid::from_raw(owner.1),
         );
         if let Err(e) = rustix::fs::fchown(new, Some(uid), Some(gid)) {
-            log::info!("cannot give {} its owner back: {e}", name.to_string_lossy());
+            log::warn!("cannot give {} its owner: {e}", name.to_string_lossy());
         }
     }
-    // After chown, which clears set-id bits.
-    let mode = writer.mode_after(access.mode) & 0o7777;
     rustix::fs::fchmod(new, Mode::from_raw_mode(mode)).map_err(sys("set the mode of", name))
 }
 
@@ -205,19 +210,7 @@ fn keep_metadata(
     meta: &rustix::fs::Stat,
     name: &OsStr,
 ) -> Result<(), StoreError> {
-    let mode = Mode::from_raw_mode(meta.st_mode & 0o7777);
-    let mine = rustix::fs::fstat(new).map_err(sys("stat", name))?;
-    if (mine.st_uid, mine.st_gid) != (meta.st_uid, meta.st_gid) {
-        let (uid, gid) = (
-            rustix::fs::Uid::from_raw(meta.st_uid),
-            rustix::fs::Gid::from_raw(meta.st_gid),
-        );
-        if let Err(e) = rustix::fs::fchown(new, Some(uid), Some(gid)) {
-            log::warn!("cannot keep the owner of {}: {e}", name.to_string_lossy());
-        }
-    }
-    // After chown, which clears set-id bits.
-    rustix::fs::fchmod(new, mode).map_err(sys("set the mode of", name))?;
+    own(new, (meta.st_uid, meta.st_gid), meta.st_mode & 0o7777, name)?;
     for attr in xattr_names(old.as_fd()) {
         match xattr_value(old.as_fd(), &attr) {
             Some(value) => {
