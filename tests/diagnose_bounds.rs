@@ -86,3 +86,30 @@ fn a_miss_among_many_near_copies_of_search_is_answered_quickly() {
     assert_eq!(edit.report.outcome, Outcome::Failed);
     assert!(took < BUDGET, "took {took:?}");
 }
+
+/// Every operation of a payload may not read the whole file again for a rule
+/// that rarely applies: 1,500 blocks (a payload at its default size limit) on a
+/// 10 MiB file, each REPLACE holding an HTML entity the file also holds (so the
+/// entity rule looks at the file) and no indented line. Read once per block,
+/// the file was read 3,000 times: over half a minute here.
+#[test]
+fn many_blocks_on_a_large_file_never_read_it_whole_per_block() {
+    let blocks = 1_500;
+    let mut file: String = (0..blocks).map(|i| format!("v{i} = a < b\n")).collect();
+    file.push_str(&"x = 1\n".repeat((10 << 20) / 6));
+    file.push_str("# &amp;\n");
+    let payload: String = (0..blocks)
+        .map(|i| {
+            format!("<<<<<<< SEARCH\nv{i} = a < b\n=======\nv{i} = a &lt; c\n>>>>>>> REPLACE\n")
+        })
+        .collect();
+    let opts = Options {
+        max_payload: 1 << 20,
+        ..Options::default()
+    };
+    let began = Instant::now();
+    let edit = apply("e.py", Some(file.as_bytes()), payload.as_bytes(), &opts);
+    let took = began.elapsed();
+    assert_eq!(edit.report.outcome, Outcome::Ok, "{:?}", edit.report.error);
+    assert!(took < BUDGET, "took {took:?}");
+}

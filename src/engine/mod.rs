@@ -167,6 +167,7 @@ fn run_parsed(
         tracked: true,
         body,
         utf8: OnceCell::new(),
+        entities: OnceCell::new(),
         opts,
         exists: original.is_some(),
         act: None,
@@ -250,6 +251,7 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             tracked: true,
             body: tx.body,
             utf8: OnceCell::new(),
+            entities: OnceCell::new(),
             opts: tx.opts,
             exists: tx.exists,
             act: None,
@@ -466,6 +468,9 @@ struct Transaction<'a, 'o> {
     /// Whether `body` is UTF-8, checked only when a rule depends on it: an
     /// exact match does not.
     utf8: OnceCell<bool>,
+    /// Whether `body` holds an HTML entity, looked for once: every operation
+    /// whose REPLACE holds one asks (`refuse_entity_replace`).
+    entities: OnceCell<bool>,
     opts: &'o Options,
     /// Whether the file existed before the transaction.
     exists: bool,
@@ -537,6 +542,42 @@ fn markup(name: &str) -> bool {
 /// Lines of a repeated run `repeats_beside` looks at for one that stands once
 /// in the file: each look reads the whole file.
 const DISTINCT_LOOK: usize = 8;
+
+/// What tells whether lines of brackets alone (`}`, `});`) at one end of
+/// REPLACE would leave the file's brackets unpaired: they pair now, and REPLACE
+/// opens or closes more than SEARCH by just those lines' brackets, so without
+/// them they would pair still. Such lines repeat all over a file, so
+/// `distinct` never tells them; this tells the one brace SEARCH stopped short
+/// of. The file is counted once, at the first run of brackets alone.
+struct Pairs<'d, 'a> {
+    doc: &'d Doc<'a>,
+    /// How far REPLACE opens or closes more than SEARCH.
+    grown: [i64; 3],
+    file_pairs: OnceCell<bool>,
+}
+
+impl<'d, 'a> Pairs<'d, 'a> {
+    fn new(doc: &'d Doc<'a>, search: &[&str], replace: &[&str]) -> Self {
+        let (r, s) = (
+            text::bracket_balance(replace.iter().map(|l| l.as_bytes())),
+            text::bracket_balance(search.iter().map(|l| l.as_bytes())),
+        );
+        Pairs {
+            doc,
+            grown: std::array::from_fn(|i| r[i] - s[i]),
+            file_pairs: OnceCell::new(),
+        }
+    }
+
+    fn unpaired_by(&self, run: &[&str]) -> bool {
+        run.iter().all(|l| text::brackets_only(l))
+            && text::bracket_balance(run.iter().map(|l| l.as_bytes())) == self.grown
+            && *self.file_pairs.get_or_init(|| {
+                let lines = (0..self.doc.len()).map(|i| self.doc.line(i));
+                text::bracket_balance(lines) == [0; 3]
+            })
+    }
+}
 
 /// Which end of REPLACE `repeats_beside` looks at.
 #[derive(Clone, Copy)]
@@ -1385,7 +1426,7 @@ impl Transaction<'_, '_> {
     /// lines would stand in the file twice (`b(); c(); }` after the new body,
     /// then the old ones again). Two lines at least, one of them standing once
     /// in the file (`distinct`), or closing or opening brackets that would no
-    /// longer pair (`unbalances`); and not lines SEARCH has at that end too
+    /// longer pair (`Pairs`); and not lines SEARCH has at that end too
     /// (then REPLACE keeps them, and the file merely repeats them).
     fn repeats_beside(
         &self,
@@ -1422,9 +1463,23 @@ impl Transaction<'_, '_> {
             Edge::After => search.ends_with(run(k)),
             Edge::Before => search.starts_with(run(k)),
         };
-        let told = |k: usize| k >= 2 && run(k).iter().take(DISTINCT_LOOK).any(|l| self.distinct(l));
         let mut repeated = (1..=REACH.min(n)).rev().filter(|&k| equal(k) && !kept(k));
-        let k = repeated.find(|&k| told(k) || self.unbalances(search, replace, run(k)))?;
+        let longest = repeated.next()?;
+        // Each look for a distinct line reads the whole file: the longest run only.
+        let told = longest >= 2
+            && run(longest)
+                .iter()
+                .take(DISTINCT_LOOK)
+                .any(|l| self.distinct(l));
+        let k = match told {
+            true => longest,
+            false => {
+                let pairs = Pairs::new(&self.doc, search, replace);
+                std::iter::once(longest)
+                    .chain(repeated)
+                    .find(|&k| pairs.unpaired_by(run(k)))?
+            }
+        };
         let (message, hint) = match edge {
             Edge::After => (
                 format!(
@@ -1447,7 +1502,7 @@ impl Transaction<'_, '_> {
                 ),
             ),
         };
-        let unpaired = if told(k) {
+        let unpaired = if told {
             ""
         } else {
             ", and the file's brackets would no longer pair"
@@ -1457,26 +1512,6 @@ impl Transaction<'_, '_> {
             format!("{message}: applied, they would stand in the file twice{unpaired}"),
             hint,
         ))
-    }
-
-    /// Whether `run`, closing or opening lines of brackets alone (`}`, `});`)
-    /// at one end of REPLACE, is what would leave the file's brackets unpaired:
-    /// they pair now, REPLACE opens or closes more than SEARCH by just `run`'s
-    /// brackets, so without `run` they would pair still. Such lines repeat all
-    /// over a file, so `distinct` never tells them; this tells the one brace
-    /// that SEARCH stopped short of.
-    fn unbalances(&self, search: &[&str], replace: &[&str], run: &[&str]) -> bool {
-        if !run.iter().all(|l| text::brackets_only(l)) {
-            return false;
-        }
-        let own = text::bracket_balance(run.iter().map(|l| l.as_bytes()));
-        let (r, s) = (
-            text::bracket_balance(replace.iter().map(|l| l.as_bytes())),
-            text::bracket_balance(search.iter().map(|l| l.as_bytes())),
-        );
-        let grown: [i64; 3] = std::array::from_fn(|i| r[i] - s[i]);
-        own == grown
-            && text::bracket_balance((0..self.doc.len()).map(|i| self.doc.line(i))) == [0; 3]
     }
 
     /// A warning when REPLACE adds tab-indented lines to a file indented only
@@ -1490,10 +1525,10 @@ impl Transaction<'_, '_> {
                 .map(|i| i + 1)
                 .collect()
         };
+        // Each look reads the file: only once REPLACE has new indented lines.
         let starts = |b: u8| (0..self.doc.len()).any(|i| self.doc.line(i).first() == Some(&b));
-        let (tabs, spaces) = (starts(b'\t'), starts(b' '));
         let tabbed = new_lines(&|l| l.starts_with('\t'));
-        if !tabbed.is_empty() && spaces && !tabs {
+        if !tabbed.is_empty() && starts(b' ') && !starts(b'\t') {
             return Some(format!(
                 "REPLACE lines {} are indented with tabs, but the file is indented only with spaces: they were written as sent, a mix the file did not have (Python refuses it); send them with spaces unless the tabs are meant",
                 listed(&tabbed)
@@ -1501,7 +1536,7 @@ impl Transaction<'_, '_> {
         }
         // Two spaces at least: one is the ` *` of a block comment's lines.
         let spaced = new_lines(&|l| l.starts_with("  "));
-        if !spaced.is_empty() && tabs && !spaces {
+        if !spaced.is_empty() && starts(b'\t') && !starts(b' ') {
             return Some(format!(
                 "REPLACE lines {} are indented with spaces, but the file is indented only with tabs: they were written as sent, a mix the file did not have (make refuses a recipe so indented); send them with tabs unless the spaces are meant",
                 listed(&spaced)
@@ -1746,7 +1781,7 @@ impl Transaction<'_, '_> {
         let has_entity = |t: &[u8]| {
             diagnose::ENTITIES
                 .iter()
-                .any(|(e, _)| t.windows(e.len()).any(|w| w == e.as_bytes()))
+                .any(|(e, _)| memchr::memmem::find(t, e.as_bytes()).is_some())
         };
         let found: Vec<(&str, &str)> = diagnose::ENTITIES
             .iter()
@@ -1762,7 +1797,7 @@ impl Transaction<'_, '_> {
         if found.iter().any(|(_, c)| bare.contains(c))
             || !found.iter().any(|(_, c)| op.search.contains(c))
             || has_entity(op.search.as_bytes())
-            || has_entity(self.body)
+            || *self.entities.get_or_init(|| has_entity(self.body))
         {
             return Ok(());
         }
