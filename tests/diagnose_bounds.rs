@@ -113,3 +113,30 @@ fn many_blocks_on_a_large_file_never_read_it_whole_per_block() {
     assert_eq!(edit.report.outcome, Outcome::Ok, "{:?}", edit.report.error);
     assert!(took < BUDGET, "took {took:?}");
 }
+
+/// The same for the commonest edit: 3,000 blocks each adding an indented line
+/// to a 10 MiB file indented with spaces, where the mixed-indentation warning
+/// asks whether the file has tab-indented lines. Asked of the whole file per
+/// block, 1,200 such blocks (95 KiB) took 12 s.
+#[test]
+fn many_blocks_adding_indented_lines_never_read_the_file_whole_per_block() {
+    let blocks = 3_000;
+    let mut file: String = (0..blocks)
+        .map(|i| format!("def f{i}():\n    return {i}\n"))
+        .collect();
+    file.push_str(&"x = 1\n".repeat((10 << 20) / 6));
+    let payload: String = (0..blocks)
+        .map(|i| {
+            format!("<<<<<<< SEARCH\n    return {i}\n=======\n    y = {i}\n    return y\n>>>>>>> REPLACE\n")
+        })
+        .collect();
+    let began = Instant::now();
+    let opts = Options {
+        max_payload: 1 << 20,
+        ..Options::default()
+    };
+    let edit = apply("s.py", Some(file.as_bytes()), payload.as_bytes(), &opts);
+    let took = began.elapsed();
+    assert_eq!(edit.report.outcome, Outcome::Ok, "{:?}", edit.report.error);
+    assert!(took < BUDGET, "took {took:?}");
+}

@@ -168,6 +168,7 @@ fn run_parsed(
         body,
         utf8: OnceCell::new(),
         entities: OnceCell::new(),
+        indents: OnceCell::new(),
         opts,
         exists: original.is_some(),
         act: None,
@@ -252,6 +253,7 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             body: tx.body,
             utf8: OnceCell::new(),
             entities: OnceCell::new(),
+            indents: OnceCell::new(),
             opts: tx.opts,
             exists: tx.exists,
             act: None,
@@ -471,6 +473,8 @@ struct Transaction<'a, 'o> {
     /// Whether `body` holds an HTML entity, looked for once: every operation
     /// whose REPLACE holds one asks (`refuse_entity_replace`).
     entities: OnceCell<bool>,
+    /// Whether `body`'s lines start with a tab, and with a space (`indented_with`).
+    indents: OnceCell<(bool, bool)>,
     opts: &'o Options,
     /// Whether the file existed before the transaction.
     exists: bool,
@@ -1525,10 +1529,9 @@ impl Transaction<'_, '_> {
                 .map(|i| i + 1)
                 .collect()
         };
-        // Each look reads the file: only once REPLACE has new indented lines.
-        let starts = |b: u8| (0..self.doc.len()).any(|i| self.doc.line(i).first() == Some(&b));
         let tabbed = new_lines(&|l| l.starts_with('\t'));
-        if !tabbed.is_empty() && starts(b' ') && !starts(b'\t') {
+        let (tabs, spaces) = self.indented_with();
+        if !tabbed.is_empty() && spaces && !tabs {
             return Some(format!(
                 "REPLACE lines {} are indented with tabs, but the file is indented only with spaces: they were written as sent, a mix the file did not have (Python refuses it); send them with spaces unless the tabs are meant",
                 listed(&tabbed)
@@ -1536,13 +1539,26 @@ impl Transaction<'_, '_> {
         }
         // Two spaces at least: one is the ` *` of a block comment's lines.
         let spaced = new_lines(&|l| l.starts_with("  "));
-        if !spaced.is_empty() && starts(b'\t') && !starts(b' ') {
+        if !spaced.is_empty() && tabs && !spaces {
             return Some(format!(
                 "REPLACE lines {} are indented with spaces, but the file is indented only with tabs: they were written as sent, a mix the file did not have (make refuses a recipe so indented); send them with tabs unless the spaces are meant",
                 listed(&spaced)
             ));
         }
         None
+    }
+
+    /// Whether lines of the file as it was before the transaction start with a
+    /// tab, and with a space: read once, as every operation that adds indented
+    /// lines asks (`mixed_indentation`).
+    fn indented_with(&self) -> (bool, bool) {
+        *self.indents.get_or_init(|| {
+            let starts = |b: u8| {
+                self.body.first() == Some(&b)
+                    || memchr::memmem::find(self.body, &[b'\n', b]).is_some()
+            };
+            (starts(b'\t'), starts(b' '))
+        })
     }
 
     /// Aider's elided form: each piece between the shared placeholder lines is
