@@ -33,7 +33,8 @@ Payload formats (detected automatically):
   Other tools' calls, as they are: Roo Code's search_and_replace and apply_diff,
   Cline's replace_in_file (XML or JSON arguments), Vibe's {\"file_path\", \"content\"},
   Desktop Commander's edit_block arguments, or a whole tool call carrying them
-  ({\"name\", \"input\"} or {\"name\", \"arguments\"}); a path inside must name FILE.
+  ({\"name\", \"input\"} or {\"name\", \"arguments\"}, or as XML: <invoke name=\"...\">
+  with <parameter name=\"...\"> elements); a path inside must name FILE.
   Patches: a unified diff (git diff, diff -u; `@@ ... @@` hunks too) or *** Begin
   Patch; each hunk is one operation, and a relative path in its header must name
   FILE. With --multi, a patch may also delete and move files (*** Delete File,
