@@ -277,43 +277,67 @@ fn after_an_overflow_of_the_watcher_queue_changes_show_and_a_mount_over_an_uncha
 /// A FUSE file system mounted inside SOURCE (an sshfs, a dev container's
 /// share, another editfs) changes with no event this kernel sees: what the
 /// mount shows of it keeps the 1 s lifetime.
+/// Another editfs mounted at `nested` in the mount's SOURCE, over a directory
+/// of its own; detached when dropped, not unmounted: the outer daemon holds
+/// directories in it open until it ends, and the inner one ends with the last.
+struct Nested {
+    inner: tempfile::TempDir,
+    at: std::path::PathBuf,
+}
+
+impl Nested {
+    fn mount(m: &Mount) -> Nested {
+        let inner = tempfile::tempdir().unwrap();
+        fs::write(inner.path().join("f"), "v1\n").unwrap();
+        let at = m.src.join("nested");
+        fs::create_dir(&at).unwrap();
+        let started = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .arg("mount")
+            .arg(inner.path())
+            .arg(&at)
+            .arg("--daemon")
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "{started:?}");
+        Nested { inner, at }
+    }
+}
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.at)
+            .status();
+    }
+}
+
 #[test]
 fn a_fuse_file_system_mounted_inside_source_shows_its_own_changes_within_a_second() {
     let m = mount!();
-    let inner = tempfile::tempdir().unwrap();
-    fs::write(inner.path().join("f"), "v1\n").unwrap();
-    let nested = m.src.join("nested");
-    fs::create_dir(&nested).unwrap();
-    let editfs = env!("CARGO_BIN_EXE_editfs");
-    let started = std::process::Command::new(editfs)
-        .arg("mount")
-        .arg(inner.path())
-        .arg(&nested)
-        .arg("--daemon")
-        .output()
-        .unwrap();
-    assert!(started.status.success(), "{started:?}");
+    let nested = Nested::mount(&m);
     for _ in 0..2 {
         m.ok("ls -la nested >/dev/null; cat nested/f >/dev/null; stat nested nested/f >/dev/null");
     }
     // Same size: only the times and the content tell the change.
-    fs::write(inner.path().join("f"), "v2\n").unwrap();
+    fs::write(nested.inner.path().join("f"), "v2\n").unwrap();
     let at = Instant::now();
-    let seen = std::panic::catch_unwind(|| {
-        shows_within(&m, at, "cat nested/f", |o| o == "v2\n");
-        fs::write(inner.path().join("g"), "new\n").unwrap();
-        let at = Instant::now();
-        shows_within(&m, at, "ls nested", |o| o.contains('g'));
-    });
-    // Detached, not unmounted: the outer daemon holds directories in it open
-    // until it ends; the inner one ends with the last of them.
-    let _ = std::process::Command::new("umount")
-        .arg("-l")
-        .arg(&nested)
-        .status();
-    if let Err(e) = seen {
-        std::panic::resume_unwind(e);
-    }
+    shows_within(&m, at, "cat nested/f", |o| o == "v2\n");
+    fs::write(nested.inner.path().join("g"), "new\n").unwrap();
+    let at = Instant::now();
+    shows_within(&m, at, "ls nested", |o| o.contains('g'));
+}
+
+/// In a directory no watch covers, the kernel's cached listing is dropped by
+/// the transaction itself: there no event would tell it of the new file.
+#[test]
+fn a_file_a_transaction_makes_in_an_unwatched_directory_is_listed_at_once() {
+    let m = mount!();
+    let _nested = Nested::mount(&m);
+    m.ok("ls nested >/dev/null; ls nested >/dev/null");
+    let made =
+        "printf '<<<<<<< SEARCH\\n=======\\nmade\\n>>>>>>> REPLACE\\n' > nested/made.txt.edit";
+    assert_eq!(m.ok(&format!("{made} && ls nested")), "f\nmade.txt\n");
 }
 
 #[test]
@@ -322,4 +346,52 @@ fn changes_made_through_the_mount_show_at_once() {
     warm(&m);
     m.ok("echo made > lib/made.txt && ls lib | grep -q made.txt && rm lib/other.txt && ! ls lib | grep -q other.txt");
     m.ok("mv lib/made.txt lib/renamed.txt && cat lib/renamed.txt | grep -q made && chmod 600 lib/renamed.txt && [ $(stat -c %a lib/renamed.txt) = 600 ]");
+}
+
+/// The kernel keeps a directory's listing across opens: a transaction that
+/// makes a file, or removes one, must drop it before its `close` returns.
+#[test]
+fn a_file_a_transaction_makes_or_removes_shows_in_a_cached_listing_at_once() {
+    let m = mount!();
+    warm(&m);
+    let made = "printf '<<<<<<< SEARCH\\n=======\\nmade\\n>>>>>>> REPLACE\\n' > lib/made.txt.edit";
+    m.ok(&format!("{made} && ls lib | grep -qx made.txt"));
+    let removed = "printf '*** Begin Patch\\n*** Delete File: lib/other.txt\\n*** End Patch\\n' > .editfs/edit";
+    m.ok(&format!(
+        "ls lib >/dev/null; {removed} && ! ls lib | grep -q other.txt"
+    ));
+    let ino = "ls -i lib | grep util.txt | cut -d' ' -f1";
+    let edit =
+        "printf '<<<<<<< SEARCH\\ntwo\\n=======\\n2\\n>>>>>>> REPLACE\\n' > lib/util.txt.edit";
+    let out = m.ok(&format!("{ino}; {edit}; {ino}; stat -c %i lib/util.txt"));
+    let n: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        n[1], n[2],
+        "the listing's inode number is the file's: {out}"
+    );
+    assert_ne!(
+        n[0], n[1],
+        "a commit renames a new inode over the file: {out}"
+    );
+}
+
+/// Kept versions are listed from the store: a listing read before an edit
+/// shows the edit's version right after it.
+#[test]
+fn a_new_kept_version_shows_in_a_listing_read_before_it() {
+    let m = mount!();
+    let edit = |from: &str, to: &str| {
+        format!(
+            "printf '<<<<<<< SEARCH\\n{from}\\n=======\\n{to}\\n>>>>>>> REPLACE\\n' > lib/util.txt.edit"
+        )
+    };
+    m.ok(&edit("one", "1"));
+    let listed = m.ok("ls .editfs/snapshots/lib/util.txt; ls .editfs/snapshots/lib/util.txt");
+    let first: Vec<&str> = listed.lines().collect();
+    assert_eq!(first.len(), 2, "{listed}");
+    m.ok(&edit("two", "2"));
+    let now = m.ok(
+        "ls .editfs/snapshots/lib/util.txt | wc -l; cd .editfs/versions/lib/util.txt && ls | wc -l",
+    );
+    assert_eq!(now, "2\n2\n", "each edit's version is listed at once");
 }

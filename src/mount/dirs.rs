@@ -9,11 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::fs::{Core, Entry, Handle, Loc, REAL_TTL, VIRTUAL_TTL, attr, file_type};
+use super::fs::{Core, Entry, Handle, Loc, VIRTUAL_TTL, attr, file_type};
 use super::names::Control;
 use super::nodes::{Kind, ROOT};
 use super::ops::Register;
@@ -377,8 +375,13 @@ impl Core {
 
     pub(super) fn rmdir(&self, parent: u64, name: &OsStr) -> Res<()> {
         let dir = self.changeable(parent, name)?;
+        let before = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW);
         rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR).map_err(errno)?;
-        self.nodes.write().unlinked(parent, name);
+        let removed = self.nodes.write().unlinked(parent, name);
+        if let (Some(ino), Ok(mut st)) = (removed, before) {
+            st.st_nlink = 0;
+            self.removed_dirs.lock().insert(ino, st);
+        }
         Ok(())
     }
 
@@ -498,45 +501,36 @@ impl Core {
         ))
     }
 
-    /// Opens a directory; `true` if the kernel may keep its listing across
-    /// opens (the watcher tells it when the directory changes).
-    ///
-    /// Not when a file in it was opened since the listing was last read: a read
-    /// of a passed-through file makes the kernel drop that file's atime, so the
-    /// next `fstat` (grep's, before reading) would cost a getattr per file,
-    /// where listing the directory anew refreshes them all in one readdirplus.
-    pub(super) fn opendir(&self, ino: u64) -> Res<(u64, bool)> {
-        // Watched before it is read, so no change after the reading goes untold.
-        let watched = |_| self.ttl_in(ino) > REAL_TTL;
-        let (fd, listing, keep) = match self.kind(ino)? {
-            Kind::Real => {
-                let files_read = self.opened_in.lock().remove(&ino);
-                let fd = self.dir_of(ino).ok();
-                let keep = fd.as_ref().is_some_and(watched) && !files_read;
-                (fd, None, keep)
-            }
-            _ => (None, Some(Arc::new(self.list(ino)?)), false),
-        };
-        let listing = Mutex::new(listing);
-        Ok((self.add_handle(Handle::Dir { ino, fd, listing }), keep))
-    }
-
-    /// A real file in directory node `dir` is being opened.
+    /// A real file in directory node `dir` is being opened. A read of a
+    /// passed-through file makes the kernel drop that file's atime, so the next
+    /// `fstat` of it (grep's, before reading) would cost a getattr per file:
+    /// the directory's cached listing is dropped instead, once until it is
+    /// listed again, and that listing's one readdirplus refreshes them all.
+    /// Told holding no lock: the kernel's drop of a listing waits for no request.
     pub(super) fn opening_in(&self, dir: u64) {
-        self.opened_in.lock().insert(dir);
+        let first = self.opened_in.lock().insert(dir);
+        if let (true, Some(kernel)) = (first, self.notifier.get()) {
+            kernel.forget_node(dir);
+        }
     }
 
-    /// The entries of open directory `h` (node `ino`), read at the first ask.
-    fn entries(&self, ino: u64, h: &Handle) -> Res<Arc<Vec<Entry>>> {
-        let Handle::Dir { listing, .. } = h else {
-            return Err(Errno::ENOTDIR);
-        };
-        if let Some(read) = &*listing.lock() {
-            return Ok(read.clone());
+    /// The entries of directory `ino` for a listing request from `offset`:
+    /// read from SOURCE at the listing's start, else the reading the kernel is
+    /// part way through (`listings.rs`).
+    fn entries(&self, ino: u64, offset: u64) -> Res<Arc<Vec<Entry>>> {
+        if offset > 0
+            && let Some(kept) = self.listings.lock().get(ino)
+        {
+            return Ok(kept);
         }
-        // Read holding nothing; the kernel sends one listing request of a handle at a time.
+        let real = matches!(self.kind(ino)?, Kind::Real);
+        if real {
+            // Watched before it is read, so no change after the reading goes untold.
+            self.ttl_in(ino);
+            self.opened_in.lock().remove(&ino);
+        }
         let read = Arc::new(self.list(ino)?);
-        if let Ok(Kind::Real) = self.kind(ino) {
+        if real && offset == 0 {
             // Not the state directory at the root: it is not SOURCE's to list.
             let subdirs = read.iter().filter(|e| {
                 e.kind == FileType::Directory && !(ino == ROOT && e.name == state::NAME)
@@ -544,19 +538,32 @@ impl Core {
             let subdirs = subdirs.map(|e| (e.ino, e.name.clone())).collect();
             self.prefetch.listed(|| self.dir_of(ino).ok(), subdirs);
         }
-        Ok(listing.lock().get_or_insert(read).clone())
+        self.listings.lock().put(ino, read.clone());
+        Ok(read)
     }
 
-    /// Hands the entries of an open directory from `offset` on to `add` (node
+    /// `entries`, or `None` when `offset` is past the last one (after `.` and
+    /// `..`): the kernel has read the listing to its end.
+    fn entries_from(&self, ino: u64, offset: u64) -> Res<Option<Arc<Vec<Entry>>>> {
+        let entries = self.entries(ino, offset)?;
+        if offset as usize >= entries.len() + 2 {
+            self.listings.lock().done(ino);
+            return Ok(None);
+        }
+        Ok(Some(entries))
+    }
+
+    /// Hands the entries of directory `ino` from `offset` on to `add` (node
     /// id, the offset after it, type, name) until it says it is full.
     pub(super) fn readdir(
         &self,
         ino: u64,
-        fh: u64,
         offset: u64,
         mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
     ) -> Res<()> {
-        let entries = self.entries(ino, &*self.handle(fh)?)?;
+        let Some(entries) = self.entries_from(ino, offset)? else {
+            return Ok(());
+        };
         let dots = [
             (ino, FileType::Directory, OsStr::new(".")),
             (ino, FileType::Directory, OsStr::new("..")),
@@ -572,17 +579,18 @@ impl Core {
         Ok(())
     }
 
-    /// Hands the entries of an open directory from `offset` on to `add` (node
+    /// Hands the entries of directory `ino` from `offset` on to `add` (node
     /// id, the offset after it, name, attributes) until it says it is full;
     /// each entry handed over counts as a lookup.
     pub(super) fn readdirplus(
         &self,
         ino: u64,
-        fh: u64,
         offset: u64,
         mut add: impl FnMut(u64, u64, &OsStr, &Timed) -> bool,
     ) -> Res<()> {
-        let entries = self.entries(ino, &*self.handle(fh)?)?;
+        let Some(entries) = self.entries_from(ino, offset)? else {
+            return Ok(());
+        };
         let dir = match self.kind(ino) {
             Ok(Kind::Real) => (self.dir_of(ino).ok(), self.lease_in(ino)),
             _ => (None, Lease::short()),
@@ -610,10 +618,6 @@ impl Core {
             self.counted(ino, e, timed.0.ino);
         }
         Ok(())
-    }
-
-    pub(super) fn releasedir(&self, fh: u64) {
-        self.drop_handle(fh);
     }
 
     pub(super) fn fsyncdir(&self, ino: u64) -> Res<()> {

@@ -19,12 +19,14 @@
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
 //!    watch goes with its node);
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold`, `remover`, `opened_in`, `primed`'s set and
-//!    `prefetch`'s are taken alone and briefly.
+//!    `retries`, `untold`, `remover`, `opened_in`, `listings`, `removed_dirs`,
+//!    `primed`'s set and `prefetch`'s are taken alone and briefly.
 //!
-//! A worker that stores a file's first pages in the kernel at its open holds
-//! no lock, only `primed`'s turn: a flag taken by compare-and-swap, never
-//! waited for (`primed.rs`).
+//! A worker that drops a directory's listing in the kernel at the first open
+//! of a file there (`Core::opening_in`) holds no lock. One that stores a
+//! file's first pages in the kernel at its open holds no lock either, only
+//! `primed`'s turn: a flag taken by compare-and-swap, never waited for
+//! (`primed.rs`).
 //!
 //! The watcher's thread (`watch.rs`) calls into the kernel holding nothing, and
 //! no FUSE worker ever waits for it.
@@ -46,7 +48,8 @@
 //! watcher covers live an hour in the kernel (a file's attributes a minute: a
 //! link made outside SOURCE escapes every watch), and the watcher drops whatever a
 //! change made directly in SOURCE makes stale (`watch.rs`); elsewhere they live
-//! 1 s. File pages stay cached across opens but are dropped when the watcher
+//! 1 s (a listing until the directory's mtime, looked up after that second,
+//! shows a change: `listings.rs`). File pages stay cached across opens but are dropped when the watcher
 //! sees the content change, or a refresh of attributes shows a new size or
 //! mtime (FUSE_AUTO_INVAL_DATA), so changes made directly in SOURCE show within
 //! a second while warm reads never reach the daemon. A commit drops the file's
@@ -217,17 +220,6 @@ pub enum Handle {
         /// Opened for writing: read from the open's flags, so no request asks
         /// the descriptor again.
         writer: bool,
-    },
-    /// An open directory of node `ino`. Its `listing` is read at its first
-    /// listing request (`None` until then): a listing the kernel keeps cached
-    /// is not read at all. A real one holds its descriptor (`fd`), as a native
-    /// open holds the inode: `fstat` of a directory removed since it was
-    /// opened (`find` racing `rm -rf`) reaches us with no handle and no name
-    /// left, and is answered through it, not ESTALE.
-    Dir {
-        ino: u64,
-        fd: Option<Arc<OwnedFd>>,
-        listing: Mutex<Option<Arc<Vec<Entry>>>>,
     },
     Edit(Mutex<EditBuffer>),
     /// A virtual file's content, fixed when it was opened; what `.editfs/`
@@ -463,8 +455,13 @@ pub struct Core {
     /// SOURCE's watcher, where its file system lets every change be seen.
     pub(super) watches: Option<Arc<super::watch::Watches>>,
     /// Directories a file was opened in since their listing was last read (see
-    /// `Core::opendir`).
+    /// `Core::opening_in`).
     pub(super) opened_in: Mutex<std::collections::HashSet<u64>>,
+    /// Listings the kernel is part way through reading (`listings.rs`).
+    pub(super) listings: Mutex<super::listings::Listings>,
+    /// Directories removed through the mount that the kernel still holds, as
+    /// they were: `fstat` of one still open asks with no handle and no name.
+    pub(super) removed_dirs: Mutex<HashMap<u64, rustix::fs::Stat>>,
     /// Small files whose first read was served at their open (`primed.rs`).
     pub(super) primed: super::primed::Primed,
     /// Directories whose files were read ahead (`prefetch.rs`).
@@ -671,6 +668,8 @@ impl Core {
             sent: Mutex::new(Sent::default()),
             watches,
             opened_in: Mutex::default(),
+            listings: Mutex::default(),
+            removed_dirs: Mutex::default(),
             primed: Default::default(),
             prefetch: super::prefetch::Prefetch::start(),
             owner: (
@@ -760,6 +759,8 @@ impl Core {
         self.dirs.lock().fds.remove(&ino);
         self.sent.lock().remove(ino);
         self.opened_in.lock().remove(&ino);
+        self.listings.lock().done(ino);
+        self.removed_dirs.lock().remove(&ino);
         self.primed.forgot(ino);
         self.prefetch.forgot(ino);
     }
@@ -809,21 +810,15 @@ impl Core {
     }
 
     /// The status of real node `ino` through one of its open handles, if any:
-    /// a file or directory replaced or unlinked under its name lives on while open.
+    /// a file replaced or unlinked under its name lives on while open, and so
+    /// does a directory removed through the mount while the kernel holds it.
     pub(super) fn stat_open(&self, ino: u64) -> Option<rustix::fs::Stat> {
-        let on = |h: &&Arc<Handle>| match &***h {
-            Handle::File { ino: i, .. }
-            | Handle::Dir {
-                ino: i,
-                fd: Some(_),
-                ..
-            } => *i == ino,
-            _ => false,
-        };
-        let open = self.handles.lock().values().find(on).cloned()?;
-        match &*open {
+        if let Some(st) = self.removed_dirs.lock().get(&ino) {
+            return Some(*st);
+        }
+        let file = self.open_on(ino)?;
+        match &*file {
             Handle::File { file, .. } => rustix::fs::fstat(file).ok(),
-            Handle::Dir { fd: Some(fd), .. } => rustix::fs::fstat(&**fd).ok(),
             _ => None,
         }
     }
@@ -886,13 +881,18 @@ impl Core {
         Some(Telling { core: self, rels })
     }
 
-    /// Tells the kernel to forget what it cached of `name` in `parent` (node `old`).
+    /// Tells the kernel to forget what it cached of `name` in `parent` (node
+    /// `old`), and `parent`'s listing: a commit made the name anew or gave it
+    /// another inode, and the kernel keeps listings across opens
+    /// (`listings.rs`). The watcher would drop it too, but only after the
+    /// writer's `close` returned, and not in a directory it does not watch.
     pub(super) fn invalidate(&self, parent: u64, name: &OsStr, old: Option<u64>) {
         let Some(n) = self.notifier.get() else { return };
         if let Some(ino) = old {
             n.forget_node(ino);
         }
         n.forget_entry(parent, name);
+        n.forget_node(parent);
     }
 
     /// Tells the kernel to forget what it cached of the file at `rel` (after a

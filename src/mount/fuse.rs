@@ -528,29 +528,23 @@ impl Filesystem for Fuse {
         serve("fsync", reply, |_| self.0.fsync(fh.0, datasync), empty);
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        // A listing the kernel may keep is kept across opens, until a change drops it.
-        let answer = |r: ReplyOpen, (fh, keep)| {
-            let flags = match keep {
-                true => FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
-                false => FopenFlags::empty(),
-            };
-            r.opened(FileHandle(fh), flags)
-        };
-        serve("opendir", reply, |_| self.0.opendir(ino.0), answer);
+    /// ENOSYS: the kernel then opens and closes every directory itself, with
+    /// no request, and keeps the listings it reads until told (`listings.rs`).
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        reply.error(fuser::Errno::ENOSYS);
     }
 
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
         guard("readdir", || {
             let add = |i, next, k, name: &OsStr| reply.add(INodeNo(i), next, kind(k), name);
-            match self.0.readdir(ino.0, fh.0, offset, add) {
+            match self.0.readdir(ino.0, offset, add) {
                 Ok(()) => reply.ok(),
                 Err(e) => failed("readdir", reply, e),
             }
@@ -561,7 +555,7 @@ impl Filesystem for Fuse {
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
@@ -569,24 +563,10 @@ impl Filesystem for Fuse {
             let add = |i, next, name: &OsStr, (a, ttl): &Timed| {
                 reply.add(INodeNo(i), next, name, ttl, &attr(a), GEN)
             };
-            match self.0.readdirplus(ino.0, fh.0, offset, add) {
+            match self.0.readdirplus(ino.0, offset, add) {
                 Ok(()) => reply.ok(),
                 Err(e) => failed("readdirplus", reply, e),
             }
-        });
-    }
-
-    fn releasedir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        reply: ReplyEmpty,
-    ) {
-        guard("releasedir", || {
-            self.0.releasedir(fh.0);
-            reply.ok();
         });
     }
 

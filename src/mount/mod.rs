@@ -13,6 +13,7 @@ mod fuse;
 mod ignored;
 #[cfg(test)]
 mod in_process;
+mod listings;
 mod names;
 mod nodes;
 mod ops;

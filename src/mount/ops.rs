@@ -192,7 +192,6 @@ impl Core {
             Handle::File { file, .. } => read_at(file, offset, size as usize),
             Handle::Bytes { bytes, .. } => Ok(slice(bytes, offset, size).to_vec()),
             Handle::Edit(_) => return self.read_edit(ino, h, who.pid, (offset, size), done),
-            Handle::Dir { .. } => Err(Errno::EISDIR),
         };
         done(r);
     }
