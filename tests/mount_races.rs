@@ -481,3 +481,47 @@ fn stress_no_operation_hangs_and_no_acknowledged_edit_is_lost() {
         acked.len()
     );
 }
+
+/// 3,000 files in `big/`, none of them ever changed by the test below.
+fn crowded(src: &Path) {
+    let dir = src.join("big");
+    fs::create_dir(&dir).unwrap();
+    for i in 0..3000 {
+        fs::write(dir.join(format!("f{i:05}")), "").unwrap();
+    }
+}
+
+/// A listing read in many requests keeps its offsets while another process
+/// lists the same directory anew and files come and go beside it: every
+/// entry that stayed is seen exactly once. When the readers shared one
+/// listing of the directory, the slow one resumed at its offset in the
+/// other's newer listing and saw some names twice and others not at all.
+#[test]
+fn a_slow_listing_sees_each_unchanged_entry_once_while_others_list_and_change_the_directory() {
+    let Some(m) = Mount::start(&[], crowded) else {
+        return;
+    };
+    let script = r#"
+( for i in $(seq 1 400); do : > big/c_$i; rm -f big/c_$((i - 3)); sleep 0.005; done ) &
+churn=$!
+( while kill -0 $churn 2>/dev/null; do ls -f big >/dev/null; sleep 0.02; done ) &
+lister=$!
+for run in 1 2 3; do
+python3 - <<'PY'
+import collections, os, time
+seen = collections.Counter()
+with os.scandir("big") as it:
+    for e in it:
+        seen[e.name] += 1
+        time.sleep(0.0002)
+kept = {n: k for n, k in seen.items() if n.startswith("f")}
+twice = sorted(n for n, k in kept.items() if k > 1)
+print(len(kept), twice[:3])
+PY
+done
+kill $churn $lister 2>/dev/null
+wait
+"#;
+    let out = m.ok_within(script, Duration::from_secs(120));
+    assert_eq!(out, "3000 []\n".repeat(3), "entries missing or seen twice");
+}

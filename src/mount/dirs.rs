@@ -12,6 +12,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::fs::{Core, Entry, Handle, Loc, VIRTUAL_TTL, attr, file_type};
+use super::listings::Reader;
 use super::names::Control;
 use super::nodes::{Kind, ROOT};
 use super::ops::Register;
@@ -514,12 +515,12 @@ impl Core {
         }
     }
 
-    /// The entries of directory `ino` for a listing request from `offset`:
-    /// read from SOURCE at the listing's start, else the reading the kernel is
-    /// part way through (`listings.rs`).
-    fn entries(&self, ino: u64, offset: u64) -> Res<Arc<Vec<Entry>>> {
+    /// The entries of directory `ino` for process `pid`'s listing request
+    /// from `offset`: read from SOURCE at the listing's start, else the reading
+    /// that process is part way through (`listings.rs`).
+    fn entries(&self, (ino, pid): Reader, offset: u64) -> Res<Arc<Vec<Entry>>> {
         if offset > 0
-            && let Some(kept) = self.listings.lock().get(ino)
+            && let Some(kept) = self.listings.lock().get((ino, pid))
         {
             return Ok(kept);
         }
@@ -538,16 +539,27 @@ impl Core {
             let subdirs = subdirs.map(|e| (e.ino, e.name.clone())).collect();
             self.prefetch.listed(|| self.dir_of(ino).ok(), subdirs);
         }
-        self.listings.lock().put(ino, read.clone());
+        self.listings.lock().put((ino, pid), read.clone());
         Ok(read)
     }
 
     /// `entries`, or `None` when `offset` is past the last one (after `.` and
-    /// `..`): the kernel has read the listing to its end.
-    fn entries_from(&self, ino: u64, offset: u64) -> Res<Option<Arc<Vec<Entry>>>> {
-        let entries = self.entries(ino, offset)?;
+    /// `..`): the kernel has read the listing to its end, and keeps it but in
+    /// a real directory no watch covers, where it would miss the next change
+    /// made directly in SOURCE. Told holding no lock: the kernel waits for no
+    /// request to drop a listing, this one's included.
+    fn entries_from(&self, reader: Reader, offset: u64) -> Res<Option<Arc<Vec<Entry>>>> {
+        let entries = self.entries(reader, offset)?;
         if offset as usize >= entries.len() + 2 {
-            self.listings.lock().done(ino);
+            self.listings.lock().done(reader);
+            let ino = reader.0;
+            let watched = self.watches.as_ref().is_some_and(|w| w.covers(ino));
+            if !watched
+                && matches!(self.kind(ino), Ok(Kind::Real))
+                && let Some(kernel) = self.notifier.get()
+            {
+                kernel.forget_node(ino);
+            }
             return Ok(None);
         }
         Ok(Some(entries))
@@ -557,11 +569,11 @@ impl Core {
     /// id, the offset after it, type, name) until it says it is full.
     pub(super) fn readdir(
         &self,
-        ino: u64,
+        (ino, pid): Reader,
         offset: u64,
         mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
     ) -> Res<()> {
-        let Some(entries) = self.entries_from(ino, offset)? else {
+        let Some(entries) = self.entries_from((ino, pid), offset)? else {
             return Ok(());
         };
         let dots = [
@@ -584,11 +596,11 @@ impl Core {
     /// each entry handed over counts as a lookup.
     pub(super) fn readdirplus(
         &self,
-        ino: u64,
+        (ino, pid): Reader,
         offset: u64,
         mut add: impl FnMut(u64, u64, &OsStr, &Timed) -> bool,
     ) -> Res<()> {
-        let Some(entries) = self.entries_from(ino, offset)? else {
+        let Some(entries) = self.entries_from((ino, pid), offset)? else {
             return Ok(());
         };
         let dir = match self.kind(ino) {

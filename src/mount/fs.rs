@@ -759,7 +759,7 @@ impl Core {
         self.dirs.lock().fds.remove(&ino);
         self.sent.lock().remove(ino);
         self.opened_in.lock().remove(&ino);
-        self.listings.lock().done(ino);
+        self.listings.lock().forgot(ino);
         self.removed_dirs.lock().remove(&ino);
         self.primed.forgot(ino);
         self.prefetch.forgot(ino);

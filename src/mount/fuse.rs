@@ -536,7 +536,7 @@ impl Filesystem for Fuse {
 
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -544,7 +544,7 @@ impl Filesystem for Fuse {
     ) {
         guard("readdir", || {
             let add = |i, next, k, name: &OsStr| reply.add(INodeNo(i), next, kind(k), name);
-            match self.0.readdir(ino.0, offset, add) {
+            match self.0.readdir((ino.0, req.pid()), offset, add) {
                 Ok(()) => reply.ok(),
                 Err(e) => failed("readdir", reply, e),
             }
@@ -553,7 +553,7 @@ impl Filesystem for Fuse {
 
     fn readdirplus(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -563,7 +563,7 @@ impl Filesystem for Fuse {
             let add = |i, next, name: &OsStr, (a, ttl): &Timed| {
                 reply.add(INodeNo(i), next, name, ttl, &attr(a), GEN)
             };
-            match self.0.readdirplus(ino.0, offset, add) {
+            match self.0.readdirplus((ino.0, req.pid()), offset, add) {
                 Ok(()) => reply.ok(),
                 Err(e) => failed("readdirplus", reply, e),
             }
