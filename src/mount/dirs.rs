@@ -224,16 +224,7 @@ impl Core {
             if name == "." || name == ".." || (ino == ROOT && name == state::NAME) {
                 continue;
             }
-            let kind = match e.file_type() {
-                rustix::fs::FileType::Directory => FileType::Directory,
-                rustix::fs::FileType::Symlink => FileType::Symlink,
-                rustix::fs::FileType::RegularFile => FileType::RegularFile,
-                rustix::fs::FileType::Fifo => FileType::NamedPipe,
-                rustix::fs::FileType::Socket => FileType::Socket,
-                rustix::fs::FileType::CharacterDevice => FileType::CharDevice,
-                rustix::fs::FileType::BlockDevice => FileType::BlockDevice,
-                rustix::fs::FileType::Unknown => FileType::RegularFile,
-            };
+            let kind = kind_of(e.file_type());
             if kind == FileType::RegularFile {
                 regular.push(name.to_owned());
             }
@@ -543,52 +534,153 @@ impl Core {
         Ok(read)
     }
 
-    /// `entries`, or `None` when `offset` is past the last one (after `.` and
-    /// `..`): the kernel has read the listing to its end, and keeps it but in
-    /// a real directory no watch covers, where it would miss the next change
-    /// made directly in SOURCE. Told holding no lock: the kernel waits for no
-    /// request to drop a listing, this one's included.
-    fn entries_from(&self, reader: Reader, offset: u64) -> Res<Option<Arc<Vec<Entry>>>> {
-        let entries = self.entries(reader, offset)?;
-        if offset as usize >= entries.len() + 2 {
-            self.listings.lock().done(reader);
-            let ino = reader.0;
-            let watched = self.watches.as_ref().is_some_and(|w| w.covers(ino));
-            if !watched
-                && matches!(self.kind(ino), Ok(Kind::Real))
-                && let Some(kernel) = self.notifier.get()
-            {
-                kernel.forget_node(ino);
-            }
-            return Ok(None);
+    /// Whether directory `ino` lists as SOURCE's own, entry for entry, so that
+    /// each entry carries SOURCE's own seek cookie as its offset: a listing
+    /// resumed after the directory changed (files removed while it is walked)
+    /// then goes on where it was, as natively, and nothing is kept here. Not
+    /// where the mount adds entries SOURCE has no cookie for: control files,
+    /// when listed, and the state directory at the root when it lives outside
+    /// SOURCE (there the listing read at offset 0 is kept, `listings.rs`).
+    fn lists_in_place(&self, ino: u64) -> bool {
+        matches!(self.kind(ino), Ok(Kind::Real))
+            && !self.settings.show_control_files
+            && (ino != ROOT || self.store.dir() == self.source.path().join(STATE_DIR))
+    }
+
+    /// Hands the entries of directory `ino`, `.` and `..` included, from
+    /// `offset` on to `visit` (the entry, the offset after it) until it says
+    /// it is full, for process `pid`'s listing request.
+    fn walk(
+        &self,
+        reader: Reader,
+        offset: u64,
+        mut visit: impl FnMut(&Entry, u64) -> bool,
+    ) -> Res<()> {
+        let mut any = false;
+        let mut counted = |e: &Entry, next| {
+            any = true;
+            visit(e, next)
+        };
+        if self.lists_in_place(reader.0) {
+            self.walk_in_place(reader.0, offset, &mut counted)?;
+        } else {
+            self.walk_kept(reader, offset, &mut counted)?;
         }
-        Ok(Some(entries))
+        if !any {
+            self.listed_to_end(reader);
+        }
+        Ok(())
+    }
+
+    /// `walk` through SOURCE's own listing, from its seek cookie `offset`.
+    fn walk_in_place(
+        &self,
+        ino: u64,
+        offset: u64,
+        visit: &mut impl FnMut(&Entry, u64) -> bool,
+    ) -> Res<()> {
+        if offset == 0 {
+            // Watched before it is read, so no change after the reading goes untold.
+            self.ttl_in(ino);
+            self.opened_in.lock().remove(&ino);
+        }
+        let dir = self.dir_of(ino)?;
+        // A descriptor of its own: the kept one's position is shared.
+        let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&*dir, ".", how, Mode::empty()).map_err(errno)?;
+        // An entry's number is on the directory's device (a mount point's too,
+        // as natively: it shows the directory it covers).
+        let dev = rustix::fs::fstat(&fd).map_err(errno)?.st_dev;
+        if offset > 0 {
+            rustix::fs::seek(&fd, rustix::fs::SeekFrom::Start(offset)).map_err(errno)?;
+        }
+        let mut subdirs = Vec::new();
+        let mut buf = Vec::with_capacity(8 * 1024);
+        let mut raw = rustix::fs::RawDir::new(&fd, buf.spare_capacity_mut());
+        while let Some(e) = raw.next() {
+            let e = e.map_err(errno)?;
+            let name = OsStr::from_bytes(e.file_name().to_bytes());
+            let entry = match name.as_bytes() {
+                b"." | b".." => Entry {
+                    ino,
+                    kind: FileType::Directory,
+                    name: name.to_owned(),
+                },
+                _ if ino == ROOT && name == state::NAME => Entry {
+                    ino: self.state_root(false),
+                    kind: FileType::Directory,
+                    name: name.to_owned(),
+                },
+                _ => Entry {
+                    ino: self.ids.real(dev, e.ino()),
+                    kind: kind_of(e.file_type()),
+                    name: name.to_owned(),
+                },
+            };
+            if visit(&entry, e.next_entry_cookie()) {
+                break;
+            }
+            let real_subdir = entry.ino != ino && !(ino == ROOT && entry.name == state::NAME);
+            if offset == 0 && entry.kind == FileType::Directory && real_subdir {
+                subdirs.push((entry.ino, entry.name));
+            }
+        }
+        if !subdirs.is_empty() {
+            self.prefetch.listed(|| Some(dir.clone()), subdirs);
+        }
+        Ok(())
+    }
+
+    /// `walk` through the listing this reader is part way through, read from
+    /// SOURCE at offset 0: `.` and `..` at offsets 0 and 1, then its entries.
+    fn walk_kept(
+        &self,
+        reader: Reader,
+        offset: u64,
+        visit: &mut impl FnMut(&Entry, u64) -> bool,
+    ) -> Res<()> {
+        let entries = self.entries(reader, offset)?;
+        let dot = |name: &str| Entry {
+            ino: reader.0,
+            kind: FileType::Directory,
+            name: name.into(),
+        };
+        let dots = [dot("."), dot("..")];
+        let all = dots.iter().chain(entries.iter());
+        for (i, e) in all.enumerate().skip(offset as usize) {
+            if visit(e, i as u64 + 1) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A listing request found the end of `reader`'s listing. The kernel keeps
+    /// the listing, but in a real directory no watch covers, where it would
+    /// miss the next change made directly in SOURCE: there it is dropped.
+    /// Told holding no lock: the kernel waits for no request to drop a
+    /// listing, this one's included.
+    fn listed_to_end(&self, reader: Reader) {
+        self.listings.lock().done(reader);
+        let ino = reader.0;
+        let watched = self.watches.as_ref().is_some_and(|w| w.covers(ino));
+        if !watched
+            && matches!(self.kind(ino), Ok(Kind::Real))
+            && let Some(kernel) = self.notifier.get()
+        {
+            kernel.forget_node(ino);
+        }
     }
 
     /// Hands the entries of directory `ino` from `offset` on to `add` (node
     /// id, the offset after it, type, name) until it says it is full.
     pub(super) fn readdir(
         &self,
-        (ino, pid): Reader,
+        reader: Reader,
         offset: u64,
         mut add: impl FnMut(u64, u64, FileType, &OsStr) -> bool,
     ) -> Res<()> {
-        let Some(entries) = self.entries_from((ino, pid), offset)? else {
-            return Ok(());
-        };
-        let dots = [
-            (ino, FileType::Directory, OsStr::new(".")),
-            (ino, FileType::Directory, OsStr::new("..")),
-        ];
-        let all = dots
-            .into_iter()
-            .chain(entries.iter().map(|e| (e.ino, e.kind, e.name.as_os_str())));
-        for (i, (ino, kind, name)) in all.enumerate().skip(offset as usize) {
-            if add(ino, i as u64 + 1, kind, name) {
-                break;
-            }
-        }
-        Ok(())
+        self.walk(reader, offset, |e, next| add(e.ino, next, e.kind, &e.name))
     }
 
     /// Hands the entries of directory `ino` from `offset` on to `add` (node
@@ -596,40 +688,32 @@ impl Core {
     /// each entry handed over counts as a lookup.
     pub(super) fn readdirplus(
         &self,
-        (ino, pid): Reader,
+        reader: Reader,
         offset: u64,
         mut add: impl FnMut(u64, u64, &OsStr, &Timed) -> bool,
     ) -> Res<()> {
-        let Some(entries) = self.entries_from((ino, pid), offset)? else {
-            return Ok(());
-        };
+        let ino = reader.0;
         let dir = match self.kind(ino) {
             Ok(Kind::Real) => (self.dir_of(ino).ok(), self.lease_in(ino)),
             _ => (None, Lease::short()),
         };
-        // `.` and `..` come first; the kernel looks neither up.
         let Ok((here, _)) = self.getattr(ino, None) else {
             return Err(Errno::ENOENT);
         };
-        for (i, name) in [".", ".."].into_iter().enumerate().skip(offset as usize) {
-            if add(0, i as u64 + 1, OsStr::new(name), &(here, VIRTUAL_TTL)) {
-                return Ok(());
+        self.walk(reader, offset, |e, next| {
+            // The kernel looks neither `.` nor `..` up.
+            if e.name == "." || e.name == ".." {
+                return add(0, next, &e.name, &(here, VIRTUAL_TTL));
             }
-        }
-        for (i, e) in entries
-            .iter()
-            .enumerate()
-            .skip((offset as usize).saturating_sub(2))
-        {
             let Some(timed) = self.entry_attr((dir.0.as_deref(), dir.1), e) else {
-                continue;
+                return false;
             };
-            if add(timed.0.ino, i as u64 + 3, &e.name, &timed) {
-                break;
+            let full = add(timed.0.ino, next, &e.name, &timed);
+            if !full {
+                self.counted(ino, e, timed.0.ino);
             }
-            self.counted(ino, e, timed.0.ino);
-        }
-        Ok(())
+            full
+        })
     }
 
     pub(super) fn fsyncdir(&self, ino: u64) -> Res<()> {
@@ -643,6 +727,20 @@ impl Core {
 /// latest transaction on `F`, whose diff only readers of the old file could see.
 fn shows_no_more(old: &rustix::fs::Stat, new: &rustix::fs::Stat) -> bool {
     old.st_uid == new.st_uid && old.st_gid == new.st_gid && new.st_mode & 0o444 & !old.st_mode == 0
+}
+
+/// The mount's type for a type SOURCE's listing gives.
+fn kind_of(t: rustix::fs::FileType) -> FileType {
+    match t {
+        rustix::fs::FileType::Directory => FileType::Directory,
+        rustix::fs::FileType::Symlink => FileType::Symlink,
+        rustix::fs::FileType::RegularFile => FileType::RegularFile,
+        rustix::fs::FileType::Fifo => FileType::NamedPipe,
+        rustix::fs::FileType::Socket => FileType::Socket,
+        rustix::fs::FileType::CharacterDevice => FileType::CharDevice,
+        rustix::fs::FileType::BlockDevice => FileType::BlockDevice,
+        rustix::fs::FileType::Unknown => FileType::RegularFile,
+    }
 }
 
 #[cfg(test)]

@@ -20,14 +20,23 @@
 //!   so a new version shows at once.
 //!
 //! A listing request comes with no handle: the kernel asks for a directory's
-//! entries from an offset, in several requests for a long one. The listing is
-//! read from SOURCE at offset 0 (or when this table no longer has it) and kept
+//! entries from an offset, in several requests for a long one. A real
+//! directory is listed as SOURCE lists it, each entry carrying SOURCE's own
+//! seek cookie as its offset (`Core::walk_in_place`): a request reopens the
+//! directory and seeks, nothing is kept here, and a listing resumed after the
+//! directory changed goes on where it was, as natively (a walk that unlinks
+//! what it reaches removes everything; two processes listing at once each see
+//! every unchanged entry once).
+//!
+//! Where the mount adds entries SOURCE has no cookie for (control files when
+//! listed, the state directory at the root when it lives outside SOURCE, the
+//! state directory's own listings), the listing is read at offset 0 and kept
 //! here, by directory and reading process, until a request finds its end, so
 //! the offsets of one reading stay those of one listing while another process
-//! lists the same directory anew (a process reading one directory twice at
-//! once shares its listing, and may see an entry changed meanwhile twice or
-//! not at all). The table is bounded; a listing dropped before its end (a
-//! reader that stopped part way) is read again if asked for.
+//! lists the same directory anew. There a walk that removes entries as it
+//! goes may skip some, as it may on file systems whose offsets are indices.
+//! The table is bounded; a listing dropped before its end (a reader that
+//! stopped part way) is read again if asked for.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
