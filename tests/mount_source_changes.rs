@@ -459,3 +459,30 @@ fn a_file_a_transaction_makes_in_an_unwatched_directory_is_listed_at_once() {
         );
     }
 }
+
+/// A file system mounted in SOURCE over a directory the kernel knows raises
+/// no event: the mount goes on showing the directory it knew, as before the
+/// kernel opened directories itself, instead of failing `ls` with ESTALE.
+#[test]
+fn a_directory_covered_by_a_mount_in_source_still_lists() {
+    let m = mount!();
+    m.ok("ls lib >/dev/null");
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(m.src.join("lib"))
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cannot mount a tmpfs with CI set"
+        );
+        eprintln!("*** SKIPPING: cannot mount a tmpfs here ***");
+        return;
+    }
+    let listed = m.sh("ls lib");
+    let _ = std::process::Command::new("umount")
+        .arg("-l")
+        .arg(m.src.join("lib"))
+        .status();
+    assert!(listed.status.success(), "{listed:?}");
+}

@@ -811,10 +811,16 @@ impl Core {
 
     /// The status of real node `ino` through one of its open handles, if any:
     /// a file replaced or unlinked under its name lives on while open, and so
-    /// does a directory removed through the mount while the kernel holds it.
+    /// does a directory removed through the mount while the kernel holds it,
+    /// or one kept open here whose name now leads elsewhere (a file system
+    /// mounted over it in SOURCE: the kernel, which opens directories itself,
+    /// still shows the directory it knew, as it did when it opened them here).
     pub(super) fn stat_open(&self, ino: u64) -> Option<rustix::fs::Stat> {
         if let Some(st) = self.removed_dirs.lock().get(&ino) {
             return Some(*st);
+        }
+        if let Some(dir) = self.dirs.lock().get(ino) {
+            return rustix::fs::fstat(&*dir).ok();
         }
         let file = self.open_on(ino)?;
         match &*file {
