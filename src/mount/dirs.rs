@@ -515,21 +515,7 @@ impl Core {
         {
             return Ok(kept);
         }
-        let real = matches!(self.kind(ino)?, Kind::Real);
-        if real {
-            // Watched before it is read, so no change after the reading goes untold.
-            self.ttl_in(ino);
-            self.opened_in.lock().remove(&ino);
-        }
         let read = Arc::new(self.list(ino)?);
-        if real && offset == 0 {
-            // Not the state directory at the root: it is not SOURCE's to list.
-            let subdirs = read.iter().filter(|e| {
-                e.kind == FileType::Directory && !(ino == ROOT && e.name == state::NAME)
-            });
-            let subdirs = subdirs.map(|e| (e.ino, e.name.clone())).collect();
-            self.prefetch.listed(|| self.dir_of(ino).ok(), subdirs);
-        }
         self.listings.lock().put((ino, pid), read.clone());
         Ok(read)
     }
@@ -550,21 +536,41 @@ impl Core {
     /// Hands the entries of directory `ino`, `.` and `..` included, from
     /// `offset` on to `visit` (the entry, the offset after it) until it says
     /// it is full, for process `pid`'s listing request.
+    ///
+    /// A real directory's listing from its start is watched before it is read,
+    /// so no change after the reading goes untold, and has the read-ahead
+    /// thread read the subdirectories it hands over (`prefetch.rs`).
     fn walk(
         &self,
         reader: Reader,
         offset: u64,
         mut visit: impl FnMut(&Entry, u64) -> bool,
     ) -> Res<()> {
+        let ino = reader.0;
+        let starts = offset == 0 && matches!(self.kind(ino)?, Kind::Real);
+        if starts {
+            self.ttl_in(ino);
+            self.opened_in.lock().remove(&ino);
+        }
         let mut any = false;
-        let mut counted = |e: &Entry, next| {
+        let mut subdirs = Vec::new();
+        let mut seen = |e: &Entry, next| {
             any = true;
-            visit(e, next)
+            let full = visit(e, next);
+            // Neither `.`, `..` nor the state directory: not SOURCE's to read ahead.
+            let subdir = e.ino != ino && !(ino == ROOT && e.name == state::NAME);
+            if starts && !full && e.kind == FileType::Directory && subdir {
+                subdirs.push((e.ino, e.name.clone()));
+            }
+            full
         };
-        if self.lists_in_place(reader.0) {
-            self.walk_in_place(reader.0, offset, &mut counted)?;
+        if self.lists_in_place(ino) {
+            self.walk_in_place(ino, offset, &mut seen)?;
         } else {
-            self.walk_kept(reader, offset, &mut counted)?;
+            self.walk_kept(reader, offset, &mut seen)?;
+        }
+        if !subdirs.is_empty() {
+            self.prefetch.listed(|| self.dir_of(ino).ok(), subdirs);
         }
         if !any {
             self.listed_to_end(reader);
@@ -579,11 +585,6 @@ impl Core {
         offset: u64,
         visit: &mut impl FnMut(&Entry, u64) -> bool,
     ) -> Res<()> {
-        if offset == 0 {
-            // Watched before it is read, so no change after the reading goes untold.
-            self.ttl_in(ino);
-            self.opened_in.lock().remove(&ino);
-        }
         let dir = self.dir_of(ino)?;
         // A descriptor of its own: the kept one's position is shared.
         let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -594,7 +595,6 @@ impl Core {
         if offset > 0 {
             rustix::fs::seek(&fd, rustix::fs::SeekFrom::Start(offset)).map_err(errno)?;
         }
-        let mut subdirs = Vec::new();
         let mut buf = Vec::with_capacity(8 * 1024);
         let mut raw = rustix::fs::RawDir::new(&fd, buf.spare_capacity_mut());
         while let Some(e) = raw.next() {
@@ -620,13 +620,6 @@ impl Core {
             if visit(&entry, e.next_entry_cookie()) {
                 break;
             }
-            let real_subdir = entry.ino != ino && !(ino == ROOT && entry.name == state::NAME);
-            if offset == 0 && entry.kind == FileType::Directory && real_subdir {
-                subdirs.push((entry.ino, entry.name));
-            }
-        }
-        if !subdirs.is_empty() {
-            self.prefetch.listed(|| Some(dir.clone()), subdirs);
         }
         Ok(())
     }
