@@ -384,39 +384,6 @@ fn a_new_kept_version_shows_in_a_listing_read_before_it() {
     assert_eq!(now, "2\n2\n", "each edit's version is listed at once");
 }
 
-/// A ramfs mounted at `src/rd`, unmounted when dropped; `None` where it
-/// cannot be mounted (not root), which fails under CI.
-struct Ramfs(std::path::PathBuf);
-
-impl Ramfs {
-    fn mount(src: &Path) -> Option<Ramfs> {
-        let at = src.join("rd");
-        fs::create_dir(&at).unwrap();
-        let status = std::process::Command::new("mount")
-            .args(["-t", "ramfs", "none"])
-            .arg(&at)
-            .status();
-        if status.is_ok_and(|s| s.success()) {
-            return Some(Ramfs(at));
-        }
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cannot mount a ramfs with CI set"
-        );
-        eprintln!("*** SKIPPING: cannot mount a ramfs here ***");
-        None
-    }
-}
-
-impl Drop for Ramfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// ramfs keeps coarse timestamps and no watch covers a file system mounted
 /// inside SOURCE: a file made there in the same tick as a listing through
 /// the mount leaves the directory's mtime as the listing saw it, so the
@@ -425,7 +392,7 @@ impl Drop for Ramfs {
 #[test]
 fn a_file_made_in_an_unwatched_directory_right_after_a_listing_shows_within_a_second() {
     let m = mount!();
-    let Some(rd) = Ramfs::mount(&m.src) else {
+    let Some(rd) = common::Inside::mount(&m.src.join("rd"), "ramfs") else {
         return;
     };
     for i in 0..5 {
@@ -443,7 +410,7 @@ fn a_file_made_in_an_unwatched_directory_right_after_a_listing_shows_within_a_se
 #[test]
 fn a_file_a_transaction_makes_in_an_unwatched_directory_is_listed_at_once() {
     let m = mount!();
-    let Some(rd) = Ramfs::mount(&m.src) else {
+    let Some(rd) = common::Inside::mount(&m.src.join("rd"), "ramfs") else {
         return;
     };
     fs::write(rd.0.join("f"), "").unwrap();
@@ -467,22 +434,10 @@ fn a_file_a_transaction_makes_in_an_unwatched_directory_is_listed_at_once() {
 fn a_directory_covered_by_a_mount_in_source_still_lists() {
     let m = mount!();
     m.ok("ls lib >/dev/null");
-    let status = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "none"])
-        .arg(m.src.join("lib"))
-        .status();
-    if !status.is_ok_and(|s| s.success()) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cannot mount a tmpfs with CI set"
-        );
-        eprintln!("*** SKIPPING: cannot mount a tmpfs here ***");
+    let Some(covering) = common::Inside::mount(&m.src.join("lib"), "tmpfs") else {
         return;
-    }
+    };
     let listed = m.sh("ls lib");
-    let _ = std::process::Command::new("umount")
-        .arg("-l")
-        .arg(m.src.join("lib"))
-        .status();
+    drop(covering);
     assert!(listed.status.success(), "{listed:?}");
 }

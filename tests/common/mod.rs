@@ -244,3 +244,33 @@ fn succeeded(script: &str, out: &std::process::Output) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A file system mounted at a directory inside a test's SOURCE (the directory
+/// is made if missing), detached when dropped. `None` where it cannot be
+/// mounted (not root): the test then skips, loudly, except under CI.
+pub struct Inside(pub PathBuf);
+
+impl Inside {
+    pub fn mount(dir: &Path, fstype: &str) -> Option<Inside> {
+        fs::create_dir_all(dir).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", fstype, "none"])
+            .arg(dir)
+            .status();
+        if status.is_ok_and(|s| s.success()) {
+            return Some(Inside(dir.to_owned()));
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cannot mount a {fstype} with CI set"
+        );
+        eprintln!("*** SKIPPING: cannot mount a {fstype} here ***");
+        None
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
