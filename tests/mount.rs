@@ -863,3 +863,17 @@ fn a_file_replaced_by_rename_keeps_its_report_unless_more_may_read_it() {
     let status = m.ok("cat lib/util.txt.status");
     assert!(status.starts_with("NO REPORT YET"), "{status}");
 }
+
+/// The root lists `.editfs` once, whether the state directory is SOURCE's
+/// own entry (listed in its place, with SOURCE's seek cookies) or lives
+/// elsewhere (added to a listing kept for the reader).
+#[test]
+fn the_root_lists_the_state_directory_once_wherever_it_lives() {
+    let count = "ls -a | grep -cx '.editfs'; ls -a .editfs | grep -cx snapshots";
+    let m = mount!();
+    assert_eq!(m.ok(count), "1\n1\n");
+    drop(m);
+    let state = tempfile::tempdir().unwrap();
+    let m = mount!(&format!("--state-dir={}", state.path().display()));
+    assert_eq!(m.ok(count), "1\n1\n");
+}
