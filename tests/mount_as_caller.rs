@@ -310,22 +310,25 @@ fn an_edit_by_another_user_clears_set_id_bits_as_a_native_write_does() {
 }
 
 /// Nobody may remove root's private file from a directory everyone may write
-/// (as natively), and undo that removal through `.editfs/undo`: the file comes
-/// back as it was, root's and 0600, never as a new file nobody could read.
+/// (as natively), but not undo that removal through `.editfs/undo`: the version
+/// was never nobody's to read. Root's undo brings the file back as it was,
+/// root's and 0600, never as a new file nobody could read.
 #[test]
 fn an_undone_removal_brings_a_private_file_back_private() {
     let Some(m) = mount_for_nobody() else { return };
     let path = m.src.join("shared/secret.txt");
     let out = as_nobody(
         &m,
-        "rm -f shared/secret.txt && echo shared/secret.txt | cat > .editfs/undo; rc=$?; cat shared/secret.txt; exit $rc",
+        "rm -f shared/secret.txt && echo 'shared/secret.txt --force' | cat > .editfs/undo; rc=$?; cat shared/secret.txt .editfs/status; exit $rc",
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(!out.status.success(), "{}", text(&out));
     assert!(
         !text(&out).contains(SECRET),
         "root's file leaked: {}",
         text(&out)
     );
+    assert!(!path.exists(), "restored for nobody");
+    m.ok("echo shared/secret.txt > .editfs/undo");
     let back = fs::metadata(&path).unwrap();
     assert_eq!(back.mode() & 0o7777, 0o600);
     assert_eq!((back.uid(), back.gid()), (0, 0));

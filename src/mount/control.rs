@@ -23,12 +23,12 @@ use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::budget::Charge;
-use super::caller::Caller;
 use super::fs::{Core, Handle, Job, file_type};
 use super::names::Control;
 use super::nodes::Kind;
 use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
 use crate::engine::{ErrorKind, Outcome, Received, Report};
+use crate::transaction::Caller;
 use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, undo};
 
 /// What a committing handle acts on.

@@ -468,7 +468,7 @@ impl Core {
         if made {
             self.unmask(&*dir, name, perm)?;
             self.give_to(who, &dir, name);
-            pending = self.keep_before_create(&self.path(parent)?.join(name), who.pid);
+            pending = self.keep_before_create(&self.path(parent)?.join(name), who);
         }
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         let id = self.ids.of(&st);

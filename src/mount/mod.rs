@@ -5,7 +5,6 @@
 //! handlers, tell the caller the mount is ready, serve until unmounted.
 
 mod budget;
-mod caller;
 mod control;
 mod dirs;
 mod fs;

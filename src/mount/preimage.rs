@@ -15,6 +15,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use super::control::last_close;
 use super::fs::{Core, Loc};
 use super::ignored::GitIgnores;
+use super::types::Requester;
 use crate::store::logline::{Access, Kind};
 use crate::store::objects::{Objects, Side};
 use crate::store::removals::Verdict;
@@ -134,17 +135,17 @@ fn children(pid: u32) -> Option<Vec<u32>> {
     Some(out)
 }
 
-/// The latest content of `rel` the store keeps: what its latest transaction
-/// left, or what its latest removal took away (a pre-image with no version
-/// after it).
-fn last_kept(objects: &Objects, rel: &str) -> Option<Vec<u8>> {
+/// The latest content of `rel` the store keeps, and the transaction that kept
+/// it: what its latest transaction left, or what its latest removal took away
+/// (a pre-image with no version after it).
+fn last_kept(objects: &Objects, rel: &str) -> Option<(Vec<u8>, u64)> {
     let pre = objects.txs(Side::Pre, rel).into_iter().max();
     let post = objects.txs(Side::Post, rel).into_iter().max();
     match (pre, post) {
         (Some(removed), after) if after.is_none_or(|a| a < removed) => {
-            objects.read(Side::Pre, rel, removed)
+            Some((objects.read(Side::Pre, rel, removed)?, removed))
         }
-        (_, Some(after)) => objects.read(Side::Post, rel, after),
+        (_, Some(after)) => Some((objects.read(Side::Post, rel, after)?, after)),
         _ => None,
     }
 }
@@ -179,19 +180,32 @@ impl Core {
     /// editor's save that moved the old file away first (`mv F F~`, write F,
     /// `rm F~`) or a removal and a new write (`git stash`). It is recorded as a
     /// write over the name's latest kept content, so the name's history goes on
-    /// and its undo restores what was there before the save.
-    pub(super) fn keep_before_create(&self, rel: &Path, pid: u32) -> Option<Pending> {
+    /// and its undo restores what was there before the save, but only when
+    /// `who` could read that content: a file made where another user's was
+    /// removed starts a history of its own, and no undo of it brings the
+    /// other user's content into the new file.
+    pub(super) fn keep_before_create(&self, rel: &Path, who: Requester) -> Option<Pending> {
         if !self.keeps(rel) {
             return None;
         }
         let name = rel.to_string_lossy();
         self.store.settle_removals_at(&name);
-        let before = last_kept(self.store.objects(), &name)?;
+        let (before, tx) = last_kept(self.store.objects(), &name)?;
+        let access = self.kept.lock().get(self.store.dir(), &name, tx);
+        let readable = match access {
+            _ if who.uid == 0 => true,
+            Some(a) => who.caller().reads(&a),
+            // Kept with no owner recorded: the daemon's user's alone.
+            None => who.uid == self.owner.0,
+        };
+        if !readable {
+            return None;
+        }
         direct::begin(
             &self.store,
             &name,
-            (&mut std::io::Cursor::new(before), None),
-            &Who::process(pid),
+            (&mut std::io::Cursor::new(before), access),
+            &Who::process(who.pid),
         )
         .map_err(|e| log::error!("cannot record the new file {name}: {e}"))
         .ok()

@@ -16,11 +16,12 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::AtFlags;
 
-use super::caller::{Caller, Now};
 use super::fs::{Core, Entry};
 use super::nodes::{Kind, ROOT};
 use super::types::{Errno, FileAttr, FileType, Res, errno};
 use crate::store::logline::{Access, LogEntry};
+use crate::transaction::Caller;
+use crate::transaction::sight::Now;
 
 /// The name of the state directory in the mount.
 pub const NAME: &str = ".editfs";
@@ -69,7 +70,7 @@ pub struct KeptAccess {
 }
 
 impl KeptAccess {
-    fn get(&mut self, state: &Path, path: &str, tx: u64) -> Option<Access> {
+    pub(super) fn get(&mut self, state: &Path, path: &str, tx: u64) -> Option<Access> {
         let key = (path.to_owned(), tx);
         if !self.known.contains_key(&key) {
             self.catch_up(state);

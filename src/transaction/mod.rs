@@ -16,6 +16,7 @@ pub mod caller;
 pub mod direct;
 pub mod multi;
 pub mod paths;
+pub mod sight;
 pub mod undo;
 
 use std::ffi::OsStr;

@@ -16,6 +16,7 @@ use std::path::Path;
 use rustix::fs::Access;
 
 use super::multi::MultiReport;
+use super::sight::Sight;
 use super::{
     Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, open,
     remove_made_dirs, stamp,
@@ -177,7 +178,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     };
     let plans = plan(
         store.objects(),
-        &store.entries(),
+        &visible(store.entries(), root, who.caller.as_ref()),
         (root, who.caller.as_ref()),
         req,
     );
@@ -197,6 +198,18 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         log_failure(store, &undone, who);
     }
     undone
+}
+
+/// The transactions `caller` may see (see `sight.rs`): an undo plans from these
+/// alone, so one of a transaction or a file whose history is hidden from the
+/// caller fails exactly as one that never happened, and never restores a
+/// version the caller could not read when it was kept.
+fn visible(mut entries: Vec<LogEntry>, root: Root<'_>, caller: Option<&Caller>) -> Vec<LogEntry> {
+    if let Some(c) = caller.filter(|c| !c.is_root()) {
+        let mut now = crate::transaction::sight::Now::new();
+        entries.retain(|e| c.sees(&root.fd, e, &mut now));
+    }
+    entries
 }
 
 /// What `run` would do, decided the same way but written nowhere: no file
@@ -348,6 +361,17 @@ fn plan_file(
             "undo names a file inside the project, outside .editfs",
         )
     })?;
+    // As natively: a file the caller cannot reach or read is refused the same
+    // way whether it has a history or not.
+    if let Some(c) = caller.filter(|c| !c.is_root())
+        && c.sight(&root.fd, rel) == Sight::Hidden
+    {
+        return Err(refuse(
+            ErrorKind::PermissionDenied,
+            format!("{rel}: you may not read it, or not search a directory on its way"),
+            "an undo restores only files you could read and write yourself",
+        ));
+    }
     let on_rel: Vec<&LogEntry> = entries
         .iter()
         .filter(|e| e.changed() && e.file(rel).is_some_and(FileEntry::touched))
@@ -383,7 +407,18 @@ fn plan_file(
         .find(|e| e.tx == to)
         .and_then(|e| e.file(rel));
     let created = made_by_to.is_some_and(|f| f.created);
+    let access = made_by_to.and_then(|f| f.access);
     let restored = match objects.read(Side::Pre, rel, to) {
+        Some(_) if caller.is_some_and(|c| !readable(c, access)) => {
+            return Err(refuse(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "the version of {} kept before transaction {to} was not readable by you then (by the owner and mode the log recorded, or none recorded)",
+                    crate::engine::report::shown_name(rel)
+                ),
+                "the daemon's user may undo it (editfs undo SOURCE PATH --to TXID)",
+            ));
+        }
         Some(bytes) => Some(bytes),
         None if created => None,
         None => {
@@ -450,8 +485,16 @@ fn plan_file(
         current,
         restored,
         made_dirs,
-        access: made_by_to.and_then(|f| f.access),
+        access,
     })
+}
+
+/// Whether `caller` could read a version whose file had `access` when it was
+/// kept. One the log says nothing of (a store from before owners were
+/// recorded) is the daemon's alone, as the mount shows it.
+fn readable(caller: &Caller, access: Option<crate::store::logline::Access>) -> bool {
+    let daemon = rustix::process::geteuid().as_raw();
+    caller.is_root() || access.map_or(caller.uid == daemon, |a| caller.reads(&a))
 }
 
 /// Fails when `rel` is not as `last`, the latest transaction editfs recorded on

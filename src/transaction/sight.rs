@@ -1,8 +1,12 @@
-//! Who asks: the user and groups behind a request, and what of editfs's state
-//! that user may see through `MOUNT/.editfs/`: transactions on files the user can
-//! read now, and kept versions of files the user could read when they were kept.
+//! What of editfs's history a caller may see, and so undo: what `stat` and `cat`
+//! would show that user. A transaction shows to a user who can reach each of
+//! its files now (every directory on the way searchable) and read it, and who
+//! could read it before the transaction; a file that is gone shows only when the
+//! directories of its path that still exist are searchable and the log says
+//! the user could read it. Everything else reads as if it never happened, so
+//! no answer tells a hidden name from one that never had a history.
 //!
-//! The check reads permission bits as the kernel does without ACLs: owner class
+//! The rules read permission bits as the kernel does without ACLs: owner class
 //! first, then group (the primary group or any supplementary one), then others; root
 //! reads everything. POSIX ACLs are not consulted, so a file whose ACL denies a user
 //! what its bits grant shows its transactions to that user.
@@ -11,8 +15,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::Caller;
 use crate::store::logline::{Access, LogEntry};
-pub(super) use crate::transaction::Caller;
 
 const READ: u32 = 4;
 const SEARCH: u32 = 1;
@@ -115,26 +119,60 @@ impl Caller {
         Way::Open(held)
     }
 
-    /// Whether the caller may see transaction `entry`: it can read every file the
-    /// transaction named now, and could read it before the transaction as well
-    /// where the log says how it was (a file renamed over another user's must not
-    /// show that user's transactions). A file that is gone counts as it was.
+    /// Whether the caller may see transaction `entry`: it can reach and read
+    /// every file the transaction named now, and could read it before the
+    /// transaction as well where the log says how it was (a file renamed over
+    /// another user's must not show that user's transactions). A file that is
+    /// gone counts as it was, behind the directories of its path that remain.
     /// `now` remembers each file's state across the entries of one rendering, so
     /// a long log costs one look per file, not per line.
     pub fn sees(&self, root: &impl AsFd, entry: &LogEntry, now: &mut Now) -> bool {
         self.is_root()
             || entry.files.iter().all(|f| {
                 let then = f.access.map(|a| self.reads(&a));
-                let (exists, readable) = *now
+                let seen = *now
                     .entry(f.file.clone())
-                    .or_insert_with(|| (exists(root, &f.file), self.reads_now(root, &f.file)));
-                if exists {
-                    then != Some(false) && readable
-                } else {
-                    then == Some(true)
+                    .or_insert_with(|| self.sight(root, &f.file));
+                match seen {
+                    Sight::Readable => then != Some(false),
+                    Sight::Gone => then == Some(true),
+                    Sight::Hidden => false,
                 }
             })
     }
+
+    /// What the caller could learn of `rel` beneath `root` now, natively.
+    pub fn sight(&self, root: &impl AsFd, rel: &str) -> Sight {
+        let Some((file, dirs)) = parts(rel) else {
+            return Sight::Hidden;
+        };
+        let held = match self.search(root, &dirs) {
+            Way::Denied => return Sight::Hidden,
+            Way::Missing => return Sight::Gone,
+            Way::Open(held) => held,
+        };
+        let at: &dyn AsFd = match &held {
+            Some(fd) => fd,
+            None => root,
+        };
+        match stat(at, file) {
+            Err(rustix::io::Errno::NOENT) => Sight::Gone,
+            Ok(st) if st.st_mode & libc::S_IFMT != libc::S_IFREG => Sight::Gone,
+            Ok(st) if self.is_root() || self.reads(&access_of(&st)) => Sight::Readable,
+            _ => Sight::Hidden,
+        }
+    }
+}
+
+/// What a caller could learn of a path natively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sight {
+    /// A regular file it can reach and read.
+    Readable,
+    /// Nothing is there, behind directories it can search.
+    Gone,
+    /// A directory on the way is not searchable, or the file is not readable.
+    Hidden,
 }
 
 /// Where a walk of a path's directories (`Caller::search`) ended.
@@ -158,12 +196,8 @@ fn stat(dir: &dyn AsFd, name: &str) -> rustix::io::Result<rustix::fs::Stat> {
     rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
 }
 
-/// Whether each file exists, and whether the caller can read it, now.
-pub type Now = std::collections::HashMap<String, (bool, bool)>;
-
-fn exists(root: &impl AsFd, rel: &str) -> bool {
-    rustix::fs::statat(root, rel, AtFlags::SYMLINK_NOFOLLOW).is_ok()
-}
+/// What the caller could learn of each file now, by path.
+pub type Now = std::collections::HashMap<String, Sight>;
 
 /// The permission bits and owner of a status.
 pub fn access_of(st: &rustix::fs::Stat) -> Access {
@@ -245,5 +279,20 @@ mod tests {
             !other.sees_missing(&root, "d/f/under"),
             "a file is no directory"
         );
+        // A gone file shows as its log line says only behind searchable directories.
+        let removed = |file: &str, mode: u32| LogEntry {
+            files: vec![crate::store::logline::FileEntry {
+                file: file.into(),
+                access: Some(access(mode, 0, 0)),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(other.sees(&root, &removed("d/gone", 0o644), &mut Now::new()));
+        assert!(!other.sees(&root, &removed("d/gone", 0o600), &mut Now::new()));
+        assert!(other.sees(&root, &removed("none/gone", 0o644), &mut Now::new()));
+        set("d", 0o700);
+        assert!(!other.sees(&root, &removed("d/gone", 0o644), &mut Now::new()));
+        assert!(!other.sees(&root, &removed("d/f", 0o644), &mut Now::new()));
     }
 }

@@ -1,0 +1,249 @@
+//! History and undo honour read rights over time: the daemon runs as root with
+//! `allow_other`, the agent as `nobody`, and each test is an attack that got
+//! root's text, names or hashes through `.editfs/` before.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::Mount;
+
+const NOBODY: u32 = 65534;
+
+/// What root keeps to itself; nothing nobody runs may ever show it.
+const SECRET: &str = "API_KEY=ROOT-SECRET";
+
+fn chmod(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn chown_nobody(path: &Path) {
+    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+}
+
+/// SOURCE with root's private `cfg.txt`, `nb/` (nobody's own directory, with a
+/// file of root's in it), and `priv/` (root's, 0700, with files everyone could
+/// read were it not for the directory).
+fn mount_for_nobody() -> Option<Mount> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("these tests need root, to be root and nobody in turn; skipping");
+        return None;
+    }
+    let m = Mount::start(&["-o", "allow_other"], |src: &Path| {
+        chmod(src, 0o755);
+        fs::write(src.join("cfg.txt"), format!("{SECRET}\nport=1\n")).unwrap();
+        fs::write(src.join("gone.txt"), format!("{SECRET}\n")).unwrap();
+        chmod(&src.join("gone.txt"), 0o600);
+        chmod(&src.join("cfg.txt"), 0o600);
+        let nb = src.join("nb");
+        fs::create_dir(&nb).unwrap();
+        chown_nobody(&nb);
+        fs::write(nb.join("s.txt"), format!("{SECRET}\n")).unwrap();
+        chmod(&nb.join("s.txt"), 0o600);
+        let private = src.join("priv");
+        fs::create_dir(&private).unwrap();
+        chmod(&private, 0o700);
+        for name in ["k.txt", "e.txt"] {
+            fs::write(private.join(name), format!("{SECRET}\n")).unwrap();
+            chmod(&private.join(name), 0o644);
+        }
+    })?;
+    chmod(m.mnt.parent().unwrap(), 0o755);
+    Some(m)
+}
+
+/// Runs a bash script as nobody, in the mount.
+fn as_nobody(m: &Mount, script: &str) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["bash", "-c", script])
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Root's edit through the mount, replacing `from` with `to` in `rel`.
+fn root_edits(m: &Mount, rel: &str, from: &str, to: &str) {
+    m.ok(&format!(
+        "printf '%s\\n' '<<<<<<< SEARCH' '{from}' '=======' '{to}' '>>>>>>> REPLACE' > {rel}.edit"
+    ));
+}
+
+/// Root redacts its private `cfg.txt`, then opens it to everyone: nobody may
+/// now read and write it, but the version before the redaction was root's
+/// alone, and no undo (of the file, of the file before that transaction, of
+/// the whole transaction, forced or not) brings it back for nobody.
+#[test]
+fn undo_never_restores_a_version_the_caller_could_not_read_when_it_was_kept() {
+    let Some(m) = mount_for_nobody() else { return };
+    root_edits(&m, "cfg.txt", SECRET, "API_KEY=<redacted>");
+    chmod(&m.src.join("cfg.txt"), 0o666);
+    let tx = m
+        .ok("cat .editfs/history")
+        .lines()
+        .find(|l| l.contains("cfg.txt"))
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .expect("root sees its edit");
+    for request in [
+        "cfg.txt".to_owned(),
+        "cfg.txt --force".to_owned(),
+        format!("cfg.txt {tx} --force"),
+        format!("--tx {tx} --force"),
+    ] {
+        let out = as_nobody(
+            &m,
+            &format!(
+                "echo '{request}' | cat > .editfs/undo; echo rc=$?; cat .editfs/status cfg.txt"
+            ),
+        );
+        assert!(
+            !text(&out).contains(SECRET),
+            "`{request}` restored root's key for nobody: {}",
+            text(&out)
+        );
+        assert!(text(&out).contains("rc=1"), "{request}: {}", text(&out));
+        assert_eq!(
+            fs::read_to_string(m.src.join("cfg.txt")).unwrap(),
+            "API_KEY=<redacted>\nport=1\n",
+            "{request}"
+        );
+    }
+    let out = as_nobody(&m, "cat .editfs/snapshots/cfg.txt/* 2>&1");
+    assert!(!text(&out).contains(SECRET), "{}", text(&out));
+}
+
+/// Nobody removes root's private file from nobody's own directory (as it may
+/// natively), writes a file of its own at the name and undoes it: the new file
+/// never gets root's content, and no kept version shows it to nobody.
+#[test]
+fn a_new_file_over_another_users_removed_file_carries_none_of_its_content() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(
+        &m,
+        "rm -f nb/s.txt && echo mine > nb/s.txt; \
+         echo nb/s.txt | cat > .editfs/undo; echo 'nb/s.txt --force' | cat > .editfs/undo; \
+         cat nb/s.txt .editfs/status .editfs/snapshots/nb/s.txt/* 2>&1; true",
+    );
+    assert!(
+        !text(&out).contains(SECRET),
+        "root's content reached nobody: {}",
+        text(&out)
+    );
+    let now = m.src.join("nb/s.txt");
+    let content = fs::read_to_string(&now).unwrap_or_default();
+    assert!(!content.contains(SECRET), "nobody's file holds {content:?}");
+    if let Ok(meta) = fs::metadata(&now) {
+        assert!(
+            meta.uid() == NOBODY || meta.mode() & 0o004 == 0,
+            "a file nobody reads"
+        );
+    }
+}
+
+/// Root removes and edits files in its 0700 `priv/`: nobody, who cannot search
+/// it, sees none of their names, hashes or root's command lines in the history,
+/// the log or the snapshots, whatever the files' own modes said.
+#[test]
+fn history_log_and_snapshots_show_nothing_from_a_directory_the_caller_cannot_search() {
+    let Some(m) = mount_for_nobody() else { return };
+    root_edits(&m, "priv/e.txt", SECRET, "API_KEY=<redacted>");
+    m.ok("rm priv/k.txt");
+    let root_view = m.ok("cat .editfs/log");
+    assert!(
+        root_view.contains("priv/k.txt") && root_view.contains("priv/e.txt"),
+        "{root_view}"
+    );
+    let sha = sha_of(&format!("{SECRET}\n"));
+    let out = as_nobody(
+        &m,
+        "cat .editfs/history .editfs/log; ls -R .editfs/snapshots .editfs/versions 2>&1; \
+         ls .editfs/snapshots/priv/k.txt >/dev/null 2>&1; echo kept=$?; \
+         ls .editfs/snapshots/priv/none >/dev/null 2>&1; echo kept=$?",
+    );
+    let said = text(&out);
+    let answers: Vec<&str> = said.lines().filter(|l| l.starts_with("kept=")).collect();
+    assert_eq!(answers.len(), 2, "{}", text(&out));
+    assert_eq!(answers[0], answers[1], "a guessed name is told apart");
+    for leak in ["k.txt", "e.txt", "rm priv", sha.as_str()] {
+        assert!(
+            !text(&out).contains(leak),
+            "nobody saw {leak}: {}",
+            text(&out)
+        );
+    }
+}
+
+fn sha_of(text: &str) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(text.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// An undo of a name whose history nobody may not see fails exactly as one of
+/// a name that never had any, with the answer a native `cat` gives: EACCES
+/// behind a directory nobody cannot search (or for a file it cannot read), and
+/// for a name that is gone, the same "no transaction" report either way. Same
+/// exit status, same error, same report but for the name: nobody cannot learn
+/// which names root's history holds.
+#[test]
+fn an_undo_of_a_hidden_name_fails_as_one_of_a_name_that_never_existed() {
+    let Some(m) = mount_for_nobody() else { return };
+    m.ok("rm priv/k.txt gone.txt");
+    root_edits(&m, "cfg.txt", SECRET, "API_KEY=<redacted>");
+    let attempt = |name: &str| {
+        let out = as_nobody(
+            &m,
+            &format!(
+                "echo {name} | cat > .editfs/undo; echo rc=$?; grep -v '^tx\\|time' .editfs/status"
+            ),
+        );
+        text(&out).replace(name, "NAME")
+    };
+    for (hidden, never) in [
+        ("priv/k.txt", "priv/never.txt"),
+        ("priv/e.txt", "priv/never.txt"),
+        ("gone.txt", "never.txt"),
+    ] {
+        let (seen, unseen) = (attempt(hidden), attempt(never));
+        assert!(unseen.contains("rc=1"), "{unseen}");
+        assert_eq!(
+            normalise(&seen),
+            normalise(&unseen),
+            "{hidden} is told apart from a name that never existed"
+        );
+    }
+    let cfg = attempt("cfg.txt");
+    assert!(cfg.contains("Permission denied"), "as `cat cfg.txt`: {cfg}");
+    assert!(!cfg.contains(SECRET), "{cfg}");
+}
+
+/// The report without its transaction numbers, which differ run by run.
+fn normalise(report: &str) -> String {
+    report
+        .split(|c: char| c.is_ascii_digit())
+        .collect::<Vec<_>>()
+        .join("#")
+}
