@@ -426,3 +426,69 @@ fn dash_o_options_that_would_change_how_the_daemon_runs_are_refused_with_what_to
         assert!(!src.join(".editfs").exists(), "{args:?} started something");
     }
 }
+
+/// A daemon on its way out once unmounted MOUNT by path, after `editfs unmount`
+/// had already taken its mount off: a mount made there in that moment (with
+/// another state directory, as `mount -T` of an fstab line does) had said
+/// "mounted" and was gone a moment later, so direct writes reached SOURCE past
+/// `--edits-only` and every snapshot. First held open deterministically (the old
+/// daemon stopped until the new mount is up), then repeated as it happened:
+/// under CPU load, the old daemon slowed by 300 removals to file.
+#[test]
+fn a_mount_made_while_the_previous_daemon_is_still_exiting_stays_mounted() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, mnt) = (root.path().join("src"), root.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        r#"
+E='{e}'; S='{s}'; M='{m}'; B='{b}'
+burn() {{ while :; do :; done; }}
+burn & burn &
+trap 'kill $(jobs -p) 2>/dev/null; "$E" unmount "$M" 2>/dev/null' EXIT
+pid_of() {{ sed -n 's/.* by pid \([0-9]*\);.*/\1/p'; }}
+gone() {{ for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }}
+check() {{
+  if grep -q " $M " /proc/self/mountinfo; then echo "$1: kept"; else echo "$1: lost"; fi
+  "$E" unmount "$M" 2>/dev/null
+}}
+old=$("$E" mount "$S" "$M" --daemon | pid_of)
+[ -n "$old" ] || {{ echo "cannot mount"; exit 3; }}
+kill -STOP "$old"
+"$E" unmount "$M"
+new=$("$E" mount "$S" "$M" --daemon --state-dir "$B" | pid_of)
+kill -CONT "$old"
+gone "$old" || echo "stopped: old daemon still running"
+check stopped
+gone "$new"
+for i in 1 2 3 4 5; do
+  for f in $(seq 300); do echo "file $f" > "$S/f$f"; done
+  old=$("$E" mount "$S" "$M" --daemon | pid_of)
+  rm -f "$M"/f*
+  "$E" unmount "$M"
+  new=$("$E" mount "$S" "$M" --daemon --state-dir "$B" | pid_of)
+  gone "$old" || echo "cycle $i: old daemon still running"
+  check "cycle $i"
+  gone "$new"
+done
+"#,
+        e = env!("CARGO_BIN_EXE_editfs"),
+        s = src.display(),
+        m = mnt.display(),
+        b = root.path().join("other-state").display(),
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() == Some(3) && std::env::var_os("CI").is_none() {
+        eprintln!("\n*** SKIPPING: FUSE cannot mount here ***\n");
+        return;
+    }
+    let said = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert_eq!(stdout.matches(": kept").count(), 6, "{said}");
+    assert!(!stdout.contains("still running"), "{said}");
+}

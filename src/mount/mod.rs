@@ -4,6 +4,7 @@
 //! state directory, raise the descriptor limit, mount, install the signal
 //! handlers, tell the caller the mount is ready, serve until unmounted.
 
+mod attach;
 mod budget;
 mod control;
 mod dirs;
@@ -300,8 +301,6 @@ pub fn serve(
     let (mount_options, acl) =
         options::fuse_options(&src, &cfg.options).map_err(MountError::Options)?;
     let mut config = Config::default();
-    config.mount_options = mount_options;
-    config.acl = acl;
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = true;
     rescue::watch(&mnt);
@@ -309,28 +308,29 @@ pub fn serve(
     // service manager) is then kept for the thread below, not the default
     // action that would end the daemon and leave the mount dead.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(MountError::Signals)?;
-    let mut session =
-        fuser::Session::new(fuse::Fuse(fs), &mnt, &config).map_err(|source| MountError::Mount {
-            from: src.clone(),
-            on: mnt.clone(),
-            source,
-        })?;
+    let cannot_mount = |source| MountError::Mount {
+        from: src.clone(),
+        on: mnt.clone(),
+        source,
+    };
+    let (fd, attached) = attach::Attached::new(&mnt, &mount_options, acl).map_err(cannot_mount)?;
+    let attached = Arc::new(attached);
+    let session = fuser::Session::from_fd(fuse::Fuse(fs), fd, acl, config).map_err(|e| {
+        attached.detach();
+        cannot_mount(e)
+    });
+    let session = session?;
     let _ = notifier.set(Box::new(fuse::Notify(session.notifier())));
     let signalled = Arc::new(OnceLock::new());
-    watch_signals(
-        signals,
-        (session.unmount_callable(), mnt.clone()),
-        signalled.clone(),
-    )?;
-    announce_when_answering(mnt.clone(), ready)?;
+    watch_signals(signals, attached.clone(), signalled.clone())?;
+    announce_when_answering(attached.clone(), ready)?;
     let served = session.run();
     tell_systemd(sd_notify::NotifyState::Stopping);
+    // After an unmount from outside this finds the mount gone and touches
+    // nothing: MOUNT may already hold a new mount.
+    attached.detach();
     on_exit.run();
-    served.map_err(|source| MountError::Mount {
-        from: src,
-        on: mnt,
-        source,
-    })?;
+    served.map_err(cannot_mount)?;
     Ok(signalled
         .get()
         .map_or(Stopped::Unmounted, |&sig| Stopped::Signal(sig)))
@@ -339,7 +339,7 @@ pub fn serve(
 /// Unmounts on SIGINT, SIGTERM or SIGHUP, recording which one came.
 fn watch_signals(
     mut signals: Signals,
-    (mut unmounter, mnt): (fuser::SessionUnmounter, PathBuf),
+    attached: Arc<attach::Attached>,
     signalled: Arc<OnceLock<i32>>,
 ) -> Result<(), MountError> {
     std::thread::Builder::new()
@@ -349,17 +349,7 @@ fn watch_signals(
                 log::info!("signal {sig}: unmounting");
                 let _ = signalled.set(sig);
                 tell_systemd(sd_notify::NotifyState::Stopping);
-                // A request in flight (the first statfs, a shell's cwd) makes
-                // the unmount busy: the mount is then detached, so it leaves at
-                // once and the daemon ends when the last request is answered.
-                if let Err(e) = unmounter.unmount() {
-                    log::warn!("unmount failed ({e}): detaching {}", mnt.display());
-                    if let Err(e) =
-                        rustix::mount::unmount(&mnt, rustix::mount::UnmountFlags::DETACH)
-                    {
-                        log::error!("cannot detach {}: {e}", mnt.display());
-                    }
-                }
+                attached.detach();
             }
         })
         .map_err(MountError::Signals)?;
@@ -367,18 +357,26 @@ fn watch_signals(
 }
 
 /// Runs `ready` and tells systemd READY=1 once a statfs of the mount point has
-/// gone through the session (statfs always reaches the filesystem).
+/// gone through the session (statfs always reaches the filesystem) and the
+/// mount there is still this daemon's: a mount taken off before it was ever
+/// announced is reported as a failed mount, not as a ready one.
 fn announce_when_answering(
-    mnt: PathBuf,
+    attached: Arc<attach::Attached>,
     ready: impl FnOnce() + Send + 'static,
 ) -> Result<(), MountError> {
     std::thread::Builder::new()
         .name("editfs-ready".into())
         .spawn(move || {
-            if let Err(e) = rustix::fs::statfs(&mnt) {
+            if let Err(e) = rustix::fs::statfs(attached.mount_point()) {
                 log::warn!("the new mount does not answer statfs: {e}");
             }
-            log::info!("mounted on {}", mnt.display());
+            if !attached.ours() {
+                return log::error!(
+                    "{} was unmounted before it was ready",
+                    attached.mount_point().display()
+                );
+            }
+            log::info!("mounted on {}", attached.mount_point().display());
             ready();
             tell_systemd(sd_notify::NotifyState::Ready);
         })
