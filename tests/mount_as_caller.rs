@@ -397,3 +397,305 @@ fn a_user_creates_a_file_through_its_edit_file_where_it_may_create_files() {
     );
     assert!(!m.src.join("fresh.txt").exists());
 }
+
+/// Becomes nobody on this thread alone (Linux keeps ids per thread).
+fn become_nobody() {
+    let gid = rustix::process::Gid::from_raw(NOBODY);
+    rustix::thread::set_thread_groups(&[]).unwrap();
+    rustix::thread::set_thread_res_gid(gid, gid, gid).unwrap();
+    let uid = rustix::process::Uid::from_raw(NOBODY);
+    rustix::thread::set_thread_res_uid(uid, uid, uid).unwrap();
+}
+
+/// Nobody gives its 0666 file `f` a second name (so a commit rewrites it in
+/// place), then keeps exchanging `f` with root's 0600 `R` in SOURCE while
+/// editing `f.edit` through the mount: every edit lands in nobody's file or
+/// nowhere. Root's file keeps its bytes, its mode and its owner.
+#[test]
+fn a_hard_linked_file_exchanged_with_roots_file_mid_edit_is_never_written_for_it() {
+    let Some(m) = mount_for_nobody() else { return };
+    let shared = m.src.join("shared");
+    let root_file = shared.join("R");
+    fs::write(&root_file, format!("#!/bin/sh\n{SECRET}\n")).unwrap();
+    chmod(&root_file, 0o600);
+    let root_ino = fs::metadata(&root_file).unwrap().ino();
+    let mine = as_nobody(
+        &m,
+        "printf '#!/bin/sh\\nnobody\\n' > shared/f && chmod 666 shared/f && ln shared/f shared/f2",
+    );
+    assert!(mine.status.success(), "{}", text(&mine));
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let (stop, dir) = (stop.clone(), shared.clone());
+        std::thread::spawn(move || {
+            become_nobody();
+            let mut swaps = 0u64;
+            for _ in 0..20_000_000u64 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let swapped = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    dir.join("f"),
+                    rustix::fs::CWD,
+                    dir.join("R"),
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+                swaps += u64::from(swapped.is_ok());
+            }
+            swaps
+        })
+    };
+    // A new line each time: an edit already applied changes nothing.
+    let edit = "printf '%s\\n' '<<<<<<< SEARCH' '#!/bin/sh' '=======' '#!/bin/sh' \"ATTACK $i\" '>>>>>>> REPLACE' | cat";
+    let out = as_nobody(
+        &m,
+        &format!(
+            "for i in $(seq 1 300); do {{ {edit} > shared/f.edit; }} 2>/dev/null; done; cat shared/f2"
+        ),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let swaps = racer.join().unwrap();
+    assert!(swaps > 100, "the race did not run ({swaps} exchanges)");
+    let roots: Vec<_> = ["R", "f"]
+        .iter()
+        .map(|n| shared.join(n))
+        .filter(|p| fs::metadata(p).is_ok_and(|m| m.ino() == root_ino))
+        .collect();
+    assert_eq!(roots.len(), 1, "root's file lost its name");
+    let meta = fs::metadata(&roots[0]).unwrap();
+    assert_eq!(
+        fs::read_to_string(&roots[0]).unwrap(),
+        format!("#!/bin/sh\n{SECRET}\n"),
+        "root's file was written for nobody"
+    );
+    assert_eq!(meta.mode() & 0o7777, 0o600, "root's file changed mode");
+    assert_eq!(meta.uid(), 0);
+    assert!(
+        text(&out).contains("ATTACK"),
+        "no edit went through at all: the test proves nothing: {}",
+        text(&out)
+    );
+}
+
+/// Nobody, root in a user namespace of its own (`unshare -U -r`), holds every
+/// capability there but none over root's files: its edit of root's set-user-ID
+/// file clears the bit, as its native write from the same namespace does.
+#[test]
+fn capabilities_held_in_a_user_namespace_do_not_keep_set_id_bits() {
+    let Some(m) = mount_for_nobody() else { return };
+    let in_ns = |script: &str| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["unshare", "-U", "-r", "bash", "-c", script])
+            .current_dir(&m.mnt)
+            .output()
+            .unwrap()
+    };
+    let probe = in_ns("grep CapEff /proc/self/status");
+    assert!(
+        probe.status.success() && !text(&probe).contains("0000000000000000"),
+        "no user namespace with capabilities here: {}",
+        text(&probe)
+    );
+    for name in ["native.sh", "edited.sh"] {
+        let path = m.src.join("shared").join(name);
+        fs::write(&path, "#!/bin/sh\n").unwrap();
+        std::os::unix::fs::chown(&path, Some(0), Some(NOBODY)).unwrap();
+        chmod(&path, 0o4775);
+    }
+    let native = in_ns("echo 'echo hi' >> shared/native.sh");
+    assert!(native.status.success(), "{}", text(&native));
+    let native = fs::metadata(m.src.join("shared/native.sh")).unwrap();
+    assert_eq!(native.mode() & 0o7777, 0o775, "the kernel keeps the bit");
+    let out = in_ns(&format!("{} > shared/edited.sh.edit", payload("echo hi")));
+    assert!(out.status.success(), "{}", text(&out));
+    let path = m.src.join("shared/edited.sh");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho hi\n");
+    let edited = fs::metadata(&path).unwrap();
+    assert_eq!(edited.mode() & 0o7777, 0o775, "the set-user-ID bit stayed");
+    assert_eq!((edited.uid(), edited.gid()), (0, NOBODY));
+}
+
+/// Sends a patch to `.editfs/edit` as nobody; the close's status and the report.
+fn patch_as_nobody(m: &Mount, patch: &str) -> Output {
+    as_nobody(
+        m,
+        &format!("printf '%s' '{patch}' | cat > .editfs/edit; rc=$?; cat .editfs/status; exit $rc"),
+    )
+}
+
+fn delete_patch(rel: &str) -> String {
+    format!("*** Begin Patch\n*** Delete File: {rel}\n*** End Patch\n")
+}
+
+fn move_patch(rel: &str, to: &str) -> String {
+    format!("*** Begin Patch\n*** Update File: {rel}\n*** Move to: {to}\n*** End Patch\n")
+}
+
+/// A patch's delete or move of `rel` is refused as the native `rm` and `mv`
+/// of nobody are, and leaves the file as it was.
+fn refused_like_native(m: &Mount, rel: &str, why: &str) {
+    let before = fs::read(m.src.join(rel)).unwrap();
+    let to = format!("{rel}.moved");
+    // Natively: in SOURCE itself, where the kernel checks ACLs too.
+    let src = m.src.display();
+    let native = as_nobody(m, &format!("cd {src} && rm -f {rel}; mv {rel} {to}"));
+    assert!(
+        text(&native).matches(why).count() == 2,
+        "natively: {}",
+        text(&native)
+    );
+    for patch in [delete_patch(rel), move_patch(rel, &to)] {
+        let out = patch_as_nobody(m, &patch);
+        assert!(!out.status.success(), "{patch}: {}", text(&out));
+        assert!(text(&out).contains(why), "{patch}: {}", text(&out));
+        assert_eq!(fs::read(m.src.join(rel)).unwrap(), before, "{patch}");
+        assert!(!m.src.join(&to).exists(), "{patch}: moved");
+    }
+}
+
+/// In a sticky directory everyone may write (`/tmp`'s 1777), nobody may not
+/// remove or rename root's file, though it may write it: a patch's `*** Delete
+/// File:` and `*** Move to:` are refused as `rm` and `mv` are.
+#[test]
+fn a_sticky_directory_keeps_roots_file_from_a_patchs_delete_and_move() {
+    let Some(m) = mount_for_nobody() else { return };
+    let tmp = m.src.join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    chmod(&tmp, 0o1777);
+    fs::write(tmp.join("root.txt"), "root's\n").unwrap();
+    chmod(&tmp.join("root.txt"), 0o666);
+    refused_like_native(&m, "tmp/root.txt", "Operation not permitted");
+    // Nobody's own file there moves and goes.
+    let own = as_nobody(&m, "echo mine > tmp/mine.txt");
+    assert!(own.status.success(), "{}", text(&own));
+    let moved = patch_as_nobody(&m, &move_patch("tmp/mine.txt", "tmp/moved.txt"));
+    assert!(moved.status.success(), "{}", text(&moved));
+    let gone = patch_as_nobody(&m, &delete_patch("tmp/moved.txt"));
+    assert!(gone.status.success(), "{}", text(&gone));
+    assert!(!tmp.join("mine.txt").exists() && !tmp.join("moved.txt").exists());
+}
+
+/// Nobody links root's 0666 file into a sticky directory (which
+/// `fs.protected_hardlinks` allows, as nobody may read and write it): the
+/// link is root's file, so nobody may not remove or rename it, natively or
+/// through a patch.
+#[test]
+fn a_link_to_roots_file_in_a_sticky_directory_is_not_the_linkers_to_remove() {
+    let Some(m) = mount_for_nobody() else { return };
+    let tmp = m.src.join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    chmod(&tmp, 0o1777);
+    fs::write(m.src.join("shared/open.txt"), "root's\n").unwrap();
+    chmod(&m.src.join("shared/open.txt"), 0o666);
+    let linked = as_nobody(&m, "ln shared/open.txt tmp/link.txt");
+    assert!(linked.status.success(), "{}", text(&linked));
+    refused_like_native(&m, "tmp/link.txt", "Operation not permitted");
+    assert_eq!(
+        fs::metadata(m.src.join("shared/open.txt")).unwrap().nlink(),
+        2
+    );
+}
+
+/// Root's directory that nobody may not write keeps root's 0666 file from
+/// nobody's delete and move, as natively.
+#[test]
+fn a_directory_the_caller_may_not_write_keeps_its_files() {
+    let Some(m) = mount_for_nobody() else { return };
+    let ro = m.src.join("ro");
+    fs::create_dir(&ro).unwrap();
+    chmod(&ro, 0o755);
+    fs::write(ro.join("open.txt"), "root's\n").unwrap();
+    chmod(&ro.join("open.txt"), 0o666);
+    refused_like_native(&m, "ro/open.txt", "Permission denied");
+}
+
+/// POSIX ACLs count as natively: a directory whose ACL takes writing from
+/// nobody keeps its files from nobody's delete and move, and a file whose ACL
+/// takes writing from nobody is not edited for it.
+#[test]
+fn acls_deny_a_patch_what_they_deny_natively() {
+    let Some(m) = mount_for_nobody() else { return };
+    if Command::new("setfacl").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "setfacl is missing");
+        eprintln!("no setfacl here (package acl); skipping");
+        return;
+    }
+    let acl = m.src.join("acl");
+    fs::create_dir(&acl).unwrap();
+    chmod(&acl, 0o777);
+    fs::write(acl.join("open.txt"), "#!/bin/sh\nroot's\n").unwrap();
+    chmod(&acl.join("open.txt"), 0o666);
+    let set = Command::new("setfacl")
+        .args(["-m", "u:nobody:r-x"])
+        .arg(&acl)
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set));
+    refused_like_native(&m, "acl/open.txt", "Permission denied");
+    let set = Command::new("setfacl")
+        .args(["-m", "u:nobody:r--"])
+        .arg(acl.join("open.txt"))
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set));
+    let edit = as_nobody(&m, &format!("{} > acl/open.txt.edit", payload("ATTACK")));
+    assert!(!edit.status.success(), "{}", text(&edit));
+    assert_eq!(m.src_file("acl/open.txt"), b"#!/bin/sh\nroot's\n");
+}
+
+/// Root's own `editfs apply` is not switched to anyone: it rewrites a file
+/// with two names in place and deletes another user's file from a sticky
+/// directory, as root may natively.
+#[test]
+fn roots_own_apply_still_writes_linked_files_and_removes_from_sticky_directories() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("this test needs root; skipping");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    fs::create_dir(p.join(".editfs")).unwrap();
+    fs::create_dir(p.join("tmp")).unwrap();
+    chmod(&p.join("tmp"), 0o1777);
+    fs::write(p.join("a.sh"), "#!/bin/sh\n").unwrap();
+    chmod(&p.join("a.sh"), 0o4755);
+    fs::hard_link(p.join("a.sh"), p.join("b.sh")).unwrap();
+    fs::write(p.join("tmp/theirs.txt"), "nobody's\n").unwrap();
+    chown_nobody(&p.join("tmp/theirs.txt"));
+    let apply = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .arg("apply")
+            .args(args)
+            .current_dir(p)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    apply(
+        &["a.sh"],
+        "<<<<<<< SEARCH\n#!/bin/sh\n=======\n#!/bin/sh\necho root\n>>>>>>> REPLACE\n",
+    );
+    assert_eq!(
+        fs::read_to_string(p.join("b.sh")).unwrap(),
+        "#!/bin/sh\necho root\n"
+    );
+    assert_eq!(
+        fs::metadata(p.join("a.sh")).unwrap().mode() & 0o7777,
+        0o4755
+    );
+    apply(&["--multi", "."], &delete_patch("tmp/theirs.txt"));
+    assert!(!p.join("tmp/theirs.txt").exists());
+}
