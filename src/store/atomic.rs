@@ -10,7 +10,8 @@
 //! old file or the new one, never a mix. The temporary file lives in the state
 //! directory when that is on the same file system, so a crash leaves nothing
 //! behind in the project; otherwise it sits next to the target under a name
-//! starting with `.editfs-tmp-`.
+//! starting with `.editfs-tmp-`. Which of these steps are made as the user a
+//! transaction is for, and which as the daemon, `caller` says.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
@@ -21,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::caller::{self, Caller};
 use super::logline::Access;
 use super::{StoreError, io_err};
 
@@ -65,41 +67,43 @@ pub fn open_existing(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<File>, 
     }
 }
 
-/// Replaces `name` in `dir` with `bytes`, atomically and durably. `old` is the
-/// file being replaced, opened by `open_existing`, whose metadata is kept
-/// (less its set-id bits when `writer` says a native write would clear them).
+/// Replaces `name` in `dir` with `bytes`, atomically and durably, for `by`
+/// (see `caller`: `None` is the daemon for itself). `old` is the file being
+/// replaced, opened by `open_existing`, or, with `moved`, the file whose mode,
+/// owner and attributes a file new at `name` takes; its metadata is kept
+/// (less its set-id bits when `by` would clear them on a native write).
 pub fn replace(
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
+    (dir, name): (BorrowedFd<'_>, &OsStr),
     bytes: &[u8],
-    old: Option<&File>,
-    (tmp_dir, writer): (Option<BorrowedFd<'_>>, Writer),
+    (old, moved): (Option<&File>, bool),
+    (tmp_dir, by): (Option<BorrowedFd<'_>>, Option<&Caller>),
 ) -> Result<(), StoreError> {
-    let meta = old
+    let replaces = old.filter(|_| !moved);
+    let links = replaces
         .map(rustix::fs::fstat)
         .transpose()
-        .map_err(sys("stat", name))?;
-    if let Some(m) = meta.filter(|m| m.st_nlink > 1) {
+        .map_err(sys("stat", name))?
+        .map_or(1, |m| m.st_nlink);
+    if let Some(old) = replaces.filter(|_| links > 1) {
         // Renaming would cut the other names off from the new content.
         log::info!(
-            "{} has {} links: writing in place to keep them",
-            name.to_string_lossy(),
-            m.st_nlink
+            "{} has {links} links: writing in place to keep them",
+            name.to_string_lossy()
         );
-        return write_in_place(dir, name, bytes, writer.mode_after(m.st_mode));
+        let writable = caller::open_for_writing(old, by, name)?;
+        return caller::write_in_place(&writable, bytes, by, name);
     }
     let base = match tmp_dir {
         Some(t) if same_fs(t, dir) => t,
         _ => dir,
     };
     let tmp = tmp_name();
-    let result = write_tmp(base, &tmp, name, bytes, (old, writer, None)).and_then(|file| {
+    let result = write_tmp(base, &tmp, name, bytes, (old, Writer::of(by), None)).and_then(|file| {
         file.sync_all()
             .map_err(|e| io_err("sync", Path::new(&tmp))(e))?;
-        rustix::fs::renameat(base, &tmp, dir, name)
-            .map_err(sys("rename a temporary file over", name))
+        caller::put_in_place((base, &tmp), (dir, name), replaces)
     });
-    if result.is_err() {
+    if !matches!(result, Ok(true)) {
         let _ = rustix::fs::unlinkat(base, &tmp, AtFlags::empty());
     }
     result?;
@@ -122,6 +126,14 @@ pub enum Writer {
 }
 
 impl Writer {
+    /// The writer a commit for `by` is (`None`: the daemon for itself).
+    pub fn of(by: Option<&Caller>) -> Writer {
+        match by {
+            Some(c) if !c.fsetid => Writer::ClearsSetId,
+            _ => Writer::KeepsSetId,
+        }
+    }
+
     /// `mode` after a write by this writer.
     fn mode_after(self, mode: u32) -> u32 {
         match self {
@@ -261,24 +273,9 @@ pub fn xattr_value(fd: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<Vec<u8>>
     Some(buf)
 }
 
-/// Writes `bytes` over the content of `name`, which then gets `mode`.
-fn write_in_place(
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
-    bytes: &[u8],
-    mode: u32,
-) -> Result<(), StoreError> {
-    let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(sys("open", name))?;
-    let mut file = File::from(fd);
-    file.write_all(bytes)
-        .map_err(|e| io_err("write", Path::new(name))(e))?;
-    set_mode(&file, mode, name)?;
-    file.sync_all()
-        .map_err(|e| io_err("sync", Path::new(name))(e))
-}
-
-/// Gives `file` the permission bits of `mode`, unless it has them already.
+/// Gives `file` the permission bits of `mode`, unless it has them already:
+/// for recovery alone, which finishes an in-place write by name (see
+/// `journal::install`).
 pub fn set_mode(file: &File, mode: u32, name: &OsStr) -> Result<(), StoreError> {
     let now = rustix::fs::fstat(file).map_err(sys("stat", name))?.st_mode & 0o7777;
     if now == mode & 0o7777 {
@@ -363,11 +360,10 @@ mod tests {
         let old = open_existing(dir.as_fd(), name).unwrap();
         let tmp = tmp.map(|t| open_dir(t).unwrap());
         replace(
-            dir.as_fd(),
-            name,
+            (dir.as_fd(), name),
             bytes,
-            old.as_ref(),
-            (tmp.as_ref().map(|t| t.as_fd()), Writer::KeepsSetId),
+            (old.as_ref(), false),
+            (tmp.as_ref().map(|t| t.as_fd()), None),
         )
         .unwrap();
     }

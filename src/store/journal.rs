@@ -277,7 +277,7 @@ fn in_state_dir(root: BorrowedFd<'_>, dir: BorrowedFd<'_>) -> rustix::io::Result
     Err(rustix::io::Errno::LOOP)
 }
 
-fn file_name(rel: &str) -> &OsStr {
+pub(crate) fn file_name(rel: &str) -> &OsStr {
     Path::new(rel).file_name().unwrap_or(OsStr::new("."))
 }
 
@@ -807,11 +807,11 @@ pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<b
     Ok(installed)
 }
 
-/// Puts the new content of `e` in place in `dir`, the directory its transaction
-/// held open since it read the file; does nothing if it already is (no temp file
-/// left). Says whether it did anything; the directory is not synced (the
-/// caller's checkpoint or recovery does that).
-pub fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<bool, StoreError> {
+/// Puts the new content of `e` in place in `dir`, for recovery: by name and as
+/// the daemon, as no caller is known after a crash (a commit puts it in place
+/// as `caller` says). Does nothing if it already is (no temp file left). Says
+/// whether it did anything; the directory is not synced (recovery does that).
+fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<bool, StoreError> {
     if e.remove {
         return remove(dir, &e.rel);
     }

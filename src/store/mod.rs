@@ -100,6 +100,7 @@
 //!   checkpoint too; a crash of the machine before it may lose the latest of them.
 
 pub mod atomic;
+pub mod caller;
 pub mod journal;
 pub mod logline;
 pub mod objects;
@@ -189,14 +190,23 @@ pub struct Change<'a> {
     /// report: the store does not hash them a second time. Never a hash that
     /// came from outside.
     pub new_sha: Option<&'a str>,
-    /// Whether the new version keeps set-id bits, as a native write by the same
-    /// user would.
-    pub writer: atomic::Writer,
+    /// The user the commit acts for (`None`: the daemon for itself), as
+    /// `caller` says: its credentials write a file with other names in place,
+    /// and its CAP_FSETID decides whether the new version keeps set-id bits.
+    pub by: Option<&'a caller::Caller>,
     /// The mode and owner a file that does not exist now (`old` is `None`) is
     /// made with: a file made for a user is that user's, and an undo brings a
     /// removed file back as it was, since a default mode would show a private
     /// file to every user. `None`: 0o644, the daemon's user.
     pub fresh: Option<logline::Access>,
+}
+
+impl Change<'_> {
+    /// The file this change replaces at its name: the one read there, not the
+    /// file a move takes its mode and owner from.
+    fn replaces(&self) -> Option<&File> {
+        self.old.filter(|_| self.pre.is_some())
+    }
 }
 
 /// A file a commit removes (an undo of the transaction that created it).
@@ -207,6 +217,10 @@ pub struct Removal<'a> {
     pub dir: BorrowedFd<'a>,
     /// Its bytes now, kept as its pre-image.
     pub pre: &'a [u8],
+    /// The file as it was opened to be read: only that file is removed.
+    pub file: Option<&'a File>,
+    /// The user the removal is made for (`None`: the daemon for itself).
+    pub by: Option<&'a caller::Caller>,
 }
 
 /// The mode and owner of the file `r` removes, read before it goes.
@@ -702,7 +716,12 @@ impl Store {
                 .map(|c| c.rel)
                 .chain(removals.iter().map(|r| r.rel))
         };
-        let (record, kept, temps) = match prepared {
+        let Prepared {
+            record,
+            kept,
+            temps,
+            writable,
+        } = match prepared {
             Ok(p) => p,
             Err(e) => {
                 for rel in rels() {
@@ -712,8 +731,11 @@ impl Store {
             }
         };
         // Past the commit point: recovery finishes whatever is left undone here.
-        for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
-            journal::install_in(dir, self.tmp.as_fd(), e)?;
+        for ((e, c), w) in record.files.iter().zip(changes).zip(&writable) {
+            self.install(e, c, w.as_ref())?;
+        }
+        for r in removals {
+            caller::remove(r.dir, journal::file_name(r.rel), r.file, r.by)?;
         }
         // The transaction has happened: what fails from here is finished by the
         // next open's recovery (the record stays), never reported as a failure.
@@ -732,6 +754,34 @@ impl Store {
         }
         self.objects.cap(self.retention.cap);
         Ok(kept)
+    }
+
+    /// Puts the new content of `c`, whose record entry is `e`, in place, as
+    /// `caller` says (see its rules): through `writable`, its file opened for
+    /// writing as its caller, when it has other names; else by renaming its
+    /// temporary file over it. A temporary file left unused (the name changed
+    /// meanwhile) goes.
+    fn install(
+        &self,
+        e: &journal::Entry,
+        c: &Change<'_>,
+        writable: Option<&File>,
+    ) -> Result<(), StoreError> {
+        let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
+        let tmp = std::ffi::OsStr::new(&e.tmp);
+        let name = journal::file_name(c.rel);
+        let used = match writable {
+            Some(w) => {
+                caller::write_in_place(w, c.new, c.by, name)?;
+                false
+            }
+            None => caller::put_in_place((base.as_fd(), tmp), (c.dir, name), c.replaces())?,
+        };
+        if !used {
+            rustix::fs::unlinkat(&base, tmp, rustix::fs::AtFlags::empty())
+                .map_err(|err| io_err("remove", Path::new(&e.tmp))(err.into()))?;
+        }
+        Ok(())
     }
 
     /// Spares the versions of the transactions the next checkpoint has still
@@ -885,22 +935,28 @@ impl Store {
     /// again from there (`journal::repair`). So a commit waits for one sync,
     /// the record's, where every kept version is known durable already (two in a
     /// row where one is not, as it must be durable before the record that names
-    /// it). Returns the record, the names of the versions before and the
-    /// temporary files.
+    /// it). Before anything is written, what the callers may do is checked
+    /// (`allowed`), so that nothing after the commit point is refused.
     fn prepare(
         &self,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
         log: LogEntry,
-    ) -> Result<(journal::Record, Vec<Option<String>>, Temps), StoreError> {
+    ) -> Result<Prepared, StoreError> {
         let mut record = self.record(tx, root.1, (changes, removals), log);
+        let writable = allowed(&record, changes, removals)?;
         self.journal.write(&record)?;
         let committed = self
             .write_temps(&mut record, changes)
             .and_then(|temps| self.commit_point(&mut record, temps, root.0, (changes, removals)));
         match committed {
-            Ok((kept, temps)) => Ok((record, kept, temps)),
+            Ok((kept, temps)) => Ok(Prepared {
+                record,
+                kept,
+                temps,
+                writable,
+            }),
             Err(e) => {
                 for (e, dir) in record.files.iter().zip(dirs(changes, removals)) {
                     journal::discard_in(dir, self.tmp.as_fd(), e);
@@ -1112,7 +1168,7 @@ impl Store {
                 std::ffi::OsStr::new(&e.tmp),
                 std::ffi::OsStr::new(c.rel),
                 c.new,
-                (c.old, c.writer, c.fresh),
+                (c.old, atomic::Writer::of(c.by), c.fresh),
             )?;
             let meta = file.metadata().map_err(io_err("stat", Path::new(&e.tmp)))?;
             e.made = Some(journal::Made::of(&meta));
@@ -1303,6 +1359,52 @@ fn sync_all(files: &Temps) -> Result<(), StoreError> {
 const SYNC_CONTENT: &str = "sync the new content";
 
 /// Whether `e` is `sync_all`'s.
+/// By change: its file opened for writing as its caller, where the commit
+/// writes it in place.
+type Writable = Vec<Option<File>>;
+
+/// A commit past its commit point (see `Store::prepare`).
+struct Prepared {
+    record: journal::Record,
+    /// The names of the versions before.
+    kept: Vec<Option<String>>,
+    /// The new contents left for the checkpoint to sync.
+    temps: Temps,
+    writable: Writable,
+}
+
+/// What the kernel must allow the callers of a commit before its commit point
+/// (see `caller`): each removal, asked as its caller, and the write of each
+/// file written in place, opened for it as its caller.
+fn allowed(
+    record: &journal::Record,
+    changes: &[Change<'_>],
+    removals: &[Removal<'_>],
+) -> Result<Writable, StoreError> {
+    for r in removals {
+        caller::may_remove(r.dir, journal::file_name(r.rel), r.file, r.by).map_err(
+            |e| match e {
+                StoreError::Denied { what, source, .. } => StoreError::Denied {
+                    path: r.rel.into(),
+                    what,
+                    source,
+                },
+                StoreError::Stale { .. } => StoreError::Stale { path: r.rel.into() },
+                e => e,
+            },
+        )?;
+    }
+    record
+        .files
+        .iter()
+        .zip(changes)
+        .map(|(e, c)| match c.old.filter(|_| e.in_place) {
+            Some(old) => caller::open_for_writing(old, c.by, std::ffi::OsStr::new(c.rel)).map(Some),
+            None => Ok(None),
+        })
+        .collect()
+}
+
 fn contents_failed(e: &StoreError) -> bool {
     matches!(e, StoreError::Io { action, .. } if *action == SYNC_CONTENT)
 }
@@ -1390,14 +1492,15 @@ mod tests {
     fn commit_text(store: &Store, root: &Path, tx: u64, pre: Option<&[u8]>, text: &[u8]) {
         let rootfd = atomic::open_dir(root).unwrap();
         let lock = store.lock().unwrap();
+        let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let change = Change {
             rel: "a",
             dir: rootfd.as_fd(),
-            old: None,
+            old: old.as_ref().filter(|_| pre.is_some()),
             pre,
             new: text,
             new_sha: None,
-            writer: atomic::Writer::KeepsSetId,
+            by: None,
             fresh: None,
         };
         store
@@ -1494,15 +1597,16 @@ mod tests {
         let lock = store.lock().unwrap();
         let rootfd = atomic::open_dir(&root).unwrap();
         let d = atomic::open_dir(&root.join("d")).unwrap();
+        let a = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let changes = [
             Change {
                 rel: "a",
                 dir: rootfd.as_fd(),
-                old: None,
+                old: a.as_ref(),
                 pre: Some(b"old a"),
                 new: b"new a",
                 new_sha: None,
-                writer: atomic::Writer::KeepsSetId,
+                by: None,
                 fresh: None,
             },
             Change {
@@ -1512,7 +1616,7 @@ mod tests {
                 pre: None,
                 new: b"new b",
                 new_sha: None,
-                writer: atomic::Writer::KeepsSetId,
+                by: None,
                 fresh: None,
             },
         ];
@@ -1542,14 +1646,15 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let lock = store.lock().unwrap();
         let rootfd = atomic::open_dir(&root).unwrap();
+        let a = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let change = Change {
             rel: "a",
             dir: rootfd.as_fd(),
-            old: None,
+            old: a.as_ref(),
             pre: Some(b"old"),
             new: b"new",
             new_sha: None,
-            writer: atomic::Writer::KeepsSetId,
+            by: None,
             fresh: None,
         };
         let tx = store.next_tx(&lock).unwrap();
@@ -1625,14 +1730,15 @@ mod tests {
         // The directory is moved away and another takes its name.
         fs::rename(root.join("d"), root.join("moved")).unwrap();
         fs::create_dir(root.join("d")).unwrap();
+        let f = atomic::open_existing(held.as_fd(), "f".as_ref()).unwrap();
         let change = Change {
             rel: "d/f",
             dir: held.as_fd(),
-            old: None,
+            old: f.as_ref(),
             pre: Some(b"old"),
             new: b"new",
             new_sha: None,
-            writer: atomic::Writer::KeepsSetId,
+            by: None,
             fresh: None,
         };
         store
@@ -2045,14 +2151,15 @@ mod tests {
         for tx in 1..=5 {
             let lock = store.lock().unwrap();
             let text = format!("v{tx}");
+            let rel = format!("f{tx}");
             let change = Change {
-                rel: "a",
+                rel: &rel,
                 dir: rootfd.as_fd(),
                 old: None,
                 pre: None,
                 new: text.as_bytes(),
                 new_sha: None,
-                writer: atomic::Writer::KeepsSetId,
+                by: None,
                 fresh: None,
             };
             store
@@ -2081,7 +2188,7 @@ mod tests {
                 pre: None,
                 new: rel.as_bytes(),
                 new_sha: None,
-                writer: atomic::Writer::KeepsSetId,
+                by: None,
                 fresh: None,
             })
             .collect();

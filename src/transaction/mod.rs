@@ -12,7 +12,6 @@
 //! changed meanwhile. A report with id 0 had none: there is no state directory, or the
 //! counter itself could not be advanced.
 
-pub mod caller;
 pub mod direct;
 pub mod multi;
 pub mod paths;
@@ -28,11 +27,10 @@ use std::time::SystemTime;
 
 use rustix::fs::{Access, AtFlags};
 
-pub use caller::Caller;
+pub use crate::store::caller::{self, Caller};
 pub use paths::Refused;
 
 use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};
-use crate::store::atomic::Writer;
 use crate::store::journal::parent_beneath_with;
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
 use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
@@ -84,14 +82,6 @@ impl Who {
             pid,
             command,
             caller: None,
-        }
-    }
-
-    /// How the caller's writes treat set-id bits.
-    pub fn writer(&self) -> Writer {
-        match &self.caller {
-            Some(c) if !c.fsetid => Writer::ClearsSetId,
-            _ => Writer::KeepsSetId,
         }
     }
 
@@ -372,7 +362,7 @@ fn stored(
         pre: original,
         new: &new,
         new_sha: Some(report.sha256.as_str()).filter(|s| !s.is_empty()),
-        writer: target.who.writer(),
+        by: target.who.caller.as_ref(),
         fresh: target.who.fresh(opened.dir.as_fd()),
     };
     match store.commit(
@@ -456,11 +446,10 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
         return edit.report;
     };
     let written = atomic::replace(
-        opened.dir.as_fd(),
-        file_name(target.rel),
+        (opened.dir.as_fd(), file_name(target.rel)),
         &new,
-        opened.file.as_ref(),
-        (None, target.who.writer()),
+        (opened.file.as_ref(), false),
+        (None, target.who.caller.as_ref()),
     );
     match written {
         Ok(()) => edit.report,
@@ -689,12 +678,7 @@ pub(crate) fn make_parents(
         sofar.push(part);
         let name = sofar.to_string_lossy();
         let dir = walk(root, &name, caller)?;
-        let mkdir = || rustix::fs::mkdirat(&dir, part.as_os_str(), rustix::fs::Mode::from(0o755));
-        let mkdir_result = match caller {
-            Some(c) => c.with(mkdir).and_then(|r| r),
-            None => mkdir(),
-        };
-        match mkdir_result {
+        match caller::make_dir(dir.as_fd(), part.as_os_str(), caller) {
             Ok(()) => made.push(name.into_owned()),
             Err(rustix::io::Errno::EXIST) => {}
             Err(e) => return Err(io_err("create the directory", &sofar)(e.into())),
@@ -731,12 +715,7 @@ pub(crate) fn remove_made_dirs(root: Root<'_>, dirs: &[String], caller: Option<&
         let Some(name) = Path::new(rel).file_name() else {
             return;
         };
-        let rmdir = || rustix::fs::unlinkat(&parent, name, rustix::fs::AtFlags::REMOVEDIR);
-        let removed = match caller {
-            Some(c) => c.with(rmdir).and_then(|r| r),
-            None => rmdir(),
-        };
-        if let Err(e) = removed {
+        if let Err(e) = caller::remove_dir(parent.as_fd(), name, caller) {
             log::debug!("kept the directory {rel} the undone transaction made: {e}");
             return;
         }

@@ -11,11 +11,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use rustix::fs::{Access, AtFlags};
+use rustix::fs::AtFlags;
 
 use super::{
-    Opened, Root, Who, failed_commit, file_name, io_failure, log_entry, new_file_dir, now, open,
-    stamp,
+    Opened, Root, Who, caller, failed_commit, file_name, io_failure, log_entry, new_file_dir, now,
+    open, stamp,
 };
 use crate::engine::payload::{self, Payload, Tree};
 use crate::engine::{
@@ -635,13 +635,18 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
     for d in decided {
         let removes = matches!(d.edit.act, Some(FileAct::Delete { .. }))
             || (matches!(d.edit.act, Some(FileAct::MoveTo(_))) && d.moved_to.is_some());
-        if let (true, Some(c), Some(o)) = (removes, caller, &d.opened) {
-            c.may(o.dir.as_fd(), Access::WRITE_OK | Access::EXEC_OK)
-                .map_err(|source| StoreError::Denied {
-                    path: d.rel.clone().into(),
-                    what: "remove it from its directory",
-                    source,
-                })?;
+        if let (true, Some(o)) = (removes, &d.opened) {
+            let name = file_name(&d.rel);
+            caller::may_remove(o.dir.as_fd(), name, o.file.as_ref(), caller).map_err(
+                |e| match e {
+                    StoreError::Denied { what, source, .. } => StoreError::Denied {
+                        path: d.rel.clone().into(),
+                        what,
+                        source,
+                    },
+                    e => e,
+                },
+            )?;
         }
         let new_path = match (&d.edit.act, &d.moved_to, &d.opened) {
             (Some(FileAct::MoveTo(_)), Some(to), _) => Some(to.as_str()),
@@ -666,7 +671,7 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
 fn writes<'a>(
     decided: &'a [Decided],
     places: &'a Places,
-    who: &Who,
+    who: &'a Who,
 ) -> (Vec<Change<'a>>, Vec<Removal<'a>>) {
     let mut changes = Vec::new();
     let mut removals = Vec::new();
@@ -679,6 +684,8 @@ fn writes<'a>(
             rel: &d.rel,
             dir: at,
             pre: d.original().unwrap_or_default(),
+            file: d.file(),
+            by: who.caller.as_ref(),
         });
         match (&d.edit.act, &d.moved_to, d.edit.content.as_deref()) {
             (Some(FileAct::Delete { .. }), _, _) => removals.extend(removal),
@@ -690,7 +697,7 @@ fn writes<'a>(
                     pre: None,
                     new,
                     new_sha: None,
-                    writer: who.writer(),
+                    by: who.caller.as_ref(),
                     fresh: who.fresh(dir),
                 });
                 removals.extend(removal);
@@ -702,7 +709,7 @@ fn writes<'a>(
                 pre: d.original(),
                 new,
                 new_sha: None,
-                writer: who.writer(),
+                by: who.caller.as_ref(),
                 fresh: who.fresh(dir),
             }),
             _ => {}
@@ -744,18 +751,18 @@ fn not_written(report: &mut MultiReport, decided: &[Decided]) {
 /// Without a state directory there is no journal: each file is replaced
 /// atomically, in turn, then the removed ones go.
 fn install_unjournaled(changes: &[Change<'_>], removals: &[Removal<'_>]) -> Result<(), StoreError> {
+    for r in removals {
+        caller::may_remove(r.dir, file_name(r.rel), r.file, r.by)?;
+    }
     for c in changes {
-        // A file moved here keeps its mode, but its other links, if any, stay
+        // A file moved here keeps its mode; its other links, if any, stay
         // where they are rather than being written in place.
-        let old = c.old.filter(|f| {
-            c.pre.is_some()
-                || f.metadata()
-                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) == 1)
-        });
-        crate::store::atomic::replace(c.dir, file_name(c.rel), c.new, old, (None, c.writer))?;
+        let moved = c.pre.is_none();
+        let at = (c.dir, file_name(c.rel));
+        crate::store::atomic::replace(at, c.new, (c.old, moved), (None, c.by))?;
     }
     removals.iter().try_for_each(|r| {
-        crate::store::journal::remove(r.dir, r.rel)?;
+        caller::remove(r.dir, file_name(r.rel), r.file, r.by)?;
         rustix::fs::fsync(r.dir).map_err(|e| {
             crate::store::io_err("sync the directory of", std::path::Path::new(r.rel))(e.into())
         })

@@ -13,13 +13,11 @@ use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use rustix::fs::Access;
-
 use super::multi::MultiReport;
 use super::sight::Sight;
 use super::{
-    Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, open,
-    remove_made_dirs, stamp,
+    Caller, Root, Who, caller, failed_commit, file_name, io_failure, log_entry, new_file_dir, now,
+    open, remove_made_dirs, stamp,
 };
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
@@ -447,16 +445,19 @@ fn plan_file(
         }
         Err(e) => return Err(as_refusal(e)),
     };
-    if let (Some(c), Some(d), None) = (caller, &dir, &restored) {
-        // Removing a file natively takes writing its directory.
-        c.may(d.as_fd(), Access::WRITE_OK | Access::EXEC_OK)
-            .map_err(|source| {
-                as_refusal(StoreError::Denied {
+    if let (Some(d), Some(f), None) = (&dir, &file, &restored) {
+        // Removing a file is the kernel's to allow the caller (a sticky
+        // directory, its rights on the directory).
+        caller::may_remove(d.as_fd(), file_name(rel), Some(f), caller).map_err(|e| {
+            as_refusal(match e {
+                StoreError::Denied { what, source, .. } => StoreError::Denied {
                     path: rel.into(),
-                    what: "remove it from its directory",
+                    what,
                     source,
-                })
-            })?;
+                },
+                e => e,
+            })
+        })?;
     }
     // A file already put back as it was (`git checkout -- F`) loses nothing.
     let put_back = current == restored;
@@ -582,7 +583,7 @@ fn commit(
                 pre: p.current.as_deref(),
                 new: p.restored.as_deref()?,
                 new_sha: None,
-                writer: who.writer(),
+                by: who.caller.as_ref(),
                 fresh: p.access.or_else(|| who.fresh(dir.as_fd())),
             })
         })
@@ -595,6 +596,8 @@ fn commit(
                 rel: &p.rel,
                 dir: dir.as_fd(),
                 pre: p.current.as_deref()?,
+                file: p.file.as_ref(),
+                by: who.caller.as_ref(),
             })
         })
         .collect();
