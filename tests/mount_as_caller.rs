@@ -508,13 +508,29 @@ fn capabilities_held_in_a_user_namespace_do_not_keep_set_id_bits() {
     assert!(native.status.success(), "{}", text(&native));
     let native = fs::metadata(m.src.join("shared/native.sh")).unwrap();
     assert_eq!(native.mode() & 0o7777, 0o775, "the kernel keeps the bit");
-    let out = in_ns(&format!("{} > shared/edited.sh.edit", payload("echo hi")));
-    assert!(out.status.success(), "{}", text(&out));
-    let path = m.src.join("shared/edited.sh");
-    assert_eq!(fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho hi\n");
-    let edited = fs::metadata(&path).unwrap();
-    assert_eq!(edited.mode() & 0o7777, 0o775, "the set-user-ID bit stayed");
-    assert_eq!((edited.uid(), edited.gid()), (0, NOBODY));
+    // A file with a second name is written in place, as the caller.
+    let linked = m.src.join("shared/linked.sh");
+    fs::copy(m.src.join("shared/edited.sh"), &linked).unwrap();
+    std::os::unix::fs::chown(&linked, Some(0), Some(NOBODY)).unwrap();
+    chmod(&linked, 0o4775);
+    fs::hard_link(&linked, m.src.join("shared/linked2.sh")).unwrap();
+    for name in ["edited.sh", "linked.sh"] {
+        let out = in_ns(&format!("{} > shared/{name}.edit", payload("echo hi")));
+        assert!(out.status.success(), "{}", text(&out));
+        let path = m.src.join("shared").join(name);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho hi\n");
+        let edited = fs::metadata(&path).unwrap();
+        assert_eq!(
+            edited.mode() & 0o7777,
+            0o775,
+            "{name}: the set-user-ID bit stayed"
+        );
+        assert_eq!((edited.uid(), edited.gid()), (0, NOBODY), "{name}");
+    }
+    assert_eq!(
+        fs::metadata(m.src.join("shared/linked2.sh")).unwrap().ino(),
+        fs::metadata(&linked).unwrap().ino()
+    );
 }
 
 /// Sends a patch to `.editfs/edit` as nobody; the close's status and the report.
