@@ -1,18 +1,52 @@
-//! Markdown fence lines (```` ``` ````, ```` ```python ````) inside REPLACE.
+//! Fence lines around blocks, and the ones that stray inside REPLACE.
 //!
-//! Agents wrap their blocks in fences, and now and then one of those lines
-//! lands inside the block: the closing fence before `>>>>>>> REPLACE`, the
-//! opening one right after `=======`. Written as sent, it goes into the code.
-//! A Markdown edit has fence lines of its own, but those come in pairs or are
-//! already in SEARCH, so only a fence line that is neither is taken for a stray.
+//! Agents wrap their blocks in Markdown fences (```` ``` ````, ```` ```python ````).
+//! Aider, when the file itself holds triple backticks, fences with the first of
+//! `<source>`, `<code>`, `<pre>`, `<codeblock>` and `<sourcecode>` the file lacks,
+//! the language right after the tag (`<source>python` … `</source>`). Every
+//! payload path reads all of these as fences, never as a file's path or as code.
+//!
+//! Now and then a fence line lands inside the block: the closing fence before
+//! `>>>>>>> REPLACE`, the opening one right after `=======`. Written as sent, it
+//! goes into the code. A Markdown edit has fence lines of its own, but those come
+//! in pairs or are already in SEARCH, so only a fence line that is neither is taken
+//! for a stray.
 
-/// A fence line's backtick count and info string: three or more backticks, then
-/// an info string without backticks (```` ```x``` ```` is inline code).
-fn fence(line: &str) -> Option<(usize, &str)> {
+/// The tags Aider fences a file's text with in place of backticks.
+const TAG_FENCES: [&str; 5] = ["source", "code", "pre", "codeblock", "sourcecode"];
+
+/// The info string of a fence line around blocks in a payload: a backtick
+/// fence's, or the language of one of Aider's tag fences.
+pub fn fence(line: &str) -> Option<&str> {
+    backtick_fence(line)
+        .map(|(_, info)| info)
+        .or_else(|| tag_fence(line.trim()))
+}
+
+/// A Markdown fence line's backtick count and info string: three or more
+/// backticks, then an info string without backticks (```` ```x``` ```` is inline
+/// code). Only these count as strays inside REPLACE: a lone `<pre>` or `</code>`
+/// line is ordinary content of an HTML or XML file.
+fn backtick_fence(line: &str) -> Option<(usize, &str)> {
     let t = line.trim();
     let ticks = t.len() - t.trim_start_matches('`').len();
     let info = t[ticks..].trim();
     (ticks >= 3 && !info.contains('`')).then_some((ticks, info))
+}
+
+/// The language of an Aider tag fence (`<source>python`, `<pre>`), empty for a
+/// bare or closing one (`</source>`).
+fn tag_fence(t: &str) -> Option<&str> {
+    let closing = t.strip_prefix("</").and_then(|r| r.strip_suffix('>'));
+    if closing.is_some_and(|tag| TAG_FENCES.contains(&tag)) {
+        return Some("");
+    }
+    let (tag, info) = t.strip_prefix('<')?.split_once('>')?;
+    let language = info.trim();
+    let word = language
+        .chars()
+        .all(|c| c.is_alphanumeric() || "+-#._".contains(c));
+    (TAG_FENCES.contains(&tag) && word).then_some(language)
 }
 
 /// The fence line of `lines` that no later one closes, read as Markdown reads
@@ -21,7 +55,7 @@ fn fence(line: &str) -> Option<(usize, &str)> {
 fn unclosed(lines: &[&str]) -> Option<usize> {
     let mut open: Option<(usize, usize)> = None;
     for (i, line) in lines.iter().enumerate() {
-        let Some((ticks, info)) = fence(line) else {
+        let Some((ticks, info)) = backtick_fence(line) else {
             continue;
         };
         open = match open {
@@ -47,12 +81,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn aiders_tag_fences_are_fences_and_html_in_code_is_not() {
+        assert_eq!(fence("<source>python"), Some("python"));
+        assert_eq!(fence("<source>"), Some(""));
+        assert_eq!(fence("</source>"), Some(""));
+        assert_eq!(fence("  <sourcecode>c++ "), Some("c++"));
+        assert_eq!(fence("</pre>"), Some(""));
+        assert_eq!(fence("```rust:src/a.rs"), Some("rust:src/a.rs"));
+        assert_eq!(fence("<pre>foo</pre>"), None);
+        assert_eq!(fence("<code>x = 1"), None);
+        assert_eq!(fence("<div>"), None);
+        assert_eq!(fence("</div>"), None);
+        // Inside REPLACE a lone tag line is HTML's own content, not a stray.
+        let search = ["<div>"];
+        assert_eq!(stray(&search, &["<pre>"]), None);
+        assert_eq!(stray(&search, &["<div>", "```"]), Some(1));
+    }
+
+    #[test]
     fn fence_lines_with_or_without_a_tag() {
-        assert_eq!(fence("```"), Some((3, "")));
-        assert_eq!(fence("  ````python "), Some((4, "python")));
-        assert_eq!(fence("``x``"), None);
-        assert_eq!(fence("```x```"), None);
-        assert_eq!(fence("let s = `a`;"), None);
+        assert_eq!(backtick_fence("```"), Some((3, "")));
+        assert_eq!(backtick_fence("  ````python "), Some((4, "python")));
+        assert_eq!(backtick_fence("``x``"), None);
+        assert_eq!(backtick_fence("```x```"), None);
+        assert_eq!(backtick_fence("let s = `a`;"), None);
     }
 
     #[test]

@@ -101,9 +101,10 @@ fn fence(line: &str) -> bool {
 }
 
 /// The info string of a fence line (```` ```python src/a.py ```` gives
-/// `python src/a.py`, empty for a bare ```` ``` ````); `None` for another line.
+/// `python src/a.py`, `<source>python` gives `python`, empty for a bare
+/// ```` ``` ```` or `</source>`); `None` for another line.
 fn info_string(line: &str) -> Option<&str> {
-    line.trim().strip_prefix("```").map(str::trim)
+    crate::engine::fence::fence(line)
 }
 
 /// Whether `line` opens a block.

@@ -724,6 +724,24 @@ mod tests {
     }
 
     #[test]
+    fn aiders_tag_fences_are_fences_in_a_multi_file_payload() {
+        let tree = Fake(&["py/a.py", "docs/b.md"]);
+        let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
+        for (open, close) in [
+            ("<source>python", "</source>"),
+            ("<code>", "</code>"),
+            ("<pre>markdown", "</pre>"),
+            ("<sourcecode>python", "</sourcecode>"),
+        ] {
+            let text =
+                format!("py/a.py\n{open}\n{block}{close}\n\ndocs/b.md\n{open}\n{block}{close}\n");
+            let (files, notes) = parse_multi(text.as_bytes(), 10_000, &tree).unwrap();
+            assert_eq!(shape(&files), [("py/a.py", 1), ("docs/b.md", 1)], "{open}");
+            assert!(notes.is_empty(), "{open}: {notes:?}");
+        }
+    }
+
+    #[test]
     fn a_path_in_a_fences_info_string_names_the_file_of_its_blocks() {
         let tree = Fake(&["py/textwrap.py", "lib/b.rs", "src/c.ts"]);
         let block = "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
