@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use editfs::engine::{Options, Outcome, Received};
+use editfs::store::trust::{self, Came, Held};
 use editfs::store::{Retention, Store, atomic};
 use editfs::transaction::{self, Root, Target, Who, multi};
 
@@ -126,6 +127,32 @@ fn who() -> Who {
     }
 }
 
+/// The state directory an apply uses, held open: the one named with
+/// `--state-dir` (made if missing; an error if it cannot be used), else the
+/// nearest ancestor's `.editfs/` when it may be trusted (see trust.rs), else
+/// none. A found one passed over comes with a note for the report saying which
+/// and why: the edit goes on without snapshots, as with no state directory.
+fn state_for(given: Option<&Path>, file: &Path) -> Result<(Option<Held>, Option<String>), String> {
+    if let Some(dir) = given {
+        fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot make the state directory {}: {e}", dir.display()))?;
+        let held = trust::hold(dir, Came::Given, true).map_err(|e| e.to_string())?;
+        return Ok((Some(held), None));
+    }
+    let Some(found) = Store::find_for(file) else {
+        return Ok((None, None));
+    };
+    match trust::hold(&found, Came::Found, true) {
+        Ok(held) => Ok((Some(held), None)),
+        Err(why) => Ok((
+            None,
+            Some(format!(
+                "state directory not used: {why}; name it with --state-dir to use it anyway"
+            )),
+        )),
+    }
+}
+
 /// Opens the state directory, saying what it recovered from a crash.
 fn open_store(state: Option<&Path>, keep: usize) -> Result<Option<Store>, String> {
     let retention = Retention {
@@ -149,10 +176,8 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         .ok_or("FILE is missing (see editfs apply --help)")?;
     let path = resolve(given)?;
     let payload = read_payload(args.payload.as_deref(), opts.max_payload)?;
-    let state = match &args.state_dir {
-        Some(d) => Some(d.clone()),
-        None => Store::find_for(&path),
-    };
+    let (held, passed_over) = state_for(args.state_dir.as_deref(), &path)?;
+    let state = held.as_ref().map(Held::path);
     let store = open_store(state.as_deref(), args.keep)?;
     // Inside the project that holds the state directory, paths (in reports too) are
     // the project's; elsewhere the report names the file as it was given.
@@ -195,12 +220,13 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         dir: None,
         meant: None,
     };
-    let report = transaction::run(
+    let mut report = transaction::run(
         store.as_ref(),
         &target,
         Received::cut(&payload.0, payload.1),
         opts,
     );
+    report.notes.splice(0..0, passed_over);
     // A mount of the project shows it in F.status: the latest report, by anyone.
     if let Some(s) = store.as_ref().filter(|_| label == rel && report.tx > 0) {
         s.share_report(&rel, &report);
@@ -219,10 +245,8 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
     }
     let root = fs::canonicalize(root).map_err(|e| format!("ROOT {}: {e}", root.display()))?;
     let payload = read_payload(args.file.as_deref(), opts.max_payload)?;
-    let state = match &args.state_dir {
-        Some(d) => Some(d.clone()),
-        None => Store::find_for(&root.join("x")),
-    };
+    let (held, passed_over) = state_for(args.state_dir.as_deref(), &root.join("x"))?;
+    let state = held.as_ref().map(Held::path);
     let store = open_store(state.as_deref(), args.keep)?;
     // ROOT inside the project that holds the state directory: the payload's
     // paths start at ROOT, and are kept as the project's, as a single file's are.
@@ -233,7 +257,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         None => (root, PathBuf::new()),
     };
     let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
-    let report = multi::run(
+    let mut report = multi::run(
         store.as_ref(),
         Root {
             fd: dir.as_fd(),
@@ -245,6 +269,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         opts,
         &who(),
     );
+    report.notes.splice(0..0, passed_over);
     if let Some(s) = store.as_ref() {
         for r in report.files.iter().filter(|r| r.outcome == Outcome::Ok) {
             s.share_report(&r.file, r);

@@ -12,6 +12,7 @@ use editfs::engine::Outcome;
 use editfs::history;
 use editfs::store::logline::LogEntry;
 use editfs::store::objects::Objects;
+use editfs::store::trust::{self, Came, Held};
 use editfs::store::{STATE_DIR, Store, atomic, entries_in, removals};
 use editfs::transaction::{Root, Who, undo};
 
@@ -95,22 +96,32 @@ pub struct UndoArgs {
     color: ColorArg,
 }
 
-/// The state directory of `source`, which must exist.
-fn state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
-    let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
-    if !dir.is_dir() {
-        return Err(format!(
-            "{} has no state directory ({} does not exist)",
-            source.display(),
-            dir.display()
-        ));
-    }
-    if !removals::wait_filed(&dir, FILING_WAIT) {
+/// The state directory of `source`, which must exist, held open: the one named
+/// with `--state-dir`, else `SOURCE/.editfs` when it may be trusted (see
+/// trust.rs). With `written`, the store will be written: nothing inside may be
+/// a symbolic link.
+fn state_dir(source: &Path, state: Option<&Path>, written: bool) -> Result<Held, String> {
+    let (dir, came) = match state {
+        Some(d) => (d.to_owned(), Came::Given),
+        None => (source.join(STATE_DIR), Came::Found),
+    };
+    let held = trust::hold(&dir, came, written).map_err(|e| {
+        if e.missing() {
+            format!(
+                "{} has no state directory ({} does not exist)",
+                source.display(),
+                dir.display()
+            )
+        } else {
+            format!("state directory not used: {e}; name it with --state-dir to use it anyway")
+        }
+    })?;
+    if !removals::wait_filed(&held.path(), FILING_WAIT) {
         eprintln!(
             "editfs: removals made through a mount are not in the history yet: the mount, or the next mount, apply or undo, files them"
         );
     }
-    Ok(dir)
+    Ok(held)
 }
 
 /// How long history waits for a mount to file the removals it has just made.
@@ -118,8 +129,8 @@ const FILING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The state directory an undo works on: never the mount's read-only view of
 /// it, which has the control file `undo` but no lock.
-fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String> {
-    let dir = state_dir(source, state)?;
+fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, String> {
+    let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
     if dir.join("undo").exists() && !dir.join("lock").exists() {
         return Err(format!(
             "{} is an editfs mount point: give the project directory, or undo through the mount with `echo 'PATH [TXID]' > {}`",
@@ -127,7 +138,7 @@ fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<PathBuf, String
             dir.join("undo").display()
         ));
     }
-    Ok(dir)
+    state_dir(source, state, true)
 }
 
 fn open(dir: &Path) -> Result<Store, String> {
@@ -156,7 +167,8 @@ fn note_interrupted(dir: &Path) {
 
 pub fn history(args: HistoryArgs) -> ExitCode {
     let run = || -> Result<(), String> {
-        let dir = state_dir(&args.source, args.state_dir.as_deref())?;
+        let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+        let dir = held.path();
         let path = args
             .path
             .as_deref()
@@ -255,7 +267,8 @@ fn lines_from(file: Option<fs::File>, read: &mut u64) -> Vec<LogEntry> {
 
 pub fn show(args: ShowArgs) -> ExitCode {
     let run = || -> Result<String, String> {
-        let dir = state_dir(&args.source, args.state_dir.as_deref())?;
+        let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+        let dir = held.path();
         note_interrupted(&dir);
         history::show(&entries_in(&dir), &dir, args.txid)
     };
@@ -270,7 +283,8 @@ pub fn show(args: ShowArgs) -> ExitCode {
 
 pub fn undo(args: UndoArgs) -> ExitCode {
     let run = || -> Result<(String, Outcome), String> {
-        let state = undo_state_dir(&args.source, args.state_dir.as_deref())?;
+        let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
+        let state = held.path();
         let root = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
         let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
         let who = Who {

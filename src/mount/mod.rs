@@ -48,6 +48,7 @@ pub use options::check_options;
 pub use preimage::Policy;
 pub use rescue::rescue;
 
+use crate::store::trust::{self, Came};
 use crate::store::{Retention, STATE_DIR, Store, StoreError};
 
 /// Everything `editfs mount` was asked to do.
@@ -192,7 +193,30 @@ pub fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf
 /// One inside SOURCE under another name than `.editfs` is refused: the mount would
 /// show it as an ordinary directory, so any user of the mount could read every kept
 /// version (whatever its file's mode) and write the counter or the log.
+///
+/// One that exists already is used only as `store::trust` allows: the default
+/// one when owned by the daemon's user or root and writable by no one else, and
+/// either with no symbolic link inside, so a user who could write SOURCE before
+/// the mount cannot have planted one that leads the daemon's writes elsewhere.
 pub fn state_dir(source: &Path, explicit: Option<&Path>) -> Result<PathBuf, MountError> {
+    let default = source.join(STATE_DIR);
+    let (dir, came) = match explicit {
+        Some(dir) => (dir, Came::Given),
+        None => (default.as_path(), Came::Found),
+    };
+    match trust::hold(dir, came, true) {
+        Err(e) if !e.missing() => {
+            let hint = match came {
+                Came::Found => "; name it with --state-dir to use it anyway",
+                Came::Given => "",
+            };
+            return Err(MountError::StateDir {
+                path: dir.to_owned(),
+                reason: format!("not used: {e}{hint}"),
+            });
+        }
+        _ => {}
+    }
     let Some(dir) = explicit else {
         return Ok(source.join(STATE_DIR));
     };

@@ -108,6 +108,7 @@ pub mod reaper;
 pub mod rel;
 pub mod removals;
 pub mod shared;
+pub mod trust;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
