@@ -1459,6 +1459,62 @@ fn a_patch_whose_context_lines_lost_their_leading_space_keeps_its_added_lines_on
     );
 }
 
+/// The columns of `text`'s lines that hold `needle`.
+fn column_of(text: &str, needle: &str) -> usize {
+    let line = text.lines().find(|l| l.contains(needle)).unwrap();
+    line.len() - line.trim_start().len()
+}
+
+#[test]
+fn a_search_shifted_off_the_files_grid_keeps_replaces_nesting() {
+    // Body at 4 or 8 columns; SEARCH sent 2 or 6 columns off it (and at 2 or
+    // 6 outright); REPLACE nests a new line under a new `if`, one step of 2 or
+    // 4 deeper, as agents write it. Every REPLACE line takes the same shift, so
+    // the new body stays under its `if`, and the old line returns to the body.
+    for body in [4usize, 8] {
+        let pad = " ".repeat(body);
+        let file = format!("class A:\n    def greet(name):\n{pad}print(\"Hello, \" + name)\n");
+        let file = if body == 4 {
+            file.replacen("class A:\n    def", "def", 1)
+        } else {
+            file
+        };
+        for sent in [2usize, 6, body - 2, body + 2] {
+            if sent == body {
+                continue;
+            }
+            for step in [2usize, 4] {
+                let s = " ".repeat(sent);
+                let n = " ".repeat(sent + step);
+                let r = run(
+                    &file,
+                    &block(
+                        &format!("{s}print(\"Hello, \" + name)\n"),
+                        &format!(
+                            "{s}if not name:\n{n}name = \"world\"\n{s}print(\"Hello, \" + name)\n"
+                        ),
+                    ),
+                );
+                let case = format!("body {body}, sent {sent}, step {step}");
+                assert_eq!(
+                    r.report.outcome,
+                    Outcome::Ok,
+                    "{case}: {:?}",
+                    r.report.error
+                );
+                let out = text(&r);
+                assert_eq!(column_of(out, "if not name"), body, "{case}:\n{out}");
+                assert_eq!(column_of(out, "print("), body, "{case}:\n{out}");
+                assert_eq!(
+                    column_of(out, "name = "),
+                    body + step,
+                    "{case}: the new line left its `if`:\n{out}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_search_copied_with_the_files_byte_order_mark_matches_and_the_file_keeps_one_mark() {
     let file = "\u{feff}def g():\n    return 1\n";

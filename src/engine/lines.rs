@@ -587,12 +587,16 @@ fn indent_unit(doc: &Doc, start: usize, len: usize, tab: usize) -> usize {
         .max(1)
 }
 
-/// The shift a new REPLACE line takes: `shift`, unless it would put the line
-/// off the file's indentation unit while the line as sent is on it. A patch
-/// whose context lines lost their leading space reads as SEARCH shifted by one
-/// column, but its `+` lines kept theirs: shifting them too would write a
-/// 5-column line into a file indented by 4 (an IndentationError in Python).
+/// The shift a new REPLACE line takes: the one uniform shift of the match,
+/// whatever its size, so that REPLACE keeps its own nesting (a line sent one
+/// level under its `if` stays one level under it). One exception: a patch whose
+/// context lines lost their leading space reads as SEARCH shifted by exactly
+/// one column, while its `+` lines kept theirs; shifting those would write a
+/// 5-column line into a file indented by 4, so a one-column shift leaves a line
+/// that is on the file's indentation unit where it is. No agent indents a
+/// whole block one column off, so the exception never bends a real nesting.
 fn fitting(line: &str, shift: Shift, unit: usize) -> Shift {
+    let lost_prefix = shift.num == shift.den && shift.offset.abs() == 1;
     let cols = tolerant::indent_cols(line, shift.tab);
     let unshifted = Shift {
         num: 1,
@@ -600,7 +604,11 @@ fn fitting(line: &str, shift: Shift, unit: usize) -> Shift {
         offset: 0,
         ..shift
     };
-    match unit > 1 && !shift.map(cols).is_multiple_of(unit) && cols.is_multiple_of(unit) {
+    match lost_prefix
+        && unit > 1
+        && !shift.map(cols).is_multiple_of(unit)
+        && cols.is_multiple_of(unit)
+    {
         true => unshifted,
         false => shift,
     }
