@@ -755,18 +755,28 @@ fn empty_search_creates_a_missing_or_empty_file_only() {
         (r.report.outcome, kind(&r)),
         (Outcome::Failed, "file_exists")
     );
-    // A create sent again says that the file already reads as sent.
-    let again = refused(
+    // A create sent again, of a file that reads exactly as sent, is a replay:
+    // nothing written, the file's own line endings kept.
+    let again = run(
         "hello\r\n",
         "*** Begin Patch\n*** Add File: f.txt\n+hello\n*** End Patch\n",
-        "file_exists",
+    );
+    assert_eq!(
+        again.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        again.report.error
+    );
+    assert!(!again.written);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
     );
     assert!(
-        again.message.contains("exactly the content sent"),
+        warnings(&again).contains("already applied"),
         "{}",
-        again.message
+        warnings(&again)
     );
-    assert!(again.hint.unwrap().contains("nothing is left to do"));
     let other = refused("content\n", &block("", "x\n"), "file_exists");
     assert!(!other.message.contains("exactly"), "{}", other.message);
 }

@@ -1052,3 +1052,24 @@ fn undoing_a_removal_gives_the_file_its_mode_and_owner_back() {
     assert_eq!(read(p.path(), "b.txt").as_deref(), Some("bee\n"));
     assert_eq!(mode("b.txt"), 0o600);
 }
+
+#[test]
+fn a_begin_patch_sent_twice_is_a_replay_of_its_added_and_updated_files() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let patch = "*** Begin Patch\n*** Add File: src/new.py\n+x = 1\n+y = 2\n*** Update File: src/a.py\n@@\n-a = 1\n+a = 10\n*** End Patch\n";
+    let first = editfs(&["apply", "--multi", root], patch, p.path());
+    assert_eq!(first.status.code(), Some(0), "{}", out(&first));
+    let again = editfs(&["apply", "--multi", root, "--json"], patch, p.path());
+    assert_eq!(again.status.code(), Some(0), "{}", out(&again));
+    let v = json(&again);
+    assert_eq!(v["outcome"], "ok", "{v}");
+    for f in v["files"].as_array().unwrap() {
+        assert_eq!(f["operations"][0]["outcome"], "already_applied", "{v}");
+    }
+    assert_eq!(
+        read(p.path(), "src/new.py").as_deref(),
+        Some("x = 1\ny = 2\n")
+    );
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 10\n"));
+}

@@ -457,6 +457,10 @@ impl Done {
 /// Why a tolerant match whose REPLACE reads as the file already does is a no-op.
 const SET_ASIDE: &str = "SEARCH and REPLACE differ only in what this tolerant match set aside, so they are identical as written into the file: nothing to change";
 
+/// A create's replay: the file already reads exactly as the create sends it.
+const CREATED_BEFORE: &str =
+    "the file already reads exactly as this create sends it (it was created before)";
+
 /// Rule (b)'s warning: SEARCH is there, and so is the text REPLACE adds around it.
 const INSERTED_BEFORE: &str =
     "the file around SEARCH already reads as REPLACE (the insertion was made before)";
@@ -947,15 +951,14 @@ impl Transaction<'_, '_> {
     /// An empty SEARCH: creates the file, or fills an empty one.
     fn create(&mut self, op: &Operation) -> Result<Done, Failure> {
         if !self.doc.is_empty() {
-            let message = "the operation creates a file (an empty SEARCH, `*** Add File`, `create`), but this file already has content";
-            // A create sent again: say so, or the agent edits a file that is right.
+            // A create sent again (a re-sent patch's `*** Add File`) is a replay:
+            // the file reads exactly as sent, so writing it would change nothing,
+            // and a failure would send the agent to edit a file that is right.
             if same_text(&self.doc.to_bytes(), op.replace.as_bytes()) {
-                return Err(Failure::new(
-                    ErrorKind::FileExists,
-                    format!("{message}: exactly the content sent"),
-                    "the file already reads as sent (it was created before): nothing is left to do",
-                ));
+                let last = self.doc.len().max(1);
+                return Ok(Done::replayed([1, last], CREATED_BEFORE));
             }
+            let message = "the operation creates a file (an empty SEARCH, `*** Add File`, `create`), but this file already has content";
             return Err(Failure::new(
                 ErrorKind::FileExists,
                 message,
