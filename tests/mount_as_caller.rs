@@ -650,6 +650,25 @@ fn acls_deny_a_patch_what_they_deny_natively() {
         .unwrap();
     assert!(set.status.success(), "{}", text(&set));
     refused_like_native(&m, "acl/open.txt", "Permission denied");
+    // Through the mount too: removing, renaming, linking and creating names.
+    for direct in [
+        "rm -f acl/open.txt",
+        "mv acl/open.txt acl/moved.txt",
+        "mv acl/open.txt shared/taken.txt",
+        "ln nb/nb.txt acl/link.txt",
+        "touch acl/new.txt",
+        "mkdir acl/sub",
+    ] {
+        let out = as_nobody(&m, direct);
+        assert!(!out.status.success(), "{direct}: {}", text(&out));
+        assert!(
+            text(&out).contains("Permission denied"),
+            "{direct}: {}",
+            text(&out)
+        );
+    }
+    assert_eq!(fs::read_dir(&acl).unwrap().count(), 1);
+    assert!(!m.src.join("shared/taken.txt").exists());
     let set = Command::new("setfacl")
         .args(["-m", "u:nobody:r--"])
         .arg(acl.join("open.txt"))
@@ -658,7 +677,26 @@ fn acls_deny_a_patch_what_they_deny_natively() {
     assert!(set.status.success(), "{}", text(&set));
     let edit = as_nobody(&m, &format!("{} > acl/open.txt.edit", payload("ATTACK")));
     assert!(!edit.status.success(), "{}", text(&edit));
+    let write = as_nobody(&m, "echo ATTACK >> acl/open.txt");
+    assert!(
+        text(&write).contains("Permission denied"),
+        "{}",
+        text(&write)
+    );
     assert_eq!(m.src_file("acl/open.txt"), b"#!/bin/sh\nroot's\n");
+    // A file its bits show to everyone, and its ACL hides from nobody.
+    let hidden = m.src.join("shared/hidden.txt");
+    fs::write(&hidden, SECRET).unwrap();
+    chmod(&hidden, 0o644);
+    let set = Command::new("setfacl")
+        .args(["-m", "u:nobody:---"])
+        .arg(&hidden)
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set));
+    let read = as_nobody(&m, "cat shared/hidden.txt");
+    assert!(!text(&read).contains(SECRET), "{}", text(&read));
+    assert!(text(&read).contains("Permission denied"), "{}", text(&read));
 }
 
 /// Root's own `editfs apply` is not switched to anyone: it rewrites a file

@@ -73,7 +73,7 @@ fn empty_dir(dir: &impl AsFd, name: &OsStr) -> bool {
 }
 
 /// The access an open with `flags` asks of an existing file.
-fn access_for(flags: OFlags) -> rustix::fs::Access {
+pub(super) fn access_for(flags: OFlags) -> rustix::fs::Access {
     use rustix::fs::Access;
     let mode = match flags & (OFlags::RDONLY | OFlags::WRONLY | OFlags::RDWR) {
         f if f == OFlags::WRONLY => Access::WRITE_OK,
@@ -87,13 +87,35 @@ fn access_for(flags: OFlags) -> rustix::fs::Access {
     }
 }
 
+/// Whether `who` may add or remove names in `dir`, asked of the kernel with
+/// `who`'s credentials on SOURCE's directory. The kernel checked the mode bits
+/// and the sticky bit the mount shows before the request came
+/// (`default_permissions`), but not SOURCE's POSIX ACLs, which may take
+/// writing from a user the bits grant it to. Asked only when the daemon acts
+/// for another user (it is root, the user is not): otherwise the call itself
+/// is made with that user's rights.
+fn may_change(who: Requester, dir: &OwnedFd) -> Res<()> {
+    if who.uid == 0 || !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    who.caller()
+        .may(
+            dir.as_fd(),
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+        )
+        .map_err(errno)
+}
+
 impl Core {
-    /// The parent of a new name must be a real directory, and the name not `.editfs` at the root.
-    fn new_name(&self, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
+    /// The parent of a new name must be a real directory, one `who` may write
+    /// (see `may_change`), and the name not `.editfs` at the root.
+    fn new_name(&self, who: Requester, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
         if parent == ROOT && name == state::NAME {
             return Err(Errno::EEXIST);
         }
-        self.dir_of(parent)
+        let dir = self.dir_of(parent)?;
+        may_change(who, &dir)?;
+        Ok(dir)
     }
 
     /// Makes `name` in `parent` with `how` and permissions `perm`, gives it to its
@@ -106,7 +128,7 @@ impl Core {
         perm: u32,
         how: impl FnOnce(&OwnedFd) -> rustix::io::Result<()>,
     ) -> Res<Timed> {
-        let dir = self.new_name(parent, name)?;
+        let dir = self.new_name(who, parent, name)?;
         how(&dir).map_err(errno)?;
         self.unmask(&*dir, name, perm)?;
         self.give_to(who, &*dir, name);
@@ -153,11 +175,12 @@ impl Core {
     }
 
     /// A name the user may change: real, in a real directory, not a control file.
-    fn changeable(&self, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
+    fn changeable(&self, who: Requester, parent: u64, name: &OsStr) -> Res<Arc<OwnedFd>> {
         if parent == ROOT && name == OsStr::new(STATE_DIR) {
             return Err(Errno::EBUSY);
         }
         let dir = self.dir_of(parent)?;
+        may_change(who, &dir)?;
         // The name is looked at before SOURCE: most names are no control
         // file's, and `rm -r` then pays no `stat` per file for this.
         if self.settings.suffixes.parse(name).is_some()
@@ -342,7 +365,7 @@ impl Core {
     }
 
     pub(super) fn unlink(&self, who: Requester, parent: u64, name: &OsStr) -> Res<()> {
-        let dir = self.changeable(parent, name)?;
+        let dir = self.changeable(who, parent, name)?;
         self.edits_only_keeps(&dir, name)?;
         let gone = self.path(parent).map(|p| p.join(name)).ok();
         let loc = Loc {
@@ -365,8 +388,8 @@ impl Core {
         Ok(())
     }
 
-    pub(super) fn rmdir(&self, parent: u64, name: &OsStr) -> Res<()> {
-        let dir = self.changeable(parent, name)?;
+    pub(super) fn rmdir(&self, who: Requester, parent: u64, name: &OsStr) -> Res<()> {
+        let dir = self.changeable(who, parent, name)?;
         let before = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW);
         rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR).map_err(errno)?;
         let removed = self.nodes.write().unlinked(parent, name);
@@ -385,8 +408,8 @@ impl Core {
         (newparent, newname): (u64, &OsStr),
         flags: u32,
     ) -> Res<()> {
-        let from = self.changeable(parent, name)?;
-        let to = self.changeable(newparent, newname)?;
+        let from = self.changeable(who, parent, name)?;
+        let to = self.changeable(who, newparent, newname)?;
         self.edits_only_keeps(&from, name)?;
         self.edits_only_keeps(&to, newname)?;
         // What it moves may be a file (or hold one) a commit left unsynced,
@@ -430,10 +453,15 @@ impl Core {
         rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()
     }
 
-    pub(super) fn link(&self, ino: u64, newparent: u64, newname: &OsStr) -> Res<Timed> {
+    pub(super) fn link(
+        &self,
+        who: Requester,
+        ino: u64,
+        (newparent, newname): (u64, &OsStr),
+    ) -> Res<Timed> {
         self.real_only(ino)?;
         let loc = self.loc(ino)?;
-        let dir = self.new_name(newparent, newname)?;
+        let dir = self.new_name(who, newparent, newname)?;
         // Recovery would write a torn new content again under one name only.
         self.store.settle_before_move();
         rustix::fs::linkat(loc.dir(), &loc.name, &dir, newname, AtFlags::empty()).map_err(errno)?;
@@ -451,7 +479,7 @@ impl Core {
         flags: i32,
         register: Register<'_>,
     ) -> Res<(Timed, Opened)> {
-        let dir = self.new_name(parent, name)?;
+        let dir = self.new_name(who, parent, name)?;
         let lease = self.lease_in(parent);
         let writer = super::real::writer(flags);
         let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)

@@ -404,8 +404,9 @@ impl Filesystem for Fuse {
         serve("unlink", reply, logic, empty);
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        serve("rmdir", reply, |_| self.0.rmdir(parent.0, name), empty);
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let logic = |_: &_| self.0.rmdir(requester(req), parent.0, name);
+        serve("rmdir", reply, logic, empty);
     }
 
     fn symlink(
@@ -440,13 +441,13 @@ impl Filesystem for Fuse {
 
     fn link(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let logic = |_: &_| self.0.link(ino.0, newparent.0, newname);
+        let logic = |_: &_| self.0.link(requester(req), ino.0, (newparent.0, newname));
         serve("link", reply, logic, entry);
     }
 

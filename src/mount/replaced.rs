@@ -139,6 +139,32 @@ impl StaleRetries {
 }
 
 impl Core {
+    /// Whether `who` may open real node `ino` as `flags` asks, asked of the
+    /// kernel with `who`'s credentials on SOURCE's file (see `may_change`:
+    /// the kernel checked only the mode bits the mount shows, not SOURCE's
+    /// POSIX ACLs). A name that no longer holds the node is left to the open,
+    /// which answers ESTALE for it; so the file checked is the file opened.
+    fn may_open(&self, who: Requester, ino: u64, flags: i32) -> Res<()> {
+        if who.uid == 0 || ino == ROOT || !rustix::process::geteuid().is_root() {
+            return Ok(());
+        }
+        let loc = self.loc(ino)?;
+        let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let Ok(pinned) = rustix::fs::openat(loc.dir(), &loc.name, how, Mode::empty()) else {
+            return Ok(());
+        };
+        match rustix::fs::fstat(&pinned) {
+            Ok(st) if self.ids.of(&st) == ino => {}
+            _ => return Ok(()),
+        }
+        let access = if flags & EXEC_OPEN != 0 {
+            Access::EXEC_OK
+        } else {
+            super::dirs::access_for(OFlags::from_bits_retain(flags as u32))
+        };
+        who.caller().may(pinned.as_fd(), access).map_err(errno)
+    }
+
     /// Opens real node `ino` for `who` with the open flags `flags`, passed
     /// through when `register` gets a backing id for it.
     pub(super) fn open_file(
@@ -151,6 +177,7 @@ impl Core {
         let reads_only = flags & libc::O_ACCMODE == libc::O_RDONLY
             && !truncates(flags)
             && flags & EXEC_OPEN == 0;
+        self.may_open(who, ino, flags)?;
         let (fh, size) = match self.open_real(ino, flags, who.pid) {
             Err(Errno::ESTALE)
                 if reads_only
