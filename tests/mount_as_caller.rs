@@ -677,12 +677,16 @@ fn acls_deny_a_patch_what_they_deny_natively() {
     assert!(set.status.success(), "{}", text(&set));
     let edit = as_nobody(&m, &format!("{} > acl/open.txt.edit", payload("ATTACK")));
     assert!(!edit.status.success(), "{}", text(&edit));
-    let write = as_nobody(&m, "echo ATTACK >> acl/open.txt");
-    assert!(
-        text(&write).contains("Permission denied"),
-        "{}",
-        text(&write)
-    );
+    // truncate(2) by path, not by a descriptor (`truncate -s` opens the file).
+    let by_path = "PATH=/usr/bin:/bin python3 -c 'import os; os.truncate(\"acl/open.txt\", 0)'";
+    for write in ["echo ATTACK >> acl/open.txt", by_path] {
+        let out = as_nobody(&m, write);
+        assert!(
+            text(&out).contains("Permission denied"),
+            "{write}: {}",
+            text(&out)
+        );
+    }
     assert_eq!(m.src_file("acl/open.txt"), b"#!/bin/sh\nroot's\n");
     // A file its bits show to everyone, and its ACL hides from nobody.
     let hidden = m.src.join("shared/hidden.txt");

@@ -115,7 +115,7 @@ impl Core {
                 Ok(())
             }
             Kind::State(_) => Err(Errno::EROFS),
-            Kind::Real => self.setattr_real(ino, who.pid, fh, set),
+            Kind::Real => self.setattr_real(ino, who, fh, set),
         }?;
         self.getattr(ino, fh)
     }

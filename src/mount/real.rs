@@ -13,7 +13,7 @@ use super::fs::{Core, Handle, Loc, VIRTUAL_TTL, attr, file_type};
 use super::nodes::ROOT;
 use super::ops::Register;
 use super::state;
-use super::types::{Backing, Errno, FileType, Res, Served, Timed, errno};
+use super::types::{Backing, Errno, FileType, Requester, Res, Served, Timed, errno};
 
 /// chmod of `name` in `dir` without following it: the kernel has no such call, so
 /// the file is pinned with `O_PATH` and changed through its `/proc/self/fd` link,
@@ -153,7 +153,13 @@ impl Core {
         Ok(st)
     }
 
-    pub(super) fn setattr_real(&self, ino: u64, pid: u32, fh: Option<u64>, set: Set) -> Res<()> {
+    pub(super) fn setattr_real(
+        &self,
+        ino: u64,
+        who: Requester,
+        fh: Option<u64>,
+        set: Set,
+    ) -> Res<()> {
         self.touched(ino);
         let Set {
             mode,
@@ -197,11 +203,13 @@ impl Core {
                 return Err(Errno::EROFS);
             }
             if let Some(l) = &loc {
+                // A truncate by name is a write no open checked.
+                self.may_open(who, ino, libc::O_WRONLY)?;
                 self.settle_before_change(l);
             }
             // A truncate by name (`truncate -s`) is a write no open announced.
             let pending = match &loc {
-                Some(l) => self.keep_before_write(&self.path(ino)?, l, pid),
+                Some(l) => self.keep_before_write(&self.path(ino)?, l, who.pid),
                 None => None,
             };
             let _shared = self.stripe(ino).read();

@@ -144,7 +144,7 @@ impl Core {
     /// the kernel checked only the mode bits the mount shows, not SOURCE's
     /// POSIX ACLs). A name that no longer holds the node is left to the open,
     /// which answers ESTALE for it; so the file checked is the file opened.
-    fn may_open(&self, who: Requester, ino: u64, flags: i32) -> Res<()> {
+    pub(super) fn may_open(&self, who: Requester, ino: u64, flags: i32) -> Res<()> {
         if who.uid == 0 || ino == ROOT || !rustix::process::geteuid().is_root() {
             return Ok(());
         }
