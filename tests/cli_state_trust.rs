@@ -239,10 +239,6 @@ fn a_mount_refuses_a_planted_state_directory() {
         p.editfs(&["unmount", "mnt"], "");
     }
     assert!(!out.status.success(), "mounted: {}", text(&out));
-    assert!(
-        text(&out).contains("owned by uid 65534"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains("owned by uid 65534"), "{}", text(&out));
     p.victim_untouched();
 }

@@ -583,6 +583,17 @@ fn a_sticky_directory_keeps_roots_file_from_a_patchs_delete_and_move() {
     fs::write(tmp.join("root.txt"), "root's\n").unwrap();
     chmod(&tmp.join("root.txt"), 0o666);
     refused_like_native(&m, "tmp/root.txt", "Operation not permitted");
+    // With an edit of nobody's own file in the same patch: all or nothing.
+    let both = "*** Begin Patch\n*** Update File: nb/nb.txt\n@@\n-nobody'\\''s\n+ATTACK\n*** Delete File: tmp/root.txt\n*** End Patch\n";
+    let out = patch_as_nobody(&m, both);
+    assert!(!out.status.success(), "{}", text(&out));
+    let why = text(&out);
+    assert!(
+        why.contains("tmp/root.txt") && why.contains("Operation not permitted"),
+        "{why}"
+    );
+    assert_eq!(m.src_file("nb/nb.txt"), b"#!/bin/sh\nnobody's\n");
+    assert!(tmp.join("root.txt").exists());
     // Nobody's own file there moves and goes.
     let own = as_nobody(&m, "echo mine > tmp/mine.txt");
     assert!(own.status.success(), "{}", text(&own));
