@@ -582,6 +582,43 @@ fn a_deletion_with_a_typo_in_search_fails_instead_of_passing_as_a_replay() {
 }
 
 #[test]
+fn a_resent_deletion_between_kept_context_is_a_replay_and_a_mistyped_one_fails() {
+    let before = "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n";
+    let after = "def a():\n    return 1\n\n\ndef c():\n    return 3\n";
+    let deletion = block(
+        "    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n",
+        "    return 1\n\n\ndef c():\n",
+    );
+    let first = run(before, &deletion);
+    assert_eq!(text(&first), after);
+    let again = run(after, &deletion);
+    assert_eq!(
+        again.report.outcome,
+        Outcome::Ok,
+        "{:?}",
+        again.report.error
+    );
+    assert!(!again.written);
+    assert!(
+        warnings(&again).contains("already applied"),
+        "{}",
+        warnings(&again)
+    );
+    // A typo in the lines to delete leaves them between the context: no replay.
+    let typo = deletion.replace("return 2", "return 22");
+    assert_eq!(kind(&run(before, &typo)), "not_found");
+    // Context on one side alone proves nothing, nor does context of punctuation.
+    let one_side = block(
+        "    return 2\n\n\ndef c():\n    return 3\n",
+        "    return 2\n",
+    );
+    assert_eq!(kind(&run(after, &one_side)), "not_found");
+    let braces = "fn f() {\n    {\n    }\n}\n";
+    let r = run(braces, &block("    }\n    x();\n}\n", "    }\n}\n"));
+    assert_eq!(kind(&r), "not_found");
+}
+
+#[test]
 fn a_resent_insertion_is_a_replay_and_never_inserts_twice() {
     let after = block("import os\n", "import os\nimport sys\n");
     let first = run("import os\n\nprint(1)\n", &after);

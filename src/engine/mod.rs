@@ -1702,8 +1702,9 @@ impl Transaction<'_, '_> {
         Some(Ok(Done::applied("substring", Some(lines), vec![warning])))
     }
 
-    /// SEARCH is missing: a replay (rule (a) of the `replay` module) when REPLACE
-    /// is there once, where SEARCH's closest region lies; a `not_found` at that
+    /// SEARCH is missing: a replay (rule (a) of the `replay` module, an addition
+    /// or a deletion between kept context) when REPLACE is there once, where
+    /// SEARCH's closest region lies; a `not_found` at that
     /// region when a copy of REPLACE lies elsewhere; `None` when REPLACE is absent.
     fn replayed_lines(
         &self,
@@ -1712,7 +1713,9 @@ impl Transaction<'_, '_> {
         replace: &[&str],
         scope: Range<usize>,
     ) -> Option<Result<Done, Failure>> {
-        if replace.is_empty() || !replay::adds_a_line(search, replace) {
+        let proves = replay::adds_a_line(search, replace)
+            || replay::deletes_between_context(search, replace);
+        if replace.is_empty() || !proves {
             return None;
         }
         let found = lines::find(&self.doc, replace, scope.clone(), || self.tiers())?;

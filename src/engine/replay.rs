@@ -4,7 +4,10 @@
 //!
 //! (a) SEARCH is gone and REPLACE stands where SEARCH's closest region lies, and
 //! REPLACE brings a line SEARCH lacks (a deletion leaves nothing behind that could
-//! prove it happened, so a mistyped deletion must fail rather than pass).
+//! prove it happened, so a mistyped deletion must fail rather than pass), or
+//! REPLACE is SEARCH with lines taken out between context it keeps on both
+//! sides: that context standing together proves the deletion, since a mistyped
+//! deletion leaves the lines it meant between the two.
 //! (b) SEARCH is there and the file around it already reads as REPLACE: an
 //! insertion before or after SEARCH was made, and must not be made twice. Only
 //! an insertion with some text is evidence: blank lines next to SEARCH are common
@@ -23,6 +26,32 @@ pub fn adds_a_line(search: &[&str], replace: &[&str]) -> bool {
         .iter()
         .filter(|r| !tolerant::is_blank(r))
         .any(|r| !search.iter().any(|s| s.trim_end() == r.trim_end()))
+}
+
+/// Whether REPLACE is SEARCH with a run of lines taken out between context kept
+/// on both sides, each side holding a line that says something (more than
+/// punctuation): `}` next to `}` stands together too often by chance.
+pub fn deletes_between_context(search: &[&str], replace: &[&str]) -> bool {
+    let same = |s: &&str, r: &&str| s.trim_end() == r.trim_end();
+    let n = replace.len();
+    if n == 0 || n >= search.len() {
+        return false;
+    }
+    let pre = search
+        .iter()
+        .zip(replace)
+        .take_while(|(s, r)| same(s, r))
+        .count();
+    let post = search
+        .iter()
+        .rev()
+        .zip(replace.iter().rev())
+        .take_while(|(s, r)| same(s, r))
+        .count();
+    let says = |lines: &[&str]| lines.iter().any(|l| l.chars().any(char::is_alphanumeric));
+    // Any split `k` of REPLACE into SEARCH's first k lines and its last n - k.
+    let (low, high) = (n.saturating_sub(post).max(1), pre.min(n - 1));
+    (low..=high).any(|k| says(&replace[..k]) && says(&replace[k..]))
 }
 
 /// The same for text that may lie inside a line (JSON `search`): REPLACE must
@@ -140,6 +169,20 @@ pub fn text_reads_as_replace(bytes: &[u8], at: usize, search: &[u8], replace: &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deletion_is_proved_only_by_context_that_says_something_on_both_sides() {
+        assert!(deletes_between_context(&["a", "x", "b"], &["a", "b"]));
+        assert!(deletes_between_context(
+            &["a", "x", "y", "b", "c"],
+            &["a", "b", "c"]
+        ));
+        assert!(!deletes_between_context(&["a", "x"], &["a"]));
+        assert!(!deletes_between_context(&["x", "a"], &["a"]));
+        assert!(!deletes_between_context(&["}", "x", "}"], &["}", "}"]));
+        assert!(!deletes_between_context(&["a", "x", "b"], &["a", "c"]));
+        assert!(!deletes_between_context(&["a", "b"], &["a", "b"]));
+    }
 
     #[test]
     fn a_deletion_adds_no_line() {
