@@ -184,6 +184,41 @@ fn history_log_and_snapshots_show_nothing_from_a_directory_the_caller_cannot_sea
     }
 }
 
+/// Root edits a file in its 0700 `priv/`, moves it out, and removes the whole
+/// directory: nobody, who could never search `priv/`, sees none of its names,
+/// hashes or contents through `.editfs/` once the directory is gone, and an
+/// undo of one of its names fails as one of a name that never was there.
+#[test]
+fn a_removed_private_directory_stays_private_in_the_history() {
+    let Some(m) = mount_for_nobody() else { return };
+    root_edits(&m, "priv/e.txt", SECRET, "API_KEY=<redacted>");
+    m.ok("mv priv/e.txt moved.txt && rm -r priv");
+    let sha = sha_of(&format!("{SECRET}\n"));
+    let out = as_nobody(
+        &m,
+        "cat .editfs/history .editfs/log; ls -R .editfs/snapshots .editfs/versions 2>&1; \
+         cat .editfs/snapshots/priv/*/* .editfs/versions/priv/*/* 2>&1; true",
+    );
+    for leak in ["k.txt", "e.txt", SECRET, sha.as_str()] {
+        assert!(
+            !text(&out).contains(leak),
+            "nobody saw {leak}: {}",
+            text(&out)
+        );
+    }
+    let attempt = |name: &str| {
+        let out = as_nobody(
+            &m,
+            &format!(
+                "echo {name} | cat > .editfs/undo; echo rc=$?; grep -v '^tx\\|time' .editfs/status"
+            ),
+        );
+        normalise(&text(&out).replace(name, "NAME"))
+    };
+    assert_eq!(attempt("priv/k.txt"), attempt("priv/never.txt"));
+    assert!(!m.src.join("priv").exists(), "recreated for nobody");
+}
+
 fn sha_of(text: &str) -> String {
     let out = Command::new("sha256sum")
         .stdin(std::process::Stdio::piped())

@@ -171,7 +171,8 @@ impl Core {
             return None;
         }
         let access = file.metadata().ok().map(|m| Access::of(&m));
-        direct::begin(&self.store, &name, (&mut file, access), &who)
+        let above = Access::above(loc.dir(), &name);
+        direct::begin(&self.store, &name, (&mut file, access, above), &who)
             .map_err(|e| log::error!("cannot keep the pre-image of {name}: {e}"))
             .ok()
     }
@@ -191,10 +192,14 @@ impl Core {
         let name = rel.to_string_lossy();
         self.store.settle_removals_at(&name);
         let (before, tx) = last_kept(self.store.objects(), &name)?;
-        let access = self.kept.lock().get(self.store.dir(), &name, tx);
+        let (access, above) = self
+            .kept
+            .lock()
+            .get(self.store.dir(), &name, tx)
+            .map_or((None, Vec::new()), |(a, above)| (Some(a), above));
         let readable = match access {
             _ if who.uid == 0 => true,
-            Some(a) => who.caller().reads(&a),
+            Some(a) => who.caller().could_read(&a, &above),
             // Kept with no owner recorded: the daemon's user's alone.
             None => who.uid == self.owner.0,
         };
@@ -204,7 +209,7 @@ impl Core {
         direct::begin(
             &self.store,
             &name,
-            (&mut std::io::Cursor::new(before), access),
+            (&mut std::io::Cursor::new(before), access, above),
             &Who::process(who.pid),
         )
         .map_err(|e| log::error!("cannot record the new file {name}: {e}"))

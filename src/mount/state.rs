@@ -64,18 +64,35 @@ fn version_of(rel: &Path) -> Option<(String, u64)> {
 /// as the log grows, so a lookup reads only lines it has not seen.
 #[derive(Default)]
 pub struct KeptAccess {
-    known: HashMap<(String, u64), Access>,
+    /// Each version's file's access, and the directories above it others
+    /// could not search (see `FileEntry::above`).
+    known: HashMap<(String, u64), (Access, Vec<Access>)>,
     /// The inode of the log read so far, and how many of its bytes.
     read: (u64, u64),
 }
 
 impl KeptAccess {
-    pub(super) fn get(&mut self, state: &Path, path: &str, tx: u64) -> Option<Access> {
+    pub(super) fn get(
+        &mut self,
+        state: &Path,
+        path: &str,
+        tx: u64,
+    ) -> Option<(Access, Vec<Access>)> {
         let key = (path.to_owned(), tx);
         if !self.known.contains_key(&key) {
             self.catch_up(state);
         }
-        self.known.get(&key).copied()
+        self.known.get(&key).cloned()
+    }
+
+    /// Whether a version of `path`, or of a file beneath it, was kept behind a
+    /// directory not everyone could search then.
+    fn private_at(&mut self, state: &Path, path: &str) -> bool {
+        self.catch_up(state);
+        let beneath = format!("{path}/");
+        self.known
+            .iter()
+            .any(|((p, _), (_, above))| !above.is_empty() && (p == path || p.starts_with(&beneath)))
     }
 
     /// Reads the log's new lines; after a rotation (the log is a new file), it
@@ -109,7 +126,7 @@ impl KeptAccess {
             };
             for f in entry.files {
                 if let Some(a) = f.access {
-                    self.known.insert((f.file, entry.tx), a);
+                    self.known.insert((f.file, entry.tx), (a, f.above));
                 }
             }
         }
@@ -182,15 +199,18 @@ impl Core {
     /// Type, permissions and owner (if not the daemon's) of a kept version or of
     /// a directory of them, so that the kernel's permission check shows each only
     /// to whom its file was readable. A version takes its file's mode and owner
-    /// from when it was kept (read-only); one the log says nothing of (an older
+    /// from when it was kept (read-only), narrowed to its owner's or to none
+    /// where a directory above it then was not everyone's to search; one the log says nothing of (an older
     /// store, or a line rotated out) is the daemon's user's alone. A directory
     /// takes the bits of the project's directory or file at its path now; one for
-    /// a path that is gone is open to all, and shows only version numbers.
+    /// a path that is gone is open to all, and shows only version numbers,
+    /// unless a version beneath it was kept behind a directory not everyone
+    /// could search: then it is the daemon's user's alone.
     fn kept_access(&self, rel: &Path, dir: bool) -> (FileType, u16, Option<(u32, u32)>) {
         if !dir {
             let access = version_of(rel)
                 .and_then(|(path, tx)| self.kept.lock().get(self.store.dir(), &path, tx));
-            return match access {
+            return match access.map(|(a, above)| a.behind(&above)) {
                 Some(a) => (
                     FileType::RegularFile,
                     (a.mode & 0o444) as u16,
@@ -214,6 +234,14 @@ impl Core {
                 listable(st.st_mode),
                 Some((st.st_uid, st.st_gid)),
             ),
+            // A path that is gone, once behind a directory not everyone could
+            // search: its names are the daemon's user's alone.
+            _ if project
+                .to_str()
+                .is_some_and(|p| self.kept.lock().private_at(self.store.dir(), p)) =>
+            {
+                (FileType::Directory, 0o500, None)
+            }
             _ => (FileType::Directory, 0o555, None),
         }
     }

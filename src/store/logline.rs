@@ -100,6 +100,12 @@ pub struct FileEntry {
     /// file was then, whoever owns the name now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub access: Option<Access>,
+    /// The directories on the file's path (its own up to the project's root)
+    /// that not everyone could search when this transaction ran: who could not
+    /// search one of them could not see the file then, and is shown none of its
+    /// versions, even once those directories are gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub above: Vec<Access>,
 }
 
 impl FileEntry {
@@ -129,6 +135,68 @@ pub struct Access {
 }
 
 impl Access {
+    /// The directories from `dir`, the file `rel`'s own, up to the project's
+    /// root that others may not search (see `FileEntry::above`), found through
+    /// `..` from `dir`: whatever the names above are now, these are the
+    /// directories the file is in.
+    pub fn above(dir: std::os::fd::BorrowedFd<'_>, rel: &str) -> Vec<Access> {
+        use rustix::fs::{Mode, OFlags};
+        use std::os::fd::AsFd;
+        let levels = rel.matches('/').count() + 1;
+        let mut out = Vec::new();
+        let mut up: Option<std::os::fd::OwnedFd> = None;
+        for level in 0..levels {
+            let at = up.as_ref().map_or(dir, |fd| fd.as_fd());
+            let Ok(st) = rustix::fs::fstat(at) else { break };
+            if st.st_mode & 0o001 == 0 {
+                out.push(Access::of_stat(&st));
+            }
+            if level + 1 < levels {
+                let how = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                match rustix::fs::openat(at, "..", how, Mode::empty()) {
+                    Ok(fd) => up = Some(fd),
+                    Err(_) => break,
+                }
+            }
+        }
+        out
+    }
+
+    /// The permission bits and owner of a status.
+    pub fn of_stat(st: &rustix::fs::Stat) -> Access {
+        Access {
+            mode: st.st_mode & 0o7777,
+            uid: st.st_uid,
+            gid: st.st_gid,
+        }
+    }
+
+    /// This file's access as bits alone can show it, given the directories
+    /// `above` it that not everyone could search: group and others lose
+    /// their bits, and the owner too if one of them shut it out. Conservative:
+    /// it never shows the file to a user who could not reach it.
+    pub fn behind(self, above: &[Access]) -> Access {
+        if above.is_empty() {
+            return self;
+        }
+        let owner_searches = above.iter().all(|d| {
+            let shift = if d.uid == self.uid {
+                6
+            } else if d.gid == self.gid {
+                3
+            } else {
+                0
+            };
+            (d.mode >> shift) & 1 == 1
+        });
+        let mode = if owner_searches {
+            self.mode & 0o7700
+        } else {
+            0
+        };
+        Access { mode, ..self }
+    }
+
     pub fn of(meta: &std::fs::Metadata) -> Access {
         use std::os::unix::fs::MetadataExt;
         Access {
@@ -192,6 +260,42 @@ mod tests {
         assert_eq!(e.file("a").unwrap().before.as_deref(), Some("x"));
         let back: LogEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn a_file_behind_a_private_directory_is_its_owners_at_most() {
+        let file = Access {
+            mode: 0o644,
+            uid: 1000,
+            gid: 1000,
+        };
+        assert_eq!(file.behind(&[]), file);
+        let mine = Access {
+            mode: 0o700,
+            uid: 1000,
+            gid: 1000,
+        };
+        assert_eq!(file.behind(&[mine]).mode, 0o600);
+        let roots = Access {
+            mode: 0o700,
+            uid: 0,
+            gid: 0,
+        };
+        assert_eq!(file.behind(&[mine, roots]).mode, 0);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let set = |p: &str, m: u32| {
+            std::fs::set_permissions(tmp.path().join(p), std::fs::Permissions::from_mode(m))
+                .unwrap()
+        };
+        set("", 0o755);
+        set("a", 0o750);
+        set("a/b", 0o755);
+        let dir = std::fs::File::open(tmp.path().join("a/b")).unwrap();
+        let above = Access::above(std::os::fd::AsFd::as_fd(&dir), "a/b/f");
+        assert_eq!(above.len(), 1, "{above:?}");
+        assert_eq!(above[0].mode, 0o750);
     }
 
     #[test]

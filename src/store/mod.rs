@@ -1099,11 +1099,15 @@ impl Store {
             if let Some(meta) = old.and_then(|i| metas[i].as_ref()) {
                 f.access = Some(logline::Access::of(meta));
             }
+            if let Some(c) = old.map(|i| &changes[i]) {
+                f.above = logline::Access::above(c.dir, &f.file);
+            }
             if let Some(r) = removals.iter().find(|r| r.rel == f.file) {
                 f.removed = true;
                 f.sha256 = None;
                 // What an undo gives the file back.
                 f.access = f.access.or_else(|| removed_access(r));
+                f.above = logline::Access::above(r.dir, &f.file);
             }
         }
         let mut record = journal::Record {

@@ -26,6 +26,7 @@ pub struct Pending {
     pub rel: String,
     before: String,
     access: Option<Access>,
+    above: Vec<Access>,
     time: String,
     who: Who,
 }
@@ -71,14 +72,15 @@ fn line_changes(before: &[u8], after: &[u8]) -> (usize, usize) {
 }
 
 /// Keeps what `file` holds, the content of `rel` before a direct write, under a
-/// new id; `access` is the file's mode and owner then. The copy is made before
+/// new id; `access` is the file's mode and owner then, `above` the directories
+/// on its way others could not search (see `FileEntry::above`). The copy is made before
 /// the store's lock is taken, which is then held only to hand out the id and
 /// name the copy: a slow copy of a big file holds up no transaction on another
 /// file. (A hard link would not do: the file is about to be written in place.)
 pub fn begin<F: Read + Seek>(
     store: &Store,
     rel: &str,
-    (file, access): (&mut F, Option<Access>),
+    (file, access, above): (&mut F, Option<Access>, Vec<Access>),
     who: &Who,
 ) -> Result<Pending, StoreError> {
     let sha = store.objects().put_from(file)?;
@@ -96,6 +98,7 @@ pub fn begin<F: Read + Seek>(
         rel: rel.to_owned(),
         before: sha,
         access,
+        above,
         time: now(),
         who: who.clone(),
     })
@@ -150,6 +153,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         lines_added,
         lines_removed,
         access: p.access,
+        above: p.above.clone(),
         ..FileEntry::default()
     };
     store.log(&entry(
@@ -204,6 +208,7 @@ pub fn remove<E>(
         lines_removed: line_changes(&bytes, b"").1,
         removed: true,
         access,
+        above: Access::above(dir, rel),
         ..FileEntry::default()
     };
     if let Err(e) = store.log(&entry(tx, now(), Kind::Delete, Outcome::Ok, file, who)) {
@@ -230,6 +235,7 @@ pub fn remove_later(
         file: rel.to_owned(),
         removed: true,
         access: Some(access),
+        above: Access::above(at.0, rel),
         ..FileEntry::default()
     };
     let line = entry(0, now(), Kind::Delete, Outcome::Ok, file, who);
@@ -265,7 +271,7 @@ mod tests {
         std::thread::scope(|s| {
             let copying = s.spawn(|| {
                 let mut from = std::fs::File::open(&fifo).unwrap();
-                begin(&store, "big.txt", (&mut from, None), &who)
+                begin(&store, "big.txt", (&mut from, None, Vec::new()), &who)
             });
             let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
             writer.write_all(b"first half\n").unwrap();

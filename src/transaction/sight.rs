@@ -48,6 +48,12 @@ impl Caller {
         self.permits(access, READ)
     }
 
+    /// Whether the caller could read a file that had `access`, behind the
+    /// directories `above` it that not everyone could search then.
+    pub fn could_read(&self, access: &Access, above: &[Access]) -> bool {
+        self.reads(access) && above.iter().all(|d| self.permits(d, SEARCH))
+    }
+
     /// Whether the caller can read the regular file `rel` beneath `root` now: every
     /// directory on the way searchable, the file readable, no symlink followed.
     pub fn reads_now(&self, root: &impl AsFd, rel: &str) -> bool {
@@ -129,7 +135,7 @@ impl Caller {
     pub fn sees(&self, root: &impl AsFd, entry: &LogEntry, now: &mut Now) -> bool {
         self.is_root()
             || entry.files.iter().all(|f| {
-                let then = f.access.map(|a| self.reads(&a));
+                let then = f.access.map(|a| self.could_read(&a, &f.above));
                 let seen = *now
                     .entry(f.file.clone())
                     .or_insert_with(|| self.sight(root, &f.file));

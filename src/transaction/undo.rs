@@ -407,7 +407,7 @@ fn plan_file(
     let created = made_by_to.is_some_and(|f| f.created);
     let access = made_by_to.and_then(|f| f.access);
     let restored = match objects.read(Side::Pre, rel, to) {
-        Some(_) if caller.is_some_and(|c| !readable(c, access)) => {
+        Some(_) if caller.is_some_and(|c| !readable(c, made_by_to)) => {
             return Err(refuse(
                 ErrorKind::PermissionDenied,
                 format!(
@@ -490,12 +490,18 @@ fn plan_file(
     })
 }
 
-/// Whether `caller` could read a version whose file had `access` when it was
-/// kept. One the log says nothing of (a store from before owners were
-/// recorded) is the daemon's alone, as the mount shows it.
-fn readable(caller: &Caller, access: Option<crate::store::logline::Access>) -> bool {
+/// Whether `caller` could read the version `kept` records (its file's access
+/// and the directories above it) when it was kept. One the log says nothing of
+/// (a store from before owners were recorded) is the daemon's alone, as the
+/// mount shows it.
+fn readable(caller: &Caller, kept: Option<&FileEntry>) -> bool {
     let daemon = rustix::process::geteuid().as_raw();
-    caller.is_root() || access.map_or(caller.uid == daemon, |a| caller.reads(&a))
+    caller.is_root()
+        || kept
+            .and_then(|f| Some((f.access?, &f.above)))
+            .map_or(caller.uid == daemon, |(a, above)| {
+                caller.could_read(&a, above)
+            })
 }
 
 /// Fails when `rel` is not as `last`, the latest transaction editfs recorded on
