@@ -48,7 +48,9 @@ differs line by line, then a fragment of a line found once as text; such a match
 used only if it is the only one, and is reported as a warning.
 
 Snapshots of each file before it changes go to --state-dir, else to the nearest
-ancestor's .editfs/ directory (as git finds .git), else none are kept.";
+ancestor's .editfs/ directory (as git finds .git) when it is owned by you or root and
+writable by no one else (one that is not is named in the report and left unused), else
+none are kept.";
 
 /// Arguments of `editfs apply`.
 #[derive(clap::Args)]
