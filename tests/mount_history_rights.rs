@@ -282,3 +282,24 @@ fn normalise(report: &str) -> String {
         .collect::<Vec<_>>()
         .join("#")
 }
+
+/// The reports of root's edits of its private files say nothing to nobody:
+/// not through the file's own status files, not through `.editfs/status`.
+#[test]
+fn status_files_of_a_private_file_show_nothing_to_another_user() {
+    let Some(m) = mount_for_nobody() else { return };
+    root_edits(&m, "cfg.txt", SECRET, "API_KEY=<redacted>");
+    root_edits(&m, "priv/e.txt", SECRET, "API_KEY=<redacted>");
+    m.ok("printf '%s\\n' priv/e.txt '<<<<<<< SEARCH' 'API_KEY=<redacted>' '=======' 'API_KEY=again' '>>>>>>> REPLACE' > .editfs/edit");
+    let out = as_nobody(
+        &m,
+        "cat cfg.txt.status cfg.txt.status.json priv/e.txt.status .editfs/status .editfs/status.json 2>&1; true",
+    );
+    for leak in ["ROOT-SECRET", "redacted", "again", "e.txt:", "sha256 "] {
+        assert!(
+            !text(&out).contains(leak),
+            "nobody saw {leak}: {}",
+            text(&out)
+        );
+    }
+}
