@@ -768,3 +768,59 @@ fn roots_own_apply_still_writes_linked_files_and_removes_from_sticky_directories
     apply(&["--multi", "."], &delete_patch("tmp/theirs.txt"));
     assert!(!p.join("tmp/theirs.txt").exists());
 }
+
+/// Takes a file's append-only flag off when dropped, so the test's directory
+/// can go even when the test fails.
+struct AppendOnly(std::path::PathBuf);
+
+impl AppendOnly {
+    fn set(path: &Path) -> Option<AppendOnly> {
+        let set = Command::new("chattr").arg("+a").arg(path).output().ok()?;
+        set.status.success().then(|| AppendOnly(path.to_owned()))
+    }
+}
+
+impl Drop for AppendOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-a").arg(&self.0).output();
+    }
+}
+
+/// A file only appended to (`chattr +a`) may not be rewritten, natively or by
+/// a transaction, though its mode lets everyone write it: the kernel is asked
+/// to open it for writing as the caller before anything is committed.
+#[test]
+fn an_append_only_file_is_not_rewritten_for_a_caller() {
+    let Some(m) = mount_for_nobody() else { return };
+    let path = m.src.join("shared/journal.sh");
+    fs::write(&path, "#!/bin/sh\n").unwrap();
+    chmod(&path, 0o666);
+    let Some(_flag) = AppendOnly::set(&path) else {
+        eprintln!("no append-only flag on this file system; skipping");
+        return;
+    };
+    let src = m.src.display();
+    let native = as_nobody(&m, &format!("echo x > {src}/shared/journal.sh"));
+    assert!(
+        text(&native).contains("Operation not permitted"),
+        "{}",
+        text(&native)
+    );
+    let out = as_nobody(
+        &m,
+        &format!(
+            "{} > shared/journal.sh.edit; rc=$?; cat shared/journal.sh.status; exit $rc",
+            payload("ATTACK")
+        ),
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("permission_denied") || text(&out).contains("may not"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), "#!/bin/sh\n");
+    // Appending is still what it allows.
+    let appended = as_nobody(&m, "echo more >> shared/journal.sh");
+    assert!(appended.status.success(), "{}", text(&appended));
+}

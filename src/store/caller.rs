@@ -27,8 +27,10 @@
 //!      file's own descriptor, opened again for writing as the caller before
 //!      the commit point and written as the caller after it, so the kernel
 //!      checks the write and clears set-id bits as on a native write;
-//!    - a new content over a file with one name: written to a temporary file
-//!      the daemon makes (in its state directory, or beside the file), which
+//!    - a new content over a file with one name: the kernel is asked to open
+//!      the file for writing as the caller before the commit point
+//!      (`may_write`); the content is written to a temporary file the daemon
+//!      makes (in its state directory, or beside the file), which
 //!      alone gets a chmod and a chown (the old file's mode and owner, less
 //!      set-id bits for a caller without CAP_FSETID, or the caller's own for a
 //!      new file); the daemon then renames it over the name once the kernel
@@ -241,6 +243,21 @@ pub fn open_for_writing(
     acting(by, || rustix::fs::open(link.as_str(), flags, Mode::empty()))
         .map(File::from)
         .map_err(|source| denied_or(source, name, "write it"))
+}
+
+/// Whether `by` may write `file`, the one a transaction read and will replace
+/// by a rename: the kernel is asked by an open for writing as `by` (its ACL,
+/// its append-only and immutable flags, a security module), before the commit
+/// point. A program running from the file does not stop its replacement, as
+/// it does not stop a native `mv` over it.
+pub fn may_write(file: &File, by: Option<&Caller>, name: &OsStr) -> Result<(), StoreError> {
+    match open_for_writing(file, by, name) {
+        Err(StoreError::Denied {
+            source: Errno::TXTBSY,
+            ..
+        }) => Ok(()),
+        other => other.map(drop),
+    }
 }
 
 /// Replaces the content of the file `writable` (from `open_for_writing`) with

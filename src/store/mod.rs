@@ -1380,7 +1380,8 @@ struct Prepared {
 
 /// What the kernel must allow the callers of a commit before its commit point
 /// (see `caller`): each removal, asked as its caller, and the write of each
-/// file written in place, opened for it as its caller.
+/// file replaced, opened for it as its caller (and kept, for the files
+/// written in place).
 fn allowed(
     record: &journal::Record,
     changes: &[Change<'_>],
@@ -1403,9 +1404,13 @@ fn allowed(
         .files
         .iter()
         .zip(changes)
-        .map(|(e, c)| match c.old.filter(|_| e.in_place) {
-            Some(old) => caller::open_for_writing(old, c.by, std::ffi::OsStr::new(c.rel)).map(Some),
-            None => Ok(None),
+        .map(|(e, c)| {
+            let name = std::ffi::OsStr::new(c.rel);
+            match (c.replaces(), c.by) {
+                (Some(old), _) if e.in_place => caller::open_for_writing(old, c.by, name).map(Some),
+                (Some(old), Some(_)) => caller::may_write(old, c.by, name).map(|()| None),
+                _ => Ok(None),
+            }
         })
         .collect()
 }
