@@ -256,7 +256,8 @@ fn control_files_are_hidden_unless_asked_for() {
     let ls = m.ok("ls -a; find . -name '*.edit' -o -name '*.status*'");
     let control = |l: &&str| l.ends_with(".edit") || l.contains(".status");
     assert!(!ls.lines().any(|l| control(&l)), "{ls}");
-    assert!(ls.lines().any(|l| l == ".editfs"), "{ls}");
+    // Nor is the state directory listed (reached by name only).
+    assert!(!ls.lines().any(|l| l == ".editfs"), "{ls}");
     drop(m);
     let m = mount!("--show-control-files");
     let ls = m.ok("ls");
@@ -864,16 +865,22 @@ fn a_file_replaced_by_rename_keeps_its_report_unless_more_may_read_it() {
     assert!(status.starts_with("NO REPORT YET"), "{status}");
 }
 
-/// The root lists `.editfs` once, whether the state directory is SOURCE's
-/// own entry (listed in its place, with SOURCE's seek cookies) or lives
-/// elsewhere (added to a listing kept for the reader).
+/// The root never lists `.editfs`, whether the state directory is SOURCE's
+/// own entry or lives elsewhere, so `find` and `grep -r` never read a kept
+/// version as if it were the project; it is still reached by name.
 #[test]
-fn the_root_lists_the_state_directory_once_wherever_it_lives() {
-    let count = "ls -a | grep -cx '.editfs'; ls -a .editfs | grep -cx snapshots";
+fn the_root_never_lists_the_state_directory_and_walks_do_not_enter_it() {
+    let check = "printf 'typo\\n' > t.txt
+        printf '<<<<<<< SEARCH\\ntypo\\n=======\\nfixed\\n>>>>>>> REPLACE\\n' | cat > t.txt.edit
+        echo \"listed: $(ls -a | grep -cx '.editfs')\"
+        echo \"found: $(find . -path '*snapshots*' | wc -l)\"
+        echo \"grep: $(grep -r -l typo . | wc -l)\"
+        echo \"by name: $(ls -a .editfs | grep -cx snapshots)\"";
+    let want = "listed: 0\nfound: 0\ngrep: 0\nby name: 1\n";
     let m = mount!();
-    assert_eq!(m.ok(count), "1\n1\n");
+    assert_eq!(m.ok(check), want);
     drop(m);
     let state = tempfile::tempdir().unwrap();
     let m = mount!(&format!("--state-dir={}", state.path().display()));
-    assert_eq!(m.ok(count), "1\n1\n");
+    assert_eq!(m.ok(check), want);
 }

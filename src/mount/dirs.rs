@@ -270,13 +270,6 @@ impl Core {
                 name: name.to_owned(),
             });
         }
-        if ino == ROOT {
-            out.push(Entry {
-                ino: self.state_root(false),
-                kind: FileType::Directory,
-                name: state::NAME.into(),
-            });
-        }
         if self.settings.show_control_files {
             self.add_control_entries(ino, &mut out, regular);
         }
@@ -565,13 +558,11 @@ impl Core {
     /// each entry carries SOURCE's own seek cookie as its offset: a listing
     /// resumed after the directory changed (files removed while it is walked)
     /// then goes on where it was, as natively, and nothing is kept here. Not
-    /// where the mount adds entries SOURCE has no cookie for: control files,
-    /// when listed, and the state directory at the root when it lives outside
-    /// SOURCE (there the listing read at offset 0 is kept, `listings.rs`).
+    /// where the mount adds entries SOURCE has no cookie for, the control
+    /// files when listed (there the listing read at offset 0 is kept,
+    /// `listings.rs`).
     fn lists_in_place(&self, ino: u64) -> bool {
-        matches!(self.kind(ino), Ok(Kind::Real))
-            && !self.settings.show_control_files
-            && (ino != ROOT || self.store.dir() == self.source.path().join(STATE_DIR))
+        matches!(self.kind(ino), Ok(Kind::Real)) && !self.settings.show_control_files
     }
 
     /// Hands the entries of directory `ino`, `.` and `..` included, from
@@ -598,9 +589,8 @@ impl Core {
         let mut seen = |e: &Entry, next| {
             any = true;
             let full = visit(e, next);
-            // Neither `.`, `..` nor the state directory: not SOURCE's to read ahead.
-            let subdir = e.ino != ino && !(ino == ROOT && e.name == state::NAME);
-            if starts && !full && e.kind == FileType::Directory && subdir {
+            // Not `.` or `..`: not a subdirectory to read ahead.
+            if starts && !full && e.kind == FileType::Directory && e.ino != ino {
                 subdirs.push((e.ino, e.name.clone()));
             }
             full
@@ -647,11 +637,8 @@ impl Core {
                     kind: FileType::Directory,
                     name: name.to_owned(),
                 },
-                _ if ino == ROOT && name == state::NAME => Entry {
-                    ino: self.state_root(false),
-                    kind: FileType::Directory,
-                    name: name.to_owned(),
-                },
+                // Never listed: recursive walks must not read kept versions.
+                _ if ino == ROOT && name == state::NAME => continue,
                 _ => Entry {
                     ino: self.ids.real(dev, e.ino()),
                     kind: kind_of(e.file_type()),
