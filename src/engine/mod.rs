@@ -7,6 +7,7 @@
 //! fails, the whole transaction fails and no bytes come out, but the remaining
 //! operations are still tried so that one report names every problem at once.
 
+mod budget;
 mod diagnose;
 pub mod diff;
 mod doc;
@@ -26,6 +27,7 @@ use std::ops::{Range, RangeInclusive};
 use regex::bytes::Regex;
 use sha2::{Digest, Sha256};
 
+use budget::Budget;
 pub use diagnose::EMPTY_FILE;
 use doc::{Doc, Eol};
 pub use payload::FileAct;
@@ -37,6 +39,13 @@ pub use tolerant::Tier;
 
 /// Default payload limit: 100 KiB.
 pub const DEFAULT_MAX_PAYLOAD: usize = 100 * 1024;
+
+/// Default file limit of a transaction (`--max-file-size`): 16 MiB. The
+/// largest hand-written and generated sources of real trees (an amalgamated
+/// sqlite3.c, a generated parser, a lock file) are a few MiB, and one
+/// transaction holds about five copies of its file at its peak (read, result,
+/// line index, report diff, kept versions), so 16 MiB bounds it near 80 MiB.
+pub const DEFAULT_MAX_FILE: u64 = 16 << 20;
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -57,6 +66,9 @@ pub struct Options {
     pub tolerant: bool,
     pub ambiguous: Ambiguity,
     pub max_payload: usize,
+    /// The largest file a transaction reads, in bytes: the transaction layer
+    /// refuses a larger one (`too_large`) before reading a byte of it.
+    pub max_file: u64,
 }
 
 impl Default for Options {
@@ -65,6 +77,7 @@ impl Default for Options {
             tolerant: true,
             ambiguous: Ambiguity::Error,
             max_payload: DEFAULT_MAX_PAYLOAD,
+            max_file: DEFAULT_MAX_FILE,
         }
     }
 }
@@ -162,6 +175,7 @@ fn run_parsed(
         0 | 1 => Doc::new(body),
         _ => Doc::listed(body),
     };
+    let budget = Budget::for_file(body.len(), opts.max_file);
     let mut tx = Transaction {
         doc,
         tracked: true,
@@ -170,24 +184,85 @@ fn run_parsed(
         entities: OnceCell::new(),
         indents: OnceCell::new(),
         opts,
+        budget: &budget,
+        diagnosing: true,
         exists: original.is_some(),
         act: None,
         moved: Vec::new(),
         prose: prose(name),
         markup: markup(name),
     };
-    let mut ops: Vec<OpReport> = parsed
-        .operations
-        .iter()
-        .enumerate()
-        .map(|(i, op)| tx.run(i + 1, op))
-        .collect();
+    let mut ops: Vec<OpReport> = Vec::with_capacity(parsed.operations.len());
+    for (i, op) in parsed.operations.iter().enumerate() {
+        let report = tx.run(i + 1, op);
+        let spent = report
+            .error
+            .as_ref()
+            .is_some_and(|e| e.kind == ErrorKind::OverBudget);
+        ops.push(report);
+        if spent {
+            let notes = undiagnosed_note(&budget, parsed.notes);
+            return over_budget(before, ops, parsed.operations.len(), notes);
+        }
+    }
     if let Some((error, sha)) = stale {
         return stale_edit(error, sha, ops, parsed.notes);
     }
     note_earlier_changes(&mut ops, &parsed.operations, &tx);
-    finish(name, original, &tx, ops, parsed.notes)
+    let notes = undiagnosed_note(&budget, parsed.notes);
+    finish(name, original, &tx, ops, notes)
 }
+
+/// `notes` and, when failing operations went undiagnosed, how many.
+fn undiagnosed_note(budget: &Budget, mut notes: Vec<String>) -> Vec<String> {
+    if budget.undiagnosed() > 0 {
+        notes.push(format!(
+            "{} failing operation(s) were not diagnosed: only the first {} are (closest region, differences); fix those and send the payload again to see the rest",
+            budget.undiagnosed(),
+            budget::MAX_DIAGNOSED
+        ));
+    }
+    notes
+}
+
+/// The report of a transaction whose work budget ran out at the last of
+/// `ops` (see budget.rs): it fails as `over_budget`, whatever the operations
+/// before it did, and the operations after it were not run.
+fn over_budget(before: &[u8], ops: Vec<OpReport>, total: usize, mut notes: Vec<String>) -> Edit {
+    let error = ops.last().and_then(|o| o.error.clone()).unwrap_or_else(|| {
+        ErrorReport::plain(ErrorKind::OverBudget, "over budget", OVER_BUDGET_HINT)
+    });
+    if total > ops.len() {
+        notes.push(format!("operations {}-{total} were not run", ops.len() + 1));
+    }
+    let mut report = failed(error, sha256_hex(before), total);
+    report.operations = ops;
+    report.notes = notes;
+    Edit {
+        content: None,
+        report,
+        act: None,
+    }
+}
+
+/// The failure of the operation that found the work budget spent (see budget.rs).
+fn over_budget_failure(spent: budget::Spent, index: Option<usize>) -> Failure {
+    let at = match index {
+        Some(i) => format!(" at operation {i}"),
+        None => " while the matches of an operation were gathered".into(),
+    };
+    Failure::new(
+        ErrorKind::OverBudget,
+        format!(
+            "the transaction's work budget ({} units, about as many bytes read) ran out{at}",
+            spent.total
+        ),
+        OVER_BUDGET_HINT,
+    )
+}
+
+/// What to do about a transaction past its work budget.
+const OVER_BUDGET_HINT: &str = "send fewer operations per payload (split it), narrow each with a line range (`start_line`/`end_line`, `:start_line:`) or more distinctive SEARCH lines, and prefer plain SEARCH to a regex that reads the whole file";
 
 /// The byte order mark is kept apart from the text blocks match, so a SEARCH
 /// copied with it (by a reader that shows the file's bytes) would never match its
@@ -244,7 +319,10 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
         let Some(error) = ops[i].error.as_ref() else {
             continue;
         };
-        if error.kind != ErrorKind::NotFound {
+        // Only an operation applied before can have changed its lines.
+        if error.kind != ErrorKind::NotFound
+            || !ops[..i].iter().any(|o| o.outcome == OpOutcome::Applied)
+        {
             continue;
         }
         let mut alone = Transaction {
@@ -255,6 +333,8 @@ fn note_earlier_changes(ops: &mut [OpReport], parsed: &[Operation], tx: &Transac
             entities: OnceCell::new(),
             indents: OnceCell::new(),
             opts: tx.opts,
+            budget: tx.budget,
+            diagnosing: false,
             exists: tx.exists,
             act: None,
             moved: Vec::new(),
@@ -375,6 +455,25 @@ fn finish(
     let mut new = Vec::with_capacity(body.len() + 64);
     new.extend_from_slice(&before[..before.len() - body.len()]);
     tx.doc.write_lines(0..tx.doc.len(), &mut new);
+    if new.len() as u64 > tx.opts.max_file {
+        let error = ErrorReport::plain(
+            ErrorKind::TooLarge,
+            format!(
+                "the file would be {} bytes, over the {} a transaction may write (--max-file-size)",
+                new.len(),
+                tx.opts.max_file
+            ),
+            "make the file grow less in one transaction (a regex replacement that copies each match, a REPLACE sent for every occurrence), or raise --max-file-size",
+        );
+        let mut report = failed(error, sha256_hex(before), total);
+        report.operations = ops;
+        report.notes = notes;
+        return Edit {
+            content: None,
+            report,
+            act: None,
+        };
+    }
     let act = tx.act.clone().map(|(act, _)| act);
     let changed = original.is_none() || new != before || act.is_some();
     let diff = match tx.tracked {
@@ -480,6 +579,11 @@ struct Transaction<'a, 'o> {
     /// Whether `body`'s lines start with a tab, and with a space (`indented_with`).
     indents: OnceCell<(bool, bool)>,
     opts: &'o Options,
+    /// The work the transaction may still do (see budget.rs).
+    budget: &'o Budget,
+    /// Whether a failing operation is diagnosed (closest region, differences):
+    /// not when an operation is run again only to see where it matches.
+    diagnosing: bool,
     /// Whether the file existed before the transaction.
     exists: bool,
     /// A removal or move an operation asked for, and that operation's index.
@@ -621,7 +725,8 @@ impl Transaction<'_, '_> {
         let replaced = self.hint_replaced(read);
         let op = self.in_lines_now(op);
         let result = self
-            .removed()
+            .charge(index, &op)
+            .and_then(|()| self.removed())
             .and_then(|()| self.reading(&op))
             .and_then(|op| {
                 if let Some(act) = &op.act {
@@ -645,6 +750,7 @@ impl Transaction<'_, '_> {
             ) if let Some(f) = Self::outside_replaced(r, at) => Err(f),
             (result, _) => result,
         };
+        let result = result.map_err(|f| self.charge_miss(index, f));
         if let Ok(Done {
             outcome: OpOutcome::Applied,
             lines: Some([first, last]),
@@ -815,6 +921,36 @@ impl Transaction<'_, '_> {
             hint: None,
             closest: None,
         })
+    }
+
+    /// Spends what operation `index` costs before it runs (see budget.rs),
+    /// or fails it as `over_budget`: its own text, and for a regex, passes
+    /// over the file. A match found at once costs little more (the file's
+    /// lines are indexed); what a miss costs is charged once it is known
+    /// (`charge_miss`).
+    fn charge(&self, index: usize, op: &Operation) -> Result<(), Failure> {
+        let passes = match op.find {
+            Find::Regex(_) | Find::IgnoreCase(_) => budget::REGEX_WEIGHT,
+            Find::Lines | Find::Text => 0,
+        };
+        let own = (op.search.len() + op.replace.len()) as u64;
+        let file = passes.saturating_mul(self.body.len() as u64);
+        self.budget
+            .charge(own.saturating_add(file))
+            .map_err(|spent| over_budget_failure(spent, Some(index)))
+    }
+
+    /// Spends what operation `index`'s failure cost: one pass over the file,
+    /// as a miss climbs the tolerance ladder and looks for SEARCH as text.
+    /// Past the budget, it fails as `over_budget` instead.
+    fn charge_miss(&self, index: usize, failed: Failure) -> Failure {
+        if failed.kind == ErrorKind::OverBudget {
+            return failed;
+        }
+        match self.budget.charge(self.body.len() as u64) {
+            Ok(()) => failed,
+            Err(spent) => over_budget_failure(spent, Some(index)),
+        }
     }
 
     /// Fails once an earlier operation removed the file: nothing is left to edit.
@@ -1670,7 +1806,18 @@ impl Transaction<'_, '_> {
         };
         let bytes = self.doc.to_bytes();
         let span = self.doc.byte_offset(scope.start)..self.doc.byte_offset(scope.end);
-        let hits: Vec<Hit> = text::literal(&bytes, needle.as_bytes(), with.as_bytes(), span)
+        let found = text::literal(
+            &bytes,
+            needle.as_bytes(),
+            with.as_bytes(),
+            span,
+            self.budget,
+        );
+        let found = match found {
+            Ok(found) => found,
+            Err(spent) => return Some(Err(over_budget_failure(spent, None))),
+        };
+        let hits: Vec<Hit> = found
             .into_iter()
             .filter(|h| !text::cuts_a_word(&bytes, &h.span))
             .collect();
@@ -1751,6 +1898,13 @@ impl Transaction<'_, '_> {
                     "{why}; only byte-exact edits apply to such a file, and SEARCH is not in it byte for byte"
                 ),
                 hint,
+            );
+        }
+        if !self.diagnosing || !self.budget.diagnoses(self.body.len()) {
+            return Failure::new(
+                ErrorKind::NotFound,
+                "SEARCH text not found in the file (not diagnosed: see the notes)",
+                "read the file again and copy the lines to change exactly",
             );
         }
         let d = diagnose::not_found(&self.doc, search, scope);
@@ -1864,7 +2018,14 @@ impl Transaction<'_, '_> {
         };
         let mut hits = Vec::new();
         for s in search.iter().chain(std::iter::once(&op.search)) {
-            hits = text::literal(&bytes, s.as_bytes(), replace.as_bytes(), scope.clone());
+            hits = text::literal(
+                &bytes,
+                s.as_bytes(),
+                replace.as_bytes(),
+                scope.clone(),
+                self.budget,
+            )
+            .map_err(|spent| over_budget_failure(spent, None))?;
             if !hits.is_empty() {
                 break;
             }
@@ -1886,7 +2047,8 @@ impl Transaction<'_, '_> {
             return self.replace_hits(op, &bytes, hits, already, "exact");
         }
         if replay::adds_text(&op.search, &op.replace) {
-            let again = text::literal(&bytes, replace.as_bytes(), b"", scope);
+            let again = text::literal(&bytes, replace.as_bytes(), b"", scope, self.budget)
+                .map_err(|spent| over_budget_failure(spent, None))?;
             let ranges = text::line_ranges(&bytes, &again);
             let search = text_lines(&op.search);
             let copies: Vec<Range<usize>> = ranges.iter().map(|r| r[0] - 1..r[1]).collect();
@@ -1921,7 +2083,14 @@ impl Transaction<'_, '_> {
             ));
         }
         let bytes = self.doc.to_bytes();
-        let hits = text::pattern(&bytes, re, op.replace.as_bytes(), self.byte_scope(op));
+        let hits = text::pattern(
+            &bytes,
+            re,
+            op.replace.as_bytes(),
+            self.byte_scope(op),
+            self.budget,
+        )
+        .map_err(|spent| over_budget_failure(spent, None))?;
         // A match whose replacement holds it and already stands around it is an
         // insertion made before (`return 1;` made `return 1; // one`): rule (b),
         // so a pattern sent again never inserts twice.

@@ -84,6 +84,8 @@ pub enum ErrorKind {
     Deleted,
     MultiFile,
     PermissionDenied,
+    /// The transaction's work budget ran out (see budget.rs).
+    OverBudget,
 }
 
 impl ErrorKind {
@@ -114,6 +116,7 @@ impl ErrorKind {
             ErrorKind::Deleted => "deleted",
             ErrorKind::MultiFile => "multi_file",
             ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::OverBudget => "over_budget",
         }
     }
 }
@@ -338,6 +341,7 @@ mod tests {
             (K::Deleted, "deleted"),
             (K::MultiFile, "multi_file"),
             (K::PermissionDenied, "permission_denied"),
+            (K::OverBudget, "over_budget"),
         ];
         for (kind, name) in names {
             assert_eq!(serde_json::to_value(kind).unwrap(), name);

@@ -5,6 +5,8 @@ use std::ops::Range;
 
 use regex::bytes::Regex;
 
+use super::budget::{Budget, Spent};
+
 /// One occurrence: its byte range and the bytes to put there.
 pub struct Hit {
     pub span: Range<usize>,
@@ -18,33 +20,60 @@ pub fn lines_around<'a>(bytes: &'a [u8], span: &Range<usize>) -> (&'a [u8], Rang
     (&bytes[start..end], span.start - start..span.end - start)
 }
 
-/// Non-overlapping occurrences of `needle` inside `scope`.
-pub fn literal(bytes: &[u8], needle: &[u8], with: &[u8], scope: Range<usize>) -> Vec<Hit> {
+/// Non-overlapping occurrences of `needle` inside `scope`, each paid for
+/// from `budget` as a regex match is (see `pattern`).
+pub fn literal(
+    bytes: &[u8],
+    needle: &[u8],
+    with: &[u8],
+    scope: Range<usize>,
+    budget: &Budget,
+) -> Result<Vec<Hit>, Spent> {
     memchr::memmem::find_iter(&bytes[scope.clone()], needle)
-        .map(|i| Hit {
-            span: scope.start + i..scope.start + i + needle.len(),
-            with: with.to_vec(),
+        .map(|i| {
+            budget.charge_match(HIT_WEIGHT, with.len())?;
+            Ok(Hit {
+                span: scope.start + i..scope.start + i + needle.len(),
+                with: with.to_vec(),
+            })
         })
         .collect()
 }
 
 /// Matches of `re` starting inside `scope`, each with its expanded replacement
 /// (`$1`, `${name}`).
-pub fn pattern(bytes: &[u8], re: &Regex, template: &[u8], scope: Range<usize>) -> Vec<Hit> {
-    re.captures_iter(&bytes[..scope.end])
-        .filter_map(|caps| {
-            let m = caps.get(0)?;
-            (m.start() >= scope.start).then(|| {
-                let mut with = Vec::new();
-                caps.expand(template, &mut with);
-                Hit {
-                    span: m.range(),
-                    with,
-                }
-            })
-        })
-        .collect()
+///
+/// Each match is paid for from `budget` (`HIT_WEIGHT` units and the bytes of
+/// its replacement): a pattern matching at every character of a large file
+/// would otherwise take minutes and the memory of a copy per match.
+pub fn pattern(
+    bytes: &[u8],
+    re: &Regex,
+    template: &[u8],
+    scope: Range<usize>,
+    budget: &Budget,
+) -> Result<Vec<Hit>, Spent> {
+    let mut hits = Vec::new();
+    for caps in re.captures_iter(&bytes[..scope.end]) {
+        let Some(m) = caps.get(0) else { continue };
+        if m.start() < scope.start {
+            continue;
+        }
+        let mut with = Vec::new();
+        caps.expand(template, &mut with);
+        budget.charge_match(HIT_WEIGHT, with.len())?;
+        hits.push(Hit {
+            span: m.range(),
+            with,
+        });
+    }
+    Ok(hits)
 }
+
+/// Units one match costs besides its replacement's bytes: finding a regex
+/// match's groups, and the checks each match gets (`edit_pattern`), about
+/// half a microsecond a match.
+pub const HIT_WEIGHT: u64 = 1024;
 
 /// `text` with every bare `\n` turned into `\r\n`, when it has any.
 pub fn to_crlf(text: &str) -> Option<String> {
@@ -195,7 +224,7 @@ mod tests {
 
     #[test]
     fn literal_inside_a_line() {
-        let hits = literal(b"abcabc", b"b", b"X", 0..6);
+        let hits = literal(b"abcabc", b"b", b"X", 0..6, &Budget::of(u64::MAX)).unwrap();
         assert_eq!(
             splice(b"abcabc", &hits.iter().collect::<Vec<_>>()),
             b"aXcaXc"
@@ -205,11 +234,23 @@ mod tests {
     #[test]
     fn pattern_expands_groups() {
         let re = Regex::new(r"(?P<w>\w+)=(\d)").unwrap();
-        let hits = pattern(b"a=1 b=2", &re, b"${w}:$2", 0..7);
+        let hits = pattern(b"a=1 b=2", &re, b"${w}:$2", 0..7, &Budget::of(u64::MAX)).unwrap();
         assert_eq!(
             splice(b"a=1 b=2", &hits.iter().collect::<Vec<_>>()),
             b"a:1 b:2"
         );
+    }
+
+    #[test]
+    fn a_pattern_stops_where_its_matches_spend_the_budget() {
+        let re = Regex::new(r"\w").unwrap();
+        let enough = Budget::of(3 * (HIT_WEIGHT + 2));
+        assert_eq!(
+            pattern(b"abc", &re, b"$0$0", 0..3, &enough).map(|h| h.len()),
+            Ok(3)
+        );
+        let short = Budget::of(3 * (HIT_WEIGHT + 2) - 1);
+        assert!(pattern(b"abc", &re, b"$0$0", 0..3, &short).is_err());
     }
 
     #[test]
@@ -232,7 +273,7 @@ mod tests {
     #[test]
     fn hits_know_their_lines() {
         let bytes = b"a\nbb\nc\n";
-        let hits = literal(bytes, b"bb\nc", b"", 0..bytes.len());
+        let hits = literal(bytes, b"bb\nc", b"", 0..bytes.len(), &Budget::of(u64::MAX)).unwrap();
         assert_eq!(line_ranges(bytes, &hits), [[2, 3]]);
     }
 }

@@ -9,7 +9,7 @@
 use regex::bytes::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 
-use super::tools::{self, REGEX_SIZE_LIMIT, RooCall};
+use super::tools::{self, REGEX_DFA_LIMIT, REGEX_SIZE_LIMIT, RooCall};
 use super::{Find, Operation, Payload, PayloadError, markers, patch};
 
 const SEARCH: &[&str] = &["search", "old_str", "old_string"];
@@ -474,6 +474,7 @@ fn operation(index: usize, map: &Map<String, Value>) -> Result<Operation, Payloa
             .case_insensitive(ignore_case)
             .multi_line(true)
             .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_DFA_LIMIT)
             .build()
             .map_err(|e| field(index, format!("`search` is not a valid regex: {e}")))?;
         if regex {

@@ -12,8 +12,15 @@ use regex::bytes::{Regex, RegexBuilder};
 
 use super::{Find, Operation, Payload, PayloadError, markers};
 
-/// Compiled regexes are capped so a hostile pattern cannot take the daemon's memory.
-pub const REGEX_SIZE_LIMIT: usize = 10 << 20;
+/// Compiled regexes are capped so a hostile pattern cannot take the daemon's
+/// memory, nor its time: matching costs up to the program's size per byte of
+/// the file. 1 MiB takes every pattern an edit needs (a Unicode `\w{100}`
+/// compiles to a few hundred KiB).
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// The cache of a regex's lazy automaton, per pattern: past it the automaton
+/// gives way to slower matching, never to more memory.
+pub const REGEX_DFA_LIMIT: usize = 2 << 20;
 
 /// The XML calls that are read, by their tag.
 const CALLS: &[&str] = &["search_and_replace", "replace_in_file", "apply_diff"];
@@ -392,6 +399,7 @@ pub fn roo_operation(call: &RooCall<'_>, line: usize) -> Result<Operation, Strin
         .case_insensitive(call.ignore_case)
         .multi_line(true)
         .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_LIMIT)
         .build()
         .map_err(|e| format!("the search is not a valid regex: {e}"))?;
     let template = js_template(call.replace, &re);
