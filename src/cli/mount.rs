@@ -22,7 +22,8 @@ Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
                  first read on the same handle, which then returns the report);
                  close fails (EINVAL rejected, EIO failed, ESTALE stale or F
                  replaced since the open, EACCES the opener may not read and
-                 write F, EFBIG too large) when the transaction did
+                 write F, EFBIG F or the payload too large, E2BIG over its work
+                 budget) when the transaction did
   F.status       the latest report on F, as text
   F.status.json  the same report as one JSON object
 Control files work for a file that does not exist yet: an empty SEARCH creates it.
@@ -102,7 +103,8 @@ pub struct MountArgs {
     /// default, so a build does not fill the store; .git/ is never snapshotted)
     #[arg(long)]
     snapshot_ignored: bool,
-    /// Take no pre-image of direct writes and removals of files larger than this
+    /// Take no pre-image of direct writes and removals of files larger than this (or than
+    /// --max-file-size)
     #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "16M")]
     snapshot_max_size: usize,
     /// Bytes all open edit handles may buffer together; past it a write fails with ENOSPC
@@ -149,9 +151,10 @@ pub fn rescue(args: RescueArgs) -> ExitCode {
 
 impl MountArgs {
     fn config(&self) -> Result<MountConfig, String> {
+        // A file a transaction refuses keeps no pre-image of its direct writes either.
         let preimages = Policy::new(
             &self.no_snapshot,
-            self.snapshot_max_size as u64,
+            (self.snapshot_max_size as u64).min(self.engine.options().max_file),
             self.snapshot_ignored,
         )
         .map_err(|e| format!("--no-snapshot: {e}"))?;

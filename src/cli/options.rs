@@ -16,6 +16,10 @@ pub struct EngineArgs {
     /// Largest payload accepted, in bytes (K and M suffixes allowed)
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "100K")]
     max_content_size: usize,
+    /// Largest file a transaction reads, in bytes (K, M, G suffixes): a larger one is
+    /// refused (too_large, EFBIG through the mount), and its direct writes keep no pre-image
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "16M")]
+    max_file_size: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -39,6 +43,7 @@ impl EngineArgs {
                 Ambiguous::Error => Ambiguity::Error,
             },
             max_payload: self.max_content_size,
+            max_file: self.max_file_size as u64,
         }
     }
 
@@ -58,6 +63,7 @@ impl EngineArgs {
             format!("--match={matching}"),
             format!("--ambiguous={ambiguous}"),
             format!("--max-content-size={}", self.max_content_size),
+            format!("--max-file-size={}", self.max_file_size),
         ]
     }
 }

@@ -176,6 +176,7 @@ fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
         K::OutsideSource => Errno::EXDEV,
         K::DanglingLink => Errno::ENOENT,
         K::TooLarge => Errno::EFBIG,
+        K::OverBudget => Errno::E2BIG,
         _ if outcome == Outcome::Rejected => Errno::EINVAL,
         K::Stale => Errno::ESTALE,
         K::PermissionDenied => Errno::EACCES,

@@ -143,6 +143,18 @@ pub enum StoreError {
     },
     #[error("{} is not the file it was when its edit handle was opened: it was replaced, renamed or created since", path.display())]
     Stale { path: PathBuf },
+    #[error("{} changed each of the {times} times this edit was decided on it", path.display())]
+    Changing { path: PathBuf, times: usize },
+    #[error(
+        "the versions this change would keep are {bytes} bytes, more than all kept versions may take ({cap} bytes, --keep-bytes)"
+    )]
+    OverCap { bytes: u64, cap: u64 },
+    #[error("{} is {size} bytes, over the {limit} bytes a transaction reads (--max-file-size)", path.display())]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
 }
 
 /// Wraps an `io::Error` with what was being done and to which path.
@@ -710,6 +722,12 @@ impl Store {
         removals: &[Removal<'_>],
         log: LogEntry,
     ) -> Result<Vec<Option<String>>, StoreError> {
+        let incoming = changes
+            .iter()
+            .map(|c| c.new.len() + c.pre.map_or(0, <[u8]>::len))
+            .chain(removals.iter().map(|r| r.pre.len()))
+            .sum::<usize>();
+        self.make_room(incoming as u64)?;
         let prepared = self.prepare(tx, root, (changes, removals), log);
         let rels = || {
             changes
@@ -782,6 +800,20 @@ impl Store {
             rustix::fs::unlinkat(&base, tmp, rustix::fs::AtFlags::empty())
                 .map_err(|err| io_err("remove", Path::new(&e.tmp))(err.into()))?;
         }
+        Ok(())
+    }
+
+    /// Drops the oldest versions until `bytes` more fit under `--keep-bytes`,
+    /// so the cap holds before a commit adds its versions, not only after
+    /// the next trim; refuses versions that alone are more than the cap.
+    /// Versions not checkpointed yet are spared (see `spare_unsettled`): for
+    /// at most a second, they may stand past the cap.
+    pub fn make_room(&self, bytes: u64) -> Result<(), StoreError> {
+        let cap = self.retention.cap;
+        if bytes > cap {
+            return Err(StoreError::OverCap { bytes, cap });
+        }
+        self.objects.cap(cap - bytes);
         Ok(())
     }
 
@@ -2016,13 +2048,36 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_owned();
         fs::write(root.join("a"), "old").unwrap();
-        let tiny = Retention { keep: 10, cap: 1 };
+        // Room for this commit's versions, and no more.
+        let tiny = Retention { keep: 10, cap: 6 };
         let store = Store::open_with(&root.join(".editfs"), tiny).unwrap();
         commit_text(&store, &root, 1, Some(b"old"), b"new");
+        store.objects().cap(1);
         assert_eq!(store.objects().txs(objects::Side::Post, "a"), [1]);
         store.checkpoint().unwrap();
-        store.objects().cap(tiny.cap);
+        store.objects().cap(1);
         assert!(store.objects().txs(objects::Side::Post, "a").is_empty());
+    }
+
+    #[test]
+    fn a_commit_makes_room_under_the_cap_first_and_refuses_versions_larger_than_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        fs::write(root.join("a"), "0123456789").unwrap();
+        let cap = Retention { keep: 10, cap: 30 };
+        let store = Store::open_with(&root.join(".editfs"), cap).unwrap();
+        commit_text(&store, &root, 1, Some(b"0123456789"), b"abcdefghij");
+        store.checkpoint().unwrap();
+        assert!(store.make_room(20).is_ok());
+        assert!(
+            store.objects().total() <= 10,
+            "the oldest versions went before the commit: {} bytes left",
+            store.objects().total()
+        );
+        assert!(matches!(
+            store.make_room(31),
+            Err(StoreError::OverCap { bytes: 31, cap: 30 })
+        ));
     }
 
     #[test]

@@ -77,12 +77,17 @@ fn line_changes(before: &[u8], after: &[u8]) -> (usize, usize) {
 /// the store's lock is taken, which is then held only to hand out the id and
 /// name the copy: a slow copy of a big file holds up no transaction on another
 /// file. (A hard link would not do: the file is about to be written in place.)
+/// Room is made for it under `--keep-bytes` first.
 pub fn begin<F: Read + Seek>(
     store: &Store,
     rel: &str,
     (file, access, above): (&mut F, Option<Access>, Vec<Access>),
     who: &Who,
 ) -> Result<Pending, StoreError> {
+    let read = |e| crate::store::io_err("read", std::path::Path::new(rel))(e);
+    let size = file.seek(SeekFrom::End(0)).map_err(read)?;
+    file.seek(SeekFrom::Start(0)).map_err(read)?;
+    store.make_room(size)?;
     let sha = store.objects().put_from(file)?;
     let lock = store.lock()?;
     let tx = store.next_tx(&lock)?;

@@ -15,6 +15,7 @@
 pub mod direct;
 pub mod multi;
 pub mod paths;
+pub mod serial;
 pub mod sight;
 pub mod undo;
 
@@ -241,82 +242,80 @@ pub fn run<'p>(
         );
         return report;
     };
+    let _turn = turn_of(target);
     match decided_with_lock(store, target, payload, opts) {
-        Ok((lock, decided)) => stored(store, &lock, target, decided),
-        Err(e) => stamp(io_failure(e, sha_now(target)), target.label),
+        Ok((lock, decided)) => stored(store, &lock, target, decided, opts.max_file),
+        Err(e) => stamp(io_failure(e, sha_now(target, opts.max_file)), target.label),
     }
 }
 
-/// What `decide` finds, with the store's lock, taken by `lock`, held.
+/// What `decide` finds, with the store's lock, taken by `lock`, held, or
+/// `None` when the files changed every time they were decided.
 ///
-/// The files are read and the engine decides without the lock, so a slow edit
-/// (a huge file) holds up no transaction on another file; the lock is taken to
-/// number and commit, and what no longer holds under it (`current`: a file
-/// changed meanwhile) is decided again. Edits of one file and of several take
-/// their lock this way.
+/// The files are read and the engine decides without the lock, so a slow
+/// decision (a huge file, a payload of thousands of blocks) holds up no
+/// transaction on another file; the lock is taken to number and commit only.
+/// What no longer holds under it (`current`: a file changed meanwhile) is
+/// decided again, without the lock too, at most `DECISIONS` times: a file
+/// written without pause is no reason to hold everyone else up. Edits of one
+/// file and of several take their lock this way; the caller holds the turn of
+/// every path it edits (see serial.rs), so only writers outside this process
+/// change a file meanwhile.
 pub(crate) fn decided_under_lock<L, D>(
-    lock: impl FnOnce() -> Result<L, StoreError>,
+    lock: impl Fn() -> Result<L, StoreError>,
     decide: impl Fn() -> D,
     current: impl Fn(&D) -> bool,
-) -> Result<(L, D), StoreError> {
-    let early = decide();
-    let lock = lock()?;
-    let decided = if current(&early) { early } else { decide() };
-    Ok((lock, decided))
+) -> Result<(L, Option<D>), StoreError> {
+    for _ in 0..DECISIONS {
+        let decided = decide();
+        let lock = lock()?;
+        if current(&decided) {
+            return Ok((lock, Some(decided)));
+        }
+    }
+    Ok((lock()?, None))
 }
 
-/// Files up to this size are decided under the lock when it is free at once.
-const DECIDED_UNDER_A_FREE_LOCK: usize = 1 << 20;
+/// Times a transaction decides on its files before it gives up on files that
+/// change under it every time (see `decided_under_lock`).
+pub(crate) const DECISIONS: usize = 3;
 
-/// `decided_under_lock` for one file, but when no other transaction holds the
-/// lock and the file is small, the lock is taken first and the file read and
-/// decided under it: no other transaction can change it meanwhile, so it is
-/// read once, not read again to check it under the lock (100 KiB read,
-/// allocated and compared per edit of a 100 KiB file, the common case of one
-/// agent). A direct write racing with the edit is caught no better or worse
-/// than before: the check under the lock never covered the time from it to the
-/// install either. A larger file is decided without the lock, as a slow
-/// decision must not hold up transactions on other files.
+/// This process's turn at the file of `target` (see serial.rs).
+fn turn_of(target: &Target<'_>) -> serial::Turn {
+    serial::turn([target.root.path.join(target.rel)])
+}
+
+/// `decided_under_lock` for one file.
 fn decided_with_lock(
     store: &Store,
     target: &Target<'_>,
     payload: Received<'_>,
     opts: &Options,
 ) -> Result<(Lock, Result<Decision, StoreError>), StoreError> {
-    let early = match store.try_lock()? {
-        None => decide(target, payload, opts),
-        Some(lock) => {
-            let opened = open_target(target, store.buffer());
-            let small = opened.as_ref().map_or(true, |o| {
-                o.bytes.as_ref().map_or(0, Vec::len) <= DECIDED_UNDER_A_FREE_LOCK
-            });
-            if small {
-                return Ok((lock, opened.map(|o| decide_on(target, o, payload, opts))));
-            }
-            drop(lock);
-            opened.map(|o| decide_on(target, o, payload, opts))
-        }
-    };
-    let lock = store.lock()?;
-    if early.as_ref().is_ok_and(|d| d.opened.current(target.rel)) {
-        Ok((lock, early))
-    } else {
-        Ok((lock, decide(target, payload, opts)))
-    }
+    let (lock, decided) = decided_under_lock(
+        || store.lock(),
+        || decide(target, store.buffer(), payload, opts),
+        // A file that could not be read or edited is reported as it was found.
+        |d| d.as_ref().map_or(true, |d| d.opened.current(target.rel)),
+    )?;
+    let decided = decided.unwrap_or_else(|| {
+        Err(StoreError::Changing {
+            path: target.rel.into(),
+            times: DECISIONS,
+        })
+    });
+    Ok((lock, decided))
 }
 
 /// Opens the file of `target` and lets the engine decide on it.
 fn decide(
     target: &Target<'_>,
+    buffer: Vec<u8>,
     payload: Received<'_>,
     opts: &Options,
 ) -> Result<Decision, StoreError> {
-    Ok(decide_on(
-        target,
-        open_target(target, Vec::new())?,
-        payload,
-        opts,
-    ))
+    let opened = open_target(target, buffer, opts.max_file)?;
+    Ok(decide_on(target, opened, payload, opts))
 }
 
 /// The engine's decision on `opened`, the file of `target`.
@@ -335,16 +334,17 @@ fn stored(
     lock: &Lock,
     target: &Target<'_>,
     decided: Result<Decision, StoreError>,
+    max: u64,
 ) -> Report {
     // Every outcome, even a file that cannot be read, has an id and a log line.
     let tx = match store.next_tx(lock) {
         Ok(tx) => tx,
-        Err(e) => return stamp(io_failure(e, sha_now(target)), target.label),
+        Err(e) => return stamp(io_failure(e, sha_now(target, max)), target.label),
     };
     let Decision { opened, edit } = match decided {
         Ok(d) => d,
         Err(e) => {
-            let report = stamp(io_failure(e, sha_now(target)), target.label);
+            let report = stamp(io_failure(e, sha_now(target, max)), target.label);
             return unchanged(store, tx, Kind::Edit, report, target.rel, target.who);
         }
     };
@@ -434,11 +434,11 @@ fn logged(store: &Store, mut report: Report, kind: Kind, rel: &str, who: &Who) -
 fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Report {
     let _serialized = match target_dir(target) {
         Ok(dir) => lock_dir(&dir),
-        Err(e) => return io_failure(e, sha_now(target)),
+        Err(e) => return io_failure(e, sha_now(target, opts.max_file)),
     };
-    let opened = match open_target(target, Vec::new()) {
+    let opened = match open_target(target, Vec::new(), opts.max_file) {
         Ok(o) => o,
-        Err(e) => return io_failure(e, sha_now(target)),
+        Err(e) => return io_failure(e, sha_now(target, opts.max_file)),
     };
     let original = opened.bytes.as_deref();
     let edit = apply(target, original, payload, opts);
@@ -461,12 +461,12 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
 /// transaction that failed before it read the file (a stale handle, an I/O
 /// error): what an `if_match` must give to edit it, never the hash of
 /// nothing. Empty when no file there can be read.
-fn sha_now(target: &Target<'_>) -> String {
+fn sha_now(target: &Target<'_>, max: u64) -> String {
     let now = Target {
         meant: None,
         ..*target
     };
-    match open_target(&now, Vec::new()) {
+    match open_target(&now, Vec::new(), max) {
         Ok(Opened { bytes: Some(b), .. }) => engine::sha256_hex(&b),
         _ => String::new(),
     }
@@ -545,7 +545,7 @@ pub fn file_name(rel: &str) -> &OsStr {
 
 /// Opens the file of `target`, where the mount found it or beneath the root,
 /// checked against the file its handle meant, and reads it into `buffer`.
-fn open_target(target: &Target<'_>, buffer: Vec<u8>) -> Result<Opened, StoreError> {
+fn open_target(target: &Target<'_>, buffer: Vec<u8>, max: u64) -> Result<Opened, StoreError> {
     let caller = target.who.caller.as_ref();
     let dir = target_dir(target)?;
     let file = atomic::open_existing(dir.as_fd(), file_name(target.rel))?;
@@ -555,7 +555,7 @@ fn open_target(target: &Target<'_>, buffer: Vec<u8>) -> Result<Opened, StoreErro
             path: target.rel.into(),
         });
     }
-    checked(dir, file, target.rel, caller, buffer)
+    checked(dir, file, target.rel, caller, (buffer, max))
 }
 
 /// The directory of `target`'s file: where the mount found it, or reached
@@ -572,8 +572,19 @@ fn target_dir(target: &Target<'_>) -> Result<OwnedFd, StoreError> {
 /// when it does not exist), for `caller` (see `open_in`). The walk to its
 /// directory is made with the caller's credentials.
 pub fn open(root: Root<'_>, rel: &str, caller: Option<&Caller>) -> Result<Opened, StoreError> {
+    open_bounded(root, rel, caller, u64::MAX)
+}
+
+/// `open`, refusing a file over `max` bytes (`--max-file-size`) before reading it.
+pub fn open_bounded(
+    root: Root<'_>,
+    rel: &str,
+    caller: Option<&Caller>,
+    max: u64,
+) -> Result<Opened, StoreError> {
     let dir = walk(root, rel, caller)?;
-    open_in(dir, rel, caller)
+    let file = atomic::open_existing(dir.as_fd(), file_name(rel))?;
+    checked(dir, file, rel, caller, (Vec::new(), max))
 }
 
 /// The directory of `rel` beneath `root`, reached with `caller`'s search rights.
@@ -609,17 +620,20 @@ fn walk(root: Root<'_>, rel: &str, caller: Option<&Caller>) -> Result<OwnedFd, S
 /// one `caller` may read and write natively, or, missing, one it may create.
 pub fn open_in(dir: OwnedFd, rel: &str, caller: Option<&Caller>) -> Result<Opened, StoreError> {
     let file = atomic::open_existing(dir.as_fd(), file_name(rel))?;
-    checked(dir, file, rel, caller, Vec::new())
+    checked(dir, file, rel, caller, (Vec::new(), u64::MAX))
 }
 
-/// `open_in` once the file is open: checked against `caller`, then read into
-/// `buffer` (emptied first: a buffer used before can be handed in).
+/// `open_in` once the file is open: checked against `caller` and refused
+/// past `max` bytes, then read into `buffer` (emptied first: a buffer used
+/// before can be handed in). The size refused is the apparent one, before a
+/// byte is read: a sparse file of gigabytes is never read whole, nor written
+/// back with its holes made data.
 fn checked(
     dir: OwnedFd,
     file: Option<File>,
     rel: &str,
     caller: Option<&Caller>,
-    buffer: Vec<u8>,
+    (buffer, max): (Vec<u8>, u64),
 ) -> Result<Opened, StoreError> {
     let denied = |what| {
         move |source| StoreError::Denied {
@@ -648,11 +662,27 @@ fn checked(
         c.may(file.as_fd(), Access::READ_OK | Access::WRITE_OK)
             .map_err(denied("read and write it"))?;
     }
+    if meta.len() > max {
+        return Err(StoreError::TooLarge {
+            path: rel.into(),
+            size: meta.len(),
+            limit: max,
+        });
+    }
     let mut bytes = buffer;
     bytes.clear();
     bytes.reserve_exact(meta.len() as usize);
-    file.read_to_end(&mut bytes)
+    (&mut file)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
         .map_err(io_err("read", Path::new(rel)))?;
+    if bytes.len() as u64 > max {
+        return Err(StoreError::TooLarge {
+            path: rel.into(),
+            size: bytes.len() as u64,
+            limit: max,
+        });
+    }
     Ok(Opened {
         dir,
         file: Some(file),
@@ -732,6 +762,14 @@ pub fn io_failure(e: StoreError, sha: String) -> Report {
         StoreError::Stale { .. } => (
             ErrorKind::Stale,
             "open F.edit again and send the edit again: it applies to the file F is now",
+        ),
+        StoreError::TooLarge { .. } => (
+            ErrorKind::TooLarge,
+            "a transaction reads its whole file, so files over --max-file-size are refused: edit this one with a tool made for large files, or raise the limit",
+        ),
+        StoreError::Changing { .. } => (
+            ErrorKind::Stale,
+            "another process keeps writing the file: send the edit again once it is done",
         ),
         _ => (
             ErrorKind::Io,

@@ -15,7 +15,7 @@ use rustix::fs::AtFlags;
 
 use super::{
     Opened, Root, Who, caller, failed_commit, file_name, io_failure, log_entry, new_file_dir, now,
-    open, stamp,
+    open_bounded, stamp,
 };
 use crate::engine::payload::{self, Payload, Tree};
 use crate::engine::{
@@ -178,13 +178,24 @@ impl Plan {
             Some(s) => s.lock().map(|l| (Some(l), Vec::new())),
             None => Ok((None, super::lock_dirs(root, &rels))),
         };
+        let _turn = super::serial::turn(rels.iter().map(|rel| root.path.join(rel)));
         let decided = super::decided_under_lock(
             lock,
             || self.prepare(root, opts, who),
             |(_, d)| d.iter().all(Decided::current),
         );
         let mut report = match decided {
-            Ok(((lock, dirs), decided)) => {
+            Ok(((lock, dirs), None)) => {
+                drop((lock, dirs));
+                let e = StoreError::Changing {
+                    path: rels.join(", ").into(),
+                    times: super::DECISIONS,
+                };
+                let mut r = MultiReport::new(Outcome::Failed);
+                r.error = io_failure(e, String::new()).error;
+                r
+            }
+            Ok(((lock, dirs), Some(decided))) => {
                 let report = numbered(store, lock.as_ref(), root, decided, who);
                 drop((lock, dirs));
                 report
@@ -391,7 +402,7 @@ fn decide(
 ) -> Vec<Decided> {
     let mut decided = Vec::new();
     for (rel, ops) in by_file(files, report) {
-        let opened = open(root, &rel, who.caller.as_ref()).map(Some);
+        let opened = open_bounded(root, &rel, who.caller.as_ref(), opts.max_file).map(Some);
         match opened.or_else(in_new_directory) {
             Ok(opened) => {
                 let original = opened.as_ref().and_then(|o| o.bytes.as_deref());
