@@ -439,8 +439,8 @@ pub struct Core {
     pub(super) ids: Ids,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
-    /// The latest report of each file (by path relative to SOURCE).
-    pub(super) reports: Mutex<HashMap<PathBuf, Arc<super::control::Shown>>>,
+    /// The latest report of each file (by path relative to SOURCE), bounded by bytes.
+    pub(super) reports: Mutex<super::reports::Reports>,
     /// The last transaction id when the mount started: a report `editfs apply`
     /// left from before is not the latest on a file the mount may have changed since.
     pub(super) started_after_tx: u64,
@@ -658,7 +658,7 @@ impl Core {
             ids,
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
-            reports: Mutex::new(HashMap::new()),
+            reports: Mutex::default(),
             started_after_tx,
             state_report: Mutex::new(None),
             kept: Mutex::new(super::state::KeptAccess::default()),

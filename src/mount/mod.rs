@@ -26,6 +26,7 @@ mod primed;
 mod ranges;
 mod real;
 mod replaced;
+mod reports;
 mod rescue;
 mod source;
 mod state;
