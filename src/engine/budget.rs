@@ -32,6 +32,10 @@ pub const REGEX_WEIGHT: u64 = 8;
 /// Passes over the file the diagnosis of one failing operation is counted as.
 pub const DIAGNOSIS_WEIGHT: u64 = 8;
 
+/// Bytes of memory one match takes besides its replacement: its span, its
+/// buffer, and the allocator's rounding of a small buffer.
+pub const MATCH_BYTES: u64 = 64;
+
 /// Failing operations diagnosed in full (closest region, differences) in one
 /// transaction: one diagnosis can read the file several times, and an agent
 /// fixes a handful of blocks at a time anyway.
@@ -90,12 +94,15 @@ impl Budget {
     }
 
     /// Spends what one match costs: `units`, and `bytes` of replacement
-    /// against the output bound.
+    /// against the output bound, with `MATCH_BYTES` for the match itself
+    /// (its place and its replacement's buffer), so that a pattern matching
+    /// at every character holds no more memory than the bound either.
     pub fn charge_match(&self, units: u64, bytes: usize) -> Result<(), Spent> {
+        let held = (bytes as u64).saturating_add(MATCH_BYTES);
         let output = self
             .output
             .get()
-            .checked_sub(bytes as u64)
+            .checked_sub(held)
             .ok_or(Spent { total: self.total })?;
         self.charge(units.saturating_add(bytes as u64))?;
         self.output.set(output);
@@ -152,10 +159,11 @@ mod tests {
 
     #[test]
     fn replacements_past_the_largest_file_are_refused_however_cheap() {
-        let b = Budget::for_file(0, 100);
+        let b = Budget::for_file(0, 2 * MATCH_BYTES + 100);
         assert_eq!(b.charge_match(1, 60), Ok(()));
         assert!(b.charge_match(1, 60).is_err());
         assert_eq!(b.charge_match(1, 40), Ok(()));
+        assert!(b.charge_match(1, 0).is_err(), "a match holds memory however short");
     }
 
     #[test]

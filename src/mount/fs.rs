@@ -7,7 +7,10 @@
 //!
 //! 1. a file's stripes (`stripes_for`: ascending index; only commit threads
 //!    take them exclusively, a direct write shares one);
-//! 2. the store's lock (transactions, and pre-images of direct writes);
+//!    then a transaction's turn at its paths (`transaction::serial`), held
+//!    while its engine decides, which the store's lock never is;
+//! 2. the store's lock (a transaction's id, commit record and log line, and
+//!    a direct write's pre-image id; never an engine's decision);
 //!    then the store's removal gate (a removal's log line, move and its
 //!    verdict on what it moved, which looks at `handles`; the filer's read
 //!    of those lines); then its `checkpointing`, held across a checkpoint's
