@@ -163,7 +163,10 @@ mod tests {
         assert_eq!(b.charge_match(1, 60), Ok(()));
         assert!(b.charge_match(1, 60).is_err());
         assert_eq!(b.charge_match(1, 40), Ok(()));
-        assert!(b.charge_match(1, 0).is_err(), "a match holds memory however short");
+        assert!(
+            b.charge_match(1, 0).is_err(),
+            "a match holds memory however short"
+        );
     }
 
     #[test]

@@ -84,10 +84,12 @@ pub fn begin<F: Read + Seek>(
     (file, access, above): (&mut F, Option<Access>, Vec<Access>),
     who: &Who,
 ) -> Result<Pending, StoreError> {
-    let read = |e| crate::store::io_err("read", std::path::Path::new(rel))(e);
-    let size = file.seek(SeekFrom::End(0)).map_err(read)?;
-    file.seek(SeekFrom::Start(0)).map_err(read)?;
-    store.make_room(size)?;
+    // What cannot seek (a pipe) has no size to make room for beforehand.
+    if let Ok(size) = file.seek(SeekFrom::End(0)) {
+        file.seek(SeekFrom::Start(0))
+            .map_err(crate::store::io_err("read", std::path::Path::new(rel)))?;
+        store.make_room(size)?;
+    }
     let sha = store.objects().put_from(file)?;
     let lock = store.lock()?;
     let tx = store.next_tx(&lock)?;

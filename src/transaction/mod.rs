@@ -256,29 +256,44 @@ pub fn run<'p>(
 /// decision (a huge file, a payload of thousands of blocks) holds up no
 /// transaction on another file; the lock is taken to number and commit only.
 /// What no longer holds under it (`current`: a file changed meanwhile) is
-/// decided again, without the lock too, at most `DECISIONS` times: a file
-/// written without pause is no reason to hold everyone else up. Edits of one
-/// file and of several take their lock this way; the caller holds the turn of
-/// every path it edits (see serial.rs), so only writers outside this process
-/// change a file meanwhile.
+/// decided again, without the lock too. A change another transaction made
+/// (`committed`, the last id handed out, moved on: another process's
+/// `editfs apply` on the file) is progress, and the decision is made again;
+/// a change made outside transactions (a writer that does not pause) gives
+/// up after `DECISIONS` such rounds, and anything after `ROUNDS` in all: no
+/// file is a reason to hold everyone else up. Edits of one file and of
+/// several take their lock this way; the caller holds the turn of every path
+/// it edits (see serial.rs), so transactions of this process take turns.
 pub(crate) fn decided_under_lock<L, D>(
     lock: impl Fn() -> Result<L, StoreError>,
     decide: impl Fn() -> D,
     current: impl Fn(&D) -> bool,
+    committed: impl Fn() -> u64,
 ) -> Result<(L, Option<D>), StoreError> {
-    for _ in 0..DECISIONS {
+    let mut outside = 0;
+    for _ in 0..ROUNDS {
+        let seen = committed();
         let decided = decide();
         let lock = lock()?;
         if current(&decided) {
             return Ok((lock, Some(decided)));
         }
+        if committed() == seen {
+            outside += 1;
+            if outside == DECISIONS {
+                return Ok((lock, None));
+            }
+        }
     }
     Ok((lock()?, None))
 }
 
-/// Times a transaction decides on its files before it gives up on files that
-/// change under it every time (see `decided_under_lock`).
+/// Times a transaction decides on its files, changed each time by a writer
+/// outside transactions, before it gives up (see `decided_under_lock`).
 pub(crate) const DECISIONS: usize = 3;
+
+/// Times a transaction decides on its files at most, whoever changed them.
+const ROUNDS: usize = 64;
 
 /// This process's turn at the file of `target` (see serial.rs).
 fn turn_of(target: &Target<'_>) -> serial::Turn {
@@ -297,6 +312,7 @@ fn decided_with_lock(
         || decide(target, store.buffer(), payload, opts),
         // A file that could not be read or edited is reported as it was found.
         |d| d.as_ref().map_or(true, |d| d.opened.current(target.rel)),
+        || store.last_tx(),
     )?;
     let decided = decided.unwrap_or_else(|| {
         Err(StoreError::Changing {

@@ -173,17 +173,22 @@ impl Plan {
         who: &Who,
     ) -> MultiReport {
         let rels = self.files();
-        // With no store, the files' directories serialize runs, as for one file.
-        let lock = || match store {
-            Some(s) => s.lock().map(|l| (Some(l), Vec::new())),
-            None => Ok((None, super::lock_dirs(root, &rels))),
-        };
         let _turn = super::serial::turn(rels.iter().map(|rel| root.path.join(rel)));
-        let decided = super::decided_under_lock(
-            lock,
-            || self.prepare(root, opts, who),
-            |(_, d)| d.iter().all(Decided::current),
-        );
+        let decided = match store {
+            Some(s) => super::decided_under_lock(
+                || s.lock().map(|l| (Some(l), Vec::new())),
+                || self.prepare(root, opts, who),
+                |(_, d)| d.iter().all(Decided::current),
+                || s.last_tx(),
+            ),
+            // With no store, the files' directories serialize runs, as for
+            // one file, and the files are read once they are locked: those
+            // locks hold up no transaction on a file of another directory.
+            None => {
+                let dirs = super::lock_dirs(root, &rels);
+                Ok(((None, dirs), Some(self.prepare(root, opts, who))))
+            }
+        };
         let mut report = match decided {
             Ok(((lock, dirs), None)) => {
                 drop((lock, dirs));
