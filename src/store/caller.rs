@@ -242,7 +242,7 @@ pub fn open_for_writing(
     let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
     acting(by, || rustix::fs::open(link.as_str(), flags, Mode::empty()))
         .map(File::from)
-        .map_err(|source| denied_or(source, name, "write it"))
+        .map_err(|source| denied_or(source, name, ("write it", "open for writing")))
 }
 
 /// Whether `by` may write `file`, the one a transaction read and will replace
@@ -310,7 +310,11 @@ pub fn may_remove(
         // as the caller could remove it natively; the file it stood for is not
         // there to remove any more.
         Ok(()) => Err(StoreError::Stale { path: name.into() }),
-        Err(source) => Err(denied_or(source, name, "remove it from its directory")),
+        Err(source) => Err(denied_or(
+            source,
+            name,
+            ("remove it from its directory", "check the removal of"),
+        )),
     }
 }
 
@@ -396,16 +400,20 @@ pub fn remove_dir(
     acting(by, || rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR))
 }
 
-/// A refusal by the kernel as `Denied` (the report's permission error), any
-/// other failure as the I/O error it is.
-fn denied_or(source: Errno, name: &OsStr, what: &'static str) -> StoreError {
+/// A refusal by the kernel of `what` as `Denied` (the report's permission
+/// error); any other failure of `action` as the I/O error it is.
+fn denied_or(
+    source: Errno,
+    name: &OsStr,
+    (what, action): (&'static str, &'static str),
+) -> StoreError {
     match source {
         Errno::ACCESS | Errno::PERM | Errno::ROFS | Errno::TXTBSY => StoreError::Denied {
             path: name.into(),
             what,
             source,
         },
-        e => sys("open for writing", name)(e),
+        e => sys(action, name)(e),
     }
 }
 
