@@ -292,8 +292,11 @@ pub(crate) fn decided_under_lock<L, D>(
 /// outside transactions, before it gives up (see `decided_under_lock`).
 pub(crate) const DECISIONS: usize = 3;
 
-/// Times a transaction decides on its files at most, whoever changed them.
-const ROUNDS: usize = 64;
+/// Times a transaction decides on its files at most, whoever changed them:
+/// a direct write takes an id too, so a writer that keeps appending to the
+/// file looks like progress, and each decision holds the file's place in
+/// the mount (its stripe) for as long as it takes.
+const ROUNDS: usize = 2 * DECISIONS;
 
 /// This process's turn at the file of `target` (see serial.rs).
 fn turn_of(target: &Target<'_>) -> serial::Turn {
