@@ -12,8 +12,12 @@
 //! Either way, the directory is opened once, without following a symbolic
 //! link, and the store reaches everything in it through that descriptor (its
 //! `/proc/self/fd` name), so a rename of the directory or of one above it
-//! after the check changes nothing; and a store that will be written holds no
-//! symbolic link anywhere inside, so nothing is ever reached through one.
+//! after the check changes nothing; and a store that will be written has no
+//! symbolic link among its own entries (`log`, `txid`, `snapshots`, ...). Deeper
+//! inside, only its owner could have made one in a directory trusted by its
+//! owner; a given one others may write is walked whole once, and refused for a
+//! link anywhere (a walk of a directory others may write cannot hold for later:
+//! name one only if you trust who can write it).
 
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -84,9 +88,9 @@ impl Held {
     }
 }
 
-/// Opens the state directory `dir` if it may be used, as `came` says. With
-/// `written`, the store will write it: every directory inside is walked, and
-/// one symbolic link anywhere refuses it.
+/// Opens the state directory `dir` if it may be used, as `came` says. Its own
+/// entries may not be symbolic links; with `written` (the store will write it),
+/// one others may write is walked whole, and a link anywhere refuses it.
 pub fn hold(dir: &Path, came: Came, written: bool) -> Result<Held, Untrusted> {
     let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::open(dir, how, Mode::empty()).map_err(|source| {
@@ -106,10 +110,12 @@ pub fn hold(dir: &Path, came: Came, written: bool) -> Result<Held, Untrusted> {
         dir: dir.to_owned(),
         source,
     })?;
-    if came == Came::Found {
-        owned(dir, st.st_uid, st.st_mode & 0o7777)?;
-    }
-    if let Some(inside) = link_in(fd.as_fd(), Path::new(""), written) {
+    let trusted = match owned(dir, st.st_uid, st.st_mode & 0o7777) {
+        Err(e) if came == Came::Found => return Err(e),
+        owned => owned.is_ok(),
+    };
+    let deep = written && !trusted;
+    if let Some(inside) = link_in(fd.as_fd(), Path::new(""), deep) {
         return Err(Untrusted::LinkInside {
             dir: dir.to_owned(),
             inside,
@@ -151,7 +157,8 @@ fn owned(dir: &Path, uid: u32, mode: u32) -> Result<(), Untrusted> {
 /// directory), looking into its subdirectories too when `deep`. A directory
 /// that cannot be read is skipped: nothing can be reached through it either.
 fn link_in(dir: BorrowedFd<'_>, at: &Path, deep: bool) -> Option<PathBuf> {
-    let Ok(listing) = Dir::read_from(dir) else {
+    let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(listing) = rustix::fs::openat(dir, ".", how, Mode::empty()).and_then(Dir::new) else {
         return None;
     };
     for entry in listing.flatten() {
@@ -167,7 +174,6 @@ fn link_in(dir: BorrowedFd<'_>, at: &Path, deep: bool) -> Option<PathBuf> {
         match kind {
             FileType::Symlink => return Some(at.join(name)),
             FileType::Directory if deep => {
-                let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
                 let Ok(sub) = rustix::fs::openat(dir, name, how, Mode::empty()) else {
                     continue;
                 };
@@ -222,6 +228,12 @@ mod tests {
         let e = hold(&tmp.path().join("link"), Came::Given, false).unwrap_err();
         assert!(matches!(e, Untrusted::Link(_)), "{e}");
         std::os::unix::fs::symlink("/etc", dir.join("snapshots/a/b")).unwrap();
+        chmod(&dir, 0o700);
+        assert!(
+            hold(&dir, Came::Given, true).is_ok(),
+            "only its owner could"
+        );
+        chmod(&dir, 0o777);
         assert!(hold(&dir, Came::Given, false).is_ok(), "not looked into");
         let e = hold(&dir, Came::Given, true).unwrap_err();
         assert!(e.to_string().contains("snapshots/a/b"), "{e}");
