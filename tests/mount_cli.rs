@@ -492,3 +492,93 @@ done
     assert_eq!(stdout.matches(": kept").count(), 6, "{said}");
     assert!(!stdout.contains("still running"), "{said}");
 }
+
+/// `editfs list` names running mounts and dead ones; `editfs prompt MOUNT`
+/// names the mount, and its example, run as printed, makes its edit.
+#[test]
+fn list_shows_running_and_dead_mounts_and_the_prompts_example_works_as_printed() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, mnt) = (root.path().join("src"), root.path().join("mnt"));
+    fs::create_dir_all(src.join("src")).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    fs::write(
+        src.join("src/app.py"),
+        "def greet(name):\n    print(\"Hello, \" + name)\n",
+    )
+    .unwrap();
+    let out = editfs()
+        .arg("mount")
+        .arg(&src)
+        .arg(&mnt)
+        .arg("--daemon")
+        .output()
+        .unwrap();
+    if !out.status.success() && std::env::var_os("CI").is_none() {
+        eprintln!("\n*** SKIPPING: FUSE cannot mount here ***\n");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = |json: bool| {
+        let mut cmd = editfs();
+        cmd.arg("list");
+        if json {
+            cmd.arg("--json");
+        }
+        String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned()
+    };
+    let line = listed(false)
+        .lines()
+        .find(|l| l.starts_with(&*mnt.to_string_lossy()))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        line.contains(&*src.to_string_lossy()) && line.contains("\tserving\t"),
+        "{line}"
+    );
+    let prompt = editfs().arg("prompt").arg(&mnt).output().unwrap();
+    let text = String::from_utf8_lossy(&prompt.stdout);
+    assert!(
+        text.contains(&format!("mounted at {}", mnt.display())),
+        "{text}"
+    );
+    let example: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("    cat >"))
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    let ran = Command::new("bash")
+        .arg("-c")
+        .arg(&example)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{example}\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&ran.stdout).starts_with("OK"),
+        "{example}"
+    );
+    assert_eq!(
+        fs::read_to_string(src.join("src/app.py")).unwrap(),
+        "def greet(name):\n    print(f\"Hello, {name}!\")\n"
+    );
+    for pid in pids_with(&format!("mount {}", src.display())) {
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+    }
+    let dead = (0..100).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        listed(true)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["mountpoint"] == *mnt.to_string_lossy() && v["serving"] == false)
+    });
+    let _ = editfs().arg("unmount").arg(&mnt).output();
+    assert!(dead.is_some(), "{}", listed(true));
+}

@@ -12,6 +12,7 @@ mod logging;
 mod memory;
 mod mount;
 mod options;
+mod prompt;
 
 use std::process::ExitCode;
 
@@ -48,6 +49,8 @@ enum Command {
     History(history::HistoryArgs),
     Show(history::ShowArgs),
     Undo(history::UndoArgs),
+    Prompt(prompt::PromptArgs),
+    List(prompt::ListArgs),
     Completions(generate::CompletionsArgs),
     Man(generate::ManArgs),
     #[command(hide = true)]
@@ -77,6 +80,8 @@ pub fn main() -> ExitCode {
         Command::History(args) => history::history(args),
         Command::Show(args) => history::show(args),
         Command::Undo(args) => history::undo(args),
+        Command::Prompt(args) => prompt::prompt(args),
+        Command::List(args) => prompt::list(args),
         Command::Completions(args) => generate::completions(args),
         Command::Man(args) => generate::man(args),
         Command::Rescue(args) => mount::rescue(args),

@@ -30,6 +30,7 @@ mod reports;
 mod rescue;
 mod source;
 mod state;
+pub mod table;
 mod types;
 mod watch;
 mod xattr;

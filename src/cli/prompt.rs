@@ -1,0 +1,75 @@
+//! `editfs prompt` and `editfs list`: what to tell an agent, and which mounts run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use editfs::mount::table;
+
+/// The section for an agent's system prompt; `MOUNT` stands for the mount point.
+const PROMPT: &str = include_str!("agent-prompt.md");
+
+#[derive(clap::Args)]
+#[command(
+    about = "Print the text to give an agent: how to edit files through a mount",
+    long_about = "Print a short section for an agent's system prompt (or its instructions \
+file) that says how to edit files through an editfs mount: F.edit, F.status, several files, \
+history and undo. The full rules are in MOUNT/.editfs/README.",
+    after_help = "For example:\n  editfs prompt /mnt/project >> AGENTS.md"
+)]
+pub struct PromptArgs {
+    /// The mount point the text names (default: the word MOUNT)
+    #[arg(value_name = "MOUNT")]
+    mountpoint: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "List the running editfs mounts",
+    long_about = "List the editfs mounts of this mount namespace: mount point, SOURCE, \
+whether the daemon answers (a killed daemon leaves a dead mount; `editfs unmount MOUNT` \
+clears it), and the mount's options."
+)]
+pub struct ListArgs {
+    /// Print one JSON object per mount, one per line
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn prompt(args: PromptArgs) -> ExitCode {
+    let text = match args.mountpoint {
+        Some(m) => {
+            let shown = std::path::absolute(&m).unwrap_or(m);
+            PROMPT.replace("MOUNT", &shown.display().to_string())
+        }
+        None => PROMPT.to_owned(),
+    };
+    print!("{text}");
+    ExitCode::SUCCESS
+}
+
+pub fn list(args: ListArgs) -> ExitCode {
+    let mounts = table::mounts();
+    for m in &mounts {
+        if args.json {
+            match serde_json::to_string(m) {
+                Ok(line) => println!("{line}"),
+                Err(e) => {
+                    eprintln!("editfs list: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        } else {
+            let state = if m.serving { "serving" } else { "dead" };
+            println!(
+                "{}\t{}\t{state}\t{}",
+                m.mountpoint.display(),
+                m.source,
+                m.options.join(",")
+            );
+        }
+    }
+    if mounts.is_empty() && !args.json {
+        eprintln!("editfs list: no editfs mount here");
+    }
+    ExitCode::SUCCESS
+}
