@@ -452,7 +452,13 @@ fn every_file_a_killed_daemon_removed_is_kept_and_logged_after_the_next_open() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(40));
+    // Kill once the removals have begun, however slowly a loaded machine runs
+    // `rm`: a fixed pause let the kill come before any removal.
+    let begun = (0..2000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        (0..FILES).any(|i| !m.src.join(format!("many/f{i}")).exists())
+    });
+    assert!(begun, "rm removed nothing in 10 s");
     m.end(rustix::process::Signal::KILL);
     let _ = rm.wait();
     let src = &m.src;
