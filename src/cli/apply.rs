@@ -221,6 +221,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         who: &who,
         dir: None,
         meant: None,
+        hold: None,
     };
     let mut report = transaction::run(
         store.as_ref(),

@@ -519,26 +519,40 @@ impl Core {
     /// stripe) has its stripes taken again. Returns what the files were once
     /// their stripes were held.
     fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, super::fs::Telling<'_>, Vec<Meant>) {
+        let telling = self.told(rels);
+        let (held, now) = self.stripes_now(rels);
+        (held, telling, now)
+    }
+
+    /// Waits until the latest commit on the files at `rels` has told the
+    /// kernel, and holds their `Telling` for this commit.
+    fn told(&self, rels: &[&str]) -> super::fs::Telling<'_> {
+        loop {
+            self.await_told(rels);
+            if let Some(telling) = self.telling(rels) {
+                return telling;
+            }
+        }
+    }
+
+    /// The stripes of the files at `rels`, exclusively, and what the files
+    /// are once they are held (a file replaced while its stripe was awaited
+    /// has its stripes taken again).
+    fn stripes_now(&self, rels: &[&str]) -> (Stripes<'_>, Vec<Meant>) {
         /// Enough for any honest run of replacements; past it the store's own
         /// check (`Opened::current`, under its lock) still keeps every edit.
         const TRIES: usize = 8;
-        let mut tries = 1;
-        loop {
-            self.await_told(rels);
-            let Some(telling) = self.telling(rels) else {
-                continue;
-            };
-            let mut ids = self.identities(rels);
-            loop {
-                let held = self.stripes_for(&node_ids(&self.ids, &ids));
-                let now = self.identities(rels);
-                if now == ids || tries >= TRIES {
-                    return (held, telling, now);
-                }
-                tries += 1;
-                ids = now;
+        let mut ids = self.identities(rels);
+        for _ in 1..TRIES {
+            let held = self.stripes_for(&node_ids(&self.ids, &ids));
+            let now = self.identities(rels);
+            if now == ids {
+                return (held, now);
             }
+            ids = now;
         }
+        let held = self.stripes_for(&node_ids(&self.ids, &ids));
+        (held, self.identities(rels))
     }
 
     /// Runs a transaction on the files at `rels` with them taken (`lock_files`),
@@ -623,8 +637,9 @@ impl Core {
         Ok(committed)
     }
 
-    /// Runs the transaction on `at.file` (reached as `at.rel`), its stripe held,
-    /// then drops what the kernel cached of both names, with no lock held.
+    /// Runs the transaction on `at.file` (reached as `at.rel`), its stripe held
+    /// from its last check of the file to its install (`Gate`), then drops what
+    /// the kernel cached of both names, with no lock held.
     fn commit_file(&self, at: Edited<'_>, payload: Received<'_>, who: &Who) -> Report {
         let Edited {
             rel,
@@ -633,26 +648,26 @@ impl Core {
             meant,
         } = at;
         let name = file.to_string_lossy();
+        let rels = [&*name];
+        let gate = Gate::new(self, &rels);
+        let hold = || gate.take();
+        let target = Target {
+            root: self.root(),
+            rel: &name,
+            label: &name,
+            who,
+            dir: dir.map(std::os::fd::AsFd::as_fd),
+            // What its own earlier transactions made of the file is still
+            // it, and so is what another process's transaction made of it.
+            meant: meant.map(|(m, since)| {
+                let m = self.lineage.lock().now(&name, m, since);
+                self.or_installed_by_another(&name, m)
+            }),
+            hold: Some(&hold),
+        };
+        let report = transaction::run(Some(&self.store), &target, payload, &self.settings.engine);
         // Kept until the kernel was told, below.
-        let (report, _telling) = self.locked(&[&name], || {
-            let target = Target {
-                root: self.root(),
-                rel: &name,
-                label: &name,
-                who,
-                dir: dir.map(std::os::fd::AsFd::as_fd),
-                // What its own earlier transactions made of the file is still
-                // it, and so is what another process's transaction made of it.
-                meant: meant.map(|(m, since)| {
-                    let m = self.lineage.lock().now(&name, m, since);
-                    self.or_installed_by_another(&name, m)
-                }),
-            };
-            let report =
-                transaction::run(Some(&self.store), &target, payload, &self.settings.engine);
-            let ok = report.outcome == Outcome::Ok;
-            (report, ok)
-        });
+        let _telling = gate.done(report.outcome == Outcome::Ok);
         if file != rel {
             self.reports
                 .lock()
@@ -741,7 +756,8 @@ impl Core {
     }
 
     /// Records what a committed transaction made of the files at `rels`, which
-    /// were `before`; call with their stripes held.
+    /// were `before`; call before its `Telling` is let go, so no other commit
+    /// on them comes between.
     fn record_lineage(&self, rels: &[&str], before: Vec<Meant>) {
         let after = self.identities(rels);
         let mut lineage = self.lineage.lock();
@@ -776,12 +792,15 @@ impl Core {
         // Direct writes to these files wait while they commit, as for one file.
         let named = plan.files();
         let rels: Vec<&str> = named.iter().map(String::as_str).collect();
+        let gate = Gate::new(self, &rels);
+        let hold = || gate.take();
+        let engine = (
+            &self.settings.engine,
+            Some(&hold as &transaction::HoldFn<'_>),
+        );
+        let report = plan.run(Some(&self.store), self.root(), engine, who);
         // Kept until the kernel was told, below.
-        let (report, _telling) = self.locked(&rels, || {
-            let report = plan.run(Some(&self.store), self.root(), &self.settings.engine, who);
-            let ok = report.outcome == Outcome::Ok;
-            (report, ok)
-        });
+        let _telling = gate.done(report.outcome == Outcome::Ok);
         // Each file's `F.status` shows the latest transaction on it, failed
         // ones too: a failed transaction's sections say why nothing was written.
         self.publish(report.files.iter());
@@ -1060,6 +1079,47 @@ fn identity(st: Option<&rustix::fs::Stat>) -> Meant {
             ino: st.st_ino,
         },
         None => Meant::Absent,
+    }
+}
+
+/// A commit's hold on its files, taken by the transaction itself (see
+/// `transaction::Hold`) only from its last check of them to its install: their
+/// stripes, so direct writes wait for the install and never for the engine's
+/// decision, which may be slow and which the transaction makes again if a
+/// write changed the file meanwhile. Its `Telling` is taken at once, so two
+/// commits on one file still tell the kernel in turn.
+struct Gate<'c, 'r> {
+    core: &'c Core,
+    rels: &'r [&'r str],
+    telling: super::fs::Telling<'c>,
+    /// What the files were when their stripes were last taken.
+    before: Mutex<Option<Vec<Meant>>>,
+}
+
+impl<'c, 'r> Gate<'c, 'r> {
+    fn new(core: &'c Core, rels: &'r [&'r str]) -> Self {
+        Gate {
+            core,
+            rels,
+            telling: core.told(rels),
+            before: Mutex::new(None),
+        }
+    }
+
+    /// The files' stripes, held until the returned value is dropped.
+    fn take(&self) -> Box<dyn transaction::Hold + 'c> {
+        let (held, now) = self.core.stripes_now(self.rels);
+        *self.before.lock() = Some(now);
+        Box::new(held)
+    }
+
+    /// Records what a committed transaction made of the files; the `Telling`
+    /// is for the caller to keep until it has told the kernel.
+    fn done(self, committed: bool) -> super::fs::Telling<'c> {
+        if let (true, Some(before)) = (committed, self.before.into_inner()) {
+            self.core.record_lineage(self.rels, before);
+        }
+        self.telling
     }
 }
 

@@ -5,10 +5,13 @@
 //!
 //! Requests run on several threads. Lock order, the one place it is written:
 //!
-//! 1. a file's stripes (`stripes_for`: ascending index; only commit threads
-//!    take them exclusively, a direct write shares one);
-//!    then a transaction's turn at its paths (`transaction::serial`), held
-//!    while its engine decides, which the store's lock never is;
+//! 1. a transaction's turn at its paths (`transaction::serial`), held while
+//!    its engine decides, which the stripes and the store's lock never are;
+//!    then its files' stripes (`stripes_for`: ascending index; only commit
+//!    threads take them exclusively, a direct write shares one), taken by an
+//!    edit only from its last check of its files to their install
+//!    (`control::Gate`, `transaction::Hold`), so a write of the file never
+//!    waits for an engine, and by an undo, which takes no turn, for all of it;
 //! 2. the store's lock (a transaction's id, commit record and log line, and
 //!    a direct write's pre-image id; never an engine's decision);
 //!    then the store's removal gate (a removal's log line, move and its

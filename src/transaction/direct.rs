@@ -299,6 +299,7 @@ mod tests {
                     who: &who,
                     dir: None,
                     meant: None,
+                    hold: None,
                 };
                 let payload = b"<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
                 let options = crate::engine::Options::default();

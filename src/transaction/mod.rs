@@ -135,7 +135,22 @@ pub struct Target<'a> {
     pub dir: Option<BorrowedFd<'a>>,
     /// The file an `F.edit` handle's name meant when it was opened.
     pub meant: Option<Meant>,
+    /// What the mount takes of the file from the last check of it to its
+    /// install (see `Hold`); `None` outside a mount.
+    pub hold: Option<&'a HoldFn<'a>>,
 }
+
+/// What a mount holds of a transaction's files, taken right before the store's
+/// lock for the last check that they are as decided, and kept until the
+/// commit is done: its stripes, which direct writes through the mount wait for.
+/// Taken there, not before the decision, so writers of the file wait for an
+/// install, never for the engine.
+pub trait Hold {}
+
+impl<T> Hold for T {}
+
+/// Takes what a mount holds of a transaction's files (see `Hold`).
+pub type HoldFn<'a> = dyn Fn() -> Box<dyn Hold + 'a> + 'a;
 
 /// Which file a name meant: a transaction on another file under that name is stale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -244,7 +259,7 @@ pub fn run<'p>(
     };
     let _turn = turn_of(target);
     match decided_with_lock(store, target, payload, opts) {
-        Ok((lock, decided)) => stored(store, &lock, target, decided, opts.max_file),
+        Ok(((_held, lock), decided)) => stored(store, &lock, target, decided, opts.max_file),
         Err(e) => stamp(io_failure(e, sha_now(target, opts.max_file)), target.label),
     }
 }
@@ -303,15 +318,21 @@ fn turn_of(target: &Target<'_>) -> serial::Turn {
     serial::turn([target.root.path.join(target.rel)])
 }
 
+/// What a mount holds of a transaction's files, with the store's lock.
+type Held<'a> = (Option<Box<dyn Hold + 'a>>, Lock);
+
 /// `decided_under_lock` for one file.
-fn decided_with_lock(
+fn decided_with_lock<'a>(
     store: &Store,
-    target: &Target<'_>,
+    target: &Target<'a>,
     payload: Received<'_>,
     opts: &Options,
-) -> Result<(Lock, Result<Decision, StoreError>), StoreError> {
+) -> Result<(Held<'a>, Result<Decision, StoreError>), StoreError> {
     let (lock, decided) = decided_under_lock(
-        || store.lock(),
+        || {
+            let held = target.hold.map(|h| h());
+            store.lock().map(|l| (held, l))
+        },
         || decide(target, store.buffer(), payload, opts),
         // A file that could not be read or edited is reported as it was found.
         |d| d.as_ref().map_or(true, |d| d.opened.current(target.rel)),
@@ -934,6 +955,7 @@ mod tests {
             who: &who,
             dir: None,
             meant: None,
+            hold: None,
         };
         let edit = |from: &str, to: &str| {
             let payload = format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n");

@@ -132,7 +132,7 @@ pub fn run<'p>(
     opts: &Options,
     who: &Who,
 ) -> MultiReport {
-    Plan::parse(root, payload.into(), opts).run(store, root, opts, who)
+    Plan::parse(root, payload.into(), opts).run(store, root, (opts, None), who)
 }
 
 /// A multi-file payload parsed once: the files it names, for a caller that
@@ -165,18 +165,22 @@ impl Plan {
     }
 
     /// Runs the transaction: every file decided, then all committed or none.
-    pub fn run(
+    /// `hold` takes what a mount holds of the files (see `super::Hold`).
+    pub fn run<'h>(
         self,
         store: Option<&Store>,
         root: Root<'_>,
-        opts: &Options,
+        (opts, hold): (&Options, Option<&'h super::HoldFn<'h>>),
         who: &Who,
     ) -> MultiReport {
         let rels = self.files();
         let _turn = super::serial::turn(rels.iter().map(|rel| root.path.join(rel)));
         let decided = match store {
             Some(s) => super::decided_under_lock(
-                || s.lock().map(|l| (Some(l), Vec::new())),
+                || {
+                    let held = hold.map(|h| h());
+                    s.lock().map(|l| ((Some(l), held), Vec::new()))
+                },
                 || self.prepare(root, opts, who),
                 |(_, d)| d.iter().all(Decided::current),
                 || s.last_tx(),
@@ -186,7 +190,7 @@ impl Plan {
             // locks hold up no transaction on a file of another directory.
             None => {
                 let dirs = super::lock_dirs(root, &rels);
-                Ok(((None, dirs), Some(self.prepare(root, opts, who))))
+                Ok((((None, None), dirs), Some(self.prepare(root, opts, who))))
             }
         };
         let mut report = match decided {
@@ -200,9 +204,9 @@ impl Plan {
                 r.error = io_failure(e, String::new()).error;
                 r
             }
-            Ok(((lock, dirs), Some(decided))) => {
+            Ok((((lock, held), dirs), Some(decided))) => {
                 let report = numbered(store, lock.as_ref(), root, decided, who);
-                drop((lock, dirs));
+                drop((lock, held, dirs));
                 report
             }
             Err(e) => {
@@ -816,7 +820,7 @@ mod tests {
         let opts = Options::default();
         let plan = Plan::parse(root, payload.as_bytes().into(), &opts);
         assert_eq!(plan.files(), ["a.txt", "sub/b.txt"]);
-        let report = plan.run(None, root, &opts, &Who::default());
+        let report = plan.run(None, root, (&opts, None), &Who::default());
         assert_eq!(report.outcome, Outcome::Ok, "{report}");
         assert_eq!(std::fs::read(tmp.path().join("a.txt")).unwrap(), b"first\n");
         assert_eq!(std::fs::read(tmp.path().join("sub/b.txt")).unwrap(), b"2\n");
@@ -853,7 +857,7 @@ mod tests {
             Plan::parse(root, payload.as_bytes().into(), &opts).run(
                 None,
                 root,
-                &opts,
+                (&opts, None),
                 &Who::default(),
             )
         };

@@ -10,7 +10,7 @@
 //!
 //! Lock order: the paths of a transaction (taken together, all or none, so two
 //! transactions on overlapping sets of files never wait for each other in a
-//! cycle), then the store's lock. Never the other way round: a transaction
+//! cycle), then what a mount holds of its files (`Hold`), then the store's lock. Never the other way round: a transaction
 //! that holds the store's lock takes no path.
 
 use std::collections::HashSet;
