@@ -824,3 +824,69 @@ fn an_append_only_file_is_not_rewritten_for_a_caller() {
     let appended = as_nobody(&m, "echo more >> shared/journal.sh");
     assert!(appended.status.success(), "{}", text(&appended));
 }
+
+/// A handle on nobody's own file, whose name a transaction's move then gives
+/// to root's file: fchmod, fchown, futimens and fsetxattr through the handle
+/// send no handle to the daemon, which acted by name, as root, on whatever
+/// file held the name by then. Root's file became setuid root with nobody's
+/// bytes in it (a root shell). Natively each is EPERM on root's file.
+#[test]
+fn a_change_through_a_handle_never_reaches_the_file_moved_onto_its_name() {
+    let Some(m) = mount_for_nobody() else {
+        return;
+    };
+    let shared = m.src.join("shared");
+    fs::write(shared.join("open.txt"), "root's\n").unwrap();
+    chmod(&shared.join("open.txt"), 0o666);
+    for (i, change) in [
+        "os.fchmod(h, 0o4755)",
+        "os.fchown(h, -1, 65534)",
+        "os.utime(h, (0, 0))",
+        "os.setxattr(h, 'user.tag', b'x')",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let script = format!(
+            r#"python3 - <<'PY'
+import os
+def tx(p):
+    f = os.open(".editfs/edit", os.O_WRONLY | os.O_TRUNC)
+    os.write(f, p.encode())
+    os.close(f)
+open("shared/e{i}", "w").write("mine\n")
+h = os.open("shared/e{i}", os.O_RDONLY)
+tx("*** Begin Patch\n*** Update File: shared/e{i}\n*** Move to: shared/m{i}\n*** End Patch\n")
+tx("*** Begin Patch\n*** Update File: shared/open.txt\n*** Move to: shared/e{i}\n*** End Patch\n")
+try:
+    {change}
+    print("changed")
+except OSError as e:
+    print("refused", e.errno)
+tx("*** Begin Patch\n*** Update File: shared/e{i}\n*** Move to: shared/open.txt\n*** End Patch\n")
+PY"#
+        );
+        let out = as_nobody(&m, &script);
+        let said = text(&out);
+        // Root's file is back at its name, unless the attack kept nobody from
+        // moving it back.
+        let roots = [shared.join("open.txt"), shared.join(format!("e{i}"))]
+            .into_iter()
+            .find(|p| p.exists())
+            .unwrap();
+        let meta = fs::metadata(&roots).unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o666, "{change}: {said}");
+        assert_eq!((meta.uid(), meta.gid()), (0, 0), "{change}: {said}");
+        assert_ne!(meta.mtime(), 0, "{change}: {said}");
+        assert!(xattr_of(&roots).is_none(), "{change}: {said}");
+        assert_eq!(fs::read_to_string(&roots).unwrap(), "root's\n");
+    }
+}
+
+/// The `user.tag` attribute of `path`, if it has one.
+fn xattr_of(path: &Path) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 64];
+    let n = rustix::fs::getxattr(path, "user.tag", &mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}

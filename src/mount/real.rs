@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
@@ -25,10 +25,21 @@ pub fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> rustix::
         OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    if file_type(rustix::fs::fstat(&fd)?.st_mode) == FileType::Symlink {
+    chmod_node(&fd, mode)
+}
+
+/// chmod of the file an `O_PATH` descriptor holds, never of a link's target.
+fn chmod_node(fd: &OwnedFd, mode: Mode) -> rustix::io::Result<()> {
+    if file_type(rustix::fs::fstat(fd)?.st_mode) == FileType::Symlink {
         return Err(rustix::io::Errno::OPNOTSUPP);
     }
-    rustix::fs::chmod(format!("/proc/self/fd/{}", fd.as_raw_fd()), mode)
+    rustix::fs::chmod(proc_path(fd), mode)
+}
+
+/// The path that leads to exactly the file a descriptor holds, whatever its
+/// names are by now.
+fn proc_path(fd: &OwnedFd) -> String {
+    format!("/proc/self/fd/{}", fd.as_raw_fd())
 }
 
 /// Up to `size` bytes at `offset`, read into memory that is not zeroed first.
@@ -153,6 +164,31 @@ impl Core {
         Ok(st)
     }
 
+    /// Node `ino`'s file, opened `O_PATH` by its name and checked to be that
+    /// node still. What a request without a handle changes (mode, owner,
+    /// times, size, extended attributes) is changed through it: by name alone,
+    /// a file renamed over the name since the kernel looked it up (another
+    /// user's, moved there by a transaction or a rename) would take the change
+    /// with the daemon's rights. A name that holds another file is ESTALE, so
+    /// the kernel looks it up again.
+    pub(super) fn node_file(&self, ino: u64) -> Res<OwnedFd> {
+        let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if ino == ROOT {
+            return rustix::fs::openat(self.source.root(), ".", how, Mode::empty()).map_err(errno);
+        }
+        let loc = self.loc(ino)?;
+        let fd =
+            rustix::fs::openat(loc.dir(), &loc.name, how, Mode::empty()).map_err(|e| match e {
+                rustix::io::Errno::NOENT => Errno::ESTALE,
+                e => errno(e),
+            })?;
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        if self.ids.of(&st) != ino {
+            return Err(Errno::ESTALE);
+        }
+        Ok(fd)
+    }
+
     pub(super) fn setattr_real(
         &self,
         ino: u64,
@@ -177,11 +213,17 @@ impl Core {
         } else {
             None
         };
+        // Without a handle (fchmod, fchown and futimens send none either), the
+        // node is reached by its name, checked to hold that node still.
+        let node = match file {
+            None => Some(self.node_file(ino)?),
+            Some(_) => None,
+        };
         if let Some(mode) = mode {
             let m = Mode::from_raw_mode(mode & 0o7777);
-            match (file, &loc) {
+            match (file, &node) {
                 (Some(f), _) => rustix::fs::fchmod(f, m),
-                (None, Some(l)) => chmod_nofollow(l.dir(), &l.name, m),
+                (None, Some(n)) => chmod_node(n, m),
                 _ => Ok(()),
             }
             .map_err(errno)?;
@@ -189,11 +231,10 @@ impl Core {
         if owner.0.is_some() || owner.1.is_some() {
             let uid = owner.0.map(rustix::fs::Uid::from_raw);
             let gid = owner.1.map(rustix::fs::Gid::from_raw);
-            match (file, &loc) {
+            let how = AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW;
+            match (file, &node) {
                 (Some(f), _) => rustix::fs::fchown(f, uid, gid),
-                (None, Some(l)) => {
-                    rustix::fs::chownat(l.dir(), &l.name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)
-                }
+                (None, Some(n)) => rustix::fs::chownat(n, "", uid, gid, how),
                 _ => Ok(()),
             }
             .map_err(errno)?;
@@ -213,13 +254,11 @@ impl Core {
                 None => None,
             };
             let _shared = self.stripe(ino).read();
-            match (file, &loc) {
+            match (file, &node) {
                 (Some(f), _) => rustix::fs::ftruncate(f, size).map_err(errno)?,
-                (None, Some(l)) => {
-                    let flags =
-                        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-                    let fd = rustix::fs::openat(l.dir(), &l.name, flags, Mode::empty())
-                        .map_err(errno)?;
+                (None, Some(n)) => {
+                    let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+                    let fd = rustix::fs::open(proc_path(n), flags, Mode::empty()).map_err(errno)?;
                     rustix::fs::ftruncate(&fd, size).map_err(errno)?;
                 }
                 _ => {}
@@ -233,11 +272,10 @@ impl Core {
                 last_access: times.0.unwrap_or(OMIT),
                 last_modification: times.1.unwrap_or(OMIT),
             };
-            match (file, &loc) {
+            let how = AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW;
+            match (file, &node) {
                 (Some(f), _) => rustix::fs::futimens(f, &ts),
-                (None, Some(l)) => {
-                    rustix::fs::utimensat(l.dir(), &l.name, &ts, AtFlags::SYMLINK_NOFOLLOW)
-                }
+                (None, Some(n)) => rustix::fs::utimensat(n, "", &ts, how),
                 _ => Ok(()),
             }
             .map_err(errno)?;

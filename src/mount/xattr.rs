@@ -17,14 +17,18 @@ impl Core {
         if ino == ROOT {
             return rustix::io::dup(self.source.root()).map(Some).map_err(errno);
         }
-        let loc = self.loc(ino)?;
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-        match rustix::fs::openat(loc.dir(), &loc.name, flags, Mode::empty()) {
-            Ok(fd) => Ok(Some(fd)),
-            Err(rustix::io::Errno::LOOP) => Ok(None),
-            Err(e) => Err(errno(e)),
+        // Opened again through the node's own file, checked to be it (see
+        // `node_file`): by name, a file renamed over it would take the change.
+        let node = self.node_file(ino)?;
+        let st = rustix::fs::fstat(&node).map_err(errno)?;
+        if super::fs::file_type(st.st_mode) == super::types::FileType::Symlink {
+            return Ok(None);
         }
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&node));
+        rustix::fs::open(path.as_str(), flags, Mode::empty())
+            .map(Some)
+            .map_err(errno)
     }
 
     pub(super) fn real_only(&self, ino: u64) -> Res<()> {
