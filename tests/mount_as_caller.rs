@@ -5,26 +5,17 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::Mount;
-
-const NOBODY: u32 = 65534;
+use common::{NOBODY, as_nobody, chmod, chown_nobody, text};
 
 /// What root keeps to itself; no report or read may ever show it to nobody.
 const SECRET: &str = "ROOT-SECRET";
-
-fn chmod(path: &Path, mode: u32) {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn chown_nobody(path: &Path) {
-    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
-}
 
 /// SOURCE with `shared/` (everyone may write in it, as in a project several
 /// users share), root's files in it, and `nb/`, nobody's own directory.
@@ -65,24 +56,6 @@ fn mount_for_nobody() -> Option<Mount> {
     })?;
     chmod(m.mnt.parent().unwrap(), 0o755);
     Some(m)
-}
-
-/// Runs a bash script as nobody, in the mount.
-fn as_nobody(m: &Mount, script: &str) -> Output {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(["bash", "-c", script])
-        .current_dir(&m.mnt)
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A payload adding `line` after the first line of a shell script, written by

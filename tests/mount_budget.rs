@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{as_nobody, text};
+
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -23,26 +25,6 @@ fn mount_for_nobody(args: &[&str], fill: impl FnOnce(&Path)) -> Option<common::M
     let top = m.mnt.parent().unwrap();
     fs::set_permissions(top, fs::Permissions::from_mode(0o755)).unwrap();
     Some(m)
-}
-
-/// Runs a bash script in the mount as `nobody`, with no supplementary groups.
-fn as_nobody(m: &common::Mount, script: &str) -> std::process::Output {
-    Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "bash",
-            "-c",
-        ])
-        .arg(script)
-        .current_dir(&m.mnt)
-        .output()
-        .unwrap()
-}
-
-fn text(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
 /// A file of `nobody`'s in SOURCE.

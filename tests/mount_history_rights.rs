@@ -5,24 +5,15 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::Mount;
-
-const NOBODY: u32 = 65534;
+use common::{NOBODY, as_nobody, chmod, chown_nobody, text};
 
 /// What root keeps to itself; nothing nobody runs may ever show it.
 const SECRET: &str = "API_KEY=ROOT-SECRET";
-
-fn chmod(path: &Path, mode: u32) {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn chown_nobody(path: &Path) {
-    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
-}
 
 /// SOURCE with root's private `cfg.txt`, `nb/` (nobody's own directory, with a
 /// file of root's in it), and `priv/` (root's, 0700, with files everyone could
@@ -53,24 +44,6 @@ fn mount_for_nobody() -> Option<Mount> {
     })?;
     chmod(m.mnt.parent().unwrap(), 0o755);
     Some(m)
-}
-
-/// Runs a bash script as nobody, in the mount.
-fn as_nobody(m: &Mount, script: &str) -> Output {
-    Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(["bash", "-c", script])
-        .current_dir(&m.mnt)
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Root's edit through the mount, replacing `from` with `to` in `rel`.

@@ -274,3 +274,34 @@ impl Drop for Inside {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
+
+/// The user every attack test plays against a root daemon: `nobody`.
+pub const NOBODY: u32 = 65534;
+
+/// Runs a bash script as `nobody`, with no groups, in the mount.
+pub fn as_nobody(m: &Mount, script: &str) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["bash", "-c", script])
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap()
+}
+
+/// What a command printed, its standard output then its standard error.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+pub fn chown_nobody(path: &Path) {
+    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+}
