@@ -663,7 +663,9 @@ fn acls_deny_a_patch_what_they_deny_natively() {
     assert!(!edit.status.success(), "{}", text(&edit));
     // truncate(2) by path, not by a descriptor (`truncate -s` opens the file).
     let by_path = "PATH=/usr/bin:/bin python3 -c 'import os; os.truncate(\"acl/open.txt\", 0)'";
-    for write in ["echo ATTACK >> acl/open.txt", by_path] {
+    // An extended attribute is written as the file is: the ACL decides.
+    let xattr = "python3 -c 'import os; os.setxattr(\"acl/open.txt\", \"user.pwn\", b\"1\")'";
+    for write in ["echo ATTACK >> acl/open.txt", by_path, xattr] {
         let out = as_nobody(&m, write);
         assert!(
             text(&out).contains("Permission denied"),

@@ -604,7 +604,7 @@ impl Filesystem for Fuse {
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
@@ -612,7 +612,8 @@ impl Filesystem for Fuse {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        let logic = |_: &_| self.0.setxattr(ino.0, name, value, flags);
+        let who = requester(req);
+        let logic = |_: &_| self.0.setxattr(ino.0, who, name, value, flags);
         serve("setxattr", reply, logic, empty);
     }
 
@@ -626,11 +627,12 @@ impl Filesystem for Fuse {
         serve("listxattr", reply, |_| self.0.listxattr(ino.0), answer);
     }
 
-    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let who = requester(req);
         serve(
             "removexattr",
             reply,
-            |_| self.0.removexattr(ino.0, name),
+            |_| self.0.removexattr(ino.0, who, name),
             empty,
         );
     }

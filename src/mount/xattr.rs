@@ -9,7 +9,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::fs::Core;
 use super::nodes::{Kind, ROOT};
-use super::types::{Errno, Res, errno};
+use super::types::{Errno, Requester, Res, errno};
 
 impl Core {
     /// An open descriptor of a real node for extended attributes; `None` for a symlink.
@@ -39,9 +39,28 @@ impl Core {
         }
     }
 
+    /// Whether `who` may change the `user.` attributes of `ino`: the kernel
+    /// asked the permission bits the mount shows, so where SOURCE's file has an
+    /// ACL the kernel is asked again with the caller's credentials, as for a
+    /// write (other namespaces the kernel checks by capability or ownership).
+    fn may_set(&self, ino: u64, who: Requester, name: &OsStr) -> Res<()> {
+        match name.as_bytes().starts_with(b"user.") {
+            true => self.may_open(who, ino, libc::O_WRONLY),
+            false => Ok(()),
+        }
+    }
+
     /// Sets `name` with the `setxattr(2)` flags `flags`.
-    pub(super) fn setxattr(&self, ino: u64, name: &OsStr, value: &[u8], flags: i32) -> Res<()> {
+    pub(super) fn setxattr(
+        &self,
+        ino: u64,
+        who: Requester,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+    ) -> Res<()> {
         self.real_only(ino)?;
+        self.may_set(ino, who, name)?;
         match self.xattr_fd(ino)? {
             Some(fd) => {
                 let how = rustix::fs::XattrFlags::from_bits_retain(flags as u32);
@@ -77,8 +96,9 @@ impl Core {
         })
     }
 
-    pub(super) fn removexattr(&self, ino: u64, name: &OsStr) -> Res<()> {
+    pub(super) fn removexattr(&self, ino: u64, who: Requester, name: &OsStr) -> Res<()> {
         self.real_only(ino)?;
+        self.may_set(ino, who, name)?;
         match self.xattr_fd(ino)? {
             Some(fd) => rustix::fs::fremovexattr(&fd, name).map_err(errno),
             None => Err(Errno::EPERM),
