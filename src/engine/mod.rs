@@ -405,6 +405,18 @@ pub fn rejected(e: payload::PayloadError, sha: String) -> Edit {
     }
 }
 
+/// A transaction that writes nothing: the failed `report`, with every
+/// operation's outcome and the payload's notes.
+fn unwritten(mut report: Report, ops: Vec<OpReport>, notes: Vec<String>) -> Edit {
+    report.operations = ops;
+    report.notes = notes;
+    Edit {
+        content: None,
+        report,
+        act: None,
+    }
+}
+
 fn failed(error: ErrorReport, sha: String, total: usize) -> Report {
     let mut report = Report::new(Outcome::Failed, sha);
     report.total = total;
@@ -442,14 +454,7 @@ fn finish(
         for op in ops.iter_mut().filter(|o| o.outcome != OpOutcome::Failed) {
             op.outcome = OpOutcome::Matched;
         }
-        let mut report = failed(first, sha256_hex(before), total);
-        report.operations = ops;
-        report.notes = notes;
-        return Edit {
-            content: None,
-            report,
-            act: None,
-        };
+        return unwritten(failed(first, sha256_hex(before), total), ops, notes);
     }
     let body = before.strip_prefix(BOM).unwrap_or(before);
     let mut new = Vec::with_capacity(body.len() + 64);
@@ -465,14 +470,7 @@ fn finish(
             ),
             "make the file grow less in one transaction (a regex replacement that copies each match, a REPLACE sent for every occurrence), or raise --max-file-size",
         );
-        let mut report = failed(error, sha256_hex(before), total);
-        report.operations = ops;
-        report.notes = notes;
-        return Edit {
-            content: None,
-            report,
-            act: None,
-        };
+        return unwritten(failed(error, sha256_hex(before), total), ops, notes);
     }
     let act = tx.act.clone().map(|(act, _)| act);
     let changed = original.is_none() || new != before || act.is_some();
