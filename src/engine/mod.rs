@@ -235,14 +235,7 @@ fn over_budget(before: &[u8], ops: Vec<OpReport>, total: usize, mut notes: Vec<S
     if total > ops.len() {
         notes.push(format!("operations {}-{total} were not run", ops.len() + 1));
     }
-    let mut report = failed(error, sha256_hex(before), total);
-    report.operations = ops;
-    report.notes = notes;
-    Edit {
-        content: None,
-        report,
-        act: None,
-    }
+    unwritten(failed(error, sha256_hex(before), total), ops, notes)
 }
 
 /// The failure of the operation that found the work budget spent (see budget.rs).
@@ -301,14 +294,8 @@ fn stale_edit(error: ErrorReport, sha: String, mut ops: Vec<OpReport>, notes: Ve
             op.outcome = OpOutcome::Matched;
         }
     }
-    let mut report = failed(error, sha, ops.len());
-    report.operations = ops;
-    report.notes = notes;
-    Edit {
-        content: None,
-        report,
-        act: None,
-    }
+    let report = failed(error, sha, ops.len());
+    unwritten(report, ops, notes)
 }
 
 /// Agents often write every block against the file as they read it, so a block
