@@ -1,4 +1,4 @@
-//! The engine's work budget (README, *Limits*): past it a transaction fails as
+//! The engine's work budget (docs/payloads.md#limits): past it a transaction fails as
 //! `over_budget`, naming the operation it reached and what to do instead; only
 //! the first failing operations are diagnosed; the replacements matches make
 //! are bounded by the largest file a transaction may write.

@@ -417,7 +417,7 @@ fn footprint(pid: u32) -> (u64, usize) {
 /// 10,000 open `F.edit` handles, each holding an unfinished payload of 100 KB from
 /// one user, then of 4 KB (all of which fit): the daemon's memory grows by about
 /// the per-user cap at most and comes back when they close, and its descriptors do
-/// not grow at all. Prints the figures the README states. `cargo test --test mount_limits -- --ignored --nocapture`
+/// not grow at all. Prints the figures docs/semantics.md#control-files states. `cargo test --test mount_limits -- --ignored --nocapture`
 #[test]
 #[ignore = "takes a minute: 20,000 transactions"]
 fn ten_thousand_open_edit_handles_keep_memory_and_descriptors_bounded() {
