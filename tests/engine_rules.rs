@@ -1,4 +1,5 @@
-//! The engine against the contract, one rule per test (CONTRACT.md §2–§4).
+//! The engine against its rules, one rule per test: docs/payloads.md (formats, what a
+//! transaction does, reports).
 
 use editfs::engine::{
     Ambiguity, ErrorReport, OpOutcome, Options, Outcome, Report, apply, sha256_hex,
@@ -58,7 +59,7 @@ fn warnings(r: &Run) -> String {
         .join("\n")
 }
 
-// §2 payloads
+// Payload formats: docs/payloads.md#formats
 
 #[test]
 fn fenced_blocks_with_prose_apply_and_note_the_prose() {
@@ -258,7 +259,7 @@ fn a_file_with_conflict_markers_is_edited_with_longer_markers_or_json() {
     assert_eq!(text(&run(file, json)), "theirs\n");
 }
 
-// §3 semantics
+// What a transaction does: docs/payloads.md#what-a-transaction-does
 
 #[test]
 fn operations_run_in_order_on_the_running_result() {
@@ -1018,7 +1019,7 @@ fn json_scope_all_and_expected_count() {
     assert!(!r.written);
 }
 
-// §4 reports
+// Reports: docs/payloads.md#reports
 
 #[test]
 fn the_json_report_has_every_field_the_contract_lists() {
@@ -1136,7 +1137,8 @@ fn a_block_written_against_lines_an_earlier_block_changed_says_so() {
     );
 }
 
-// §3 payload shapes that would destroy code, and the last two tiers
+// Payload shapes that would destroy code, and the last two tiers:
+// docs/payloads.md#what-a-transaction-does
 
 #[test]
 fn a_placeholder_in_replace_is_refused_naming_it_and_the_lines_it_would_delete() {

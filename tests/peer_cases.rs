@@ -3,7 +3,7 @@
 //! with default options.
 //!
 //! Every case either agrees with the peer or is listed in `DEVIATIONS` with what we
-//! do instead and why (the rule of the user-facing contract that makes us differ).
+//! do instead and why (the rule of the project's docs that makes us differ).
 //! The table is checked both ways: a listed case must still disagree with the peer
 //! and must still behave exactly as listed, and every listed id must exist.
 //!
@@ -37,278 +37,278 @@ struct Deviation {
 }
 
 /// Cases where we deliberately differ from the peer. `why` cites the section of
-/// the user-facing contract (§N) whose rule makes us differ.
+/// the project's docs (`docs/PAGE.md#section`) whose rule makes us differ.
 const DEVIATIONS: &[Deviation] = &[
     Deviation {
         id: "cline-disabled-should-handle-special-regex-chars-and-nested-search-markers",
         ours: Ours::Applied("text with replaced\nbefore\nend"),
-        why: "§2.1/§3 tier 6: `--- SEARCH` has fewer than 5 marker characters, so it is SEARCH content (a whole line of the file), and `$^.*` is a fragment of a line that occurs once, so it is replaced as text.",
+        why: "docs/payloads.md#marker-blocks, #what-a-transaction-does tier 6: `--- SEARCH` has fewer than 5 marker characters, so it is SEARCH content (a whole line of the file), and `$^.*` is a fragment of a line that occurs once, so it is replaced as text.",
     },
     Deviation {
         id: "aider-replace-multiple-matches-first-wins",
         ours: Ours::Failed("ambiguous"),
-        why: "§3: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
+        why: "docs/payloads.md#what-a-transaction-does: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
     },
     Deviation {
         id: "vibe-sr-derived-first-occurrence-warning",
         ours: Ours::Failed("ambiguous"),
-        why: "§3: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
+        why: "docs/payloads.md#what-a-transaction-does: several matches fail as `ambiguous`, listing every range, so a re-sent edit never silently edits the next occurrence; `--ambiguous first` restores the peer's first-match rule.",
     },
     Deviation {
         id: "aider-strip-quoted-wrapping-1",
         ours: Ours::Failed("not_found"),
-        why: "§3: SEARCH must match the file's lines (exactly or by the tolerance ladder); we never strip a filename or fence lines from inside SEARCH.",
+        why: "docs/payloads.md#what-a-transaction-does: SEARCH must match the file's lines (exactly or by the tolerance ladder); we never strip a filename or fence lines from inside SEARCH.",
     },
     Deviation {
         id: "aider-strip-quoted-wrapping-2",
         ours: Ours::Failed("not_found"),
-        why: "§3: SEARCH must match the file's lines (exactly or by the tolerance ladder); we never strip a filename or fence lines from inside SEARCH.",
+        why: "docs/payloads.md#what-a-transaction-does: SEARCH must match the file's lines (exactly or by the tolerance ladder); we never strip a filename or fence lines from inside SEARCH.",
     },
     Deviation {
         id: "aider-find-blocks-missing-filename",
         ours: Ours::Applied("One\nTooooo\n\n\noops!\nThree\n"),
-        why: "§2.4: a filename line is only needed in multi-file payloads; a single-file block needs none (and text outside blocks is ignored), so it applies.",
+        why: "docs/guide.md#several-files-at-once: a filename line is only needed in multi-file payloads; a single-file block needs none (and text outside blocks is ignored), so it applies.",
     },
     Deviation {
         id: "aider-replace-multiple-matches-missing-whitespace",
         ours: Ours::Failed("ambiguous"),
-        why: "§3: a tolerant (indentation) match is used only when it is the single match of its tier, so two indented matches fail.",
+        why: "docs/payloads.md#what-a-transaction-does: a tolerant (indentation) match is used only when it is the single match of its tier, so two indented matches fail.",
     },
     Deviation {
         id: "aider-new-file-created-in-same-folder-file2",
         ours: Ours::Failed("not_found"),
-        why: "§2.4/§5: our single-file engine applies every block to this file, so the block meant for path/to/a/file1.txt is not found here.",
+        why: "docs/guide.md#several-files-at-once: our single-file engine applies every block to this file, so the block meant for path/to/a/file1.txt is not found here.",
     },
     Deviation {
         id: "aider-new-file-created-in-same-folder-file1",
         ours: Ours::Failed("file_exists"),
-        why: "§2.4/§5: our single-file engine applies every block to this file, and the empty SEARCH meant to create file2.txt fails on a non-empty file.",
+        why: "docs/guide.md#several-files-at-once: our single-file engine applies every block to this file, and the empty SEARCH meant to create file2.txt fails on a non-empty file.",
     },
     Deviation {
         id: "aider-derived-empty-search-appends",
         ours: Ours::Failed("file_exists"),
-        why: "§3: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
+        why: "docs/payloads.md#what-a-transaction-does: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
     },
     Deviation {
         id: "aider-derived-no-trailing-newline",
         ours: Ours::Applied("one\nTWO"),
-        why: "§3: the presence or absence of a final newline is preserved.",
+        why: "docs/payloads.md#what-a-transaction-does: the presence or absence of a final newline is preserved.",
     },
     Deviation {
         id: "aider-derived-crlf-file",
         ours: Ours::Applied("one\r\nTWO\r\nthree\r\n"),
-        why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
+        why: "docs/payloads.md#what-a-transaction-does: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
     },
     Deviation {
         id: "anthropic-ref-expandtabs",
         ours: Ours::Applied("if x:\n\treturn 2\n"),
-        why: "§3: bytes outside the matched span never change, so the file's tabs are not expanded.",
+        why: "docs/payloads.md#what-a-transaction-does: bytes outside the matched span never change, so the file's tabs are not expanded.",
     },
     Deviation {
         id: "cline-disabled-should-handle-mixed-line-endings",
         ours: Ours::Applied("line1\r\nline2"),
-        why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
+        why: "docs/payloads.md#what-a-transaction-does: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
     },
     Deviation {
         id: "cline-disabled-cnfc2-should-handle-custom-nested-search-markers",
         ours: Ours::Rejected("malformed"),
-        why: "§2.1: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
+        why: "docs/payloads.md#marker-blocks: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
     },
     Deviation {
         id: "cline-disabled-cnfc2-should-handle-text-containing-nested-search-markers",
         ours: Ours::Rejected("malformed"),
-        why: "§2.1: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
+        why: "docs/payloads.md#marker-blocks: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
     },
     Deviation {
         id: "cline-disabled-cnfc2-should-handle-missing-replacement-marker-in-lenient-mode",
         ours: Ours::Rejected("malformed"),
-        why: "§2.1: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
+        why: "docs/payloads.md#marker-blocks: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
     },
     Deviation {
         id: "cline-disabled-cnfc2-should-throw-error-for-missing-replacement-marker-in-strict-mode",
         ours: Ours::Rejected("malformed"),
-        why: "§2.1: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
+        why: "docs/payloads.md#marker-blocks: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
     },
     Deviation {
         id: "cline-disabled-cnfc2-should-handle-long-text-with-multiple-search-replace-blocks",
         ours: Ours::Rejected("malformed"),
-        why: "§2.1: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
+        why: "docs/payloads.md#marker-blocks: markers have 5 or more characters, so `--- SEARCH` is no marker and the stray `=======` makes the payload malformed.",
     },
     Deviation {
         id: "cline-should-handle-malformed-search-missing-space-case-correctly",
         ours: Ours::Applied("line1\nreplaced\nline3"),
-        why: "§2.1: we read `-------SEARCH` (no space) as the SEARCH marker, so the otherwise well-formed block applies instead of failing.",
+        why: "docs/payloads.md#marker-blocks: we read `-------SEARCH` (no space) as the SEARCH marker, so the otherwise well-formed block applies instead of failing.",
     },
     Deviation {
         id: "cline-should-handle-line-trimmed-match-replacement-case-correctly",
         ours: Ours::Applied("line1\n replaced\nline3"),
-        why: "§3 tier 2: REPLACE is re-indented by the same shift as the match, so it keeps the file line's one-space indent.",
+        why: "docs/payloads.md#what-a-transaction-does tier 2: REPLACE is re-indented by the same shift as the match, so it keeps the file line's one-space indent.",
     },
     Deviation {
         id: "cline-should-handle-replace-then-delete-case-correctly",
         ours: Ours::Applied("line1\nreplaced\nline3"),
-        why: "§3: the presence or absence of a final newline is preserved.",
+        why: "docs/payloads.md#what-a-transaction-does: the presence or absence of a final newline is preserved.",
     },
     Deviation {
         id: "cline-should-handle-malformed-diff-trailing-space-on-separator-case-correctly",
         ours: Ours::Applied("line1\nreplaced\nline3"),
-        why: "§2.1: trailing whitespace after a marker is tolerated, so `======= ` is the divider and the block applies.",
+        why: "docs/payloads.md#marker-blocks: trailing whitespace after a marker is tolerated, so `======= ` is the divider and the block applies.",
     },
     Deviation {
         id: "cline-should-handle-missing-final-replace-marker-when-isfinal-is-true",
         ours: Ours::Rejected("malformed"),
-        why: "§3/§8: a block without its closing REPLACE marker is malformed, so the payload is rejected.",
+        why: "docs/payloads.md#rejected-payloads: a block without its closing REPLACE marker is malformed, so the payload is rejected.",
     },
     Deviation {
         id: "cline-should-handle-missing-final-replace-marker-with-multiple-lines-of-replacement",
         ours: Ours::Rejected("malformed"),
-        why: "§3/§8: a block without its closing REPLACE marker is malformed, so the payload is rejected.",
+        why: "docs/payloads.md#rejected-payloads: a block without its closing REPLACE marker is malformed, so the payload is rejected.",
     },
     Deviation {
         id: "dc-derived-overlapping-count",
         ours: Ours::Failed("count_mismatch"),
-        why: "§2.3: expected_replacements counts the non-overlapping occurrences that are replaced; `aa` occurs once in `aaa`, not twice.",
+        why: "docs/payloads.md#json: expected_replacements counts the non-overlapping occurrences that are replaced; `aa` occurs once in `aaa`, not twice.",
     },
     Deviation {
         id: "oh-str-replace-identical",
         ours: Ours::Applied("This is a test file.\nThis file is for testing purposes."),
-        why: "§3: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
+        why: "docs/payloads.md#what-a-transaction-does: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
     },
     Deviation {
         id: "roo-should-handle-mixed-indentation-styles-in-the-same-file",
         ours: Ours::Applied(
             "class Example {\n    constructor() {\n        this.value = 1;\n        if (true) {\n            this.init();\n            this.validate();\n        }\n    }\n}",
         ),
-        why: "§3 tier 5: a ragged match keeps the file's indentation on the lines the agent did not change and gives a new line its neighbour's, where the peer writes REPLACE's indentation as given.",
+        why: "docs/payloads.md#what-a-transaction-does tier 5: a ragged match keeps the file's indentation on the lines the agent did not change and gives a new line its neighbour's, where the peer writes REPLACE's indentation as given.",
     },
     Deviation {
         id: "roo-should-find-matches-from-middle-out",
         ours: Ours::Failed("ambiguous"),
-        why: "§3: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
+        why: "docs/payloads.md#what-a-transaction-does: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
     },
     Deviation {
         id: "roo-should-match-content-with-small-differences-90-similar",
         ours: Ours::Failed("not_found"),
-        why: "§3: the tolerance ladder has no similarity-score tier (a wrong edit is worse than an honest failure), so a changed word is not found.",
+        why: "docs/payloads.md#what-a-transaction-does: the tolerance ladder has no similarity-score tier (a wrong edit is worse than an honest failure), so a changed word is not found.",
     },
     Deviation {
         id: "roo-should-match-content-with-extra-whitespace",
         ours: Ours::Failed("not_found"),
-        why: "§3: the tolerance ladder has no tier for extra whitespace inside a line, so it is not found.",
+        why: "docs/payloads.md#what-a-transaction-does: the tolerance ladder has no tier for extra whitespace inside a line, so it is not found.",
     },
     Deviation {
         id: "roo-should-handle-content-with-line-numbers-at-the-last-line",
         ours: Ours::Failed("not_found"),
-        why: "§3 tier 4: line-number prefixes are stripped only when the numbers agree with the lines matched; here they do not.",
+        why: "docs/payloads.md#what-a-transaction-does tier 4: line-number prefixes are stripped only when the numbers agree with the lines matched; here they do not.",
     },
     Deviation {
         id: "roo-should-use-aggressive-line-number-stripping-when-line-numbers-are-inco",
         ours: Ours::Failed("not_found"),
-        why: "§3 tier 4 strips prefixes copied from a reader; a SEARCH mixing numbered and unnumbered lines is no such copy, so it is not found.",
+        why: "docs/payloads.md#what-a-transaction-does tier 4 strips prefixes copied from a reader; a SEARCH mixing numbered and unnumbered lines is no such copy, so it is not found.",
     },
     Deviation {
         id: "roo-should-handle-mix-of-line-numbered-and-pipe-only-content",
         ours: Ours::Failed("number_prefix"),
-        why: "§3 (shapes that would silently destroy code fail with a hint): every REPLACE line carries a reader's consecutive line number while SEARCH, copied without them, has none, so REPLACE came from a numbered view and writing it would put the numbers into the file.",
+        why: "docs/payloads.md#what-a-transaction-does (shapes that would silently destroy code fail with a hint): every REPLACE line carries a reader's consecutive line number while SEARCH, copied without them, has none, so REPLACE came from a numbered view and writing it would put the numbers into the file.",
     },
     Deviation {
         id: "roo-should-handle-pipe-characters-without-numbers-using-aggressive-fallbac",
         ours: Ours::Failed("not_found"),
-        why: "§3 tier 4 strips numbered prefixes (`12 | `) only; a bare `| ` is file text to us, so it is not found.",
+        why: "docs/payloads.md#what-a-transaction-does tier 4 strips numbered prefixes (`12 | `) only; a bare `| ` is file text to us, so it is not found.",
     },
     Deviation {
         id: "roo-should-handle-different-line-numbers-between-sections",
         ours: Ours::Failed("not_found"),
-        why: "§3 tier 4: line-number prefixes are stripped only when the numbers agree with the lines matched; here they do not.",
+        why: "docs/payloads.md#what-a-transaction-does tier 4: line-number prefixes are stripped only when the numbers agree with the lines matched; here they do not.",
     },
     Deviation {
         id: "roo-handles-escaping-of-markers-with-custom-suffixes",
         ours: Ours::Failed("not_found"),
-        why: "§2.1: there are no backslash escapes (longer markers serve that purpose), so the `\\`-prefixed SEARCH lines are not found.",
+        why: "docs/payloads.md#marker-blocks: there are no backslash escapes (longer markers serve that purpose), so the `\\`-prefixed SEARCH lines are not found.",
     },
     Deviation {
         id: "roo-should-not-find-matches-outside-search-range-and-buffer-zone",
         ours: Ours::Applied(
             "function one() {\n    return 1;\n}\n\nfunction two() {\n    return 2;\n}\n\nfunction three() {\n    return 3;\n}\n\nfunction four() {\n    return 4;\n}\n\nfunction five() {\n    return \"five\";\n}",
         ),
-        why: "§2.2: `:start_line:` only picks the nearest of several matches and does not limit the search, so the single match is used.",
+        why: "docs/payloads.md#marker-blocks: `:start_line:` only picks the nearest of several matches and does not limit the search, so the single match is used.",
     },
     Deviation {
         id: "roo-should-match-specific-instance-of-duplicate-code-using-line-numbers",
         ours: Ours::Failed("ambiguous"),
-        why: "§3: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
+        why: "docs/payloads.md#what-a-transaction-does: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
     },
     Deviation {
         id: "roo-should-prioritize-exact-line-match-over-expanded-search",
         ours: Ours::Failed("ambiguous"),
-        why: "§3: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
+        why: "docs/payloads.md#what-a-transaction-does: several exact matches fail as `ambiguous`, listing every range; the line number the peer picks by came with its tool call, not in the payload (a `:start_line:` hint would pick the same one).",
     },
     Deviation {
         id: "roo-should-fail-when-line-range-is-far-outside-file-bounds",
         ours: Ours::Applied(
             "function one() {\n\t\t  return 1;\n}\n\nfunction two() {\n\t\t  return 2;\n}\n\nfunction three() {\n\t\t  return \"three\";\n}",
         ),
-        why: "§2.2: `:start_line:` only picks the nearest of several matches and does not limit the search, so the single match is used.",
+        why: "docs/payloads.md#marker-blocks: `:start_line:` only picks the nearest of several matches and does not limit the search, so the single match is used.",
     },
     Deviation {
         id: "roo-edit_file-create-from-undefined-old",
         ours: Ours::Rejected("malformed"),
-        why: "§3: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
+        why: "docs/payloads.md#what-a-transaction-does: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
     },
     Deviation {
         id: "roo-edit_file-create-empty-file",
         ours: Ours::Rejected("malformed"),
-        why: "§3: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
+        why: "docs/payloads.md#what-a-transaction-does: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
     },
     Deviation {
         id: "roo-edit_file-create-null-old",
         ours: Ours::Rejected("malformed"),
-        why: "§3: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
+        why: "docs/payloads.md#what-a-transaction-does: a JSON object without `search` is rejected; creating a file takes an empty `search`.",
     },
     Deviation {
         id: "roo-edit_file-ws-tolerant-fallback",
         ours: Ours::Applied("start\nif (true) {\n\treturn 2\n}\nend"),
-        why: "§3 tier 2: REPLACE is written in the file's own indentation style (tabs here), never a mix the file did not have.",
+        why: "docs/payloads.md#what-a-transaction-does tier 2: REPLACE is written in the file's own indentation style (tabs here), never a mix the file did not have.",
     },
     Deviation {
         id: "roo-edit_file-dollar-literal-under-regex",
         ours: Ours::Applied("Line 1\n\tCost: $100\nLine 3"),
-        why: "§3 tier 2: REPLACE is written in the file's own indentation style (tabs here), never a mix the file did not have.",
+        why: "docs/payloads.md#what-a-transaction-does tier 2: REPLACE is written in the file's own indentation style (tabs here), never a mix the file did not have.",
     },
     Deviation {
         id: "roo-edit-identical",
         ours: Ours::Applied("Line 1\nLine 2\nLine 3"),
-        why: "§3: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
+        why: "docs/payloads.md#what-a-transaction-does: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
     },
     Deviation {
         id: "roo-search_replace-crlf-file",
         ours: Ours::Applied("Line 1\r\nModified Line 2\r\nLine 3"),
-        why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
+        why: "docs/payloads.md#what-a-transaction-does: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
     },
     Deviation {
         id: "roo-search_replace-crlf-old-string",
         ours: Ours::Applied("Modified Lines\r\nLine 3"),
-        why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
+        why: "docs/payloads.md#what-a-transaction-does: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
     },
     Deviation {
         id: "roo-search_replace-lf-old-vs-crlf-file",
         ours: Ours::Applied("Modified Lines\r\nLine 3"),
-        why: "§3: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
+        why: "docs/payloads.md#what-a-transaction-does: a CRLF file accepts LF blocks (and LF or CRLF search text) and stays CRLF.",
     },
     Deviation {
         id: "vibe-sr-derived-empty-search-prepends",
         ours: Ours::Failed("file_exists"),
-        why: "§3: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
+        why: "docs/payloads.md#what-a-transaction-does: an empty SEARCH creates the file only when it is absent or empty; on a non-empty file it fails.",
     },
     Deviation {
         id: "vibe-sr-derived-fenced-wins-over-unfenced",
         ours: Ours::Applied("A\nB\n"),
-        why: "§2.1: every block is applied, fenced or not (text outside blocks is ignored), so the unfenced block is not dropped.",
+        why: "docs/payloads.md#marker-blocks: every block is applied, fenced or not (text outside blocks is ignored), so the unfenced block is not dropped.",
     },
     Deviation {
         id: "vibe-edit-identical",
         ours: Ours::Applied("hello\n"),
-        why: "§3: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
+        why: "docs/payloads.md#what-a-transaction-does: SEARCH equal to REPLACE is a warning and a no-op, not a failure.",
     },
 ];
 
@@ -545,15 +545,15 @@ fn peer_cases_agree_or_are_listed_deviations() {
 const PATH_DEVIATIONS: &[(&str, &str)] = &[
     (
         "aider-find-filename-2",
-        "§2.4: a path is relative to the root; Aider matches `file3.py` to `dir/file3.py` by its base name among the files in its chat, which we do not know",
+        "docs/guide.md#several-files-at-once: a path is relative to the root; Aider matches `file3.py` to `dir/file3.py` by its base name among the files in its chat, which we do not know",
     ),
     (
         "aider-find-filename-6",
-        "§2.4: Aider guesses `file1_py` means `file1.py` by fuzzy name matching; a line without spaces is a path as written",
+        "docs/guide.md#several-files-at-once: Aider guesses `file1_py` means `file1.py` by fuzzy name matching; a line without spaces is a path as written",
     ),
     (
         "aider-find-filename-7",
-        "§2.4: a Windows path with backslashes names no file beneath a POSIX root",
+        "docs/guide.md#several-files-at-once: a Windows path with backslashes names no file beneath a POSIX root",
     ),
 ];
 

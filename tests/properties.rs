@@ -1,4 +1,5 @@
-//! Property tests of the edit engine against the contract (CONTRACT.md §2–§3).
+//! Property tests of the edit engine against its rules (docs/payloads.md: formats, and
+//! what a transaction does).
 //!
 //! 1. `apply` never panics and never writes on failure, whatever the payload and file.
 //! 2. A transaction never partly applies: one failing block fails them all.
@@ -1098,7 +1099,7 @@ proptest! {
         let suffix = f.line_bytes(end..n);
         // Deleting the last lines of a file without a final newline: the line before
         // them becomes the last line and, to keep the file without a final newline
-        // (§3), loses its terminator. That terminator is all that may change.
+        // (docs/payloads.md#what-a-transaction-does), loses its terminator. That terminator is all that may change.
         if e.new.is_empty() && end == n && !f.final_newline && e.start > 0 {
             prefix.truncate(prefix.len() - f.eol().len());
         }
