@@ -37,7 +37,7 @@ pub fn row(e: &LogEntry, path: Option<&str>) -> String {
         .map(|f| crate::engine::report::shown_name(&f.file))
         .collect();
     let who = match (e.pid, e.command.as_str()) {
-        (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {cmd})"),
+        (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {})", one_line(cmd)),
         (pid, _) if pid > 0 => format!("  (pid {pid})"),
         _ => String::new(),
     };
@@ -50,6 +50,33 @@ pub fn row(e: &LogEntry, path: Option<&str>) -> String {
         format!("+{added} -{removed}"),
         names.join(" "),
     )
+}
+
+/// The longest command line a row shows, in characters.
+const WHO_WIDTH: usize = 80;
+
+/// A writer's command line on one line of the table: an agent's `sh -c` or
+/// `python3 -c` program holds line breaks, which would start rows of their own, so
+/// control characters are shown escaped, and a long command is cut with `…`.
+fn one_line(command: &str) -> String {
+    let mut out = String::new();
+    let mut width = 0;
+    for c in command.chars() {
+        let shown = match c {
+            '\n' => "\\n".to_string(),
+            '\t' => "\\t".to_string(),
+            '\r' => "\\r".to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        };
+        width += shown.chars().count();
+        if width > WHO_WIDTH {
+            out.push('…');
+            break;
+        }
+        out.push_str(&shown);
+    }
+    out
 }
 
 /// Transaction `tx` as a diff of each file it changed, from the log and kept
@@ -163,6 +190,18 @@ pub fn project_path(source: &Path, path: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_is_shown_on_one_line_and_cut_short() {
+        assert_eq!(
+            one_line("sh -c a\nb\tc\u{1b}[31m"),
+            "sh -c a\\nb\\tc\\u{1b}[31m"
+        );
+        let long = "x".repeat(300);
+        let shown = one_line(&long);
+        assert_eq!(shown.chars().count(), WHO_WIDTH + 1);
+        assert!(shown.ends_with('…'));
+    }
 
     #[test]
     fn paths_are_taken_relative_to_the_project() {

@@ -520,3 +520,25 @@ fn a_change_through_the_mount_right_after_an_edit_first_syncs_the_edit() {
         assert_eq!(records(), 0, "change {i}: {change}");
     }
 }
+
+/// An agent's tool often runs a multi-line `sh -c` or `python3 -c` program; its
+/// command line, with the line breaks in it, names the writer in the history.
+#[test]
+fn a_multi_line_command_line_stays_on_its_row_of_the_history() {
+    let m = mount!();
+    m.ok("python3 -c 'import sys\nwith open(\"lib/util.txt.edit\", \"w\") as f:\n    f.write(\"<<<<<<< SEARCH\\ntwo\\n=======\\n2\\n>>>>>>> REPLACE\\n\")\n'");
+    assert_eq!(m.src_file("lib/util.txt"), b"one\n2\nthree\n");
+    let src = m.src.to_str().unwrap();
+    for history in [m.ok("cat .editfs/history"), editfs(&["history", src])] {
+        let rows: Vec<&str> = history.lines().collect();
+        assert_eq!(rows.len(), 2, "one header and one row:\n{history}");
+        assert!(
+            rows[1].contains("-c import sys\\nwith open"),
+            "the line break is shown escaped: {history}"
+        );
+        assert!(
+            rows[1].chars().count() <= 200,
+            "the row is cut short: {history}"
+        );
+    }
+}
