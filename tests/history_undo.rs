@@ -1073,3 +1073,31 @@ fn a_begin_patch_sent_twice_is_a_replay_of_its_added_and_updated_files() {
     );
     assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 10\n"));
 }
+
+#[test]
+fn a_successful_undo_says_what_it_restored_plainly_not_as_a_warning() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let o = editfs(&["apply", "--multi", root], TWO_FILES, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let o = editfs(&["undo", root, "src/a.py"], "", p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains("restored src/a.py as it was before transaction 1"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("warning"),
+        "a plain undo warns of nothing: {text}"
+    );
+    let o = editfs(&["undo", root, "b.txt", "--json"], "", p.path());
+    let report = json(&o);
+    assert_eq!(report["operations"][0]["warnings"], serde_json::json!([]));
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.starts_with("restored b.txt")),
+        "{report}"
+    );
+}

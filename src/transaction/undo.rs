@@ -664,9 +664,11 @@ fn restored_report(tx: Option<u64>, p: &Plan) -> Report {
         outcome: OpOutcome::Applied,
         strategy: Some("undo"),
         lines: None,
-        warnings: vec![what],
+        warnings: Vec::new(),
         error: None,
     }];
+    // What was restored is the news of a successful undo, not a warning about it.
+    r.notes.insert(0, what);
     r
 }
 
