@@ -62,3 +62,71 @@ fn man_out_dir_writes_one_page_per_command() {
         );
     }
 }
+
+/// A page's SYNOPSIS section as a reader sees it (roff's `\-` as `-`, fonts dropped).
+fn synopsis(page: &str) -> String {
+    let section = page
+        .split_once(".SH SYNOPSIS\n")
+        .expect("a SYNOPSIS section")
+        .1;
+    let section = section.split_once("\n.SH").map_or(section, |(s, _)| s);
+    section
+        .replace("\\-", "-")
+        .replace("\\fB", "")
+        .replace("\\fR", "")
+        .replace("\\fI", "")
+}
+
+#[test]
+fn a_pages_synopsis_names_the_value_each_option_takes() {
+    let mount = String::from_utf8(editfs(&["man", "mount"]).stdout).unwrap();
+    let shown = synopsis(&mount);
+    for wanted in [
+        "editfs mount",
+        "[--match <MATCHING>]",
+        "[-o <OPTIONS>]",
+        "[--state-dir <DIR>]",
+        "[--edits-only]",
+        "[--no-snapshot <GLOB>]...",
+        "<SOURCE> <MOUNTPOINT>",
+    ] {
+        assert!(
+            shown.contains(wanted),
+            "SYNOPSIS lacks {wanted:?}:\n{shown}"
+        );
+    }
+    let apply = String::from_utf8(editfs(&["man", "apply"]).stdout).unwrap();
+    assert!(
+        synopsis(&apply).contains("[--multi <ROOT>]"),
+        "{}",
+        synopsis(&apply)
+    );
+}
+
+#[test]
+fn man_out_dir_writes_the_top_page_and_one_per_subcommand_and_no_help_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = editfs(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let mut written: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let help = String::from_utf8(editfs(&["--help"]).stdout).unwrap();
+    let mut wanted: Vec<String> = help
+        .split_once("Commands:\n")
+        .unwrap()
+        .1
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(|c| format!("editfs-{c}.1"))
+        .collect();
+    wanted.push("editfs.1".into());
+    wanted.sort();
+    assert_eq!(written, wanted);
+    let mount = std::fs::read_to_string(dir.path().join("editfs-mount.1")).unwrap();
+    assert!(synopsis(&mount).contains("[-o <OPTIONS>]"), "{mount}");
+}

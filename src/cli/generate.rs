@@ -2,10 +2,10 @@
 //! definitions that parse the command line, so they cannot drift from `--help`.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::CommandFactory;
+use clap::{Arg, ArgAction, Command, CommandFactory};
 use clap_complete::Shell;
 
 use super::Cli;
@@ -47,7 +47,7 @@ pub fn man(args: ManArgs) -> ExitCode {
     let mut cmd = Cli::command();
     cmd.build();
     if let Some(dir) = args.out_dir {
-        return match clap_mangen::generate_to(cmd, &dir) {
+        return match write_pages(&cmd, &dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("editfs man: cannot write pages to {}: {e}", dir.display());
@@ -58,7 +58,7 @@ pub fn man(args: ManArgs) -> ExitCode {
     let page = match &args.subcommand {
         None => cmd,
         Some(name) => match cmd.find_subcommand(name) {
-            Some(sub) => sub.clone(),
+            Some(sub) => with_synopsis(sub),
             None => {
                 eprintln!("editfs man: no subcommand `{name}` (see `editfs --help`)");
                 return ExitCode::from(super::USAGE);
@@ -72,6 +72,75 @@ pub fn man(args: ManArgs) -> ExitCode {
             eprintln!("editfs man: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The subcommands that get a page of their own: `help` has none (its pages
+/// would only repeat the others'), nor have hidden ones.
+fn paged(cmd: &Command) -> impl Iterator<Item = &Command> {
+    cmd.get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+}
+
+/// `editfs.1` and one `editfs-SUBCOMMAND.1` per subcommand in `dir`.
+fn write_pages(cmd: &Command, dir: &Path) -> io::Result<()> {
+    clap_mangen::Man::new(cmd.clone()).generate_to(dir)?;
+    for sub in paged(cmd) {
+        clap_mangen::Man::new(with_synopsis(sub)).generate_to(dir)?;
+    }
+    Ok(())
+}
+
+/// `sub` with its synopsis spelt out, unless it has its own: clap_mangen's lists
+/// options without the values they take (`[--match]`, `[-o ]`), which leaves the
+/// reader to guess where a value goes.
+fn with_synopsis(sub: &Command) -> Command {
+    if sub.get_overridden_usage().is_some() {
+        return sub.clone();
+    }
+    let name = sub.get_bin_name().unwrap_or(sub.get_name());
+    let mut words = vec![name.to_string()];
+    let options = sub
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"));
+    words.extend(options.filter_map(synopsis_option));
+    words.extend(sub.get_positionals().filter(|a| !a.is_hide_set()).map(|a| {
+        match a.is_required_set() {
+            true => format!("<{}>", value_name(a)),
+            false => format!("[{}]", value_name(a)),
+        }
+    }));
+    sub.clone().override_usage(words.join(" "))
+}
+
+/// `[--keep <N>]`, `[-o <OPTIONS>]`, `[--json]`, or `[--no-snapshot <GLOB>]...`.
+fn synopsis_option(arg: &Arg) -> Option<String> {
+    let flag = match (arg.get_long(), arg.get_short()) {
+        (Some(long), _) => format!("--{long}"),
+        (None, Some(short)) => format!("-{short}"),
+        (None, None) => return None,
+    };
+    let value = match arg.get_action().takes_values() {
+        true => format!(" <{}>", value_name(arg)),
+        false => String::new(),
+    };
+    let again = match arg.get_action() {
+        ArgAction::Append => "...",
+        _ => "",
+    };
+    Some(format!("[{flag}{value}]{again}"))
+}
+
+/// What an argument's value is called: its value name, else its id in capitals.
+fn value_name(arg: &Arg) -> String {
+    match arg.get_value_names() {
+        Some(names) => names
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => arg.get_id().as_str().to_uppercase(),
     }
 }
 
