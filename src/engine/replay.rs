@@ -15,8 +15,12 @@
 
 use std::ops::Range;
 
+use super::diagnose;
 use super::doc::Doc;
-use super::lines::Found;
+use super::interpret::{Done, Failure, Transaction};
+use super::lines::{self, Found};
+use super::payload::Operation;
+use super::report::ErrorKind;
 use super::tolerant::{self, Tier};
 
 /// Whether REPLACE has a line that SEARCH lacks, so that finding REPLACE can show
@@ -164,6 +168,79 @@ pub fn text_reads_as_replace(bytes: &[u8], at: usize, search: &[u8], replace: &[
                 .and_then(|first| bytes.get(first..first + replace.len()))
                 .is_some_and(|there| there == replace)
     })
+}
+
+/// Why a tolerant match whose REPLACE reads as the file already does is a no-op.
+pub(super) const SET_ASIDE: &str = "SEARCH and REPLACE differ only in what this tolerant match set aside, so they are identical as written into the file: nothing to change";
+
+/// A create's replay: the file already reads exactly as the create sends it.
+pub(super) const CREATED_BEFORE: &str =
+    "the file already reads exactly as this create sends it (it was created before)";
+
+/// Rule (b)'s warning: SEARCH is there, and so is the text REPLACE adds around it.
+pub(super) const INSERTED_BEFORE: &str =
+    "the file around SEARCH already reads as REPLACE (the insertion was made before)";
+
+/// Whether two texts are the same but for their line endings and a final newline.
+pub(super) fn same_text(a: &[u8], b: &[u8]) -> bool {
+    fn lines(t: &[u8]) -> impl Iterator<Item = &[u8]> {
+        let t = t.strip_suffix(b"\n").unwrap_or(t);
+        t.split(|&c| c == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+    }
+    lines(a).eq(lines(b))
+}
+
+/// A no-op success when REPLACE is found where SEARCH is not, once (or at all, with `all`).
+pub(super) fn replay(ranges: &[[usize; 2]], op: &Operation) -> Option<Done> {
+    let ok = ranges.len() == 1 || (op.all && !ranges.is_empty());
+    ok.then(|| {
+        Done::replayed(
+            [ranges[0][0], ranges[ranges.len() - 1][1]],
+            "SEARCH is not in the file but REPLACE is, where SEARCH was",
+        )
+    })
+}
+
+impl Transaction<'_, '_> {
+    /// SEARCH is missing: a replay (rule (a) of the `replay` module, an addition
+    /// or a deletion between kept context) when REPLACE is there once, where
+    /// SEARCH's closest region lies; a `not_found` at that
+    /// region when a copy of REPLACE lies elsewhere; `None` when REPLACE is absent.
+    pub(super) fn replayed_lines(
+        &self,
+        op: &Operation,
+        search: &[&str],
+        replace: &[&str],
+        scope: Range<usize>,
+    ) -> Option<Result<Done, Failure>> {
+        let proves = adds_a_line(search, replace) || deletes_between_context(search, replace);
+        if replace.is_empty() || !proves {
+            return None;
+        }
+        let found = lines::find(&self.doc, replace, scope.clone(), || self.tiers())?;
+        let ranges: Vec<[usize; 2]> = found
+            .starts
+            .iter()
+            .map(|s| [s + 1, s + found.len()])
+            .collect();
+        if let [one] = ranges[..]
+            && let Some(d) = diagnose::replay_misplaced(
+                &self.doc,
+                search,
+                (scope.clone(), true),
+                (one[0] - 1..one[1], &[]),
+            )
+        {
+            return Some(Err(Failure {
+                kind: ErrorKind::NotFound,
+                message: "SEARCH text not found in the file".into(),
+                hint: Some(d.hint),
+                closest: d.closest,
+            }));
+        }
+        replay(&ranges, op).map(Ok)
+    }
 }
 
 #[cfg(test)]
