@@ -1,14 +1,11 @@
 //! Stage 6: the report. A transaction's operations' outcomes gathered into
 //! one report, and the new bytes when every operation applied.
 
-use std::cell::OnceCell;
-
 use super::budget::{self, Budget};
-use super::doc::Doc;
 use super::interpret::{OVER_BUDGET_HINT, Transaction};
 use super::payload::{FileAct, Operation};
 use super::report::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report};
-use super::{BOM, Edit, diff, sha256_hex};
+use super::{BOM, Edit, diff, outcome, sha256_hex};
 
 /// `notes` and, when failing operations went undiagnosed, how many.
 pub(super) fn undiagnosed_note(budget: &Budget, mut notes: Vec<String>) -> Vec<String> {
@@ -80,22 +77,7 @@ pub(super) fn note_earlier_changes(
         {
             continue;
         }
-        let mut alone = Transaction {
-            doc: Doc::new(tx.body),
-            tracked: true,
-            body: tx.body,
-            utf8: OnceCell::new(),
-            entities: OnceCell::new(),
-            indents: OnceCell::new(),
-            opts: tx.opts,
-            budget: tx.budget,
-            diagnosing: false,
-            exists: tx.exists,
-            act: None,
-            moved: Vec::new(),
-            prose: tx.prose,
-            markup: tx.markup,
-        };
+        let mut alone = tx.restarted();
         let Some([first, last]) = alone.run(i + 1, &parsed[i]).lines else {
             continue;
         };
@@ -155,19 +137,12 @@ pub(super) fn finish(
     let mut new = Vec::with_capacity(body.len() + 64);
     new.extend_from_slice(&before[..before.len() - body.len()]);
     tx.doc.write_lines(0..tx.doc.len(), &mut new);
-    if new.len() as u64 > tx.opts.max_file {
-        let error = ErrorReport::plain(
-            ErrorKind::TooLarge,
-            format!(
-                "the file would be {} bytes, over the {} a transaction may write (--max-file-size)",
-                new.len(),
-                tx.opts.max_file
-            ),
-            "make the file grow less in one transaction (a regex replacement that copies each match, a REPLACE sent for every occurrence), or raise --max-file-size",
-        );
+    let act = tx.act.clone().map(|(act, _)| act);
+    if !matches!(act, Some(FileAct::Delete { .. }))
+        && let Err(error) = outcome::check(&new, tx.opts)
+    {
         return unwritten(failed(error, sha256_hex(before), total), ops, notes);
     }
-    let act = tx.act.clone().map(|(act, _)| act);
     let changed = original.is_none() || new != before || act.is_some();
     let diff = match tx.tracked {
         true => diff::doc_diff(body, &tx.doc, name),

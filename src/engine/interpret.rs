@@ -8,32 +8,10 @@ use super::budget::{self, Budget};
 use super::doc::Doc;
 use super::locate::{Moved, moved_note};
 use super::payload::{FileAct, Find, Operation, text_lines};
-use super::refuse::{
-    refuse_diff_prefixes, refuse_numbered_replace, refuse_placeholders, refuse_stray_fence,
-};
 use super::replay::{CREATED_BEFORE, same_text};
 use super::report::{Closest, ErrorKind, ErrorReport, OpOutcome, OpReport};
 use super::tolerant::Tier;
 use super::{Options, lines};
-
-/// The failure of the operation that found the work budget spent (see budget.rs).
-pub(super) fn over_budget_failure(spent: budget::Spent, index: Option<usize>) -> Failure {
-    let at = match index {
-        Some(i) => format!(" at operation {i}"),
-        None => " while the matches of an operation were gathered".into(),
-    };
-    Failure::new(
-        ErrorKind::OverBudget,
-        format!(
-            "the transaction's work budget ({} units, about as many bytes read) ran out{at}",
-            spent.total
-        ),
-        OVER_BUDGET_HINT,
-    )
-}
-
-/// What to do about a transaction past its work budget.
-pub(super) const OVER_BUDGET_HINT: &str = "send fewer operations per payload (split it), narrow each with a line range (`start_line`/`end_line`, `:start_line:`) or more distinctive SEARCH lines, and prefer plain SEARCH to a regex that reads the whole file";
 
 /// Why one operation did not apply.
 pub(super) struct Failure {
@@ -126,7 +104,7 @@ pub(super) struct Transaction<'a, 'o> {
 
 /// Whether a file of this name is prose, where a Markdown fence line is
 /// content: a changelog's entry, a block closed by a later edit.
-pub(super) fn prose(name: &str) -> bool {
+fn prose(name: &str) -> bool {
     let ext = std::path::Path::new(name)
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
@@ -138,7 +116,7 @@ pub(super) fn prose(name: &str) -> bool {
 
 /// Whether a file of this name is markup (or prose), where an HTML entity is
 /// text an edit may mean to write (`Tom &amp; Jerry`), not an escape.
-pub(super) fn markup(name: &str) -> bool {
+fn markup(name: &str) -> bool {
     let ext = std::path::Path::new(name)
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
@@ -167,6 +145,57 @@ pub(super) fn markup(name: &str) -> bool {
                     | "twig"
             )
         )
+}
+
+impl<'a, 'o> Transaction<'a, 'o> {
+    /// A transaction on the file `name` whose bytes (without a BOM) are
+    /// `body`, read into `doc`; `exists`: whether the file did before it.
+    pub(super) fn new(
+        name: &str,
+        doc: Doc<'a>,
+        body: &'a [u8],
+        exists: bool,
+        opts: &'o Options,
+        budget: &'o Budget,
+    ) -> Self {
+        Transaction {
+            doc,
+            tracked: true,
+            body,
+            utf8: OnceCell::new(),
+            entities: OnceCell::new(),
+            indents: OnceCell::new(),
+            opts,
+            budget,
+            diagnosing: true,
+            exists,
+            act: None,
+            moved: Vec::new(),
+            prose: prose(name),
+            markup: markup(name),
+        }
+    }
+
+    /// A transaction on the file as this one began, that diagnoses no
+    /// failure: to see where one operation alone would match.
+    pub(super) fn restarted(&self) -> Self {
+        Transaction {
+            doc: Doc::new(self.body),
+            tracked: true,
+            body: self.body,
+            utf8: OnceCell::new(),
+            entities: OnceCell::new(),
+            indents: OnceCell::new(),
+            opts: self.opts,
+            budget: self.budget,
+            diagnosing: false,
+            exists: self.exists,
+            act: None,
+            moved: Vec::new(),
+            prose: self.prose,
+            markup: self.markup,
+        }
+    }
 }
 
 impl Transaction<'_, '_> {
@@ -436,18 +465,7 @@ impl Transaction<'_, '_> {
     }
 
     pub(super) fn edit(&mut self, op: &Operation) -> Result<Done, Failure> {
-        if matches!(op.find, Find::Lines | Find::Text) {
-            refuse_placeholders(op)?;
-            refuse_diff_prefixes(op)?;
-            refuse_numbered_replace(op)?;
-            if !self.prose {
-                refuse_stray_fence(op)?;
-            }
-            self.refuse_escaped_replace(op)?;
-            if !self.markup {
-                self.refuse_entity_replace(op)?;
-            }
-        }
+        self.refuse_shape(op)?;
         // `*** End of File`: of several matches, the one nearest the last line.
         let at_end;
         let op = match op.end_of_file && op.near.is_none() {
@@ -490,3 +508,22 @@ impl Transaction<'_, '_> {
         Ok(done)
     }
 }
+
+/// The failure of the operation that found the work budget spent (see budget.rs).
+pub(super) fn over_budget_failure(spent: budget::Spent, index: Option<usize>) -> Failure {
+    let at = match index {
+        Some(i) => format!(" at operation {i}"),
+        None => " while the matches of an operation were gathered".into(),
+    };
+    Failure::new(
+        ErrorKind::OverBudget,
+        format!(
+            "the transaction's work budget ({} units, about as many bytes read) ran out{at}",
+            spent.total
+        ),
+        OVER_BUDGET_HINT,
+    )
+}
+
+/// What to do about a transaction past its work budget.
+pub(super) const OVER_BUDGET_HINT: &str = "send fewer operations per payload (split it), narrow each with a line range (`start_line`/`end_line`, `:start_line:`) or more distinctive SEARCH lines, and prefer plain SEARCH to a regex that reads the whole file";

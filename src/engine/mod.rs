@@ -22,7 +22,8 @@
 //!      │  3. rewrite   rewrite.rs, asking replay.rs whether the edit is made already
 //!      ▼
 //!  new bytes
-//!      │  5. check     finish.rs: the new file as a whole (its size)
+//!      │  5. check     outcome.rs: the new file as a whole (its size), before the
+//!      │               report calls it done; a failed check writes nothing
 //!      │  6. report    finish.rs gathers the report (report.rs, diff.rs)
 //!      ▼
 //!  Edit { content, report, act }
@@ -37,6 +38,7 @@ mod finish;
 mod interpret;
 mod lines;
 mod locate;
+mod outcome;
 pub mod payload;
 mod placeholder;
 mod read;
@@ -47,15 +49,13 @@ mod rewrite;
 mod text;
 mod tolerant;
 
-use std::cell::OnceCell;
-
 use sha2::{Digest, Sha256};
 
 use budget::Budget;
 pub use diagnose::EMPTY_FILE;
 use doc::Doc;
 use finish::{finish, note_earlier_changes, over_budget, stale_edit, undiagnosed_note};
-use interpret::{Transaction, markup, prose};
+use interpret::Transaction;
 pub use payload::FileAct;
 pub use payload::Received;
 use read::{divider_mistake, doubled_divider, drop_copied_bom, stale};
@@ -201,22 +201,7 @@ fn run_parsed(
         _ => Doc::listed(body),
     };
     let budget = Budget::for_file(body.len(), opts.max_file);
-    let mut tx = Transaction {
-        doc,
-        tracked: true,
-        body,
-        utf8: OnceCell::new(),
-        entities: OnceCell::new(),
-        indents: OnceCell::new(),
-        opts,
-        budget: &budget,
-        diagnosing: true,
-        exists: original.is_some(),
-        act: None,
-        moved: Vec::new(),
-        prose: prose(name),
-        markup: markup(name),
-    };
+    let mut tx = Transaction::new(name, doc, body, original.is_some(), opts, &budget);
     let mut ops: Vec<OpReport> = Vec::with_capacity(parsed.operations.len());
     for (i, op) in parsed.operations.iter().enumerate() {
         let report = tx.run(i + 1, op);

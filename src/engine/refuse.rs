@@ -1,16 +1,70 @@
-//! Stage 4: the refusal rules. Each refuses an operation whose shape would
-//! write something the agent did not mean (a placeholder for kept code, a
-//! diff's `+`, line numbers, a stray fence, escaped line breaks or entities,
-//! lines that would stand twice, a guessed indentation, an edit made before).
+//! Stage 4: the refusal rules, every one in this file. Each refuses an
+//! operation whose shape would write something the agent did not mean; the
+//! operation fails and nothing is written. The interpreter runs them at two
+//! points:
+//!
+//! Before the operation is located, from its SEARCH and REPLACE alone
+//! (`SHAPE_RULES`, in this order; only for SEARCH/REPLACE by lines or text, as
+//! a regex's REPLACE is a template):
+//!
+//! | rule                      | kind          | refuses a REPLACE that                        |
+//! |---------------------------|---------------|-----------------------------------------------|
+//! | `refuse_placeholders`     | `placeholder` | stands a comment or `...` for code it drops   |
+//! | `refuse_diff_prefixes`    | `diff_prefix` | keeps a diff's `+` on its lines               |
+//! | `refuse_numbered_replace` | `number_prefix` | keeps a viewer's line numbers               |
+//! | `refuse_stray_fence`      | `malformed`   | holds a fence line of the block's own fences  |
+//! | `refuse_escaped_replace`  | `malformed`   | has its line breaks escaped twice             |
+//! | `refuse_entity_replace`   | `malformed`   | was escaped for HTML on its way               |
+//!
+//! Once the operation's match is known (called from rewrite.rs where it is):
+//!
+//! | rule                  | kind         | refuses an edit that                                  |
+//! |-----------------------|--------------|-------------------------------------------------------|
+//! | `replaced_at_hint`    | `ambiguous`  | matches away from its line hint, REPLACE nearer it    |
+//! | `replaced_exactly`    | `ambiguous`  | matches with tolerance while REPLACE stands exactly   |
+//! | `repeats_beside`      | `duplicates` | would write the lines beside its match a second time  |
+//! | `indentation_guessed` | `not_found`  | would have to guess where new lines are indented      |
 
 use std::cell::OnceCell;
 use std::ops::Range;
 
 use super::doc::Doc;
 use super::interpret::{Failure, Transaction};
-use super::payload::{Operation, text_lines};
+use super::payload::{Find, Operation, text_lines};
 use super::report::ErrorKind;
 use super::{diagnose, fence, lines, placeholder, replay, text, tolerant};
+
+/// A rule read from an operation's SEARCH and REPLACE alone.
+type ShapeRule = fn(&Transaction<'_, '_>, &Operation) -> Result<(), Failure>;
+
+/// The rules read from an operation's shape, in the order they run.
+const SHAPE_RULES: &[ShapeRule] = &[
+    |_, op| refuse_placeholders(op),
+    |_, op| refuse_diff_prefixes(op),
+    |_, op| refuse_numbered_replace(op),
+    // A prose file's own fence lines are content an edit may add or cut.
+    |tx, op| match tx.prose {
+        true => Ok(()),
+        false => refuse_stray_fence(op),
+    },
+    |tx, op| tx.refuse_escaped_replace(op),
+    // A markup file's entities are text an edit may mean to write.
+    |tx, op| match tx.markup {
+        true => Ok(()),
+        false => tx.refuse_entity_replace(op),
+    },
+];
+
+impl Transaction<'_, '_> {
+    /// Runs `SHAPE_RULES` on an operation that finds SEARCH by lines or as
+    /// text: the first that refuses it fails it.
+    pub(super) fn refuse_shape(&self, op: &Operation) -> Result<(), Failure> {
+        if !matches!(op.find, Find::Lines | Find::Text) {
+            return Ok(());
+        }
+        SHAPE_RULES.iter().try_for_each(|rule| rule(self, op))
+    }
+}
 
 /// `line 4`, or `lines 4-6`: 1-based, both ends included.
 fn line_span(first: usize, last: usize) -> String {
@@ -39,7 +93,7 @@ struct Pairs<'d, 'a> {
 }
 
 impl<'d, 'a> Pairs<'d, 'a> {
-    pub(super) fn new(doc: &'d Doc<'a>, search: &[&str], replace: &[&str]) -> Self {
+    fn new(doc: &'d Doc<'a>, search: &[&str], replace: &[&str]) -> Self {
         let (r, s) = (
             text::bracket_balance(replace.iter().map(|l| l.as_bytes())),
             text::bracket_balance(search.iter().map(|l| l.as_bytes())),
@@ -51,7 +105,7 @@ impl<'d, 'a> Pairs<'d, 'a> {
         }
     }
 
-    pub(super) fn unpaired_by(&self, run: &[&str]) -> bool {
+    fn unpaired_by(&self, run: &[&str]) -> bool {
         run.iter().all(|l| text::brackets_only(l))
             && text::bracket_balance(run.iter().map(|l| l.as_bytes())) == self.grown
             && *self.file_pairs.get_or_init(|| {
@@ -70,7 +124,7 @@ pub(super) enum Edge {
 
 /// Refuses a REPLACE whose placeholder line stands for SEARCH lines it would
 /// delete, or for code beyond SEARCH that new lines were meant to pass.
-pub(super) fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
+fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
     let search = text_lines(&op.search);
     let replace = text_lines(&op.replace);
     let Some(loss) = placeholder::loss(&search, &replace) else {
@@ -104,7 +158,7 @@ pub(super) fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
 }
 
 /// The failure for a placeholder that would misplace the new lines beyond it.
-pub(super) fn misplaced(replace: &[&str], m: &placeholder::Misplaced) -> Failure {
+fn misplaced(replace: &[&str], m: &placeholder::Misplaced) -> Failure {
     let (lines, side, near) = match m.after {
         true => ("after", "right after SEARCH's last line", "before"),
         false => ("before", "right before SEARCH's first line", "after"),
@@ -122,7 +176,7 @@ pub(super) fn misplaced(replace: &[&str], m: &placeholder::Misplaced) -> Failure
 
 /// A REPLACE line still carrying a diff's `+`: refused, since written as sent it
 /// would put the `+` into the code.
-pub(super) fn refuse_diff_prefixes(op: &Operation) -> Result<(), Failure> {
+fn refuse_diff_prefixes(op: &Operation) -> Result<(), Failure> {
     let replace = text_lines(&op.replace);
     let Some(line) = placeholder::diff_prefixed(&text_lines(&op.search), &replace) else {
         return Ok(());
@@ -143,7 +197,7 @@ pub(super) fn refuse_diff_prefixes(op: &Operation) -> Result<(), Failure> {
 /// carries a consecutive number and at least one of them, unnumbered, is a line of SEARCH.
 /// Written as sent, the numbers would go into the file. A file whose lines do
 /// start with numbers shows them in SEARCH, and then nothing is refused.
-pub(super) fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
+fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
     let search = text_lines(&op.search);
     let replace = text_lines(&op.replace);
     if search
@@ -180,7 +234,7 @@ pub(super) fn refuse_numbered_replace(op: &Operation) -> Result<(), Failure> {
 /// `=======`): refused, since written as sent it would go into the file. A
 /// Markdown edit's own fences pair up in REPLACE or are SEARCH's, and pass;
 /// a prose file's edits are not checked at all (see `prose`).
-pub(super) fn refuse_stray_fence(op: &Operation) -> Result<(), Failure> {
+fn refuse_stray_fence(op: &Operation) -> Result<(), Failure> {
     let replace = text_lines(&op.replace);
     let Some(line) = fence::stray(&text_lines(&op.search), &replace) else {
         return Ok(());
@@ -422,7 +476,7 @@ impl Transaction<'_, '_> {
     /// a`) while SEARCH's were not: written as sent, the new code would be one
     /// line with backslashes in it. Only a `\n` followed by indentation counts,
     /// in a file that has no such text: `"\n".join(...)` stays code.
-    pub(super) fn refuse_escaped_replace(&self, op: &Operation) -> Result<(), Failure> {
+    fn refuse_escaped_replace(&self, op: &Operation) -> Result<(), Failure> {
         let escaped = |t: &[u8]| {
             t.windows(3)
                 .any(|w| w[..2] == *b"\\n" && matches!(w[2], b' ' | b'\t'))
@@ -448,7 +502,7 @@ impl Transaction<'_, '_> {
     /// character one of REPLACE's entities stands for, and REPLACE holds none of
     /// those characters as it is: code that escapes HTML (`replace("<", "&lt;")`)
     /// has both, and markup files (see `markup`) are not checked.
-    pub(super) fn refuse_entity_replace(&self, op: &Operation) -> Result<(), Failure> {
+    fn refuse_entity_replace(&self, op: &Operation) -> Result<(), Failure> {
         let has_entity = |t: &[u8]| {
             diagnose::ENTITIES
                 .iter()
