@@ -17,9 +17,13 @@
 #            while it is decided
 #   sparse   a 40-byte edit (and a direct write) of a 2 GiB sparse file
 #   distinct edits of FILES distinct files with large blocks
+#   streams  STREAMS processes at once, each sending the regex payload to a
+#            1 MB file of its own, over and over: the commit threads' queue
+#            full of one user's slow transactions
 #
 # Environment: EDITFS=path (a binary to measure instead of building this tree's),
-# ATTACK_S (seconds per attack, default 15), FILES (default 5000), VICTIM_UID
+# ATTACK_S (seconds per attack, default 15), FILES (default 5000), STREAMS
+# (default 16), VICTIM_UID
 # (default 4242), ATTACKS="misses sparse" (run only these), KEEP=1 (keep the
 # temp dir). Target: the other user's worst round trip <= 50 ms under each.
 set -euo pipefail
@@ -29,8 +33,9 @@ repo_dir=$PWD
 
 ATTACK_S=${ATTACK_S:-15}
 FILES=${FILES:-5000}
+STREAMS=${STREAMS:-16}
 VICTIM_UID=${VICTIM_UID:-4242}
-ATTACKS=${ATTACKS:-idle misses regex touched sparse distinct}
+ATTACKS=${ATTACKS:-idle misses regex touched sparse distinct streams}
 say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf 'bench-isolation: %s\n' "$*" >&2; exit 2; }
 
@@ -71,13 +76,17 @@ as_victim() { setpriv --reuid="$VICTIM_UID" --regid="$VICTIM_UID" --clear-groups
 
 # ---------------------------------------------------------------- the project
 say "making the project ($FILES distinct files)"
-python3 - "$src" "$FILES" <<'EOF'
+python3 - "$src" "$FILES" "$STREAMS" <<'EOF'
 import os, sys
-src, files = sys.argv[1], int(sys.argv[2])
+src, files, streams = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def lines(n, tag):
     return "".join(f"    let value_{tag}_{i} = compute({i}, \"{tag}\"); // line {i}\n" for i in range(n))
 with open(f"{src}/att/big.txt", "w") as f:        # ~1 MB
     f.write(lines(15000, "b"))
+os.makedirs(f"{src}/att/s", exist_ok=True)
+for k in range(streams):                            # ~1 MB each
+    with open(f"{src}/att/s/{k}.txt", "w") as f:
+        f.write(lines(15000, f"s{k}"))
 with open(f"{src}/att/touched.txt", "w") as f:    # ~1.66 MB
     f.write(lines(25000, "t"))
 os.makedirs(f"{src}/att/d", exist_ok=True)
@@ -162,6 +171,14 @@ attack_distinct() {
     done' _ "$distinct_at" "$n" "$FILES" "$work/distinct.tail" "$mnt" 2>/dev/null || true
   distinct_at=$n
   [ "$distinct_at" -lt "$FILES" ] || distinct_at=0
+}
+attack_streams() {
+  local k pids=()
+  for ((k = 0; k < STREAMS; k++)); do
+    as_nobody bash -c 'cat "$1" >"$2/att/s/$3.txt.edit"' _ "$work/regex.payload" "$mnt" "$k" 2>/dev/null &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
 }
 attack_idle() { sleep 1; }
 

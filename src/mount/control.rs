@@ -225,6 +225,12 @@ impl EditBuffer {
         }
     }
 
+    /// The user whose transaction the payload is: who opened the handle, or
+    /// the daemon's own user for a handle opened without a caller.
+    pub fn user(&self) -> u32 {
+        self.caller.as_ref().map_or(0, |c| c.uid)
+    }
+
     /// The buffer, its bytes charged to `charge`.
     pub fn charged_to(self, charge: Charge) -> EditBuffer {
         EditBuffer {

@@ -26,7 +26,8 @@
 //!    watch goes with its node);
 //!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
 //!    `retries`, `untold`, `remover`, `opened_in`, `listings`, `removed_dirs`,
-//!    `primed`'s set and `prefetch`'s are taken alone and briefly.
+//!    `primed`'s set, `prefetch`'s and the commit threads' lines
+//!    (`commits.rs`) are taken alone and briefly.
 //!
 //! A worker that drops a directory's listing in the kernel at the first open
 //! of a file there (`Core::opening_in`) holds no lock. One that stores a
@@ -69,17 +70,18 @@
 //! any other process writing F natively, it lands in the inode it opened, and a
 //! commit renames a new inode over the name.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::commits::Commits;
 use super::control::EditBuffer;
 use super::names::Suffixes;
 use super::nodes::{Ids, Kind, Nodes, ROOT};
@@ -290,10 +292,6 @@ impl std::ops::Deref for EditFs {
     }
 }
 
-/// Threads that commit transactions: a slow transaction (a huge file) keeps
-/// one busy, and the others go on with transactions on other files.
-const COMMIT_THREADS: usize = 4;
-
 impl EditFs {
     pub fn new(
         source: Source,
@@ -301,22 +299,14 @@ impl EditFs {
         settings: Settings,
         notifier: Arc<OnceLock<Box<dyn Kernel>>>,
     ) -> EditFs {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let core = Arc::new(Core::new(source, store, settings, notifier, jobs));
-        let queue = Arc::new(Mutex::new(queue));
-        for n in 0..COMMIT_THREADS {
-            let (worker, queue) = (core.clone(), queue.clone());
-            let spawned = std::thread::Builder::new()
-                .name(format!("editfs-commit-{n}"))
-                .spawn(move || {
-                    while let Some(job) = next_job(&queue) {
-                        worker.run(job);
-                    }
-                });
-            if let Err(e) = spawned {
-                log::error!("cannot start a commit thread: {e}");
-            }
-        }
+        let core = Arc::new_cyclic(|me: &Weak<Core>| {
+            let me = me.clone();
+            let commits = Commits::start(move |job: Job| match me.upgrade() {
+                Some(core) => core.run(job),
+                None => job.refuse(),
+            });
+            Core::new(source, store, settings, notifier, commits)
+        });
         checkpoints(Arc::downgrade(&core));
         filer(Arc::downgrade(&core));
         if let Some(w) = &core.watches {
@@ -417,22 +407,31 @@ fn filer(core: std::sync::Weak<Core>) {
     }
 }
 
-/// The next job for a commit thread; the queue is held only to take it, never
-/// while it runs.
-fn next_job(queue: &Mutex<mpsc::Receiver<Job>>) -> Option<Job> {
-    queue.lock().recv().ok()
+impl Job {
+    /// The user the job's transaction runs as: whose line it waits in.
+    fn user(&self) -> u32 {
+        let (Job::Flush { handle, .. } | Job::Read { handle, .. } | Job::Release { handle, .. }) =
+            self;
+        match &**handle {
+            Handle::Edit(buf) => buf.lock().user(),
+            _ => 0,
+        }
+    }
+
+    /// Answers a job no mount is left to run.
+    fn refuse(self) {
+        match self {
+            Job::Flush { done, .. } => done(Err(Errno::EIO)),
+            Job::Read { done, .. } => done(Err(Errno::EIO)),
+            Job::Release { .. } => {}
+        }
+    }
 }
 
 impl Core {
-    /// Hands a committing request to the commit thread.
+    /// Hands a committing request to the commit threads, in its user's line.
     pub(super) fn queue(&self, job: Job) {
-        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
-            match job {
-                Job::Flush { done, .. } => done(Err(Errno::EIO)),
-                Job::Read { done, .. } => done(Err(Errno::EIO)),
-                Job::Release { .. } => {}
-            }
-        }
+        self.commits.push(job.user(), job);
     }
 }
 
@@ -484,7 +483,7 @@ pub struct Core {
     /// `Core::refuse_busy_truncation`.
     pub(super) running: Mutex<HashMap<u64, u64>>,
     /// Requests for the commit thread.
-    jobs: mpsc::Sender<Job>,
+    commits: Arc<Commits<Job>>,
     /// The bytes open edit handles buffer, against their caps.
     pub(super) budget: Arc<super::budget::Budget>,
     /// How each open real file reaches its data: passed through by the kernel or not.
@@ -515,17 +514,29 @@ pub struct Core {
 /// Replacements are kept in the order they happened, per path, and followed
 /// from the handle's opening on: an inode number the file system hands out
 /// again cannot make a chain loop back.
+///
+/// The table is bounded by bytes (`BYTES`): past it, the paths replaced
+/// longest ago are forgotten, and a handle opened before their last
+/// replacement then finds its file replaced by something else and refuses,
+/// which is safe. Paths are an agent's to choose (up to 4 KiB each), so a
+/// bound by count alone would let long names take 16 MiB.
 #[derive(Default)]
 pub struct Lineage {
     by_rel: HashMap<String, VecDeque<(u64, Meant, Meant)>>,
+    /// Each path's latest replacement, oldest first: the order paths are forgotten in.
+    latest: BTreeMap<u64, String>,
+    bytes: usize,
     tick: u64,
 }
 
 impl Lineage {
     /// Replacements kept per path: far more than happen while a handle is open.
     const PER_FILE: usize = 64;
-    /// Paths kept; past it, those replaced longest ago are forgotten.
-    const FILES: usize = 4096;
+    /// The table's bytes, its paths (kept twice) and replacements counted.
+    pub const BYTES: usize = 4 << 20;
+    /// What a path costs beside its name's bytes: its entries in both maps.
+    const PATH: usize = 96;
+    const STEP: usize = std::mem::size_of::<(u64, Meant, Meant)>();
 
     /// The point in the history a handle opened now starts from.
     pub fn mark(&self) -> u64 {
@@ -553,15 +564,41 @@ impl Lineage {
             return;
         }
         self.tick += 1;
-        let list = self.by_rel.entry(rel.to_owned()).or_default();
-        list.push_back((self.tick, before, after));
+        let tick = self.tick;
+        let mut added = Self::STEP;
+        let list = match self.by_rel.get_mut(rel) {
+            Some(list) => list,
+            None => {
+                added += Self::cost_of_path(rel);
+                self.by_rel.entry(rel.to_owned()).or_default()
+            }
+        };
+        if let Some((last, _, _)) = list.back() {
+            self.latest.remove(last);
+        }
+        list.push_back((tick, before, after));
         if list.len() > Self::PER_FILE {
             list.pop_front();
+            added -= Self::STEP;
         }
-        if self.by_rel.len() > Self::FILES {
-            let oldest = self.tick.saturating_sub(Self::FILES as u64);
-            self.by_rel
-                .retain(|_, l| l.back().is_some_and(|(t, _, _)| *t > oldest));
+        self.latest.insert(tick, rel.to_owned());
+        self.bytes += added;
+        self.forget_past_bound();
+    }
+
+    fn cost_of_path(rel: &str) -> usize {
+        2 * rel.len() + Self::PATH
+    }
+
+    /// Forgets the paths replaced longest ago until the table is within `BYTES`.
+    fn forget_past_bound(&mut self) {
+        while self.bytes > Self::BYTES {
+            let Some((_, rel)) = self.latest.pop_first() else {
+                return;
+            };
+            if let Some(list) = self.by_rel.remove(&rel) {
+                self.bytes -= Self::cost_of_path(&rel) + list.len() * Self::STEP;
+            }
         }
     }
 }
@@ -649,13 +686,13 @@ impl Core {
         store: Store,
         settings: Settings,
         notifier: Arc<OnceLock<Box<dyn Kernel>>>,
-        jobs: mpsc::Sender<Job>,
+        commits: Arc<Commits<Job>>,
     ) -> Core {
         let watches = super::watch::Watches::new(source.root()).map(Arc::new);
         let started_after_tx = store.last_tx();
         let ids = Ids::new(own_device(&source));
         Core {
-            jobs,
+            commits,
             budget: super::budget::Budget::new(settings.buffers),
             source,
             store,
@@ -1029,5 +1066,33 @@ mod tests {
         assert_eq!(l.now("a", Meant::Absent, 0), Meant::Absent);
         l.record("new", Meant::Absent, file(7));
         assert_eq!(l.now("new", Meant::Absent, since), file(7));
+    }
+
+    #[test]
+    fn the_lineage_stays_within_its_bytes_and_forgets_the_oldest_paths_first() {
+        let mut l = Lineage::default();
+        let long = "d/".repeat(2000);
+        for n in 0..10_000u64 {
+            l.record(&format!("{long}{n}"), file(n), file(n + 1));
+            assert!(l.bytes <= Lineage::BYTES, "{} bytes after {n}", l.bytes);
+        }
+        let since = 0;
+        assert_eq!(
+            l.now(&format!("{long}9999"), file(9999), since),
+            file(10_000)
+        );
+        assert_eq!(
+            l.now(&format!("{long}0"), file(0), since),
+            file(0),
+            "forgotten"
+        );
+        let names: usize = l.by_rel.keys().map(|k| k.len()).sum();
+        assert!(2 * names <= Lineage::BYTES, "the names alone fit the bound");
+        for _ in 0..200 {
+            l.record("one", file(1), file(2));
+            l.record("one", file(2), file(1));
+        }
+        assert_eq!(l.by_rel["one"].len(), Lineage::PER_FILE);
+        assert!(l.bytes <= Lineage::BYTES);
     }
 }

@@ -6,6 +6,7 @@
 
 mod attach;
 mod budget;
+mod commits;
 mod control;
 mod dirs;
 mod fs;
