@@ -633,3 +633,44 @@ fn sections_naming_one_file_by_two_spellings_are_one_files_operations() {
         stdout(&out)
     );
 }
+
+/// What is in the state directory besides the empty `.editfs/` made by `new`.
+fn state_entries(p: &Project) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(p.path(".editfs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_dry_run_prints_the_report_and_diff_exits_as_the_edit_would_and_writes_nothing() {
+    let p = Project::new();
+    let o = p.editfs(&["apply", "--dry-run", "a.txt"], BLOCK);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = stdout(&o);
+    assert!(text.contains("-old line\n+new line"), "{text}");
+    assert!(text.contains("dry run: nothing was written"), "{text}");
+    let missed = BLOCK.replace("old line", "no such line");
+    let o = p.editfs(&["apply", "a.txt", "--dry-run", "--json"], &missed);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["error"]["kind"], "not_found", "{report}");
+    let o = p.editfs(&["apply", "--dry-run", "a.txt"], "no block at all\n");
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let multi = format!("a.txt\n{BLOCK}");
+    let o = p.editfs(&["apply", "--dry-run", "--multi", "."], &multi);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(stdout(&o).contains("+new line"), "{}", stdout(&o));
+    assert_eq!(p.read("a.txt"), "first\nold line\nlast\n");
+    assert!(
+        state_entries(&p).is_empty(),
+        "no id, no log, no version: {:?}",
+        state_entries(&p)
+    );
+    // No id was taken: the real edit is transaction 1.
+    let o = p.editfs(&["apply", "a.txt", "--json"], BLOCK);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["tx"], 1, "{report}");
+}

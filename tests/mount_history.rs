@@ -542,3 +542,35 @@ fn a_multi_line_command_line_stays_on_its_row_of_the_history() {
         );
     }
 }
+
+const TWO_TO_2: &str = "lib/util.txt\n<<<<<<< SEARCH\ntwo\n=======\n2\n>>>>>>> REPLACE\n";
+
+#[test]
+fn a_dry_run_through_the_mount_reports_the_diff_and_changes_nothing() {
+    let m = mount!();
+    let sent = m.sh(&format!("cat > .editfs/dry-run <<'EOF'\n{TWO_TO_2}EOF"));
+    assert!(sent.status.success(), "{sent:?}");
+    let status = m.ok("cat .editfs/status");
+    assert!(status.contains("-two\n+2"), "{status}");
+    assert!(status.contains("dry run"), "{status}");
+    assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+    let own = m.ok("cat lib/util.txt.status");
+    assert!(
+        own.starts_with("NO REPORT YET"),
+        "F.status is left alone: {own}"
+    );
+    // A payload that would fail fails the same way, and says why.
+    let missed = TWO_TO_2.replace("two\n=", "zwei\n=");
+    let sent = m.sh(&format!("cat > .editfs/dry-run <<'EOF'\n{missed}EOF"));
+    assert!(!sent.status.success(), "{sent:?}");
+    assert!(
+        String::from_utf8_lossy(&sent.stderr).contains("Input/output error"),
+        "{sent:?}"
+    );
+    assert!(m.ok("cat .editfs/status").contains("not_found"));
+    assert!(log(&m).is_empty(), "nothing is logged: {:?}", log(&m));
+    // No id was taken: the real edit is transaction 1.
+    m.ok(&format!("cat > .editfs/edit <<'EOF'\n{TWO_TO_2}EOF"));
+    assert_eq!(m.src_file("lib/util.txt"), b"one\n2\nthree\n");
+    assert_eq!(log(&m)[0]["tx"], 1);
+}

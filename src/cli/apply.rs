@@ -72,6 +72,10 @@ pub struct Args {
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
+    /// Print what the payload would do (the report and its diff) and change nothing:
+    /// no file, no transaction id, no log line; the exit code is the edit's
+    #[arg(long)]
+    dry_run: bool,
     #[command(flatten)]
     engine: EngineArgs,
     /// Where to keep snapshots and the log (default: the nearest ancestor's .editfs/)
@@ -156,6 +160,15 @@ fn state_for(given: Option<&Path>, file: &Path) -> Result<(Option<Held>, Option<
 }
 
 /// Opens the state directory, saying what it recovered from a crash.
+/// The store a run keeps its versions and log in; none for a dry run, which
+/// writes nothing there (not even a recovery).
+fn stored(args: &Args, state: Option<&Path>) -> Result<Option<Store>, String> {
+    match args.dry_run {
+        true => Ok(None),
+        false => open_store(state, args.keep),
+    }
+}
+
 fn open_store(state: Option<&Path>, keep: usize) -> Result<Option<Store>, String> {
     let retention = Retention {
         keep,
@@ -180,7 +193,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
     let payload = read_payload(args.payload.as_deref(), opts.max_payload)?;
     let (held, passed_over) = state_for(args.state_dir.as_deref(), &path)?;
     let state = held.as_ref().map(Held::path);
-    let store = open_store(state.as_deref(), args.keep)?;
+    let store = stored(args, state.as_deref())?;
     // Inside the project that holds the state directory, paths (in reports too) are
     // the project's; elsewhere the report names the file as it was given.
     let project = project_of(state.as_deref());
@@ -223,12 +236,11 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
         meant: None,
         hold: None,
     };
-    let mut report = transaction::run(
-        store.as_ref(),
-        &target,
-        Received::cut(&payload.0, payload.1),
-        opts,
-    );
+    let payload = Received::cut(&payload.0, payload.1);
+    let mut report = match args.dry_run {
+        true => transaction::dry_run(&target, payload, opts),
+        false => transaction::run(store.as_ref(), &target, payload, opts),
+    };
     report.notes.splice(0..0, passed_over);
     // A mount of the project shows it in F.status: the latest report, by anyone.
     if let Some(s) = store.as_ref().filter(|_| label == rel && report.tx > 0) {
@@ -250,7 +262,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
     let payload = read_payload(args.file.as_deref(), opts.max_payload)?;
     let (held, passed_over) = state_for(args.state_dir.as_deref(), &root.join("x"))?;
     let state = held.as_ref().map(Held::path);
-    let store = open_store(state.as_deref(), args.keep)?;
+    let store = stored(args, state.as_deref())?;
     // ROOT inside the project that holds the state directory: the payload's
     // paths start at ROOT, and are kept as the project's, as a single file's are.
     let (root, from) = match project_of(state.as_deref())
@@ -260,18 +272,17 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         None => (root, PathBuf::new()),
     };
     let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
-    let mut report = multi::run(
-        store.as_ref(),
-        Root {
-            fd: dir.as_fd(),
-            path: &root,
-            mount: None,
-            from: &from,
-        },
-        Received::cut(&payload.0, payload.1),
-        opts,
-        &who(),
-    );
+    let root = Root {
+        fd: dir.as_fd(),
+        path: &root,
+        mount: None,
+        from: &from,
+    };
+    let payload = Received::cut(&payload.0, payload.1);
+    let mut report = match args.dry_run {
+        true => multi::Plan::parse(root, payload, opts).dry_run(root, opts, &who()),
+        false => multi::run(store.as_ref(), root, payload, opts, &who()),
+    };
     report.notes.splice(0..0, passed_over);
     if let Some(s) = store.as_ref() {
         for r in report.files.iter().filter(|r| r.outcome == Outcome::Ok) {

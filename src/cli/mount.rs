@@ -33,8 +33,9 @@ MOUNT/.editfs/ holds README (how to use the mount), history, log,
 snapshots/PATH/TX (pre-images) and versions/PATH/TX (results), all read-only; edit
 takes a multi-file payload (each file's path alone on a line before its blocks,
 or tool calls naming their files; absolute paths inside SOURCE or MOUNT are
-accepted), undo takes `PATH [TXID] [--force]` or `--tx TXID [--force]`, and
-status / status.json show their latest report.
+accepted), dry-run takes the same payload and only reports what it would do
+(nothing written or logged), undo takes `PATH [TXID] [--force]` or `--tx TXID
+[--force]`, and status / status.json show their latest report.
 Writes that bypass the control files (sed -i, an editor's save) and removals (rm)
 keep a pre-image too, except under .git/ and in paths .gitignore ignores
 (see --snapshot-ignored).

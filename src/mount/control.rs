@@ -37,6 +37,8 @@ enum CommitTarget {
     File { parent: u64, base: OsString },
     /// `.editfs/edit`: several files.
     Multi,
+    /// `.editfs/dry-run`: what such a payload would do.
+    DryRun,
     /// `.editfs/undo`.
     Undo,
 }
@@ -453,6 +455,7 @@ impl Core {
                 base: base.clone(),
             }),
             Kind::State(p) if p.as_os_str() == "edit" => Ok(CommitTarget::Multi),
+            Kind::State(p) if p.as_os_str() == "dry-run" => Ok(CommitTarget::DryRun),
             Kind::State(p) if p.as_os_str() == "undo" => Ok(CommitTarget::Undo),
             _ => Err(Errno::EINVAL),
         }
@@ -489,6 +492,7 @@ impl Core {
                 .commit((parent, &base), payload, &who, meant)
                 .unwrap_or_else(Committed::error),
             Ok(CommitTarget::Multi) => self.commit_multi(payload, &who),
+            Ok(CommitTarget::DryRun) => self.dry_run(payload, &who),
             Ok(CommitTarget::Undo) => self.commit_undo(&data, &who),
             Err(e) => Committed::error(e),
         };
@@ -810,6 +814,22 @@ impl Core {
         // Each file's `F.status` shows the latest transaction on it, failed
         // ones too: a failed transaction's sections say why nothing was written.
         self.publish(report.files.iter());
+        self.answer_state(&report)
+    }
+
+    /// `.editfs/dry-run`: what a multi-file payload would do, decided as
+    /// `.editfs/edit` decides it, with each file's diff, but written nowhere:
+    /// no file, no id, no log line, and no `F.status` changes; only
+    /// `.editfs/status` shows the report. The close fails as the edit's would.
+    fn dry_run(&self, payload: Received<'_>, who: &Who) -> Committed {
+        let opts = &self.settings.engine;
+        let report = multi::Plan::parse(self.root(), payload, opts).dry_run(self.root(), opts, who);
+        self.answer_state(&report)
+    }
+
+    /// The answer of a handle of `.editfs/edit` or `.editfs/dry-run`, and
+    /// `.editfs/status` from now on.
+    fn answer_state(&self, report: &multi::MultiReport) -> Committed {
         let head = Report {
             outcome: report.outcome,
             error: report.error.clone(),

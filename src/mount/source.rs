@@ -5,7 +5,7 @@
 //! followed, whatever a user renamed or linked in the meantime. The last
 //! component is then used with `*at` calls that do not follow it either.
 //! (An `F.edit` transaction starts from the directory node the kernel looked
-//! up; the files of `.editfs/edit` and `.editfs/undo` are resolved with
+//! up; the files of `.editfs/edit`, `dry-run` and `undo` are resolved with
 //! `RESOLVE_BENEATH` alone, with the caller's credentials: see
 //! `store::journal::parent_beneath_with`.)
 

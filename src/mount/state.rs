@@ -3,8 +3,9 @@
 //! It shows `README` (how to use the mount, written for an agent), `log`,
 //! `history`, `snapshots/<path>/<tx>` (each file before transaction `tx`),
 //! `versions/<path>/<tx>` (after it, for `editfs show`) and a `.gitignore` of `*`, and the control
-//! files `edit` (multi-file transactions), `undo` (`PATH [TXID] [--force]`) and
-//! `status` / `status.json` (their latest report). Everything else is read-only;
+//! files `edit` (multi-file transactions), `dry-run` (what such a payload would
+//! do, nothing written), `undo` (`PATH [TXID] [--force]`) and `status` /
+//! `status.json` (their latest report). Everything else is read-only;
 //! the lock, counter, journal and temporary files stay out of sight. Each user
 //! sees only what concerns files that user may read (see `caller.rs`).
 
@@ -28,7 +29,7 @@ pub const NAME: &str = ".editfs";
 
 const README: &str = include_str!("agent-readme.md");
 const GITIGNORE: &str = "*\n";
-const FILES: [&str; 10] = [
+const FILES: [&str; 11] = [
     "README",
     "log",
     "history",
@@ -36,6 +37,7 @@ const FILES: [&str; 10] = [
     "snapshots",
     "versions",
     "edit",
+    "dry-run",
     "undo",
     "status",
     "status.json",
@@ -43,7 +45,7 @@ const FILES: [&str; 10] = [
 
 /// The names in `.editfs/` that take transactions.
 pub fn is_control(rel: &Path) -> bool {
-    rel == Path::new("edit") || rel == Path::new("undo")
+    rel == Path::new("edit") || rel == Path::new("dry-run") || rel == Path::new("undo")
 }
 
 /// Where a kept version or its directory lives in the state directory.
@@ -173,7 +175,7 @@ impl Core {
             // Under a root daemon any user may send a transaction: each file in
             // it is checked against that user's own rights. Any other daemon
             // could only check the files against its own user's.
-            Some("edit" | "undo") => {
+            Some("edit" | "dry-run" | "undo") => {
                 let perm = if self.owner.0 == 0 { 0o666 } else { 0o644 };
                 return Ok(self.virtual_attr(ino, FileType::RegularFile, perm, 0));
             }

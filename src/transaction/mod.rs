@@ -321,6 +321,28 @@ fn turn_of(target: &Target<'_>) -> serial::Turn {
 /// What a mount holds of a transaction's files, with the store's lock.
 type Held<'a> = (Option<Box<dyn Hold + 'a>>, Lock);
 
+/// The note every dry run's report carries.
+pub const DRY_RUN: &str =
+    "dry run: nothing was written, no transaction id was taken, nothing was logged";
+
+/// What `payload` would do to the file of `target`, decided as `run` decides
+/// it, with its report and diff, but written nowhere: no file changes, no id is
+/// taken, nothing is logged (tx 0). It opens no store, so it never runs a
+/// recovery and works beside a read-only state directory.
+pub fn dry_run<'p>(
+    target: &Target<'_>,
+    payload: impl Into<Received<'p>>,
+    opts: &Options,
+) -> Report {
+    let report = match open_target(target, Vec::new(), opts.max_file) {
+        Ok(opened) => decide_on(target, opened, payload.into(), opts).edit.report,
+        Err(e) => io_failure(e, sha_now(target, opts.max_file)),
+    };
+    let mut report = stamp(report, target.label);
+    report.notes.push(DRY_RUN.into());
+    report
+}
+
 /// `decided_under_lock` for one file.
 fn decided_with_lock<'a>(
     store: &Store,

@@ -219,6 +219,19 @@ impl Plan {
         report
     }
 
+    /// What `run` would do, decided the same way, with each file's report and
+    /// diff, but written nowhere: no file changes, no id is taken (tx 0),
+    /// nothing is logged. It takes no lock: it only reads the files.
+    pub fn dry_run(self, root: Root<'_>, opts: &Options, who: &Who) -> MultiReport {
+        let (mut report, decided) = self.prepare(root, opts, who);
+        if report.outcome != Outcome::Ok {
+            not_written(&mut report, &decided);
+        }
+        point_to_namesakes(root, who, &mut report);
+        report.notes.push(super::DRY_RUN.into());
+        report
+    }
+
     /// Decides every file's edit: the report so far (not yet numbered) and the decisions.
     fn prepare(&self, root: Root<'_>, opts: &Options, who: &Who) -> (MultiReport, Vec<Decided>) {
         let mut report = MultiReport::new(Outcome::Ok);
