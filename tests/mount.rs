@@ -884,3 +884,33 @@ fn the_root_never_lists_the_state_directory_and_walks_do_not_enter_it() {
     let m = mount!(&format!("--state-dir={}", state.path().display()));
     assert_eq!(m.ok(check), want);
 }
+
+/// `F.edit` in a directory that does not exist never reaches the daemon: the
+/// kernel fails the path with ENOENT before. The agent learns why and what to do
+/// from the text it was given, and `.editfs/edit` makes the directory.
+#[test]
+fn an_edit_in_a_missing_directory_fails_with_enoent_and_the_agent_is_told_what_to_do() {
+    let m = mount!();
+    let block = "<<<<<<< SEARCH\n=======\nx = 1\n>>>>>>> REPLACE\n";
+    let sent = m.sh(&format!("cat > pkg/new.py.edit <<'EOF'\n{block}EOF"));
+    assert!(!sent.status.success());
+    let said = String::from_utf8_lossy(&sent.stderr);
+    assert!(said.contains("No such file or directory"), "{said}");
+    assert!(!m.src.join("pkg").exists());
+    let prompt = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .arg("prompt")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    let prompt = String::from_utf8_lossy(&prompt.stdout).into_owned();
+    for text in [prompt, m.ok("cat .editfs/README")] {
+        assert!(
+            text.contains("No such file or directory") && text.contains(".editfs/edit"),
+            "the agent's text says what the error means and what to do:\n{text}"
+        );
+    }
+    m.ok(&format!(
+        "cat > .editfs/edit <<'EOF'\npkg/new.py\n{block}EOF"
+    ));
+    assert_eq!(m.src_file("pkg/new.py"), b"x = 1\n");
+}
