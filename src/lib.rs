@@ -1,9 +1,13 @@
 //! editfs: SEARCH/REPLACE edits as file-system transactions.
 //!
-//! Three layers, each knowing only the one below it:
+//! Layers, each importing only those below it (docs/architecture.md#layers):
 //! - [`engine`]: pure; payload text and file bytes in, new bytes and a report out.
 //! - [`store`]: durable; atomic replacement of files, snapshots of pre-images, the log.
-//! - the command line (`src/cli/`), which carries bytes between them and the user.
+//! - [`transaction`]: one transaction end to end, through the engine and the store;
+//!   [`history`] reads the log for people.
+//! - [`mount`]: the FUSE file system.
+//! - the command line (`src/cli/`, in the binary), which carries bytes between
+//!   them and the user.
 
 #![forbid(unsafe_code)]
 
