@@ -130,3 +130,30 @@ fn man_out_dir_writes_the_top_page_and_one_per_subcommand_and_no_help_pages() {
     let mount = std::fs::read_to_string(dir.path().join("editfs-mount.1")).unwrap();
     assert!(synopsis(&mount).contains("[-o <OPTIONS>]"), "{mount}");
 }
+
+/// The section for an agent's system prompt stays short enough to paste whole, and
+/// says what an agent must know: the example, the exit status, ambiguity, several
+/// files, undo.
+#[test]
+fn the_prompt_fits_in_25_lines_and_says_what_an_agent_must_know() {
+    let out = editfs(&["prompt", "/mnt/project"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines = text.lines().count();
+    assert!(lines <= 25, "{lines} lines:\n{text}");
+    for needed in [
+        "cat > /mnt/project/src/app.py.edit <<'EOF'",
+        "<<<<<<< SEARCH",
+        "nothing changed",
+        "ambiguous",
+        "placeholder",
+        "/mnt/project/.editfs/edit",
+        "/mnt/project/.editfs/undo",
+        "/mnt/project/.editfs/README",
+    ] {
+        assert!(
+            text.contains(needed),
+            "the prompt lacks {needed:?}:\n{text}"
+        );
+    }
+}
