@@ -17,9 +17,11 @@
 //!    then the store's removal gate (a removal's log line, move and its
 //!    verdict on what it moved, which looks at `handles`; the filer's read
 //!    of those lines); then its `checkpointing`, held across a checkpoint's
-//!    syncs (a commit makes one under the store's lock, a worker about to
-//!    change a file not yet synced holding nothing), then its `unsettled` or
-//!    the journal's file; the reaper's queue alone;
+//!    syncs (the checkpoint thread makes them holding nothing, a commit under
+//!    the store's lock only once that thread is far behind, a worker about to
+//!    change a file not yet synced holding nothing), then its `unsettled` (the
+//!    checkpoint thread waits on it to be woken) or the journal's file; the
+//!    reaper's queue alone;
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
@@ -340,16 +342,26 @@ impl OnExit {
 /// and none waits for it.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
-/// Starts the thread that makes the store's checkpoints while the mount lives.
+/// How long the checkpoint thread waits to be woken before it looks again:
+/// the longest it keeps the mount's state alive after an unmount.
+const CHECKPOINT_WAKES: Duration = Duration::from_millis(100);
+
+/// Starts the thread that makes the store's checkpoints while the mount lives:
+/// every second, and at once when enough commits wait for one, so that no
+/// commit syncs them under the store's lock (see `Store::wait_for_checkpoint`).
 fn checkpoints(core: std::sync::Weak<Core>) {
     let spawned = std::thread::Builder::new()
         .name("editfs-checkpoint".into())
         .spawn(move || {
+            let mut last = Instant::now();
             loop {
-                std::thread::sleep(CHECKPOINT_EVERY);
                 let Some(core) = core.upgrade() else { return };
-                if let Err(e) = core.store.checkpoint() {
-                    log::error!("checkpoint: {e}");
+                let due = core.store.wait_for_checkpoint(CHECKPOINT_WAKES);
+                if due || last.elapsed() >= CHECKPOINT_EVERY {
+                    last = Instant::now();
+                    if let Err(e) = core.store.checkpoint() {
+                        log::error!("checkpoint: {e}");
+                    }
                 }
             }
         });

@@ -78,7 +78,8 @@
 //!   of the process, and a transaction that never committed changed no file.
 //! - The files' new contents and names in the project, and the log line, ride
 //!   on the next checkpoint (`Store::checkpoint`: at most a second later in a
-//!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits),
+//!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits, by
+//!   the mount's checkpoint thread, woken then, and not under the store's lock),
 //!   which syncs the new contents, the versions their records carry, the log
 //!   and the directories the files went into, and only then drops the records
 //!   of the transactions it covered.
@@ -263,6 +264,12 @@ pub struct Store {
     unsettled: parking_lot::Mutex<Unsettled>,
     /// Held for the whole of a checkpoint, so that one runs at a time.
     checkpointing: parking_lot::Mutex<()>,
+    /// Wakes the thread that makes checkpoints (`wait_for_checkpoint`) when
+    /// enough commits wait for one; waited on with `unsettled`.
+    due: parking_lot::Condvar,
+    /// A thread makes checkpoints when woken: commits leave them to it
+    /// instead of syncing under the store's lock (see `settle`).
+    checkpointer: std::sync::atomic::AtomicBool,
     /// Removals moved aside and not filed yet (see removals.rs).
     removals: removals::Removals,
     /// The log, held open for appending while it is the file named `log`
@@ -289,13 +296,17 @@ struct LogFile {
     id: (u64, u64),
 }
 
-/// Commits past which a checkpoint is made at once, whatever else makes them:
-/// the journal holds at most this many finished records.
+/// Commits past which a checkpoint is due at once, whatever else makes them.
 pub const CHECKPOINT_AFTER: usize = 64;
 
-/// New contents left unsynced past which a checkpoint is made at once: each
+/// New contents left unsynced past which a checkpoint is due at once: each
 /// holds a descriptor until it is synced.
 const CHECKPOINT_FILES: usize = 1024;
+
+/// How far past due a commit lets the checkpointer fall behind before it
+/// makes the checkpoint itself: the journal holds at most this many times
+/// `CHECKPOINT_AFTER` finished records, and descriptors are bounded the same way.
+const CHECKPOINT_BEHIND: usize = 4;
 
 /// The largest version a committed record carries the bytes of (see
 /// `Store::keep_version`): source files, in their thousands of lines. A
@@ -333,6 +344,12 @@ struct Unsettled {
 }
 
 impl Unsettled {
+    /// Whether `times` checkpoints' worth of commits wait.
+    fn due(&self, times: usize) -> bool {
+        self.records.len() >= times * CHECKPOINT_AFTER
+            || self.files.len() + self.objects.len() >= times * CHECKPOINT_FILES
+    }
+
     fn is_empty(&self) -> bool {
         self.records.is_empty() && !self.lines
     }
@@ -403,6 +420,8 @@ impl Store {
             recovered: journal::Recovered::default(),
             unsettled: parking_lot::Mutex::default(),
             checkpointing: parking_lot::Mutex::default(),
+            due: parking_lot::Condvar::new(),
+            checkpointer: std::sync::atomic::AtomicBool::new(false),
             removals: removals::Removals::open(dir)?,
             log_file: parking_lot::Mutex::default(),
             spare: parking_lot::Mutex::default(),
@@ -832,21 +851,44 @@ impl Store {
     }
 
     /// Leaves the record of `tx`, whose files went into `dirs` with the new
-    /// contents `files`, to the next checkpoint, made at once when enough
+    /// contents `files`, to the next checkpoint, due at once when enough
     /// records wait for one.
+    ///
+    /// A commit runs under the store's lock, so a checkpoint made here (tens
+    /// of syncs, for any user's commits) would hold every other transaction
+    /// for as long: with a checkpointer, the commit only wakes it, and makes
+    /// the checkpoint itself only once that one is `CHECKPOINT_BEHIND` behind.
     fn settle<'d>(&self, tx: u64, dirs: impl Iterator<Item = BorrowedFd<'d>>, files: Temps) {
-        let due = {
+        let (due, behind) = {
             let mut u = self.unsettled.lock();
             u.records.push(tx);
             u.dirs.extend(dirs.filter_map(|d| rustix::io::dup(d).ok()));
             u.files.extend(files);
             self.spare_unsettled(&u);
-            u.records.len() >= CHECKPOINT_AFTER
-                || u.files.len() + u.objects.len() >= CHECKPOINT_FILES
+            (u.due(1), u.due(CHECKPOINT_BEHIND))
         };
-        if due && let Err(e) = self.checkpoint() {
+        let delegated = self.checkpointer.load(std::sync::atomic::Ordering::Relaxed);
+        if due && delegated {
+            self.due.notify_one();
+        }
+        if (behind || (due && !delegated))
+            && let Err(e) = self.checkpoint()
+        {
             log::error!("checkpoint: {e}");
         }
+    }
+
+    /// For the thread that makes checkpoints: waits until one is due, or
+    /// `most` passed; says whether one is due. From the first call on,
+    /// commits leave due checkpoints to that thread.
+    pub fn wait_for_checkpoint(&self, most: std::time::Duration) -> bool {
+        self.checkpointer
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut u = self.unsettled.lock();
+        if !u.due(1) {
+            self.due.wait_for(&mut u, most);
+        }
+        u.due(1)
     }
 
     /// Syncs what finished transactions left unsynced (their new contents,
@@ -2266,6 +2308,53 @@ mod tests {
             fs::read_dir(root.join(".editfs/journal")).unwrap().count(),
             0
         );
+    }
+
+    #[test]
+    fn with_a_checkpointer_a_due_checkpoint_is_left_to_it_until_far_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_owned();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let rootfd = atomic::open_dir(&root).unwrap();
+        assert!(
+            !store.wait_for_checkpoint(std::time::Duration::ZERO),
+            "nothing due"
+        );
+        let commit = |tx: u64| {
+            let lock = store.lock().unwrap();
+            let (rel, text) = (format!("f{tx}"), format!("v{tx}"));
+            let change = Change {
+                rel: &rel,
+                dir: rootfd.as_fd(),
+                old: None,
+                pre: None,
+                new: text.as_bytes(),
+                new_sha: None,
+                by: None,
+                fresh: None,
+            };
+            store
+                .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
+                .unwrap();
+        };
+        let waiting = || store.unsettled.lock().records.len();
+        for tx in 1..=CHECKPOINT_AFTER as u64 {
+            commit(tx);
+        }
+        assert_eq!(
+            waiting(),
+            CHECKPOINT_AFTER,
+            "no commit synced under the lock"
+        );
+        assert!(
+            store.wait_for_checkpoint(std::time::Duration::from_secs(60)),
+            "due"
+        );
+        let far = (CHECKPOINT_BEHIND * CHECKPOINT_AFTER) as u64;
+        for tx in CHECKPOINT_AFTER as u64 + 1..=far {
+            commit(tx);
+        }
+        assert_eq!(waiting(), 0, "the commit far behind made it itself");
     }
 
     #[test]
