@@ -914,3 +914,25 @@ fn an_edit_in_a_missing_directory_fails_with_enoent_and_the_agent_is_told_what_t
     ));
     assert_eq!(m.src_file("pkg/new.py"), b"x = 1\n");
 }
+
+/// `.editfs/README` opens with the very section `editfs prompt MOUNT` prints, so
+/// an agent that reads it first learns what its operator would have told it;
+/// the full rules follow.
+#[test]
+fn the_agent_readme_starts_with_the_prompt_for_this_mount() {
+    let m = mount!();
+    let prompt = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .arg("prompt")
+        .arg(&m.mnt)
+        .output()
+        .unwrap();
+    let prompt = String::from_utf8(prompt.stdout).unwrap();
+    let readme = m.ok("cat .editfs/README");
+    assert!(
+        readme.starts_with(&prompt),
+        "README:\n{readme}\nprompt:\n{prompt}"
+    );
+    assert!(readme.len() > prompt.len() + 1000, "the rules follow");
+    let size = fs::metadata(m.mnt.join(".editfs/README")).unwrap().len();
+    assert_eq!(size, readme.len() as u64, "stat tells the size read");
+}

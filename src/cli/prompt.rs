@@ -5,9 +5,6 @@ use std::process::ExitCode;
 
 use editfs::mount::table;
 
-/// The section for an agent's system prompt; `MOUNT` stands for the mount point.
-const PROMPT: &str = include_str!("agent-prompt.md");
-
 #[derive(clap::Args)]
 #[command(
     about = "Print the text to give an agent: how to edit files through a mount",
@@ -39,9 +36,9 @@ pub fn prompt(args: PromptArgs) -> ExitCode {
     let text = match args.mountpoint {
         Some(m) => {
             let shown = std::path::absolute(&m).unwrap_or(m);
-            PROMPT.replace("MOUNT", &shown.display().to_string())
+            editfs::mount::agent_prompt(&shown.display().to_string())
         }
-        None => PROMPT.to_owned(),
+        None => editfs::mount::agent_prompt("MOUNT"),
     };
     print!("{text}");
     ExitCode::SUCCESS

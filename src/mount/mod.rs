@@ -51,6 +51,13 @@ pub use options::check_options;
 pub use preimage::Policy;
 pub use rescue::rescue;
 
+/// The section for an agent's system prompt, naming the mount point
+/// `mountpoint`: what `editfs prompt` prints, and how `MOUNT/.editfs/README`
+/// begins, so an agent that reads it first learns what its operator would say.
+pub fn agent_prompt(mountpoint: &str) -> String {
+    include_str!("agent-prompt.md").replace("MOUNT", mountpoint)
+}
+
 use crate::store::trust::{self, Came};
 use crate::store::{Retention, STATE_DIR, Store, StoreError};
 

@@ -27,7 +27,8 @@ use crate::transaction::sight::Now;
 /// The name of the state directory in the mount.
 pub const NAME: &str = ".editfs";
 
-const README: &str = include_str!("agent-readme.md");
+/// The rules `README` gives after the section `editfs prompt` prints.
+const REFERENCE: &str = include_str!("agent-readme.md");
 const GITIGNORE: &str = "*\n";
 const FILES: [&str; 11] = [
     "README",
@@ -162,6 +163,12 @@ impl Core {
         self.state_attr(ino, &rel)
     }
 
+    /// `README`: the section `editfs prompt` prints for this mount, then the rules.
+    fn readme(&self) -> String {
+        let mountpoint = self.source.mountpoint().display().to_string();
+        format!("{}\n{REFERENCE}", super::agent_prompt(&mountpoint))
+    }
+
     /// Attributes of a file of the view. Those whose content depends on who reads
     /// (status, history, log) say size 0, as `/proc` does: they are read with
     /// direct I/O, to the end, and no stat renders them.
@@ -182,7 +189,7 @@ impl Core {
             Some("status" | "status.json" | "history" | "log") => {
                 return Ok(self.virtual_attr(ino, FileType::RegularFile, 0o444, 0));
             }
-            Some("README") => return Ok(fixed(README)),
+            Some("README") => return Ok(fixed(&self.readme())),
             Some(".gitignore") => return Ok(fixed(GITIGNORE)),
             _ => {}
         }
@@ -263,7 +270,7 @@ impl Core {
                 Ok(crate::history::table(&entries, None).into_bytes())
             }
             Some("log") => Ok(self.log_for(caller)),
-            Some("README") => Ok(README.as_bytes().to_vec()),
+            Some("README") => Ok(self.readme().into_bytes()),
             Some(".gitignore") => Ok(GITIGNORE.as_bytes().to_vec()),
             _ => fs::read(backing(self.store.dir(), rel).ok_or(Errno::ENOENT)?).map_err(errno),
         }
@@ -370,7 +377,7 @@ mod tests {
 
     #[test]
     fn the_readme_shows_an_example_to_copy() {
-        assert!(README.contains("<<<<<<< SEARCH"));
-        assert!(README.contains(".status"));
+        assert!(REFERENCE.contains("<<<<<<< SEARCH"));
+        assert!(REFERENCE.contains(".status"));
     }
 }
