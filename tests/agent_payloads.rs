@@ -374,3 +374,114 @@ fn cdata_around_roo_code_search_and_replace_values_is_not_written() {
         Some("<ul>\n  <li>{i.trim()}</li>\n</ul>\n".as_bytes())
     );
 }
+
+/// Placeholders an agent words in its own way, each standing where two or more
+/// SEARCH lines vanish: in code, inside a comment block, inside a docstring.
+#[test]
+fn a_placeholder_in_any_words_standing_for_dropped_lines_is_refused() {
+    let py = "def area(r):\n    \"\"\"Area of a circle.\"\"\"\n    pi = 3.14159\n    return pi * r * r\n";
+    let py_doc = "def parse(text):\n    \"\"\"Parse the text.\n\n    Lines starting with # are skipped.\n    Blank lines end a section.\n    \"\"\"\n    return [l for l in text.splitlines() if l]\n";
+    let js = "// Config loader.\n// Reads JSON from disk and caches it.\nconst fs = require(\"fs\");\nconst cache = new Map();\n\nfunction load(p) {\n  return JSON.parse(fs.readFileSync(p, \"utf8\"));\n}\n";
+    let ts = "export class Api {\n  get(id: string): Item;\n  get(id: number): Item;\n  get(id: unknown): Item {\n    return this.items[String(id)];\n  }\n}\n";
+    let rs = "fn checksum(data: &[u8]) -> u32 {\n    let mut sum = 0u32;\n    for b in data {\n        sum = sum.wrapping_add(u32::from(*b));\n    }\n    sum\n}\n";
+    let go = "func (c *Config) Validate() error {\n\tif c.Port == 0 {\n\t\treturn errNoPort\n\t}\n\tif c.Host == \"\" {\n\t\treturn errNoHost\n\t}\n\treturn nil\n}\n";
+    let c = "int classify(int c) {\n    switch (c) {\n    case 'a': return 1;\n    case 'b': return 2;\n    default: return 0;\n    }\n}\n";
+    let cases = [
+        (
+            py,
+            py,
+            "def area(r, exact=False):\n    # TODO: keep the original body here\n",
+        ),
+        (
+            py_doc,
+            py_doc,
+            "def parse(text, strict=False):\n    \"\"\"Parse the text.\n\n    ...\n    \"\"\"\n    return [l for l in text.splitlines() if l]\n",
+        ),
+        (
+            js,
+            "// Config loader.\n// Reads JSON from disk and caches it.\nconst fs = require(\"fs\");\nconst cache = new Map();\n",
+            "// Config loader.\n// rest of the code stays the same\n",
+        ),
+        (
+            ts,
+            "  get(id: string): Item;\n  get(id: number): Item;\n  get(id: unknown): Item {\n",
+            "  // the other overloads are kept as they were\n  get(id: unknown): Item {\n",
+        ),
+        (
+            rs,
+            rs,
+            "fn checksum(data: &[u8]) -> u32 {\n    // body kept from the original version\n}\n",
+        ),
+        (
+            go,
+            go,
+            "func (c *Config) Validate() error {\n\t// TODO: original validation stays as it was\n\treturn nil\n}\n",
+        ),
+        (
+            c,
+            "    case 'a': return 1;\n    case 'b': return 2;\n    default: return 0;\n",
+            "    case 'a': return 10;\n    /* the remaining cases are handled exactly as before */\n",
+        ),
+    ];
+    for (file, search, replace) in cases {
+        let r = run(file, &block(search, replace));
+        refused(&r);
+        assert_eq!(kind(&r), "placeholder", "{replace}: {}", said(&r));
+    }
+}
+
+/// What looks like a placeholder but is content, or stands for fewer than two
+/// dropped lines: a doctest's continuation lines, an `Ellipsis` body, a spread,
+/// a range, and comments that explain the new code beside them.
+#[test]
+fn ellipses_that_are_content_and_comments_beside_new_code_still_apply() {
+    let py = "def total(xs):\n    \"\"\"Sum xs.\n\n    >>> total([1, 2])\n    3\n    \"\"\"\n    return sum(xs)\n";
+    let py_stub = "class Store:\n    def get(self, key):\n        data = self.read(key)\n        return data\n";
+    let js = "function call(f, a, b) {\n  const args = [a, b];\n  return f.apply(null, args);\n}\n";
+    let rs = "fn first(v: &[u32]) -> u32 {\n    let mut s = 0;\n    s += v[0];\n    s\n}\n";
+    let go = "func sortNames(xs []string) {\n\tsort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })\n}\n";
+    let c = "int check(const char *p) {\n    if (p == NULL) return -1;\n    if (*p == 0) return -1;\n    return 0;\n}\n";
+    let cases = [
+        (
+            py,
+            "    >>> total([1, 2])\n    3\n    \"\"\"\n",
+            "    >>> for n in range(2):\n    ...     total([n])\n    ...\n    0\n    1\n    \"\"\"\n",
+            "    >>> for n in range(2):\n    ...     total([n])\n    ...\n    0\n    1\n    \"\"\"\n",
+        ),
+        (
+            py_stub,
+            "    def get(self, key):\n        data = self.read(key)\n        return data\n",
+            "    def get(self, key): ...\n",
+            "    def get(self, key): ...\n",
+        ),
+        (
+            js,
+            "function call(f, a, b) {\n  const args = [a, b];\n  return f.apply(null, args);\n}\n",
+            "function call(f, ...args) {\n  return f(...args);\n}\n",
+            "function call(f, ...args) {\n  return f(...args);\n}\n",
+        ),
+        (
+            rs,
+            "    let mut s = 0;\n    s += v[0];\n    s\n",
+            "    v[..1].iter().sum()\n",
+            "    v[..1].iter().sum()\n",
+        ),
+        (
+            go,
+            "\tsort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })\n",
+            "\t// keep the original order of equal names\n\tsort.SliceStable(xs, func(i, j int) bool { return xs[i] < xs[j] })\n",
+            "\t// keep the original order of equal names\n\tsort.SliceStable(xs, func(i, j int) bool { return xs[i] < xs[j] })\n",
+        ),
+        (
+            c,
+            "    if (p == NULL) return -1;\n    if (*p == 0) return -1;\n",
+            "    /* the same two checks, in one place */\n    if (p == NULL || *p == 0) return -1;\n",
+            "    /* the same two checks, in one place */\n    if (p == NULL || *p == 0) return -1;\n",
+        ),
+    ];
+    for (file, search, replace, written) in cases {
+        let r = run(file, &block(search, replace));
+        assert_eq!(r.report.outcome, Outcome::Ok, "{replace}: {}", said(&r));
+        assert_eq!(r.content, file.replacen(search, written, 1), "{replace}");
+    }
+}

@@ -178,6 +178,11 @@ pub enum Kind {
     Bare,
     /// A comment that says code was left out.
     Comment,
+    /// A comment, a doc comment or a docstring's line that speaks of code
+    /// kept or left out in words the lists above lack (`# TODO: keep the
+    /// original body here`), or a comment that continues another: a
+    /// placeholder only where two or more lines vanish (see `loss`).
+    Wide,
 }
 
 fn is_ellipsis(t: &str) -> bool {
@@ -200,33 +205,146 @@ pub fn kind(line: &str) -> Option<Kind> {
 
 /// The placeholder lines of REPLACE, each line's `kind` read in its context: a
 /// line inside a fenced block REPLACE holds is example text (`// ...` in a
-/// README's code), and a comment right after a comment line that is none
-/// continues its sentence (`// Some wrapped comment text` / `// unchanged in
-/// the error case.`).
-fn marks(lines: &[&str]) -> Vec<Option<Kind>> {
+/// README's code), a bare `...` after a doctest's `>>>` or `...` line is the
+/// doctest's own continuation, and a comment right after a comment line that
+/// is none continues its sentence (`// Some wrapped comment text` / `//
+/// unchanged in the error case.`), so it is only `Wide`. With `wide`, a line
+/// of no other kind that speaks of kept code (`wide_body`) is `Wide`.
+fn marks(lines: &[&str], wide: bool) -> Vec<Option<Kind>> {
     let fence = |l: &str| {
         let t = l.trim_start();
         t.starts_with("```") || t.starts_with("~~~")
     };
     let mut fenced = false;
     let mut prose = false;
+    let mut doctest = false;
+    let mut text = Text::default();
     lines
         .iter()
         .map(|l| {
+            let in_text = text.inside();
+            text.read(l);
             if fence(l) {
                 fenced = !fenced;
                 prose = false;
                 return None;
             }
-            let mark = kind(l).filter(|_| !fenced);
+            let t = l.trim();
+            let continuation = doctest && is_ellipsis(t);
+            doctest = t.starts_with(">>>") || (doctest && t.starts_with("..."));
+            let mark = kind(l).filter(|_| !fenced && !continuation);
             // An ellipsis is never a sentence's next line: `# compute totals`
             // then `# ... existing code ...` is the placeholder it looks like.
             let elides = l.contains("...") || l.contains('…');
             let continues = prose && mark == Some(Kind::Comment) && !elides;
-            prose = comment_body(l.trim()).is_some() && (mark.is_none() || continues);
-            mark.filter(|_| !continues)
+            prose = comment_body(t).is_some() && (mark.is_none() || continues);
+            let wide = wide && !fenced && (continues || (mark.is_none() && wide_body(t, in_text)));
+            match wide {
+                true => Some(Kind::Wide),
+                false => mark.filter(|_| !continues),
+            }
         })
         .collect()
+}
+
+/// Where REPLACE's lines stand: inside a docstring (`"""`, `'''`) or a
+/// block comment (`/*`), whose lines are text without a comment leader.
+#[derive(Default)]
+struct Text {
+    quotes: Option<&'static str>,
+    block: bool,
+}
+
+impl Text {
+    fn inside(&self) -> bool {
+        self.quotes.is_some() || self.block
+    }
+
+    /// Reads one line: the docstrings and block comments it opens or closes.
+    fn read(&mut self, line: &str) {
+        for q in ["\"\"\"", "'''"] {
+            if self.quotes.is_none_or(|open| open == q) && line.matches(q).count() % 2 == 1 {
+                self.quotes = match self.quotes {
+                    Some(_) => None,
+                    None => Some(q),
+                };
+            }
+        }
+        if let (Some(open), close) = (line.rfind("/*"), line.rfind("*/")) {
+            self.block = close.is_none_or(|c| c < open);
+        } else if line.contains("*/") {
+            self.block = false;
+        }
+    }
+}
+
+/// Words that say code was kept or left out, however the rest of the line
+/// reads (`# TODO: keep the original body here`): the wide reading of a
+/// placeholder, which counts only where two or more lines vanish.
+const WIDE: &[&str] = &[
+    "abbreviated",
+    "brevity",
+    "elided",
+    "etc",
+    "existing",
+    "intact",
+    "keep",
+    "keeping",
+    "keeps",
+    "kept",
+    "omit",
+    "omits",
+    "omitted",
+    "omitting",
+    "original",
+    "originally",
+    "preserved",
+    "remain",
+    "remainder",
+    "remaining",
+    "remains",
+    "rest",
+    "same",
+    "snip",
+    "snipped",
+    "truncated",
+    "unaltered",
+    "unchanged",
+    "unmodified",
+    "untouched",
+    "verbatim",
+];
+
+/// The most words a wide placeholder has; longer lines say something.
+const MAX_WIDE_WORDS: usize = 12;
+
+/// Whether the line `t` (trimmed) speaks of code kept or left out in few
+/// words: a comment or doc comment holding one of `WIDE` or an ellipsis, or
+/// a line of text holding one of `WIDE` (a docstring's or block comment's own
+/// line, `in_text`, or one that opens with an ellipsis), in words only. A line quoting code (`` ` ``) or holding code's
+/// signs (`=`, `{`, `;`) speaks of something else.
+fn wide_body(t: &str, in_text: bool) -> bool {
+    let comment = comment_body(t).or_else(|| t.strip_prefix('*').filter(|b| !b.starts_with('/')));
+    let leading = t.starts_with("...") || t.starts_with('…');
+    let Some(body) = comment.or_else(|| (in_text || leading).then_some(t)) else {
+        return false;
+    };
+    let body = body.trim_matches(['"', '\'', ' ', '\t', '/', '!', '*']);
+    let wordy = |c: char| c.is_alphanumeric() || c.is_whitespace() || ".,:!?'\"()-…".contains(c);
+    if body.contains('`') || !body.chars().all(wordy) {
+        return false;
+    }
+    let words: Vec<String> = body
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    // An ellipsis says it only in a comment: a text line may be a doctest's
+    // `... print(x)`.
+    let elides = comment.is_some() && (body.contains("...") || body.contains('…'));
+    !words.is_empty()
+        && words.len() <= MAX_WIDE_WORDS
+        && (elides || words.iter().any(|w| WIDE.contains(&w.as_str())))
 }
 
 /// The text of a line that is only a comment, without its leader and closer.
@@ -303,9 +421,13 @@ pub struct Loss {
 }
 
 /// The first placeholder line of REPLACE (one SEARCH lacks) that stands where
-/// SEARCH lines would be deleted.
-pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
-    let marks = marks(replace);
+/// SEARCH lines would be deleted: one SEARCH line for a comment of the lists
+/// above, two for a bare ellipsis or (with `wide`: not in prose, where `#`
+/// opens a heading) a wide placeholder. What is deleted is what the placeholder
+/// tells, not its words: a comment beside new code that takes the place of the
+/// lines it replaces deletes nothing.
+pub fn loss(search: &[&str], replace: &[&str], wide: bool) -> Option<Loss> {
+    let marks = marks(replace, wide);
     if marks.iter().all(Option::is_none) {
         return None;
     }
@@ -341,7 +463,7 @@ pub fn loss(search: &[&str], replace: &[&str]) -> Option<Loss> {
             .count();
         let gone = (real(old) - like).saturating_sub(kept);
         let found = marks.iter().find(|(_, m)| match m {
-            Kind::Bare => gone >= 2,
+            Kind::Bare | Kind::Wide => gone >= 2,
             Kind::Comment => gone >= 1,
         });
         if let Some(&(line, _)) = found {
@@ -371,7 +493,7 @@ pub struct Misplaced {
 /// alone, or with the new lines on SEARCH's side of it, moves nothing: it only
 /// stays in the file as a comment, as an added comment does.
 pub fn misplaced(search: &[&str], replace: &[&str]) -> Option<Misplaced> {
-    let marks = marks(replace);
+    let marks = marks(replace, false);
     if marks.iter().all(Option::is_none) {
         return None;
     }
@@ -392,6 +514,8 @@ pub fn misplaced(search: &[&str], replace: &[&str]) -> Option<Misplaced> {
         let ok = match mark {
             Kind::Comment => after || before,
             Kind::Bare => (after || before) && !stub(replace, p),
+            // Not read here: a wide placeholder counts only where lines vanish.
+            Kind::Wide => false,
         };
         ok.then_some(Misplaced { line: p, after })
     })
@@ -643,11 +767,67 @@ mod tests {
     fn a_placeholder_that_deletes_lines_is_a_loss() {
         let search = ["def f():", "    a = 1", "    b = 2", "    return a + b"];
         let replace = ["def f():", "    a = 10", "    # ... rest unchanged"];
-        let l = loss(&search, &replace).unwrap();
+        let l = loss(&search, &replace, true).unwrap();
         assert_eq!((l.line, l.deleted), (2, 1..4));
         // An added comment deletes nothing, and `pass` -> `...` is one line.
-        assert!(loss(&["def f():"], &["def f():", "    # ... later"]).is_none());
-        assert!(loss(&["def f():", "    pass"], &["def f():", "    ..."]).is_none());
+        assert!(loss(&["def f():"], &["def f():", "    # ... later"], true).is_none());
+        assert!(loss(&["def f():", "    pass"], &["def f():", "    ..."], true).is_none());
+    }
+
+    #[test]
+    fn a_remark_on_kept_code_in_any_words_is_a_loss_where_two_lines_vanish() {
+        let search = ["def f():", "    a = 1", "    return a"];
+        let todo = ["def f(x):", "    # TODO: keep the original body here"];
+        assert_eq!(loss(&search, &todo, true).map(|l| l.line), Some(1));
+        // In prose the line is a heading, and read only with the lists.
+        assert!(loss(&search, &todo, false).is_none());
+        // One vanishing line, or new code taking the lines' place: no loss.
+        let one = [
+            "def f(x):",
+            "    # TODO: keep the original body here",
+            "    return a",
+        ];
+        assert!(loss(&search, &one, true).is_none());
+        let beside = [
+            "def f():",
+            "    # the same value, named once",
+            "    return 1",
+        ];
+        assert!(loss(&search, &beside, true).is_none());
+        // A docstring's own line, and a comment that continues another.
+        let doc = [
+            "    \"\"\"Sum.",
+            "",
+            "    Adds a.",
+            "    Adds b.",
+            "    \"\"\"",
+        ];
+        let kept = [
+            "    \"\"\"Sum.",
+            "",
+            "    rest of the docs as they were",
+            "    \"\"\"",
+        ];
+        assert_eq!(loss(&doc, &kept, true).map(|l| l.line), Some(2));
+        let header = ["// Loader.", "// Reads JSON.", "use a;", "use b;"];
+        let cont = ["// Loader.", "// rest of the code stays the same"];
+        assert_eq!(loss(&header, &cont, true).map(|l| l.line), Some(1));
+    }
+
+    #[test]
+    fn a_doctest_continuation_is_content() {
+        let search = ["    >>> f(1)", "    1"];
+        let replace = [
+            "    >>> for n in (1, 2):",
+            "    ...     f(n)",
+            "    ...",
+            "    1",
+        ];
+        assert!(misplaced(&search, &replace).is_none());
+        assert!(loss(&search, &replace, true).is_none());
+        // Code signs or a quote make a line code, not a remark.
+        assert!(!wide_body("... keep = original", true));
+        assert!(!wide_body("// keep `rest` here", false));
     }
 
     #[test]

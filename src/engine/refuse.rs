@@ -39,7 +39,8 @@ type ShapeRule = fn(&Transaction<'_, '_>, &Operation) -> Result<(), Failure>;
 
 /// The rules read from an operation's shape, in the order they run.
 const SHAPE_RULES: &[ShapeRule] = &[
-    |_, op| refuse_placeholders(op),
+    // In prose, `#` opens a heading: only the plain placeholders are read.
+    |tx, op| refuse_placeholders(op, !tx.prose),
     |_, op| refuse_diff_prefixes(op),
     |_, op| refuse_numbered_replace(op),
     // A prose file's own fence lines are content an edit may add or cut.
@@ -124,10 +125,10 @@ pub(super) enum Edge {
 
 /// Refuses a REPLACE whose placeholder line stands for SEARCH lines it would
 /// delete, or for code beyond SEARCH that new lines were meant to pass.
-fn refuse_placeholders(op: &Operation) -> Result<(), Failure> {
+fn refuse_placeholders(op: &Operation, wide: bool) -> Result<(), Failure> {
     let search = text_lines(&op.search);
     let replace = text_lines(&op.replace);
-    let Some(loss) = placeholder::loss(&search, &replace) else {
+    let Some(loss) = placeholder::loss(&search, &replace, wide) else {
         return match placeholder::misplaced(&search, &replace) {
             Some(m) => Err(misplaced(&replace, &m)),
             None => Ok(()),
