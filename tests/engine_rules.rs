@@ -2464,3 +2464,67 @@ fn a_line_lengthened_by_an_edit_sent_again_is_already_applied() {
     );
     assert!(!again.written);
 }
+
+#[test]
+fn replace_standing_beside_a_stale_search_is_no_replay_but_not_found_there() {
+    // A copy of REPLACE a few lines above SEARCH's own place, which went stale
+    // (`finish(True)`): "already applied" would be a guess.
+    let copy = "def first():\n    start()\n    audit()\n    finish()\n\ndef second():\n    start()\n    finish(True)\n";
+    let r = run(
+        copy,
+        &block(
+            "    start()\n    finish()\n",
+            "    start()\n    audit()\n    finish()\n",
+        ),
+    );
+    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
+    let e = r.report.error.unwrap();
+    assert_eq!(e.kind, "not_found");
+    let closest = e.closest.unwrap();
+    assert_eq!((closest.start_line, closest.end_line), (7, 8));
+    assert!(e.hint.unwrap().contains("resemble SEARCH nearly as much"));
+    // REPLACE at another indentation, SEARCH found there only with tolerance,
+    // while SEARCH's own indentation stands stale (`go(fast)`) above it.
+    let deeper = "def run(self):\n    if ready:\n        go(fast)\n    for x in xs:\n        if ready:\n            go()\n            log()\n";
+    let r = run(
+        deeper,
+        &block(
+            "    if ready:\n        go()\n",
+            "    if ready:\n        go()\n        log()\n",
+        ),
+    );
+    assert_eq!((r.report.outcome, r.written), (Outcome::Failed, false));
+    let e = r.report.error.unwrap();
+    assert_eq!(e.kind, "not_found");
+    let closest = e.closest.unwrap();
+    assert_eq!((closest.start_line, closest.end_line), (2, 3));
+}
+
+#[test]
+fn a_replay_with_no_near_copy_of_search_is_still_already_applied() {
+    // Applied at another indentation (re-indented), then sent again.
+    let file = "class A:\n    def run(self):\n        if ready:\n            go()\n";
+    let payload = block("if ready:\n    go()\n", "if ready:\n    go()\n    log()\n");
+    let first = run(file, &payload);
+    assert_eq!(
+        text(&first),
+        "class A:\n    def run(self):\n        if ready:\n            go()\n            log()\n"
+    );
+    let again = run(text(&first), &payload);
+    assert_eq!(
+        (again.report.operations[0].outcome, again.written),
+        (OpOutcome::AlreadyApplied, false)
+    );
+    // A rewrite sent again, another function standing beside it.
+    let payload = block(
+        "    start()\n    finish()\n",
+        "    start()\n    audit()\n    finish()\n",
+    );
+    let file = "def first():\n    start()\n    finish()\n\ndef other():\n    return 1\n";
+    let first = run(file, &payload);
+    let again = run(text(&first), &payload);
+    assert_eq!(
+        again.report.operations[0].outcome,
+        OpOutcome::AlreadyApplied
+    );
+}

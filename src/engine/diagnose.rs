@@ -29,6 +29,10 @@ const MAX_HINTS: usize = 3;
 /// least for that place to be SEARCH's own: a SEARCH resembling nothing there
 /// (`qqqq` before `pub mod ast;`) is no evidence that the edit was made.
 const REPLAY_RESEMBLANCE: f64 = 0.3;
+/// How alike (in characters, indentation counted) another region and SEARCH
+/// must be for that region to be SEARCH's own as likely as REPLACE's place:
+/// a stale SEARCH that close to a copy of it makes "already applied" a guess.
+const NEAR_COPY: f64 = 0.8;
 /// Bytes of each text a character diff sees past their common head and tail:
 /// a diff is quadratic at worst, and a one-line file of minified code would
 /// otherwise hold the commit for minutes. What lies past counts as different.
@@ -147,7 +151,9 @@ fn measure(doc: &Doc, search: &[&str], start: usize, len: usize) -> Window {
 /// region lies; the report of where it fails when not. It does not when some
 /// other region resembles SEARCH at least as much: then REPLACE is only a
 /// copy elsewhere, or text that has nothing to do with SEARCH, and the edit
-/// was never made at SEARCH's own place. Nor, for lines (`lines`), when
+/// was never made at SEARCH's own place; nor when another region resembles
+/// SEARCH nearly as much (`NEAR_COPY`), as SEARCH may be that region gone
+/// stale and REPLACE a copy beside it. Nor, for lines (`lines`), when
 /// SEARCH resembles REPLACE's place too little (`qqqq` before `pub mod ast;`)
 /// in a scope that holds other lines: then no region is its closest, and
 /// nothing shows the edit was made. In a scope of REPLACE's lines alone,
@@ -173,8 +179,20 @@ pub fn replay_misplaced(
     let mut avoid = vec![at.clone()];
     avoid.extend(copies.iter().cloned());
     let other = closest_window(doc, search, scope.clone(), &avoid)?;
-    if other.score < here.score {
+    if other.score < here.score && other.chars < NEAR_COPY {
         return None;
+    }
+    if other.score < here.score {
+        let mut d = at_region(doc, search, other.start, other.len);
+        d.hint = format!(
+            "REPLACE's text is at file lines {}-{}, but lines {}-{} resemble SEARCH nearly as much (a copy, or SEARCH's own place gone stale), so nothing shows the edit was made at SEARCH's own place: {}",
+            at.start + 1,
+            at.end,
+            other.start + 1,
+            other.start + other.len,
+            d.hint
+        );
+        return Some(d);
     }
     // The report shows SEARCH's closest region itself, which may take in
     // REPLACE's place and more (SEARCH's line that REPLACE drops still there).

@@ -241,6 +241,32 @@ impl Transaction<'_, '_> {
         }
         replay(&ranges, op).map(Ok)
     }
+
+    /// Rule (b) on a match found only with tolerance (at another indentation,
+    /// say): the region around it reads as REPLACE, but when another region
+    /// resembles SEARCH as much or nearly (`diagnose::replay_misplaced`), that
+    /// one may be SEARCH's own, gone stale, and this a copy: a `not_found`
+    /// there, never "already applied".
+    pub(super) fn tolerant_replay_elsewhere(
+        &self,
+        found: &Found<'_>,
+        search: &[&str],
+        scope: Range<usize>,
+    ) -> Option<Failure> {
+        let copies: Vec<Range<usize>> = found.starts.iter().map(|&s| s..s + found.len()).collect();
+        let d = diagnose::replay_misplaced(
+            &self.doc,
+            search,
+            (scope, false),
+            (copies[0].clone(), &copies[1..]),
+        )?;
+        Some(Failure {
+            kind: ErrorKind::NotFound,
+            message: "SEARCH text not found in the file".into(),
+            hint: Some(d.hint),
+            closest: d.closest,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,9 @@ impl Transaction<'_, '_> {
             })
             .collect();
         if todo.is_empty() {
+            if !exact && let Some(f) = self.tolerant_replay_elsewhere(&found, &search, scope) {
+                return Err(f);
+            }
             return Ok(Done::replayed(lines, INSERTED_BEFORE));
         }
         if let Some(f) = self.replaced_at_hint(op, (&search, &replace), &[lines[0]], scope.clone())
