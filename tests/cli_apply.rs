@@ -674,3 +674,24 @@ fn a_dry_run_prints_the_report_and_diff_exits_as_the_edit_would_and_writes_nothi
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["tx"], 1, "{report}");
 }
+
+/// Aider fences a file that holds triple backticks with `<source>LANG` …
+/// `</source>` (or `<code>`, `<pre>`): through the multi-file path, as through
+/// `F.edit`, those lines are fences, never a path nor a file's text.
+#[test]
+fn aiders_tag_fences_are_fences_in_a_multi_file_payload() {
+    let p = Project::new();
+    fs::create_dir_all(p.path("docs")).unwrap();
+    fs::write(p.path("gen.py"), "FENCE = \"```\"\nlang = \"py\"\n").unwrap();
+    fs::write(p.path("docs/use.md"), "Run:\n\n```sh\nmake\n```\n").unwrap();
+    let payload = "Here are the changes.\n\n\
+        gen.py\n<source>python\n<<<<<<< SEARCH\nlang = \"py\"\n=======\nlang = \"python\"\n>>>>>>> REPLACE\n</source>\n\n\
+        docs/use.md\n<code>markdown\n<<<<<<< SEARCH\nmake\n=======\nmake all\n>>>>>>> REPLACE\n</code>\n\n\
+        new.py\n<source>python\n<<<<<<< SEARCH\n=======\nX = \"```\"\n>>>>>>> REPLACE\n</source>\n";
+    let out = p.editfs(&["apply", "--multi", "."], payload);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(p.read("gen.py"), "FENCE = \"```\"\nlang = \"python\"\n");
+    assert_eq!(p.read("docs/use.md"), "Run:\n\n```sh\nmake all\n```\n");
+    assert_eq!(p.read("new.py"), "X = \"```\"\n");
+    assert!(!p.path("<source>python").exists());
+}
