@@ -695,3 +695,57 @@ fn aiders_tag_fences_are_fences_in_a_multi_file_payload() {
     assert_eq!(p.read("new.py"), "X = \"```\"\n");
     assert!(!p.path("<source>python").exists());
 }
+
+/// Every file of the project below `dir`, with its bytes (the state
+/// directory, which logs each transaction, aside).
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.ends_with(".editfs") {
+            continue;
+        }
+        match path.is_dir() {
+            true => out.extend(tree(&path)),
+            false => out.push((path.clone(), fs::read(&path).unwrap())),
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A `*** Begin Patch` sent twice: the second time every hunk already reads
+/// as its result (an addition, a deletion between context, two hunks of one
+/// file, a hunk at the end of the file) and each `*** Add File:` reads
+/// exactly as sent, so it succeeds as already applied and writes nothing.
+#[test]
+fn a_patch_sent_twice_is_already_applied_the_second_time() {
+    let p = Project::new();
+    fs::create_dir(p.path("src")).unwrap();
+    fs::write(
+        p.path("src/a.py"),
+        "import os\n\ndef run():\n    start()\n    old_step()\n    stop()\n    return 1\n\ndef tail():\n    pass\n",
+    )
+    .unwrap();
+    fs::write(p.path("src/b.py"), "x = 1\ny = 2\n").unwrap();
+    let patch = "*** Begin Patch\n\
+        *** Add File: src/new.py\n+def helper():\n+    return 2\n\
+        *** Update File: src/a.py\n@@ def run():\n     start()\n-    old_step()\n     stop()\n\
+        @@ def run():\n-    return 1\n+    return helper()\n\
+        @@\n     pass\n+\n+# end\n*** End of File\n\
+        *** Update File: src/b.py\n@@\n x = 1\n+z = 0\n y = 2\n\
+        *** End Patch\n";
+    let first = p.editfs(&["apply", "--multi", "."], patch);
+    assert!(first.status.success(), "{}", stdout(&first));
+    assert_eq!(
+        p.read("src/a.py"),
+        "import os\n\ndef run():\n    start()\n    stop()\n    return helper()\n\ndef tail():\n    pass\n\n# end\n"
+    );
+    let before = tree(p.dir.path());
+    let again = p.editfs(&["apply", "--multi", ".", "--json"], patch);
+    assert!(again.status.success(), "{}", stdout(&again));
+    let report = stdout(&again);
+    assert_eq!(report.matches("\"already_applied\"").count(), 5, "{report}");
+    assert!(!report.contains("\"outcome\": \"applied\""), "{report}");
+    assert_eq!(tree(p.dir.path()), before, "{report}");
+}
