@@ -278,6 +278,20 @@ impl Text {
     }
 }
 
+/// Which lines are code: neither blank, nor a comment, nor a line inside a
+/// docstring or block comment.
+fn code_lines(lines: &[&str]) -> Vec<bool> {
+    let mut text = Text::default();
+    lines
+        .iter()
+        .map(|l| {
+            let inside = text.inside();
+            text.read(l);
+            !is_blank(l) && !inside && !text.inside() && comment_body(l.trim()).is_none()
+        })
+        .collect()
+}
+
 /// Words that say code was kept or left out, however the rest of the line
 /// reads (`# TODO: keep the original body here`): the wide reading of a
 /// placeholder, which counts only where two or more lines vanish.
@@ -423,14 +437,16 @@ pub struct Loss {
 /// The first placeholder line of REPLACE (one SEARCH lacks) that stands where
 /// SEARCH lines would be deleted: one SEARCH line for a comment of the lists
 /// above, two for a bare ellipsis or (with `wide`: not in prose, where `#`
-/// opens a heading) a wide placeholder. What is deleted is what the placeholder
-/// tells, not its words: a comment beside new code that takes the place of the
-/// lines it replaces deletes nothing.
+/// opens a heading) a wide placeholder, new code beside these taking the place
+/// of as many lines (new comments and docstring lines take none). What is
+/// deleted is what tells, not the words: a remark beside new code that takes
+/// the place of the lines it replaces deletes nothing.
 pub fn loss(search: &[&str], replace: &[&str], wide: bool) -> Option<Loss> {
     let marks = marks(replace, wide);
     if marks.iter().all(Option::is_none) {
         return None;
     }
+    let code = code_lines(replace);
     let searched: Vec<Option<Kind>> = search
         .iter()
         .map(|l| kind(l).filter(|_| !is_blank(l)))
@@ -462,8 +478,14 @@ pub fn loss(search: &[&str], replace: &[&str], wide: bool) -> Option<Loss> {
             .flatten()
             .count();
         let gone = (real(old) - like).saturating_sub(kept);
+        // Only new code takes the vanished lines' place: a comment or a
+        // docstring's line beside an ellipsis is no more than it.
+        let new_code = (new_index..new_index + new_len)
+            .filter(|&i| code[i] && marks.iter().all(|&(m, _)| m != i))
+            .count();
+        let vanished = (real(old) - like).saturating_sub(new_code);
         let found = marks.iter().find(|(_, m)| match m {
-            Kind::Bare | Kind::Wide => gone >= 2,
+            Kind::Bare | Kind::Wide => vanished >= 2,
             Kind::Comment => gone >= 1,
         });
         if let Some(&(line, _)) = found {
