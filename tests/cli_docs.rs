@@ -141,6 +141,14 @@ fn the_prompt_fits_in_25_lines_and_says_what_an_agent_must_know() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines = text.lines().count();
     assert!(lines <= 25, "{lines} lines:\n{text}");
+    for format in ["patch", "json"] {
+        let out = editfs(&["prompt", "/mnt/project", "--format", format]);
+        assert!(out.status.success(), "{format}: {out:?}");
+        let other = String::from_utf8(out.stdout).unwrap();
+        assert!(other.lines().count() <= 25, "{format}:\n{other}");
+        assert!(other != text, "{format} has its own wording");
+        assert!(other.contains("ambiguous") && other.contains("/mnt/project/.editfs/undo"));
+    }
     for needed in [
         "cat > /mnt/project/src/app.py.edit <<'EOF'",
         "<<<<<<< SEARCH",

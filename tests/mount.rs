@@ -936,3 +936,46 @@ fn the_agent_readme_starts_with_the_prompt_for_this_mount() {
     let size = fs::metadata(m.mnt.join(".editfs/README")).unwrap().len();
     assert_eq!(size, readme.len() as u64, "stat tells the size read");
 }
+
+/// The example of `editfs prompt MOUNT --format F`, run as printed: the lines
+/// indented by four from its `cat >` on.
+fn prompts_example(mnt: &Path, format: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["prompt", "--format", format])
+        .arg(mnt)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip_while(|l| !l.starts_with("    cat >"))
+        .take_while(|l| l.starts_with("    "))
+        .map(|l| format!("{}\n", &l[4..]))
+        .collect()
+}
+
+#[test]
+fn each_prompt_formats_example_makes_its_edit_as_printed() {
+    for format in ["search-replace", "patch", "json"] {
+        let m = match Mount::start(&[], |src| {
+            fs::create_dir(src.join("src")).unwrap();
+            fs::write(src.join("src/app.py"), APP).unwrap();
+        }) {
+            Some(m) => m,
+            None => return,
+        };
+        let example = prompts_example(&m.mnt, format);
+        let out = m.sh(&example);
+        assert!(out.status.success(), "{format}:\n{example}\n{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("OK"),
+            "{format}: {out:?}"
+        );
+        assert_eq!(
+            String::from_utf8(m.src_file("src/app.py")).unwrap(),
+            APP.replace("\"Hello, \" + name", "f\"Hello, {name}!\""),
+            "{format}"
+        );
+    }
+}

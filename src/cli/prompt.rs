@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use editfs::mount::table;
+use editfs::mount::{Dialect, agent_prompt, table};
 
 #[derive(clap::Args)]
 #[command(
@@ -11,12 +11,36 @@ use editfs::mount::table;
     long_about = "Print a short section for an agent's system prompt (or its instructions \
 file) that says how to edit files through an editfs mount: F.edit, F.status, several files, \
 history and undo. The full rules are in MOUNT/.editfs/README.",
-    after_help = "For example:\n  editfs prompt /mnt/project >> AGENTS.md"
+    after_help = "For example:\n  editfs prompt /mnt/project >> AGENTS.md\n  editfs prompt /mnt/project --format patch"
 )]
 pub struct PromptArgs {
     /// The mount point the text names (default: the word MOUNT)
     #[arg(value_name = "MOUNT")]
     mountpoint: Option<PathBuf>,
+    /// The payload form the text teaches: the one the agent was trained to write
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Format::SearchReplace)]
+    format: Format,
+}
+
+/// `--format`: the dialects an agent may speak.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    /// SEARCH/REPLACE marker blocks written to F.edit (Aider, Cline, Roo Code)
+    SearchReplace,
+    /// `*** Begin Patch` or unified diffs written to .editfs/edit (Codex, `git diff`)
+    Patch,
+    /// JSON search/replace edits written to F.edit (str_replace tools)
+    Json,
+}
+
+impl Format {
+    fn dialect(self) -> Dialect {
+        match self {
+            Format::SearchReplace => Dialect::SearchReplace,
+            Format::Patch => Dialect::Patch,
+            Format::Json => Dialect::Json,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -33,12 +57,13 @@ pub struct ListArgs {
 }
 
 pub fn prompt(args: PromptArgs) -> ExitCode {
+    let dialect = args.format.dialect();
     let text = match args.mountpoint {
         Some(m) => {
             let shown = std::path::absolute(&m).unwrap_or(m);
-            editfs::mount::agent_prompt(&shown.display().to_string())
+            agent_prompt(dialect, &shown.display().to_string())
         }
-        None => editfs::mount::agent_prompt("MOUNT"),
+        None => agent_prompt(dialect, "MOUNT"),
     };
     print!("{text}");
     ExitCode::SUCCESS

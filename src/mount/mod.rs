@@ -51,11 +51,30 @@ pub use options::check_options;
 pub use preimage::Policy;
 pub use rescue::rescue;
 
-/// The section for an agent's system prompt, naming the mount point
-/// `mountpoint`: what `editfs prompt` prints, and how `MOUNT/.editfs/README`
-/// begins, so an agent that reads it first learns what its operator would say.
-pub fn agent_prompt(mountpoint: &str) -> String {
-    include_str!("agent-prompt.md").replace("MOUNT", mountpoint)
+/// The payload form an agent's prompt teaches: the one the agent was trained
+/// to write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// SEARCH/REPLACE marker blocks to `F.edit`.
+    #[default]
+    SearchReplace,
+    /// `*** Begin Patch` or unified diffs to `.editfs/edit`.
+    Patch,
+    /// JSON edits to `F.edit`.
+    Json,
+}
+
+/// The section for an agent's system prompt in `dialect`, naming the mount
+/// point `mountpoint`: what `editfs prompt` prints. `MOUNT/.editfs/README`
+/// begins with the marker-block one, so an agent that reads it first learns
+/// what its operator would say.
+pub fn agent_prompt(dialect: Dialect, mountpoint: &str) -> String {
+    let text = match dialect {
+        Dialect::SearchReplace => include_str!("agent-prompt.md"),
+        Dialect::Patch => include_str!("agent-prompt-patch.md"),
+        Dialect::Json => include_str!("agent-prompt-json.md"),
+    };
+    text.replace("MOUNT", mountpoint)
 }
 
 use crate::store::trust::{self, Came};

@@ -166,7 +166,10 @@ impl Core {
     /// `README`: the section `editfs prompt` prints for this mount, then the rules.
     fn readme(&self) -> String {
         let mountpoint = self.source.mountpoint().display().to_string();
-        format!("{}\n{REFERENCE}", super::agent_prompt(&mountpoint))
+        format!(
+            "{}\n{REFERENCE}",
+            super::agent_prompt(super::Dialect::SearchReplace, &mountpoint)
+        )
     }
 
     /// Attributes of a file of the view. Those whose content depends on who reads
