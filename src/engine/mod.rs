@@ -46,6 +46,7 @@ mod refuse;
 mod replay;
 pub mod report;
 mod rewrite;
+pub mod syntax;
 mod text;
 mod tolerant;
 

@@ -1,0 +1,463 @@
+//! The outcome check: does the file still parse where the edit changed it?
+//!
+//! A payload can apply exactly as written and still leave a broken file (a
+//! body re-indented level with its `if`, a brace lost with the lines it
+//! closed). This stage parses the new content with the file's grammar, and
+//! for Python its indentation rules too, and keeps only what the edit made:
+//! problems the old content did not have at the place they map to, so a file
+//! already broken elsewhere still accepts edits. It is pure: bytes in, a
+//! verdict out, and the work a parse may do is bounded by the content's size.
+
+mod compare;
+mod lang;
+mod layout;
+mod problem;
+
+use std::fmt::Write;
+use std::ops::ControlFlow;
+
+use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
+
+use compare::Changes;
+use lang::{Lang, Layout};
+use problem::Problem;
+
+/// The largest content checked: a parse reads about 10 MB/s, and a file past
+/// this is generated (a bundle, a data dump) more often than edited by hand.
+pub const MAX_CHECKED: usize = 4 << 20;
+
+/// Progress reports a parse may make per KiB of its content, plus a floor:
+/// tree-sitter reports every 100 parse operations, about 3 per byte when
+/// the text reads cleanly; error recovery on a hostile text can take far
+/// more, and is stopped here instead of running on.
+const PROGRESS_PER_KIB: usize = 1000;
+const PROGRESS_FLOOR: usize = 100_000;
+
+/// Lines shown before the offending line, at most.
+const EXCERPT_BEFORE: usize = 4;
+
+/// What the check says about one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No problem the edit made. `kept` counts the problems the old content
+    /// had that the new one still has, which the check let pass.
+    Clean { parser: &'static str, kept: usize },
+    /// No parser for this file's language.
+    Unknown,
+    /// The language is known but the content was not checked.
+    Unchecked { parser: &'static str, why: String },
+    /// The edit made the file fail to parse.
+    Broken(Finding),
+}
+
+/// A problem the edit made, as a report gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub parser: &'static str,
+    /// Line and column (1-based; the column counts characters).
+    pub line: usize,
+    pub column: usize,
+    /// What the parser read there ("expected an indented block after `if` on line 5").
+    pub reading: String,
+    /// The offending lines with their numbers, the column marked.
+    pub excerpt: String,
+    pub hint: String,
+}
+
+/// Checks the new content of a file named `path` against its old content
+/// (`None`: the edit creates the file).
+pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
+    let Some(lang) = lang::detect(path, new) else {
+        return Verdict::Unknown;
+    };
+    if new.len() > MAX_CHECKED {
+        return Verdict::Unchecked {
+            parser: lang.parser,
+            why: format!(
+                "the file is over {} MiB, the largest the check parses",
+                MAX_CHECKED >> 20
+            ),
+        };
+    }
+    let Some(found) = problems(lang, new) else {
+        return gave_up(lang);
+    };
+    if found.is_empty() {
+        return Verdict::Clean {
+            parser: lang.parser,
+            kept: 0,
+        };
+    }
+    let old = old.unwrap_or_default();
+    let Some(before) = problems(lang, old) else {
+        return gave_up(lang);
+    };
+    let changes = Changes::between(old, new);
+    let fresh = compare::fresh(&found, &before, &changes);
+    match first_of(&fresh, &changes) {
+        None => Verdict::Clean {
+            parser: lang.parser,
+            kept: found.len(),
+        },
+        Some(p) => Verdict::Broken(finding(lang, p, new)),
+    }
+}
+
+fn gave_up(lang: &Lang) -> Verdict {
+    Verdict::Unchecked {
+        parser: lang.parser,
+        why: "the parser's work limit was reached".to_string(),
+    }
+}
+
+/// The problem to report: the first at or after the first change (the
+/// reader looks there), else the first.
+fn first_of<'p>(fresh: &[&'p Problem], changes: &Changes) -> Option<&'p Problem> {
+    let from = changes.first().unwrap_or(0);
+    fresh
+        .iter()
+        .find(|p| p.line >= from)
+        .or(fresh.first())
+        .copied()
+}
+
+/// The grammar's problems and the layout's, in line order, the layout's
+/// first on a line (its reading is the more precise); `None` if the parse
+/// ran past its work limit.
+fn problems(lang: &Lang, src: &[u8]) -> Option<Vec<Problem>> {
+    let tree = parse(lang, src)?;
+    let mut found = match lang.layout {
+        Layout::Offside => layout::problems(src),
+        Layout::None => Vec::new(),
+    };
+    found.extend(problem::of_tree(&tree, src));
+    found.sort_by_key(|p| p.line);
+    Some(found)
+}
+
+fn parse(lang: &Lang, src: &[u8]) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(&lang.grammar()).ok()?;
+    let limit = PROGRESS_FLOOR + PROGRESS_PER_KIB * (src.len() >> 10);
+    let mut reports = 0usize;
+    let mut progress = |_: &ParseState| {
+        reports += 1;
+        match reports > limit {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    };
+    let options = ParseOptions::new().progress_callback(&mut progress);
+    let len = src.len();
+    parser.parse_with_options(
+        &mut |i, _| if i < len { &src[i..] } else { &[] },
+        None,
+        Some(options),
+    )
+}
+
+fn finding(lang: &Lang, p: &Problem, src: &[u8]) -> Finding {
+    let lines: Vec<&[u8]> = src.split(|&b| b == b'\n').collect();
+    let text = |n: usize| String::from_utf8_lossy(lines.get(n).copied().unwrap_or_default());
+    let line = text(p.line);
+    let column = line
+        .get(..p.column.min(line.len()))
+        .map_or(p.column, |s| s.chars().count());
+    Finding {
+        parser: lang.parser,
+        line: p.line + 1,
+        column: column + 1,
+        reading: p.reading.clone(),
+        excerpt: excerpt(p, column, &text),
+        hint: hint(lang, p, src),
+    }
+}
+
+/// The offending lines, numbered, with a caret under the column: the line
+/// the reading speaks of (an `if`, an open `{`), the lines up to the
+/// problem's, at most a few.
+fn excerpt<'s>(
+    p: &Problem,
+    column: usize,
+    text: &dyn Fn(usize) -> std::borrow::Cow<'s, str>,
+) -> String {
+    let near = p
+        .related
+        .filter(|&r| r <= p.line && r + EXCERPT_BEFORE >= p.line);
+    let from = near.unwrap_or(p.line.saturating_sub(1));
+    let mut shown: Vec<usize> = p.related.filter(|&r| r < from).into_iter().collect();
+    shown.extend(from..=p.line);
+    let width = (p.line + 1).to_string().len();
+    let mut out = String::new();
+    let mut prev = None;
+    for n in shown {
+        if prev.is_some_and(|m: usize| m + 1 < n) {
+            let _ = writeln!(out, "{:>width$} | …", "");
+        }
+        let _ = writeln!(
+            out,
+            "{:>width$} | {}",
+            n + 1,
+            text(n).trim_end_matches('\r')
+        );
+        prev = Some(n);
+    }
+    let pad: String = text(p.line)
+        .chars()
+        .take(column)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let _ = writeln!(out, "{:>width$} | {pad}^", "");
+    out
+}
+
+fn hint(lang: &Lang, p: &Problem, src: &[u8]) -> String {
+    if p.reading.starts_with("expected an indented block") {
+        return format!(
+            "indent the body under line {} by {} more columns than that line (the file's step); \
+             REPLACE's lines keep the indentation they were sent with, relative to SEARCH",
+            p.related.map_or(p.line, |r| r + 1),
+            layout::step(src)
+        );
+    }
+    if p.reading.contains("indent") {
+        return "make the changed lines' indentation match a level the surrounding block opened; \
+                resend the block with the file's own indentation"
+            .to_string();
+    }
+    format!(
+        "the new content does not parse as {} at line {}: check REPLACE for an unclosed or extra \
+         bracket, quote or block at that place, and that SEARCH covered every line the change \
+         needs",
+        lang.name,
+        p.line + 1
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broken(path: &str, old: &str, new: &str) -> Finding {
+        match check(path, Some(old.as_bytes()), new.as_bytes()) {
+            Verdict::Broken(f) => f,
+            other => panic!("{path}: expected a finding, got {other:?}\n{new}"),
+        }
+    }
+
+    fn clean(path: &str, old: &str, new: &str) -> usize {
+        match check(path, Some(old.as_bytes()), new.as_bytes()) {
+            Verdict::Clean { kept, .. } => kept,
+            other => panic!("{path}: expected clean, got {other:?}\n{new}"),
+        }
+    }
+
+    #[test]
+    fn the_issues_reindented_body_level_with_its_if_is_refused() {
+        let old = "def greet(name):\n    print(\"Hello, \" + name)\n";
+        let new = "def greet(name):\n    if not name:\n    name = \"world\"\n    print(\"Hello, \" + name)\n";
+        let f = broken("greet.py", old, new);
+        assert_eq!((f.line, f.column), (3, 5));
+        assert_eq!(f.reading, "expected an indented block after `if` on line 2");
+        assert!(f.parser.starts_with("tree-sitter-python"), "{}", f.parser);
+        assert_eq!(
+            f.excerpt,
+            "2 |     if not name:\n3 |     name = \"world\"\n  |     ^\n"
+        );
+        assert!(f.hint.contains("by 4 more columns"), "{}", f.hint);
+        let fixed = "def greet(name):\n    if not name:\n        name = \"world\"\n    print(\"Hello, \" + name)\n";
+        assert_eq!(clean("greet.py", old, fixed), 0);
+    }
+
+    #[test]
+    fn a_file_already_broken_elsewhere_still_accepts_edits() {
+        let old = "def a():\n    return 1\n\n\ndef b(:\n    return (2\n";
+        let new = "def a():\n    x = 1\n    return x\n\n\ndef b(:\n    return (2\n";
+        assert!(
+            clean("m.py", old, new) > 0,
+            "the old breakage is kept, and counted"
+        );
+        let old = "fn a() -> u8 {\n    1\n}\n\nfn b() {\n    let = ;\n}\n";
+        let new = "fn a() -> u8 {\n    2\n}\n\nfn b() {\n    let = ;\n}\n";
+        assert!(clean("lib.rs", old, new) > 0);
+        let old = "x = 1\n      y = 2\nif x:\n    pass\n";
+        let new = "x = 3\n      y = 2\nif x:\n    pass\n";
+        assert!(
+            clean("m.py", old, new) > 0,
+            "an old indentation error elsewhere"
+        );
+    }
+
+    #[test]
+    fn a_new_error_at_the_change_of_a_broken_file_is_refused() {
+        let old = "function a() {\n  return 1;\n}\n\nfunction b() {\n  return (;\n}\n";
+        let new = "function a() {\n  return 1 +;\n}\n\nfunction b() {\n  return (;\n}\n";
+        let f = broken("m.js", old, new);
+        assert_eq!(f.line, 2);
+    }
+
+    #[test]
+    fn each_grammar_finds_the_break_an_edit_makes() {
+        // (file, old, new, line of the finding)
+        let cases: &[(&str, &str, &str, usize)] = &[
+            (
+                "a.js",
+                "function f(a) {\n  if (a) {\n    return 1;\n  }\n}\n",
+                "function f(a) {\n  if (a) {\n    return 1;\n}\n",
+                4,
+            ),
+            (
+                "a.ts",
+                "function f(a: number): number {\n  return a;\n}\n",
+                "function f(a: number): {\n  return a;\n}\n",
+                2,
+            ),
+            (
+                "a.tsx",
+                "const A = () => <div>{x}</div>;\n",
+                "const A = () => <div>{x</div>;\n",
+                1,
+            ),
+            (
+                "a.rs",
+                "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n",
+                "fn main() {\n    let x = 1\n    println!(\"{x}\");\n}\n",
+                3,
+            ),
+            (
+                "a.go",
+                "package main\n\nfunc main() {\n\tx := 1\n\tif x > 0 {\n\t\tprintln(x)\n\t}\n}\n",
+                "package main\n\nfunc main() {\n\tx := 1\n\tif x > 0 {\n\t\tprintln(x)\n}\n",
+                8,
+            ),
+            (
+                "A.java",
+                "class A {\n  void f() {\n    int x = 1;\n  }\n}\n",
+                "class A {\n  void f() {\n    int x = 1\n  }\n}\n",
+                3,
+            ),
+            (
+                "a.c",
+                "int main(void) {\n  int x = 1;\n  return x;\n}\n",
+                "int main(void) {\n  int x = 1\n  return x;\n}\n",
+                2,
+            ),
+            (
+                "a.cpp",
+                "int main() {\n  std::vector<int> v{1, 2};\n  return 0;\n}\n",
+                "int main() {\n  std::vector<int> v{1, 2;\n  return 0;\n}\n",
+                4,
+            ),
+            (
+                "a.json",
+                "{\n  \"a\": 1,\n  \"b\": 2\n}\n",
+                "{\n  \"a\": 1\n  \"b\": 2\n}\n",
+                3,
+            ),
+            (
+                "a.sh",
+                "if [ -f x ]; then\n  echo hi\nfi\n",
+                "if [ -f x ]; then\n  echo hi\n",
+                3,
+            ),
+            ("a.yaml", "a:\n  b: 1\n  c: 2\n", "a:\n  b: 1\n   c: 2\n", 3),
+            ("a.toml", "[a]\nb = 1\nc = 1\n", "[a]\nb = \nc = 1\n", 3),
+            (
+                "a.css",
+                "a { color: red; }\nb { x: y; }\n",
+                "a { color: red;\nb { x: y; }\n",
+                2,
+            ),
+            (
+                "a.lua",
+                "function f()\n  return 1\nend\n",
+                "function f()\n  return 1\n",
+                2,
+            ),
+            (
+                "a.py",
+                "def f(x):\n    return x\n",
+                "def f(x:\n    return x\n",
+                1,
+            ),
+        ];
+        for (path, old, new, line) in cases {
+            clean(path, "", old);
+            let f = broken(path, old, new);
+            assert_eq!(f.line, *line, "{path}: {f:?}");
+            assert!(
+                !f.reading.is_empty() && f.excerpt.contains('^'),
+                "{path}: {f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn readings_name_what_was_open_and_what_was_expected() {
+        let f = broken(
+            "a.js",
+            "",
+            "function f(a) {\n  if (a) {\n    return 1;\n}\n",
+        );
+        assert_eq!(f.reading, "expected `}` to close the `{` on line 1");
+        let f = broken("a.rs", "", "fn main() {\n    if x {\n        y();\n}\n");
+        assert_eq!(f.reading, "the `{` on line 1 is never closed");
+        let f = broken("a.json", "", "{\n  \"a\": 1,\n}\n");
+        assert!(
+            f.reading.starts_with("unexpected `}` after `,`"),
+            "{}",
+            f.reading
+        );
+        let f = broken("a.sh", "", "if true; then\n  echo hi\n");
+        assert_eq!(f.reading, "expected `fi` to close the `if` on line 1");
+    }
+
+    #[test]
+    fn the_language_comes_from_the_extension_or_the_shebang() {
+        let bad = b"#!/usr/bin/env python3\nif x:\npass\n";
+        assert!(matches!(check("bin/tool", None, bad), Verdict::Broken(_)));
+        let bad = b"#!/bin/sh -e\nif true; then\n";
+        assert!(matches!(check("run", None, bad), Verdict::Broken(_)));
+        assert_eq!(check("notes.txt", None, b"if x:\npass\n"), Verdict::Unknown);
+        assert_eq!(check("Makefile", None, b"all:\n\techo\n"), Verdict::Unknown);
+        assert!(matches!(
+            check("A.PY", None, b"x = (\n"),
+            Verdict::Broken(_)
+        ));
+    }
+
+    #[test]
+    fn a_file_past_the_limit_is_not_checked_and_says_why() {
+        let big = vec![b'#'; MAX_CHECKED + 1];
+        match check("big.py", None, &big) {
+            Verdict::Unchecked { why, .. } => assert!(why.contains("MiB"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_created_file_is_checked_whole() {
+        assert!(matches!(
+            check("new.go", None, b"package x\nfunc f( {\n"),
+            Verdict::Broken(_)
+        ));
+        assert!(matches!(
+            check("new.go", None, b"package x\n\nfunc f() {}\n"),
+            Verdict::Clean { kept: 0, .. }
+        ));
+    }
+
+    #[test]
+    fn the_column_counts_characters_and_the_excerpt_marks_it() {
+        let f = broken("a.py", "", "s = 'é' + (1\n");
+        assert_eq!((f.line, f.column), (1, 11));
+        assert!(f.excerpt.ends_with("  |           ^\n"), "{}", f.excerpt);
+    }
+
+    #[test]
+    fn an_edit_far_from_an_old_indentation_error_maps_past_inserted_lines() {
+        let old = "a = 1\nb = 2\nif a:\n  pass\n   c = 3\n";
+        let new = "a = 1\nx = 0\ny = 0\nb = 2\nif a:\n  pass\n   c = 3\n";
+        assert!(clean("m.py", old, new) > 0);
+    }
+}
