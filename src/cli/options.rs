@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 
-use editfs::engine::{Ambiguity, Options};
+use editfs::engine::{Ambiguity, Options, SyntaxCheck};
 
 #[derive(Args, Clone)]
 pub struct EngineArgs {
@@ -20,6 +20,19 @@ pub struct EngineArgs {
     /// refused (too_large, EFBIG through the mount), and its direct writes keep no pre-image
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "16M")]
     max_file_size: usize,
+    /// Before a file is written, parse it (tree-sitter, and Python's indentation rules) and
+    /// compare with the old content: `refuse` fails a transaction that leaves a syntax error
+    /// where it changed the file (kind `syntax`, nothing written), `warn` writes it and says
+    /// where, `off` does not parse. A payload can turn it off for itself (`syntax_check`)
+    #[arg(long, value_enum, default_value_t = Syntax::Refuse)]
+    syntax_check: Syntax,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Syntax {
+    Refuse,
+    Warn,
+    Off,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -44,6 +57,11 @@ impl EngineArgs {
             },
             max_payload: self.max_content_size,
             max_file: self.max_file_size as u64,
+            syntax_check: match self.syntax_check {
+                Syntax::Refuse => SyntaxCheck::Refuse,
+                Syntax::Warn => SyntaxCheck::Warn,
+                Syntax::Off => SyntaxCheck::Off,
+            },
         }
     }
 
@@ -59,7 +77,13 @@ impl EngineArgs {
         } else {
             "first"
         };
+        let syntax = match self.syntax_check {
+            Syntax::Refuse => "refuse",
+            Syntax::Warn => "warn",
+            Syntax::Off => "off",
+        };
         vec![
+            format!("--syntax-check={syntax}"),
             format!("--match={matching}"),
             format!("--ambiguous={ambiguous}"),
             format!("--max-content-size={}", self.max_content_size),

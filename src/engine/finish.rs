@@ -111,6 +111,11 @@ fn unwritten(mut report: Report, ops: Vec<OpReport>, notes: Vec<String>) -> Edit
     }
 }
 
+/// `bytes` without a byte order mark, which no grammar reads.
+fn unbommed(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
 pub(super) fn failed(error: ErrorReport, sha: String, total: usize) -> Report {
     let mut report = Report::new(Outcome::Failed, sha);
     report.total = total;
@@ -138,11 +143,32 @@ pub(super) fn finish(
     new.extend_from_slice(&before[..before.len() - body.len()]);
     tx.doc.write_lines(0..tx.doc.len(), &mut new);
     let act = tx.act.clone().map(|(act, _)| act);
-    if !matches!(act, Some(FileAct::Delete { .. }))
-        && let Err(error) = outcome::check(&new, tx.opts)
-    {
-        return unwritten(failed(error, sha256_hex(before), total), ops, notes);
-    }
+    // A moved file is read as the language of its new name.
+    let named = match &act {
+        Some(FileAct::MoveTo(to)) => to.as_str(),
+        _ => name,
+    };
+    let syntax = match act {
+        Some(FileAct::Delete { .. }) => None,
+        _ => match outcome::check(
+            named,
+            original.map(unbommed),
+            &new[new.len() - unbommed(&new).len()..],
+            tx.opts,
+        ) {
+            Ok(syntax) => syntax,
+            Err(refusal) => {
+                let mut report = failed(refusal.error, sha256_hex(before), total);
+                if refusal.syntax.is_some() {
+                    for op in ops.iter_mut().filter(|o| o.outcome == OpOutcome::Applied) {
+                        op.outcome = OpOutcome::Matched;
+                    }
+                }
+                report.syntax = refusal.syntax;
+                return unwritten(report, ops, notes);
+            }
+        },
+    };
     let changed = original.is_none() || new != before || act.is_some();
     let diff = match tx.tracked {
         true => diff::doc_diff(body, &tx.doc, name),
@@ -162,6 +188,7 @@ pub(super) fn finish(
     report.total = total;
     report.operations = ops;
     report.notes = notes;
+    report.syntax = syntax;
     report.diff = Some(match act {
         Some(FileAct::Delete { .. }) => diff::file_diff(before, b"", name),
         _ => diff.unwrap_or_else(|| diff::file_diff(before, &new, name)),

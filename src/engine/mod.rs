@@ -22,8 +22,9 @@
 //!      │  3. rewrite   rewrite.rs, asking replay.rs whether the edit is made already
 //!      ▼
 //!  new bytes
-//!      │  5. check     outcome.rs: the new file as a whole (its size), before the
-//!      │               report calls it done; a failed check writes nothing
+//!      │  5. check     outcome.rs: the new file as a whole (its size, and its
+//!      │               syntax: syntax/), before the report calls it done; a
+//!      │               failed check writes nothing
 //!      │  6. report    finish.rs gathers the report (report.rs, diff.rs)
 //!      ▼
 //!  Edit { content, report, act }
@@ -60,7 +61,10 @@ use interpret::Transaction;
 pub use payload::FileAct;
 pub use payload::Received;
 use read::{divider_mistake, doubled_divider, drop_copied_bom, stale};
-pub use report::{Closest, ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report};
+pub use report::{
+    Closest, ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, SyntaxReport,
+    SyntaxResult,
+};
 pub use tolerant::Tier;
 
 /// Default payload limit: 100 KiB.
@@ -86,6 +90,18 @@ pub enum Ambiguity {
     Error,
 }
 
+/// What a syntax error the edit made does to the transaction (`--syntax-check`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SyntaxCheck {
+    /// Fail the transaction (`syntax`): nothing is written.
+    #[default]
+    Refuse,
+    /// Write the file, and say in the report where it no longer parses.
+    Warn,
+    /// Do not parse.
+    Off,
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Climb the tolerance ladder when an exact match fails (`--match exact` turns it off).
@@ -95,6 +111,8 @@ pub struct Options {
     /// The largest file a transaction reads, in bytes: the transaction layer
     /// refuses a larger one (`too_large`) before reading a byte of it.
     pub max_file: u64,
+    /// Whether the outcome's syntax is checked before the file is written (outcome.rs).
+    pub syntax_check: SyntaxCheck,
 }
 
 impl Default for Options {
@@ -104,6 +122,7 @@ impl Default for Options {
             ambiguous: Ambiguity::Error,
             max_payload: DEFAULT_MAX_PAYLOAD,
             max_file: DEFAULT_MAX_FILE,
+            syntax_check: SyntaxCheck::Refuse,
         }
     }
 }
@@ -200,6 +219,22 @@ fn run_parsed(
     let doc = match parsed.operations.len() {
         0 | 1 => Doc::new(body),
         _ => Doc::listed(body),
+    };
+    // A payload may say to write its file even if it no longer parses.
+    let unchecked;
+    let opts = match parsed.operations.iter().any(|op| op.syntax_off) {
+        true if opts.syntax_check != SyntaxCheck::Off => {
+            unchecked = Options {
+                syntax_check: SyntaxCheck::Off,
+                ..opts.clone()
+            };
+            parsed.notes.push(
+                "the payload turned the syntax check off (`syntax_check`): the file was not parsed"
+                    .to_owned(),
+            );
+            &unchecked
+        }
+        _ => opts,
     };
     let budget = Budget::for_file(body.len(), opts.max_file);
     let mut tx = Transaction::new(name, doc, body, original.is_some(), opts, &budget);

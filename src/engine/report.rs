@@ -86,6 +86,8 @@ pub enum ErrorKind {
     PermissionDenied,
     /// The transaction's work budget ran out (see budget.rs).
     OverBudget,
+    /// The new content no longer parses where the edit changed it (see syntax/).
+    Syntax,
 }
 
 impl ErrorKind {
@@ -117,6 +119,7 @@ impl ErrorKind {
             ErrorKind::MultiFile => "multi_file",
             ErrorKind::PermissionDenied => "permission_denied",
             ErrorKind::OverBudget => "over_budget",
+            ErrorKind::Syntax => "syntax",
         }
     }
 }
@@ -161,6 +164,47 @@ impl ErrorReport {
     }
 }
 
+/// What the outcome's syntax check said about the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyntaxResult {
+    /// It parses (or is broken only where it already was).
+    Ok,
+    /// The edit made it fail to parse: refused, or written under `--syntax-check warn`.
+    Error,
+    /// Its language is known but it was not parsed (`why` says why).
+    Unchecked,
+}
+
+/// The syntax check of a file whose language editfs parses.
+#[derive(Clone, Debug, Serialize)]
+pub struct SyntaxReport {
+    pub result: SyntaxResult,
+    /// The parser that read the file.
+    pub parser: &'static str,
+    /// Problems the old content already had that the new one keeps.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kept: usize,
+    /// Where the edit broke the file (1-based; the column counts characters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// The parser's reading of that place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<String>,
+    /// The offending lines, numbered, the column marked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<String>,
+    /// Why a known language was not parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub tx: u64,
@@ -181,6 +225,9 @@ pub struct Report {
     /// Where the pre-image was kept, relative to the state directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
+    /// The outcome's syntax check, for a file in a language editfs parses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syntax: Option<Box<SyntaxReport>>,
 }
 
 impl Report {
@@ -198,6 +245,7 @@ impl Report {
             error: None,
             notes: Vec::new(),
             snapshot: None,
+            syntax: None,
         }
     }
 
@@ -242,8 +290,16 @@ impl fmt::Display for Report {
         for op in &self.operations {
             write_op(f, op)?;
         }
+        if let Some(s) = &self.syntax {
+            write_syntax(f, s, self.outcome)?;
+        }
         if let Some(e) = &self.error {
             write_error(f, e)?;
+        }
+        if let Some(lines) = self.syntax.as_ref().and_then(|s| s.lines.as_ref())
+            && self.outcome != Outcome::Ok
+        {
+            write!(f, "{lines}")?;
         }
         for n in &self.notes {
             writeln!(f, "note: {n}")?;
@@ -287,6 +343,38 @@ fn write_op(f: &mut fmt::Formatter<'_>, op: &OpReport) -> fmt::Result {
         writeln!(f, "     {}: {}", e.kind, e.message)?;
     }
     Ok(())
+}
+
+/// One line for a file that parses; on a file written broken under
+/// `--syntax-check warn`, where and why, with the offending lines (a refused
+/// file's are printed after its error).
+fn write_syntax(f: &mut fmt::Formatter<'_>, s: &SyntaxReport, outcome: Outcome) -> fmt::Result {
+    match s.result {
+        SyntaxResult::Ok if s.kept > 0 => writeln!(
+            f,
+            "syntax: ok, checked by {} ({} problem(s) the file already had left as they were)",
+            s.parser, s.kept
+        ),
+        SyntaxResult::Ok => writeln!(f, "syntax: ok, checked by {}", s.parser),
+        SyntaxResult::Unchecked => writeln!(
+            f,
+            "syntax: not checked by {}: {}",
+            s.parser,
+            s.why.as_deref().unwrap_or_default()
+        ),
+        SyntaxResult::Error if outcome == Outcome::Ok => {
+            writeln!(
+                f,
+                "syntax: WRITTEN BROKEN (--syntax-check warn): line {}, column {}: {} ({})",
+                s.line.unwrap_or_default(),
+                s.column.unwrap_or_default(),
+                s.reading.as_deref().unwrap_or_default(),
+                s.parser
+            )?;
+            write!(f, "{}", s.lines.as_deref().unwrap_or_default())
+        }
+        SyntaxResult::Error => Ok(()),
+    }
 }
 
 fn write_error(f: &mut fmt::Formatter<'_>, e: &ErrorReport) -> fmt::Result {
@@ -342,6 +430,7 @@ mod tests {
             (K::MultiFile, "multi_file"),
             (K::PermissionDenied, "permission_denied"),
             (K::OverBudget, "over_budget"),
+            (K::Syntax, "syntax"),
         ];
         for (kind, name) in names {
             assert_eq!(serde_json::to_value(kind).unwrap(), name);

@@ -199,7 +199,8 @@ fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
         | K::WrongFile
         | K::NotAFile
         | K::Deleted
-        | K::MultiFile => Errno::EIO,
+        | K::MultiFile
+        | K::Syntax => Errno::EIO,
     }
 }
 

@@ -30,6 +30,7 @@ const KNOWN: &[&str] = &[
     "end_line",
     "expected_replacements",
     "if_match",
+    "syntax_check",
 ];
 
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
@@ -64,10 +65,28 @@ pub fn from_values(objects: Vec<Value>) -> Result<Payload, PayloadError> {
         let Value::Object(map) = item else {
             return Err(field(index, "is not an object"));
         };
-        let ops = object(index, &map, &mut payload.notes)?;
+        let mut ops = object(index, &map, &mut payload.notes)?;
+        if syntax_off(index, &map)? {
+            ops.iter_mut().for_each(|op| op.syntax_off = true);
+        }
         payload.operations.extend(ops);
     }
     Ok(payload)
+}
+
+/// `"syntax_check": "off"` writes the object's file even if it no longer
+/// parses; `"on"` (the default) leaves the check as the mount or `apply` set it.
+fn syntax_off(index: usize, map: &Map<String, Value>) -> Result<bool, PayloadError> {
+    match string(index, map, &["syntax_check"])?.as_deref() {
+        None | Some("on") => Ok(false),
+        Some("off") => Ok(true),
+        Some(other) => Err(field(
+            index,
+            format!(
+                "`syntax_check` is `{other}`: it is `off` (write the file even if it no longer parses) or `on`"
+            ),
+        )),
+    }
 }
 
 const CONTROLS_NOTE: &str = "the JSON strings hold line breaks or tabs as they are (JSON wants them written `\\n` and `\\t`): read as those characters";

@@ -64,7 +64,7 @@ fn is_marker_like(line: &str) -> bool {
 
 fn hint_name(line: &str) -> Option<&'static str> {
     let t = line.trim_start();
-    [":start_line:", ":end_line:"]
+    [":start_line:", ":end_line:", SYNTAX_CHECK]
         .into_iter()
         .find(|h| t.starts_with(h))
 }
@@ -117,6 +117,17 @@ pub fn has_blocks(text: &str) -> bool {
     text.lines().any(|l| opener(l).is_some())
 }
 
+/// The hint that writes a payload's files even if they no longer parse:
+/// `:syntax_check: off`, on a line of its own before a block or at the top
+/// of a SEARCH section, where `:start_line:` goes.
+const SYNTAX_CHECK: &str = ":syntax_check:";
+
+fn syntax_off(line: &str) -> bool {
+    line.trim()
+        .strip_prefix(SYNTAX_CHECK)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("off"))
+}
+
 /// Reads a `:start_line:N` or `:end_line:N` hint line.
 fn hint(line: &str, name: &str, at: usize) -> Result<Option<usize>, PayloadError> {
     let Some(value) = line.trim().strip_prefix(name) else {
@@ -161,10 +172,15 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
     // The info string of the fence the next block stands in, if it has one.
     let mut info: Option<String> = None;
     let mut state = State::Outside;
+    let mut unchecked = false;
     for (i, raw) in text.split('\n').enumerate() {
         let at = i + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         state = match state {
+            State::Outside if syntax_off(line) => {
+                unchecked = true;
+                State::Outside
+            }
             State::Outside => {
                 let next = outside(line, at, same_length, &mut ignored)
                     .map_err(|e| name_miswritten(e, text, at, "SEARCH"))?;
@@ -213,6 +229,15 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                             closer_for(text, open)
                         ),
                     ));
+                } else if lines.is_empty() && !ruled && syntax_off(line) {
+                    unchecked = true;
+                    State::Search {
+                        open,
+                        len,
+                        lines,
+                        near,
+                        ruled,
+                    }
                 } else if lines.is_empty() && !ruled && read_hint(line, at, &mut near)? {
                     State::Search {
                         open,
@@ -221,7 +246,11 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                         near,
                         ruled,
                     }
-                } else if lines.is_empty() && !ruled && near.is_some() && is_hint_rule(line) {
+                } else if lines.is_empty()
+                    && !ruled
+                    && (near.is_some() || unchecked)
+                    && is_hint_rule(line)
+                {
                     State::Search {
                         open,
                         len,
@@ -317,6 +346,12 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
         .map_err(|e| name_miswritten(e, text, end, "REPLACE"))?;
     if let Some(note) = ignored_note(&ignored) {
         payload.notes.push(note);
+    }
+    if unchecked {
+        payload
+            .operations
+            .iter_mut()
+            .for_each(|op| op.syntax_off = true);
     }
     Ok(payload)
 }

@@ -90,6 +90,9 @@ pub struct Operation {
     /// The text editor tool's `insert`: REPLACE goes after this file line (0: at
     /// the top), SEARCH being empty.
     pub insert_after: Option<usize>,
+    /// The payload said to write its file even if it no longer parses (JSON
+    /// `"syntax_check": "off"`, a `:syntax_check: off` line in a block).
+    pub syntax_off: bool,
 }
 
 impl Operation {
@@ -113,6 +116,7 @@ impl Operation {
             anchors: Vec::new(),
             end_of_file: false,
             insert_after: None,
+            syntax_off: false,
         }
     }
 }
