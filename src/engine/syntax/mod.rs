@@ -12,6 +12,7 @@ mod compare;
 mod lang;
 mod layout;
 mod problem;
+mod window;
 
 use std::fmt::Write;
 use std::ops::ControlFlow;
@@ -79,6 +80,12 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
             ),
         };
     }
+    if old.is_some_and(|old| window_clean(lang, old, new)) {
+        return Verdict::Clean {
+            parser: lang.parser,
+            kept: 0,
+        };
+    }
     let Some(found) = problems(lang, new) else {
         return gave_up(lang);
     };
@@ -101,6 +108,22 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
         },
         Some(p) => Verdict::Broken(finding(lang, p, new)),
     }
+}
+
+/// Whether the items around the change parse cleanly on their own, their
+/// indentation too for Python (an item starts flush left, where no block is
+/// open): then the edit broke nothing, and the whole file need not be parsed
+/// (window.rs).
+fn window_clean(lang: &Lang, old: &[u8], new: &[u8]) -> bool {
+    let Some(range) = window::around_change(old, new) else {
+        return false;
+    };
+    let part = &new[range];
+    let layout_holds = match lang.layout {
+        Layout::Offside => layout::problems(part).is_empty(),
+        Layout::None => true,
+    };
+    layout_holds && parse(lang, part).is_some_and(|t| !t.root_node().has_error())
 }
 
 fn gave_up(lang: &Lang) -> Verdict {
@@ -459,5 +482,39 @@ mod tests {
         let old = "a = 1\nb = 2\nif a:\n  pass\n   c = 3\n";
         let new = "a = 1\nx = 0\ny = 0\nb = 2\nif a:\n  pass\n   c = 3\n";
         assert!(clean("m.py", old, new) > 0);
+    }
+
+    fn python_functions(n: usize) -> String {
+        (0..n)
+            .map(|i| {
+                format!("def f{i}(x):\n    if x > {i}:\n        return x\n    return {i}\n\n\n")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_a_long_file_a_break_the_window_holds_is_still_found_in_full() {
+        let old = python_functions(40);
+        let new = old.replace(
+            "        return x\n    return 7\n",
+            "        return (x\n    return 7\n",
+        );
+        let f = broken("long.py", &old, &new);
+        assert!(
+            f.reading.starts_with("the `(` on line 45 is never closed"),
+            "{}",
+            f.reading
+        );
+        let new = old.replace(
+            "    if x > 7:\n        return x\n",
+            "    if x > 7:\n    return x\n",
+        );
+        let f = broken("long.py", &old, &new);
+        assert_eq!(
+            f.reading,
+            "expected an indented block after `if` on line 44"
+        );
+        let new = old.replace("return 7\n", "return 77\n");
+        assert_eq!(clean("long.py", &old, &new), 0);
     }
 }
