@@ -67,11 +67,11 @@ fn roo_search_and_replace_xml_replaces_every_match_literally() {
 #[test]
 fn roo_search_and_replace_xml_regex_case_and_line_range_with_javascript_tokens() {
     let m = mount!();
-    let call = "<search_and_replace>\n<path>src/config.js</path>\n<search>api_key_(?<age>old)</search>\n<replace>[$&:$<age>]</replace>\n<use_regex>true</use_regex>\n<ignore_case>true</ignore_case>\n<start_line>3</start_line>\n<end_line>6</end_line>\n</search_and_replace>";
+    let call = "<search_and_replace>\n<path>src/config.js</path>\n<search>api_key_(?<age>old)</search>\n<replace>[$&, $<age>]</replace>\n<use_regex>true</use_regex>\n<ignore_case>true</ignore_case>\n<start_line>3</start_line>\n<end_line>6</end_line>\n</search_and_replace>";
     m.ok(&send(".editfs/edit", call));
     let want = CONFIG
-        .replace("key = API_KEY_OLD;", "key = [API_KEY_OLD:OLD];")
-        .replace("return API_KEY_OLD +", "return [API_KEY_OLD:OLD] +");
+        .replace("key = API_KEY_OLD;", "key = [API_KEY_OLD, OLD];")
+        .replace("return API_KEY_OLD +", "return [API_KEY_OLD, OLD] +");
     assert_eq!(text(&m, "src/config.js"), want);
     let call = "<search_and_replace>\n<path>src/config.js</path>\n<search>load\\(\"(\\w+)\"\\)</search>\n<replace>env(\"$1\", \"$$HOME\")</replace>\n<use_regex>true</use_regex>\n</search_and_replace>";
     m.ok(&send("src/config.js.edit", call));
