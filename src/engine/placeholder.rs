@@ -363,6 +363,9 @@ fn wide_body(t: &str, in_text: bool) -> bool {
 
 /// The text of a line that is only a comment, without its leader and closer.
 fn comment_body(t: &str) -> Option<&str> {
+    if directive(t) {
+        return None;
+    }
     let leader = LEADERS.iter().find(|l| t.starts_with(*l))?;
     let body = t[leader.len()..].trim();
     let body = CLOSERS
@@ -370,6 +373,34 @@ fn comment_body(t: &str) -> Option<&str> {
         .find_map(|c| body.strip_suffix(c))
         .unwrap_or(body);
     Some(body.trim())
+}
+
+/// Whether the line is a preprocessor's (`#define KEEP_ALIVE 1`, `#endif`,
+/// C#'s `#region`): code, though it opens with `#`.
+fn directive(t: &str) -> bool {
+    const DIRECTIVES: &[&str] = &[
+        "define",
+        "elif",
+        "else",
+        "endif",
+        "endregion",
+        "error",
+        "if",
+        "ifdef",
+        "ifndef",
+        "import",
+        "include",
+        "line",
+        "pragma",
+        "region",
+        "undef",
+        "warning",
+    ];
+    let Some(rest) = t.strip_prefix('#') else {
+        return false;
+    };
+    let word: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
+    DIRECTIVES.contains(&word.as_str())
 }
 
 /// A comment body that stands for code: an ellipsis alone (`...`, `[...]`), a
@@ -834,6 +865,13 @@ mod tests {
         let header = ["// Loader.", "// Reads JSON.", "use a;", "use b;"];
         let cont = ["// Loader.", "// rest of the code stays the same"];
         assert_eq!(loss(&header, &cont, true).map(|l| l.line), Some(1));
+    }
+
+    #[test]
+    fn a_preprocessor_line_is_code_that_takes_the_place_of_others() {
+        let search = ["#ifdef LEGACY", "#define TIMEOUT 5", "#endif"];
+        let replace = ["#if defined(KEEP)", "#endif"];
+        assert!(loss(&search, &replace, true).is_none());
     }
 
     #[test]
