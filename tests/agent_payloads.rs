@@ -403,6 +403,11 @@ fn a_placeholder_in_any_words_standing_for_dropped_lines_is_refused() {
             "    \"\"\"Parse the text strictly.\n\n    ...\n    Raises ValueError on a bad line.\n    \"\"\"\n",
         ),
         (
+            py_doc,
+            "    Lines starting with # are skipped.\n    Blank lines end a section.\n    \"\"\"\n",
+            "    (rest of the docstring unchanged)\n    \"\"\"\n",
+        ),
+        (
             js,
             "// Config loader.\n// Reads JSON from disk and caches it.\nconst fs = require(\"fs\");\nconst cache = new Map();\n",
             "// Config loader.\n// rest of the code stays the same\n",

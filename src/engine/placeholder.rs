@@ -335,15 +335,24 @@ const MAX_WIDE_WORDS: usize = 12;
 /// Whether the line `t` (trimmed) speaks of code kept or left out in few
 /// words: a comment or doc comment holding one of `WIDE` or an ellipsis, or
 /// a line of text holding one of `WIDE` (a docstring's or block comment's own
-/// line, `in_text`, or one that opens with an ellipsis), in words only. A line quoting code (`` ` ``) or holding code's
+/// line, `in_text`, one that opens with an ellipsis, or one in brackets), in
+/// words only. A line quoting code (`` ` ``) or holding code's
 /// signs (`=`, `{`, `;`) speaks of something else.
 fn wide_body(t: &str, in_text: bool) -> bool {
     let comment = comment_body(t).or_else(|| t.strip_prefix('*').filter(|b| !b.starts_with('/')));
-    let leading = t.starts_with("...") || t.starts_with('…');
+    // A phrase in brackets (`(rest of the docstring unchanged)`) is no code
+    // either: it is text even where REPLACE shows no docstring around it. A
+    // Lisp form (`(keep-alive conn)`, `(f (g x))`) is no phrase.
+    let inner = t.get(1..t.len().saturating_sub(1)).unwrap_or_default();
+    let phrase =
+        inner.split_whitespace().count() >= 3 && !inner.contains(['(', ')', '[', ']', '-']);
+    let bracketed = phrase
+        && ((t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')));
+    let leading = t.starts_with("...") || t.starts_with('…') || bracketed;
     let Some(body) = comment.or_else(|| (in_text || leading).then_some(t)) else {
         return false;
     };
-    let body = body.trim_matches(['"', '\'', ' ', '\t', '/', '!', '*']);
+    let body = body.trim_matches(['"', '\'', ' ', '\t', '/', '!', '*', '(', ')', '[', ']']);
     let wordy = |c: char| c.is_alphanumeric() || c.is_whitespace() || ".,:!?'\"()-…".contains(c);
     if body.contains('`') || !body.chars().all(wordy) {
         return false;
@@ -865,6 +874,27 @@ mod tests {
         let header = ["// Loader.", "// Reads JSON.", "use a;", "use b;"];
         let cont = ["// Loader.", "// rest of the code stays the same"];
         assert_eq!(loss(&header, &cont, true).map(|l| l.line), Some(1));
+    }
+
+    #[test]
+    fn a_bracketed_remark_inside_a_docstring_is_a_loss_without_its_quotes() {
+        let search = [
+            "    Skips # lines.",
+            "    Ends at a blank line.",
+            "    Expands tabs.",
+        ];
+        let replace = [
+            "    Skips # lines.",
+            "    (rest of the docstring unchanged)",
+        ];
+        assert_eq!(loss(&search, &replace, true).map(|l| l.line), Some(1));
+        // A call in brackets, or a Lisp form, is code.
+        for code in ["    (keep_original(x))", "    (keep-alive conn same)"] {
+            assert!(
+                loss(&search, &["    Skips # lines.", code], true).is_none(),
+                "{code}"
+            );
+        }
     }
 
     #[test]
