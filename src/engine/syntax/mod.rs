@@ -80,11 +80,8 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
             ),
         };
     }
-    if old.is_some_and(|old| window_clean(lang, old, new)) {
-        return Verdict::Clean {
-            parser: lang.parser,
-            kept: 0,
-        };
+    if let Some(verdict) = old.and_then(|old| in_window(lang, old, new)) {
+        return verdict;
     }
     let Some(found) = problems(lang, new) else {
         return gave_up(lang);
@@ -110,20 +107,28 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
     }
 }
 
-/// Whether the items around the change parse cleanly on their own, their
-/// indentation too for Python (an item starts flush left, where no block is
-/// open): then the edit broke nothing, and the whole file need not be parsed
-/// (window.rs).
-fn window_clean(lang: &Lang, old: &[u8], new: &[u8]) -> bool {
-    let Some(range) = window::around_change(old, new) else {
-        return false;
+/// The verdict from the items around the change alone (window.rs), when
+/// they settle it: they parse cleanly on their own, their indentation too for
+/// Python (an item starts flush left, where no block is open), or their
+/// problems were all there in the same items of the old content. Then the
+/// whole file need not be parsed. `None`: the full check decides.
+fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Verdict> {
+    let range = window::around_change(old, new)?;
+    let part = &new[range.clone()];
+    let found = problems(lang, part)?;
+    let clean = |kept| Verdict::Clean {
+        parser: lang.parser,
+        kept,
     };
-    let part = &new[range];
-    let layout_holds = match lang.layout {
-        Layout::Offside => layout::problems(part).is_empty(),
-        Layout::None => true,
-    };
-    layout_holds && parse(lang, part).is_some_and(|t| !t.root_node().has_error())
+    if found.is_empty() {
+        return Some(clean(0));
+    }
+    // Outside the window the two contents are the same bytes.
+    let old_part = &old[range.start..range.end + old.len() - new.len()];
+    let before = problems(lang, old_part)?;
+    let changes = Changes::between(old_part, part);
+    let kept = !before.is_empty() && compare::fresh(&found, &before, &changes).is_empty();
+    kept.then(|| clean(found.len()))
 }
 
 fn gave_up(lang: &Lang) -> Verdict {
@@ -516,5 +521,15 @@ mod tests {
         );
         let new = old.replace("return 7\n", "return 77\n");
         assert_eq!(clean("long.py", &old, &new), 0);
+    }
+
+    #[test]
+    fn in_a_long_file_an_item_already_broken_takes_edits_and_another_item_may_not_break() {
+        let old = python_functions(40).replace("    return 7\n", "    return 7 +\n");
+        let new = old.replace("if x > 7:", "if x > 70:");
+        assert!(clean("long.py", &old, &new) > 0);
+        let new = old.replace("    return 20\n", "    return [20\n");
+        let f = broken("long.py", &old, &new);
+        assert_eq!(f.line, 124, "{f:?}");
     }
 }
