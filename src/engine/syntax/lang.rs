@@ -24,6 +24,9 @@ pub struct Lang {
     interpreters: &'static [&'static str],
     grammar: LanguageFn,
     pub layout: Layout,
+    /// The grammar reads a nested item (a method, an indented function) on
+    /// its own, as the window of a change may be (window.rs).
+    pub nested: bool,
 }
 
 impl Lang {
@@ -46,12 +49,20 @@ const fn lang(
         interpreters,
         grammar,
         layout: Layout::None,
+        nested: true,
     }
+}
+
+/// A language whose items are read only whole: data formats, and HTML,
+/// whose fragments parse as something else than in their file.
+const fn whole(l: Lang) -> Lang {
+    Lang { nested: false, ..l }
 }
 
 static LANGS: &[Lang] = &[
     Lang {
         layout: Layout::Offside,
+        nested: false,
         ..lang(
             "Python",
             "tree-sitter-python with the indentation rules",
@@ -118,13 +129,13 @@ static LANGS: &[Lang] = &[
         &[],
         tree_sitter_cpp::LANGUAGE,
     ),
-    lang(
+    whole(lang(
         "JSON",
         "tree-sitter-json",
         &["json"],
         &[],
         tree_sitter_json::LANGUAGE,
-    ),
+    )),
     lang(
         "Bash",
         "tree-sitter-bash",
@@ -139,27 +150,27 @@ static LANGS: &[Lang] = &[
         &[],
         tree_sitter_css::LANGUAGE,
     ),
-    lang(
+    whole(lang(
         "HTML",
         "tree-sitter-html",
         &["html", "htm"],
         &[],
         tree_sitter_html::LANGUAGE,
-    ),
-    lang(
+    )),
+    whole(lang(
         "TOML",
         "tree-sitter-toml-ng",
         &["toml"],
         &[],
         tree_sitter_toml_ng::LANGUAGE,
-    ),
-    lang(
+    )),
+    whole(lang(
         "YAML",
         "tree-sitter-yaml",
         &["yaml", "yml"],
         &[],
         tree_sitter_yaml::LANGUAGE,
-    ),
+    )),
     lang(
         "Lua",
         "tree-sitter-lua",

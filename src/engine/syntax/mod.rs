@@ -113,7 +113,8 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
 /// problems were all there in the same items of the old content. Then the
 /// whole file need not be parsed. `None`: the full check decides.
 fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Verdict> {
-    let range = window::around_change(old, new)?;
+    let window = window::around_change(old, new, lang.nested)?;
+    let range = window.range;
     let part = &new[range.clone()];
     let found = problems(lang, part)?;
     let clean = |kept| Verdict::Clean {
@@ -122,6 +123,11 @@ fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Verdict> {
     };
     if found.is_empty() {
         return Some(clean(0));
+    }
+    // An indented item read on its own may show what the whole file would
+    // not; only whole top-level items are compared with the old ones.
+    if !window.flush {
+        return None;
     }
     // Outside the window the two contents are the same bytes.
     let old_part = &old[range.start..range.end + old.len() - new.len()];
@@ -531,5 +537,22 @@ mod tests {
         let new = old.replace("    return 20\n", "    return [20\n");
         let f = broken("long.py", &old, &new);
         assert_eq!(f.line, 124, "{f:?}");
+    }
+
+    #[test]
+    fn in_a_class_around_the_file_a_methods_break_is_found_and_a_clean_edit_passes() {
+        let methods: String = (0..40)
+            .map(|i| format!("  int f{i}(int x) {{\n    if (x > {i}) {{\n      return x;\n    }}\n    return {i};\n  }}\n\n"))
+            .collect();
+        let old = format!("class A {{\n{methods}}}\n");
+        let new = old.replace("return 7;", "return 77;");
+        assert_eq!(clean("A.java", &old, &new), 0);
+        let new = old.replace(
+            "      return x;\n    }\n    return 7;",
+            "      return x;\n    return 7;",
+        );
+        let f = broken("A.java", &old, &new);
+        // The parser reads on into the next method, and stops at its header.
+        assert_eq!(f.line, 57, "{f:?}");
     }
 }
