@@ -4,7 +4,7 @@
 # before the check): open F.edit with O_TRUNC, write one block, close, read F.status,
 # RTIN_REPS times (default 300, plus 4 untimed), alternating two contents of one
 # function in the middle of the file. Prints the median and the 90th percentile per
-# language and setting (each the median of three rounds), and the ratio of the medians.
+# language and setting (each the median of four rounds), and the ratio of the medians.
 #
 #   scripts/bench-syntax.sh           # EDITFS=path to measure another binary
 set -euo pipefail
@@ -83,20 +83,23 @@ PY
 }
 
 declare -A med
-echo "edit round trip, 100 KiB file, $reps round trips each in 3 rounds (ms; load average $(cut -d' ' -f1 /proc/loadavg))"
+echo "edit round trip, 100 KiB file, $reps round trips each in 4 rounds (ms; load average $(cut -d' ' -f1 /proc/loadavg))"
 # Each setting has its own mount point and state directory, so one daemon's
 # exit never races the next one's start. Both are mounted at once and measured
-# in turns, three rounds each, so that a change in the machine's load falls on
+# in turns, four rounds each, so that a change in the machine's load falls on
 # both alike; a setting's figure is the median of its rounds' medians.
 for mode in off refuse; do
   mkdir -p "$mnt-$mode" "$work/state-$mode"
   "$editfs" mount "$src" "$mnt-$mode" --daemon --state-dir "$work/state-$mode" --syntax-check "$mode" >/dev/null
 done
-reps=$(((reps + 2) / 3))
+reps=$(((reps + 3) / 4))
 declare -A rounds
-for round in 1 2 3; do
+for round in 1 2 3 4; do
+  # Each round starts with the other setting, so neither always goes first.
+  order="off refuse"
+  [ $((round % 2)) -eq 0 ] && order="refuse off"
   for f in app.py lib.rs; do
-    for mode in off refuse; do
+    for mode in $order; do
       read -r m p90 < <(round_trips "$mnt-$mode/$f" "$work/$f.a" "$work/$f.b")
       grep -q "syntax: ok" "$mnt-$mode/$f.status" || [ "$mode" = off ] || {
         echo "bench-syntax: $f was not checked" >&2
