@@ -29,6 +29,9 @@ pub fn row(e: &LogEntry, path: Option<&str>) -> String {
     if path.is_some_and(|p| e.file(p).is_none()) {
         return String::new();
     }
+    if e.kind == Kind::Checkpoint {
+        return checkpoint_row(e);
+    }
     let added: usize = e.files.iter().map(|f| f.lines_added).sum();
     let removed: usize = e.files.iter().map(|f| f.lines_removed).sum();
     let names: Vec<_> = e
@@ -36,11 +39,7 @@ pub fn row(e: &LogEntry, path: Option<&str>) -> String {
         .iter()
         .map(|f| crate::engine::report::shown_name(&f.file))
         .collect();
-    let who = match (e.pid, e.command.as_str()) {
-        (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {})", one_line(cmd)),
-        (pid, _) if pid > 0 => format!("  (pid {pid})"),
-        _ => String::new(),
-    };
+    let who = who(e);
     format!(
         "{:<6} {:<21} {:<9} {:<7} {:<11} {}{who}\n",
         e.tx,
@@ -50,6 +49,29 @@ pub fn row(e: &LogEntry, path: Option<&str>) -> String {
         format!("+{added} -{removed}"),
         names.join(" "),
     )
+}
+
+/// A checkpoint's line: it changed no file, so it shows its name instead.
+fn checkpoint_row(e: &LogEntry) -> String {
+    let name = e.name.as_deref().map_or(String::new(), one_line);
+    format!(
+        "{:<6} {:<21} {:<9} {:<7} {:<11} {name}{}\n",
+        e.tx,
+        e.time,
+        e.outcome.as_str(),
+        "mark",
+        "-",
+        who(e),
+    )
+}
+
+/// The writer of `e`, as the table's last column shows it.
+fn who(e: &LogEntry) -> String {
+    match (e.pid, e.command.as_str()) {
+        (pid, cmd) if !cmd.is_empty() => format!("  (pid {pid}: {})", one_line(cmd)),
+        (pid, _) if pid > 0 => format!("  (pid {pid})"),
+        _ => String::new(),
+    }
 }
 
 /// The longest command line a row shows, in characters.

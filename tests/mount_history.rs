@@ -375,7 +375,7 @@ fn a_file_removed_and_written_again_through_the_mount_is_undone_like_a_replaceme
 }
 
 #[test]
-fn a_file_renamed_onto_a_removed_name_is_named_as_created_again_with_the_command_to_force() {
+fn a_file_moved_through_the_mount_onto_a_removed_name_is_recorded_as_created_there() {
     let m = mount!();
     m.ok("cd lib && rm util.txt && printf 'new\\n' > tmp && mv tmp util.txt");
     let tx = log(&m)
@@ -383,6 +383,31 @@ fn a_file_renamed_onto_a_removed_name_is_named_as_created_again_with_the_command
         .find(|e| e["kind"] == "delete")
         .and_then(|e| e["tx"].as_u64())
         .unwrap();
+    let status = m.ok("echo lib/util.txt | cat > .editfs/undo; cat .editfs/status");
+    assert!(
+        status.contains("removed lib/util.txt: transaction"),
+        "{status}"
+    );
+    assert!(
+        !m.src.join("lib/util.txt").exists(),
+        "the file the move made goes"
+    );
+    assert!(!m.src.join("lib/tmp").exists());
+    m.ok(&format!("echo 'lib/util.txt {tx}' | cat > .editfs/undo"));
+    assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+}
+
+#[test]
+fn a_file_made_beside_the_mount_onto_a_removed_name_is_named_as_created_again_with_the_command_to_force()
+ {
+    let m = mount!();
+    m.ok("rm lib/util.txt");
+    let tx = log(&m)
+        .iter()
+        .find(|e| e["kind"] == "delete")
+        .and_then(|e| e["tx"].as_u64())
+        .unwrap();
+    fs::write(m.src.join("lib/util.txt"), "new\n").unwrap();
     let out = m.sh("echo lib/util.txt | cat > .editfs/undo");
     assert!(!out.status.success());
     let status = m.ok("cat .editfs/status");
@@ -573,4 +598,155 @@ fn a_dry_run_through_the_mount_reports_the_diff_and_changes_nothing() {
     m.ok(&format!("cat > .editfs/edit <<'EOF'\n{TWO_TO_2}EOF"));
     assert_eq!(m.src_file("lib/util.txt"), b"one\n2\nthree\n");
     assert_eq!(log(&m)[0]["tx"], 1);
+}
+
+/// Every regular file of `root` (its state directory aside), with its bytes and mode.
+fn tree(root: &Path) -> std::collections::BTreeMap<String, (Vec<u8>, u32)> {
+    fn walk(dir: &Path, root: &Path, out: &mut std::collections::BTreeMap<String, (Vec<u8>, u32)>) {
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            let path = e.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if rel == ".editfs" {
+                continue;
+            }
+            if meta.is_dir() {
+                walk(&path, root, out);
+            } else if meta.is_file() {
+                out.insert(rel, (fs::read(&path).unwrap(), meta.mode() & 0o7777));
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+const SESSION: &str = r#"
+set -e
+printf '<<<<<<< SEARCH\ntwo\n=======\nTWO\n>>>>>>> REPLACE\n' > lib/util.txt.edit
+cat > .editfs/edit <<'PATCH'
+*** Begin Patch
+*** Add File: src/new.txt
++made by a patch
+*** Delete File: lib/deep/a.txt
+*** Update File: lib/deep/b.txt
+*** Move to: moved.txt
+@@
+-beta
++BETA
+*** End Patch
+PATCH
+sed -i 's/three/3/' lib/util.txt
+chmod 600 private.txt
+python3 -c "
+import os
+open('keep.txt.tmp', 'w').write('saved by an editor\n')
+os.rename('keep.txt.tmp', 'keep.txt')
+"
+rm -r lib/deep
+mkdir newdir
+echo fresh > newdir/x.txt
+"#;
+
+#[test]
+fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be_undone() {
+    let m = match Mount::start(&[], |src| {
+        project(src);
+        fs::write(src.join("keep.txt"), "original\n").unwrap();
+        fs::write(src.join("private.txt"), "mode changes only\n").unwrap();
+    }) {
+        Some(m) => m,
+        None => return,
+    };
+    let answer = m.ok("exec 3<>.editfs/checkpoint; echo before-task >&3; cat <&3");
+    assert!(
+        answer.contains("OK: checkpoint 1, named before-task"),
+        "{answer}"
+    );
+    let refused = m.sh("echo before-task | cat > .editfs/checkpoint");
+    assert!(!refused.status.success(), "a name is unique");
+    let at_checkpoint = tree(&m.src);
+    m.ok(SESSION);
+    let after_session = tree(&m.src);
+    assert_ne!(after_session, at_checkpoint);
+
+    let src = m.src.to_str().unwrap();
+    // A file made through the mount is recorded once it stayed a moment.
+    let began = std::time::Instant::now();
+    let names = loop {
+        let names = editfs(&["diff", src, "--since", "before-task", "--name-status"]);
+        if names.contains("A\tnewdir/x.txt") || began.elapsed().as_secs() > 10 {
+            break names;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    for line in [
+        "M\tlib/util.txt",
+        "D\tlib/deep/a.txt",
+        "A\tnewdir/x.txt",
+        "M\tkeep.txt",
+    ] {
+        assert!(
+            names.contains(line),
+            "{line} in:\n{names}\n{}",
+            editfs(&["history", src])
+        );
+    }
+    assert!(
+        names.contains("R\tlib/deep/b.txt\t") || names.contains("D\tlib/deep/b.txt"),
+        "{names}"
+    );
+
+    let dry = m.ok("echo '--to before-task --dry-run' > .editfs/rewind; cat .editfs/status");
+    assert!(dry.contains("dry run"), "{dry}");
+    assert_eq!(tree(&m.src), after_session, "a dry run changes nothing");
+
+    let rewound = m.ok("echo '--to before-task' > .editfs/rewind; cat .editfs/status.json");
+    let json: serde_json::Value = serde_json::from_str(&rewound).unwrap();
+    assert_eq!(json["outcome"], "ok", "{rewound}");
+    let mut now = tree(&m.src);
+    // The mode of private.txt: a chmod is no write, and the log records none.
+    now.remove("private.txt");
+    let mut want = at_checkpoint.clone();
+    want.remove("private.txt");
+    assert_eq!(now, want, "every recorded change put back, byte for byte");
+
+    let tx = json["tx"].as_u64().unwrap();
+    m.ok(&format!(
+        "echo '--tx {tx}' > .editfs/undo; cat .editfs/status"
+    ));
+    let mut again = tree(&m.src);
+    again.remove("private.txt");
+    let mut session = after_session.clone();
+    session.remove("private.txt");
+    assert_eq!(
+        again, session,
+        "the undo of the rewind brings the session back"
+    );
+}
+
+#[test]
+fn a_rewind_over_a_change_editfs_did_not_record_is_refused_and_names_the_file() {
+    let m = mount!();
+    editfs(&["checkpoint", m.src.to_str().unwrap(), "start"]);
+    m.ok("echo more >> lib/util.txt; echo new > lib/new.txt");
+    // Changed beside the mount: no line of the log says so.
+    fs::write(m.src.join("lib/util.txt"), "changed outside\n").unwrap();
+    let out = m.sh("echo '--to start' | cat > .editfs/rewind");
+    assert!(!out.status.success(), "refused at close");
+    let status = m.ok("cat .editfs/status");
+    assert!(
+        status.contains("lib/util.txt changed outside editfs"),
+        "{status}"
+    );
+    assert_eq!(m.src_file("lib/util.txt"), b"changed outside\n");
+    assert!(m.src.join("lib/new.txt").exists(), "nothing was changed");
+    m.ok("echo '--to start --force' > .editfs/rewind");
+    assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+    assert!(!m.src.join("lib/new.txt").exists());
 }

@@ -276,3 +276,42 @@ fn status_files_of_a_private_file_show_nothing_to_another_user() {
         );
     }
 }
+
+/// nobody rewinds its own work, files it made through the mount included, and
+/// never root's: a private change root made after the checkpoint stays, and no
+/// version nobody could not read comes back into nobody's files.
+#[test]
+fn a_rewind_by_another_user_takes_back_its_own_work_and_nothing_of_roots() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(&m, "echo start | cat > .editfs/checkpoint");
+    assert!(out.status.success(), "{}", text(&out));
+    let out = as_nobody(
+        &m,
+        "echo made > nb/new.txt; mkdir nb/d; echo deep > nb/d/x.txt",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    root_edits(&m, "cfg.txt", "port=1", "port=2");
+    m.ok("echo changed > priv/k.txt");
+    let out = as_nobody(
+        &m,
+        "echo '--to start' | cat > .editfs/rewind; cat .editfs/status",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = text(&out);
+    assert!(
+        !report.contains(SECRET) && !report.contains("priv/"),
+        "{report}"
+    );
+    assert!(!m.src.join("nb/new.txt").exists(), "{report}");
+    assert!(!m.src.join("nb/d/x.txt").exists(), "{report}");
+    assert_eq!(
+        m.src_file("priv/k.txt"),
+        b"changed\n",
+        "root's change stays"
+    );
+    assert_eq!(
+        m.src_file("cfg.txt"),
+        format!("{SECRET}\nport=2\n").as_bytes(),
+        "root's private edit stays"
+    );
+}

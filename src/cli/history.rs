@@ -100,7 +100,11 @@ pub struct UndoArgs {
 /// with `--state-dir`, else `SOURCE/.editfs` when it may be trusted (see
 /// trust.rs). With `written`, the store will be written: nothing inside may be
 /// a symbolic link.
-fn state_dir(source: &Path, state: Option<&Path>, written: bool) -> Result<Held, String> {
+pub(super) fn state_dir(
+    source: &Path,
+    state: Option<&Path>,
+    written: bool,
+) -> Result<Held, String> {
     let (dir, came) = match state {
         Some(d) => (d.to_owned(), Came::Given),
         None => (source.join(STATE_DIR), Came::Found),
@@ -129,7 +133,7 @@ const FILING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The state directory an undo works on: never the mount's read-only view of
 /// it, which has the control file `undo` but no lock.
-fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, String> {
+pub(super) fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, String> {
     let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
     if dir.join("undo").exists() && !dir.join("lock").exists() {
         return Err(format!(
@@ -141,7 +145,7 @@ fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, String> {
     state_dir(source, state, true)
 }
 
-fn open(dir: &Path) -> Result<Store, String> {
+pub(super) fn open(dir: &Path) -> Result<Store, String> {
     let store = Store::open(dir).map_err(|e| e.to_string())?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
@@ -149,7 +153,7 @@ fn open(dir: &Path) -> Result<Store, String> {
     Ok(store)
 }
 
-fn fail(cmd: &str, message: String) -> ExitCode {
+pub(super) fn fail(cmd: &str, message: String) -> ExitCode {
     eprintln!("editfs {cmd}: {message}");
     ExitCode::FAILURE
 }
@@ -316,7 +320,12 @@ pub fn undo(args: UndoArgs) -> ExitCode {
             from: Path::new(""),
         };
         let undone = if args.dry_run {
-            undo::preview(&Objects::new(&state), &entries_in(&state), root, &req)
+            undo::preview(
+                &Objects::new(&state),
+                entries_in(&state),
+                (root, None),
+                &req,
+            )
         } else {
             let store = open(&state)?;
             let undone = undo::run(&store, root, &req, &who);

@@ -13,6 +13,7 @@ mod memory;
 mod mount;
 mod options;
 mod prompt;
+mod rewind;
 
 use std::process::ExitCode;
 
@@ -49,6 +50,9 @@ enum Command {
     History(history::HistoryArgs),
     Show(history::ShowArgs),
     Undo(history::UndoArgs),
+    Checkpoint(rewind::CheckpointArgs),
+    Diff(rewind::DiffArgs),
+    Rewind(rewind::RewindArgs),
     Prompt(prompt::PromptArgs),
     List(prompt::ListArgs),
     Completions(generate::CompletionsArgs),
@@ -80,6 +84,9 @@ pub fn main() -> ExitCode {
         Command::History(args) => history::history(args),
         Command::Show(args) => history::show(args),
         Command::Undo(args) => history::undo(args),
+        Command::Checkpoint(args) => rewind::checkpoint(args),
+        Command::Diff(args) => rewind::diff(args),
+        Command::Rewind(args) => rewind::rewind(args),
         Command::Prompt(args) => prompt::prompt(args),
         Command::List(args) => prompt::list(args),
         Command::Completions(args) => generate::completions(args),

@@ -29,7 +29,7 @@ use super::nodes::Kind;
 use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
 use crate::engine::{ErrorKind, Outcome, Received, Report};
 use crate::transaction::Caller;
-use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, undo};
+use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, rewind, undo};
 
 /// What a committing handle acts on.
 enum CommitTarget {
@@ -41,6 +41,10 @@ enum CommitTarget {
     DryRun,
     /// `.editfs/undo`.
     Undo,
+    /// `.editfs/rewind`: every file back to a point of the history.
+    Rewind,
+    /// `.editfs/checkpoint`: a named point of the history.
+    Checkpoint,
 }
 
 /// Stripes held exclusively by a commit.
@@ -458,6 +462,8 @@ impl Core {
             Kind::State(p) if p.as_os_str() == "edit" => Ok(CommitTarget::Multi),
             Kind::State(p) if p.as_os_str() == "dry-run" => Ok(CommitTarget::DryRun),
             Kind::State(p) if p.as_os_str() == "undo" => Ok(CommitTarget::Undo),
+            Kind::State(p) if p.as_os_str() == "rewind" => Ok(CommitTarget::Rewind),
+            Kind::State(p) if p.as_os_str() == "checkpoint" => Ok(CommitTarget::Checkpoint),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -495,6 +501,8 @@ impl Core {
             Ok(CommitTarget::Multi) => self.commit_multi(payload, &who),
             Ok(CommitTarget::DryRun) => self.dry_run(payload, &who),
             Ok(CommitTarget::Undo) => self.commit_undo(&data, &who),
+            Ok(CommitTarget::Rewind) => self.commit_rewind(&data, &who),
+            Ok(CommitTarget::Checkpoint) => self.commit_checkpoint(&data, &who),
             Err(e) => Committed::error(e),
         };
         {
@@ -852,28 +860,62 @@ impl Core {
     /// file, `--tx TXID [--force]` every file of one transaction.
     fn commit_undo(&self, payload: &[u8], who: &Who) -> Committed {
         let text = String::from_utf8_lossy(payload);
-        let (text, json, head, files) = match undo::Request::parse(&text) {
-            Ok(req) => {
-                let rels = undo::files(&self.store, &req);
-                let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
-                // Kept until the kernel was told, below.
-                let (undone, _telling) = self.locked(&rels, || {
-                    let undone = undo::run(&self.store, self.root(), &req, who);
-                    let ok = undone.head().outcome == Outcome::Ok;
-                    (undone, ok)
-                });
-                let head = undone.head();
-                if head.outcome == Outcome::Ok {
-                    self.publish(undone.files().into_iter());
-                }
-                let files = undone.files().iter().map(|r| r.file.clone()).collect();
-                (undone.to_string(), undone.to_json(), head, files)
-            }
+        match undo::Request::parse(&text) {
+            Ok(req) => self.restore(&req, who),
             Err(why) => {
                 let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
-                let r = undo::rejected(&self.store, why, hint, who);
-                (r.to_string(), r.to_json(), r, Vec::new())
+                self.answer_undone(None, undo::rejected(&self.store, why, hint, who))
             }
+        }
+    }
+
+    /// `.editfs/rewind`: `--to TXID|NAME [--dry-run] [--force]` puts every file
+    /// changed since that point back as it was then, as one transaction.
+    fn commit_rewind(&self, payload: &[u8], who: &Who) -> Committed {
+        let text = String::from_utf8_lossy(payload);
+        match undo::Request::parse_rewind(&text) {
+            Ok((req, false)) => self.restore(&req, who),
+            Ok((req, true)) => {
+                self.record_creations(true);
+                let at = (self.root(), who.caller.as_ref());
+                let undone = undo::preview(self.store.objects(), self.store.entries(), at, &req);
+                self.answer_undone(Some(&undone), undone.head())
+            }
+            Err(why) => {
+                let hint = "for example: echo '--to before-task' > .editfs/rewind (a checkpoint's name or a transaction id; add --dry-run to see what it would do)";
+                self.answer_undone(None, undo::rejected(&self.store, why, hint, who))
+            }
+        }
+    }
+
+    /// Runs an undo or a rewind with its files held, and answers with its report.
+    fn restore(&self, req: &undo::Request, who: &Who) -> Committed {
+        self.record_creations(true);
+        let rels = undo::files(&self.store, req);
+        let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
+        // Kept until the kernel was told, below.
+        let (undone, _telling) = self.locked(&rels, || {
+            let undone = undo::run(&self.store, self.root(), req, who);
+            let ok = undone.head().outcome == Outcome::Ok;
+            (undone, ok)
+        });
+        let head = undone.head();
+        if head.outcome == Outcome::Ok {
+            self.publish(undone.files().into_iter());
+        }
+        self.answer_undone(Some(&undone), head)
+    }
+
+    /// The answer of an undo or rewind (`undone`), or of a request refused
+    /// before it (`head` alone), and `.editfs/status` from now on.
+    fn answer_undone(&self, undone: Option<&undo::Undone>, head: Report) -> Committed {
+        let (text, json, files) = match undone {
+            Some(u) => (
+                u.to_string(),
+                u.to_json(),
+                u.files().iter().map(|r| r.file.clone()).collect(),
+            ),
+            None => (head.to_string(), head.to_json(), Vec::new()),
         };
         *self.state_report.lock() = Some(StateReport {
             text: text.clone(),
@@ -883,6 +925,30 @@ impl Core {
         Committed {
             text: text.into_bytes(),
             errno: errno_for(&head),
+        }
+    }
+
+    /// `.editfs/checkpoint`: `[NAME]` records a point of the history.
+    fn commit_checkpoint(&self, payload: &[u8], who: &Who) -> Committed {
+        let text = String::from_utf8_lossy(payload);
+        let name = Some(text.trim()).filter(|n| !n.is_empty());
+        // Files made just before are on its side of the point.
+        self.record_creations(true);
+        let result = rewind::mark(&self.store, name, who);
+        let (text, json) = rewind::marked(&result);
+        *self.state_report.lock() = Some(StateReport {
+            text: text.clone(),
+            json: json + "\n",
+            files: Vec::new(),
+        });
+        let errno = match result {
+            Ok(_) => None,
+            Err(rewind::MarkError::Store(_)) => Some(Errno::EIO),
+            Err(_) => Some(Errno::EINVAL),
+        };
+        Committed {
+            text: text.into_bytes(),
+            errno,
         }
     }
 

@@ -428,6 +428,8 @@ impl Core {
             name: newname.to_owned(),
         };
         let dest = self.path(newparent)?.join(newname);
+        let source = self.path(parent)?.join(name);
+        let replaces = rustix::fs::statat(&*to, newname, AtFlags::SYMLINK_NOFOLLOW).is_ok();
         let pending = self.keep_before_write(&dest, &over, who.pid);
         let replaced = self.reported_access(&dest, &to, newname);
         let renamed = rustix::fs::renameat_with(&from, name, &to, newname, how);
@@ -435,6 +437,7 @@ impl Core {
             self.finish_write(&p, Some(&over));
         }
         renamed.map_err(errno)?;
+        self.carry_creation(&source, &dest, replaces);
         let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
         let keeps = replaced.is_some_and(|old| {
             rustix::fs::statat(&*to, newname, AtFlags::SYMLINK_NOFOLLOW)

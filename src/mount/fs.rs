@@ -26,7 +26,7 @@
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
 //!    watch goes with its node);
-//!    `reports`, `state_report`, `kept`, `dirs`, `sent`, `backings`, `lineage`,
+//!    `reports`, `state_report`, `kept`, `created`, `dirs`, `sent`, `backings`, `lineage`,
 //!    `retries`, `untold`, `remover`, `opened_in`, `listings`, `removed_dirs`,
 //!    `primed`'s set, `prefetch`'s and the commit threads' lines
 //!    (`commits.rs`) are taken alone and briefly.
@@ -328,8 +328,10 @@ impl EditFs {
 pub struct OnExit(Arc<Core>);
 
 impl OnExit {
-    /// Files the removals still waiting and syncs what finished transactions left.
+    /// Records the files made and not recorded yet, files the removals still
+    /// waiting and syncs what finished transactions left.
     pub fn run(self) {
+        self.0.record_creations(true);
         self.0.store.file_removals(true);
         if let Err(e) = self.0.store.checkpoint() {
             log::error!("checkpoint at unmount: {e}");
@@ -357,6 +359,7 @@ fn checkpoints(core: std::sync::Weak<Core>) {
             loop {
                 let Some(core) = core.upgrade() else { return };
                 let due = core.store.wait_for_checkpoint(CHECKPOINT_WAKES);
+                core.record_creations(false);
                 if due || last.elapsed() >= CHECKPOINT_EVERY {
                     last = Instant::now();
                     if let Err(e) = core.store.checkpoint() {
@@ -491,6 +494,9 @@ pub struct Core {
     /// Direct writes whose pre-image is kept, by the handle that writes: recorded
     /// when it is released.
     pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
+    /// Files made through the mount and written, not recorded yet (see
+    /// `preimage.rs`, `Core::record_creations`).
+    pub(super) created: Mutex<Vec<super::preimage::Created>>,
     /// Handles the kernel opened to run a program from, with their node: see
     /// `Core::refuse_busy_truncation`.
     pub(super) running: Mutex<HashMap<u64, u64>>,
@@ -733,6 +739,7 @@ impl Core {
             ),
             umask: daemon_umask(),
             writes: Mutex::new(HashMap::new()),
+            created: Mutex::new(Vec::new()),
             backings: Default::default(),
             lineage: Mutex::new(Lineage::default()),
             retries: Default::default(),

@@ -22,6 +22,17 @@ use crate::store::removals::Verdict;
 use crate::transaction::Who;
 use crate::transaction::direct::{self, Pending};
 
+/// A file made through the mount, written and closed, waiting to be recorded.
+pub struct Created {
+    pending: Pending,
+    at: Instant,
+}
+
+/// How long a file made through the mount must stay at its name after its
+/// writer closed it to be recorded as created: far longer than an editor takes
+/// to rename its temporary file over the file it saves.
+const SETTLED: Duration = Duration::from_millis(200);
+
 /// Which direct writes and removals get a pre-image.
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -177,21 +188,34 @@ impl Core {
             .ok()
     }
 
-    /// A new file made through the mount at a name with kept versions: an
-    /// editor's save that moved the old file away first (`mv F F~`, write F,
-    /// `rm F~`) or a removal and a new write (`git stash`). It is recorded as a
+    /// A new file made through the mount. At a name with kept versions (an
+    /// editor's save that moved the old file away first: `mv F F~`, write F,
+    /// `rm F~`; a removal and a new write: `git stash`) it is recorded as a
     /// write over the name's latest kept content, so the name's history goes on
     /// and its undo restores what was there before the save, but only when
     /// `who` could read that content: a file made where another user's was
     /// removed starts a history of its own, and no undo of it brings the
-    /// other user's content into the new file.
+    /// other user's content into the new file. Anywhere else it is recorded as
+    /// created, so an undo or a rewind removes it again.
     pub(super) fn keep_before_create(&self, rel: &Path, who: Requester) -> Option<Pending> {
         if !self.keeps(rel) {
             return None;
         }
         let name = rel.to_string_lossy();
         self.store.settle_removals_at(&name);
-        let (before, tx) = last_kept(self.store.objects(), &name)?;
+        let created = || {
+            let made = self.loc_at(&name).and_then(|l| {
+                let st = rustix::fs::statat(l.dir(), &l.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+                Some((Some(Access::of_stat(&st)), Access::above(l.dir(), &name)))
+            });
+            let made = made.unwrap_or((None, Vec::new()));
+            direct::begin_created(&self.store, &name, made, &Who::process(who.pid))
+                .map_err(|e| log::error!("cannot record the new file {name}: {e}"))
+                .ok()
+        };
+        let Some((before, tx)) = last_kept(self.store.objects(), &name) else {
+            return created();
+        };
         let (access, above) = self
             .kept
             .lock()
@@ -204,7 +228,7 @@ impl Core {
             None => who.uid == self.owner.0,
         };
         if !readable {
-            return None;
+            return created();
         }
         direct::begin(
             &self.store,
@@ -216,8 +240,23 @@ impl Core {
         .ok()
     }
 
-    /// Records what the write `pending` began left at `loc`.
+    /// Records what the write `pending` began left at `loc`. A file the write
+    /// created is recorded a moment later (`record_creations`), once it is
+    /// known to stay: `sed -i` and editors make a temporary file and rename it
+    /// over the one they save, and that file, gone by then, is no change of
+    /// the project.
     pub(super) fn finish_write(&self, pending: &Pending, loc: Option<&Loc>) {
+        if pending.created() {
+            self.created.lock().push(Created {
+                pending: pending.clone(),
+                at: Instant::now(),
+            });
+            return;
+        }
+        self.record_write(pending, loc);
+    }
+
+    fn record_write(&self, pending: &Pending, loc: Option<&Loc>) {
         let after = loc.and_then(open_regular).and_then(|(mut f, size)| {
             let mut bytes = Vec::with_capacity(size as usize);
             f.read_to_end(&mut bytes).ok().map(|_| bytes)
@@ -245,11 +284,70 @@ impl Core {
         }
     }
 
+    /// Records the files made through the mount that are still at their
+    /// names `SETTLED` after their writer closed them (every one, with `all`);
+    /// a file gone from its name is forgotten, its id unused.
+    pub(super) fn record_creations(&self, all: bool) {
+        let due: Vec<Created> = {
+            let mut created = self.created.lock();
+            let (due, wait) = created
+                .drain(..)
+                .partition(|c| all || c.at.elapsed() >= SETTLED);
+            *created = wait;
+            due
+        };
+        for c in due {
+            let loc = self.loc_at(&c.pending.rel);
+            if loc.as_ref().is_some_and(|l| open_regular(l).is_some()) {
+                self.record_write(&c.pending, loc.as_ref());
+            }
+        }
+    }
+
+    /// A file at `from` moved to `to` through the mount: a creation not
+    /// recorded yet goes with it, unless it replaced a file there (then the
+    /// write over that file is what is recorded).
+    pub(super) fn carry_creation(&self, from: &Path, to: &Path, replaced: bool) {
+        let (from, to) = (from.to_string_lossy(), to.to_string_lossy());
+        let mut created = self.created.lock();
+        if replaced {
+            created.retain(|c| c.pending.rel != from);
+        } else if let Some(c) = created.iter_mut().find(|c| c.pending.rel == from) {
+            c.pending.rel = to.into_owned();
+        }
+    }
+
+    /// Records at once a creation not recorded yet of `rel`, about to be
+    /// removed: the removal's line must come after it, or a rewind would
+    /// take the file for one that existed before.
+    pub(super) fn record_creation_of(&self, rel: &Path) {
+        let rel = rel.to_string_lossy();
+        let due: Vec<Created> = {
+            let mut created = self.created.lock();
+            let (due, rest) = created.drain(..).partition(|c| c.pending.rel == rel);
+            *created = rest;
+            due
+        };
+        for c in due {
+            self.record_write(&c.pending, self.loc_at(&c.pending.rel).as_ref());
+        }
+    }
+
+    /// Where `rel` is in SOURCE, if its directory is there.
+    fn loc_at(&self, rel: &str) -> Option<Loc> {
+        let rel = Path::new(rel);
+        Some(Loc {
+            dir: Arc::new(self.source.dir(rel.parent()?).ok()?),
+            name: rel.file_name()?.to_owned(),
+        })
+    }
+
     /// Removes `loc` (the file `rel`), keeping its pre-image first when the
     /// policy wants one: a file with no other name, not open through the mount,
     /// is moved into the store and kept in the background; any other is copied
     /// before it goes.
     pub(super) fn remove_file(&self, rel: &Path, loc: &Loc, pid: u32) -> rustix::io::Result<()> {
+        self.record_creation_of(rel);
         let unlink = || rustix::fs::unlinkat(loc.dir(), &loc.name, AtFlags::empty());
         if !self.keeps(rel) {
             return unlink();

@@ -4,7 +4,8 @@
 //! `history`, `snapshots/<path>/<tx>` (each file before transaction `tx`),
 //! `versions/<path>/<tx>` (after it, for `editfs show`) and a `.gitignore` of `*`, and the control
 //! files `edit` (multi-file transactions), `dry-run` (what such a payload would
-//! do, nothing written), `undo` (`PATH [TXID] [--force]`) and `status` /
+//! do, nothing written), `undo` (`PATH [TXID] [--force]`), `rewind`
+//! (`--to TXID|NAME [--dry-run] [--force]`), `checkpoint` (`[NAME]`) and `status` /
 //! `status.json` (their latest report). Everything else is read-only;
 //! the lock, counter, journal and temporary files stay out of sight. Each user
 //! sees only what concerns files that user may read (see `caller.rs`).
@@ -30,7 +31,7 @@ pub const NAME: &str = ".editfs";
 /// The rules `README` gives after the section `editfs prompt` prints.
 const REFERENCE: &str = include_str!("agent-readme.md");
 const GITIGNORE: &str = "*\n";
-const FILES: [&str; 11] = [
+const FILES: [&str; 13] = [
     "README",
     "log",
     "history",
@@ -40,13 +41,17 @@ const FILES: [&str; 11] = [
     "edit",
     "dry-run",
     "undo",
+    "rewind",
+    "checkpoint",
     "status",
     "status.json",
 ];
 
 /// The names in `.editfs/` that take transactions.
 pub fn is_control(rel: &Path) -> bool {
-    rel == Path::new("edit") || rel == Path::new("dry-run") || rel == Path::new("undo")
+    ["edit", "dry-run", "undo", "rewind", "checkpoint"]
+        .iter()
+        .any(|c| rel == Path::new(c))
 }
 
 /// Where a kept version or its directory lives in the state directory.
@@ -185,7 +190,7 @@ impl Core {
             // Under a root daemon any user may send a transaction: each file in
             // it is checked against that user's own rights. Any other daemon
             // could only check the files against its own user's.
-            Some("edit" | "dry-run" | "undo") => {
+            Some("edit" | "dry-run" | "undo" | "rewind" | "checkpoint") => {
                 let perm = if self.owner.0 == 0 { 0o666 } else { 0o644 };
                 return Ok(self.virtual_attr(ino, FileType::RegularFile, perm, 0));
             }

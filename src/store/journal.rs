@@ -159,7 +159,8 @@ struct Wal {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Line {
-    Record(Record),
+    /// Boxed: a record is far larger than a dropped line.
+    Record(Box<Record>),
     Dropped { dropped: Vec<u64> },
 }
 
@@ -477,7 +478,7 @@ impl Journal {
                         for ((tx, sha), b) in live.zip(bytes) {
                             carried_by.push((tx, sha, b.to_vec()));
                         }
-                        out.push(r);
+                        out.push(*r);
                     }
                     Line::Dropped { dropped: txs } => dropped.extend(txs),
                 }

@@ -19,6 +19,9 @@ pub enum Kind {
     Direct,
     /// A file removed through the mount.
     Delete,
+    /// A named point of the history (`editfs checkpoint`): changes nothing,
+    /// names a point to diff or rewind to.
+    Checkpoint,
 }
 
 impl Kind {
@@ -28,6 +31,7 @@ impl Kind {
             Kind::Undo => "undo",
             Kind::Direct => "direct",
             Kind::Delete => "delete",
+            Kind::Checkpoint => "checkpoint",
         }
     }
 }
@@ -222,6 +226,9 @@ pub struct LogEntry {
     pub error: Option<String>,
     pub pid: u32,
     pub command: String,
+    /// A checkpoint's name, unique in the log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl LogEntry {

@@ -24,7 +24,8 @@ use crate::store::{Store, StoreError};
 pub struct Pending {
     pub tx: u64,
     pub rel: String,
-    before: String,
+    /// The hash of the pre-image; `None` for a file the write created.
+    before: Option<String>,
     access: Option<Access>,
     above: Vec<Access>,
     time: String,
@@ -103,12 +104,43 @@ pub fn begin<F: Read + Seek>(
     Ok(Pending {
         tx,
         rel: rel.to_owned(),
-        before: sha,
+        before: Some(sha),
         access,
         above,
         time: now(),
         who: who.clone(),
     })
+}
+
+/// Takes an id for a file a write through the mount has just created, where no
+/// version was kept before: its log line (at `finish`) says it was created, so
+/// an undo, or a rewind to a point before it, removes it again.
+/// `access` and `above` are the new file's, as for `begin`: who may see its
+/// line of the history.
+pub fn begin_created(
+    store: &Store,
+    rel: &str,
+    (access, above): (Option<Access>, Vec<Access>),
+    who: &Who,
+) -> Result<Pending, StoreError> {
+    let lock = store.lock()?;
+    let tx = store.next_tx(&lock)?;
+    Ok(Pending {
+        tx,
+        rel: rel.to_owned(),
+        before: None,
+        access,
+        above,
+        time: now(),
+        who: who.clone(),
+    })
+}
+
+impl Pending {
+    /// Whether it records a file the write created (`begin_created`).
+    pub fn created(&self) -> bool {
+        self.before.is_none()
+    }
 }
 
 /// Records that `rel` (`size` bytes) was written or removed without a pre-image,
@@ -135,8 +167,11 @@ pub fn skipped(
 /// Records the result of the write `p` began: `after` is the file as the writer
 /// left it, `None` when it can no longer be read.
 pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), StoreError> {
-    let (lines_added, lines_removed) = match (store.objects().read(Side::Pre, &p.rel, p.tx), after)
-    {
+    let before = match p.before {
+        Some(_) => store.objects().read(Side::Pre, &p.rel, p.tx),
+        None => Some(Vec::new()),
+    };
+    let (lines_added, lines_removed) = match (before, after) {
         (Some(before), Some(after)) => line_changes(&before, after),
         _ => (0, 0),
     };
@@ -155,7 +190,8 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
     }
     let file = FileEntry {
         file: p.rel.clone(),
-        before: Some(p.before.clone()),
+        before: p.before.clone(),
+        created: p.before.is_none(),
         sha256: sha,
         lines_added,
         lines_removed,
@@ -318,7 +354,10 @@ mod tests {
                 store.objects().read(Side::Pre, "big.txt", 2).as_deref(),
                 Some(&b"first half\nsecond half\n"[..])
             );
-            assert_eq!(pending.before, sha256_hex(b"first half\nsecond half\n"));
+            assert_eq!(
+                pending.before,
+                Some(sha256_hex(b"first half\nsecond half\n"))
+            );
         });
         assert_eq!(std::fs::read(root.join("other.txt")).unwrap(), b"b\n");
     }

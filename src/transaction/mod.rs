@@ -15,6 +15,7 @@
 pub mod direct;
 pub mod multi;
 pub mod paths;
+pub mod rewind;
 pub mod serial;
 pub mod sight;
 pub mod undo;
@@ -868,6 +869,7 @@ pub fn log_entry(kind: Kind, head: &Report, files: &[(&str, &Report)], who: &Who
         error: head.error.as_ref().map(|e| e.kind.as_str().to_owned()),
         pid: who.pid,
         command: who.command.clone(),
+        name: None,
     }
 }
 

@@ -6,7 +6,10 @@
 //! differs from the version its latest recorded transaction left, so an outside
 //! change would be lost. `--tx N` restores every file of transaction N at once, as
 //! one transaction. A file the undone transaction created is removed (its
-//! content kept, so that undo can be undone too).
+//! content kept, so that undo can be undone too). `--to POINT` (a rewind)
+//! restores every file changed after a point of the history as it was at that
+//! point, as one transaction: each file is planned as `PATH --to N` is, N
+//! being the first transaction after the point to change it (see rewind.rs).
 
 use std::fmt;
 use std::fs::File;
@@ -14,6 +17,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use super::multi::MultiReport;
+use super::rewind::{self, Point};
 use super::sight::Sight;
 use super::{
     Caller, Root, Who, caller, failed_commit, file_name, io_failure, log_entry, new_file_dir, now,
@@ -33,6 +37,8 @@ pub enum What {
     File { rel: String, to: Option<u64> },
     /// Every file of one transaction, as it was before it.
     Tx(u64),
+    /// Every file changed after a point, as it was at that point.
+    Rewind(Point),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +50,9 @@ pub struct Request {
 
 /// The syntax `.editfs/undo` takes, for its error messages.
 pub const SYNTAX: &str = "`PATH [TXID] [--force]` or `--tx TXID [--force]`";
+
+/// The syntax `.editfs/rewind` takes, for its error messages.
+pub const REWIND_SYNTAX: &str = "`--to TXID|NAME [--dry-run] [--force]`";
 
 impl Request {
     /// Reads what `.editfs/undo` was sent: `PATH [TXID] [--force]` or `--tx TXID [--force]`.
@@ -70,11 +79,34 @@ impl Request {
         Ok(Request { what, force })
     }
 
+    /// Reads what `.editfs/rewind` was sent: `--to TXID|NAME [--dry-run]
+    /// [--force]`; says whether it is a dry run.
+    pub fn parse_rewind(text: &str) -> Result<(Request, bool), String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let force = words.contains(&"--force");
+        let dry_run = words.contains(&"--dry-run");
+        let args: Vec<&str> = words
+            .into_iter()
+            .filter(|w| !matches!(*w, "--force" | "--dry-run"))
+            .collect();
+        match args.as_slice() {
+            ["--to", point] if !point.starts_with('-') => Ok((
+                Request {
+                    what: What::Rewind(Point::parse(point)),
+                    force,
+                },
+                dry_run,
+            )),
+            _ => Err(format!("expected {REWIND_SYNTAX}, got {:?}", text.trim())),
+        }
+    }
+
     /// What a report names when the undo fails before it reaches a file.
     fn label(&self) -> String {
         match &self.what {
             What::File { rel, .. } => rel.clone(),
             What::Tx(tx) => format!("transaction {tx}"),
+            What::Rewind(point) => format!("rewind to {point}"),
         }
     }
 }
@@ -134,6 +166,18 @@ pub fn files(store: &Store, req: &Request) -> Vec<String> {
             .find(|e| e.tx == *tx)
             .map(|e| e.files.into_iter().map(|f| f.file).collect())
             .unwrap_or_default(),
+        What::Rewind(point) => {
+            let entries = store.entries();
+            point
+                .resolve(&entries)
+                .map(|p| {
+                    rewind::changed_since(&entries, p)
+                        .into_iter()
+                        .map(|(rel, _)| rel)
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
     }
 }
 
@@ -181,6 +225,11 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         req,
     );
     let reports = match plans {
+        Ok(plans) if plans.is_empty() => {
+            let undone = nothing_to_rewind(tx, req);
+            let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &[], who));
+            return undone;
+        }
         Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
         Err(e) => {
             let mut r = stamp(Report::new(Outcome::Failed, String::new()), &label);
@@ -198,11 +247,30 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     undone
 }
 
+/// The report of a rewind to a point after which nothing changed (or all
+/// came back as it was): it succeeds, and writes nothing.
+fn nothing_to_rewind(tx: u64, req: &Request) -> Undone {
+    let mut m = MultiReport::new(Outcome::Ok);
+    m.tx = tx;
+    m.notes.push(format!(
+        "nothing to rewind: every file editfs recorded a change to since {} reads as it did then",
+        match &req.what {
+            What::Rewind(point) => point.to_string(),
+            _ => req.label(),
+        }
+    ));
+    Undone::Tx(m)
+}
+
 /// The transactions `caller` may see (see `sight.rs`): an undo plans from these
 /// alone, so one of a transaction or a file whose history is hidden from the
 /// caller fails exactly as one that never happened, and never restores a
 /// version the caller could not read when it was kept.
+///
+/// In the order of their ids: a file made through a mount is recorded once it
+/// stays, a moment after its id was taken, so its line may follow later ones.
 fn visible(mut entries: Vec<LogEntry>, root: Root<'_>, caller: Option<&Caller>) -> Vec<LogEntry> {
+    entries.sort_by_key(|e| e.tx);
     if let Some(c) = caller.filter(|c| !c.is_root()) {
         let mut now = crate::transaction::sight::Now::new();
         entries.retain(|e| c.sees(&root.fd, e, &mut now));
@@ -212,11 +280,18 @@ fn visible(mut entries: Vec<LogEntry>, root: Root<'_>, caller: Option<&Caller>) 
 
 /// What `run` would do, decided the same way but written nowhere: no file
 /// changes, no id is taken, nothing is logged. The reports carry tx 0 and a note
-/// saying so; their diffs are what `run` would apply now.
+/// saying so; their diffs are what `run` would apply now. Decided for `caller`
+/// (`None`: the daemon's own rights), from the history it may see.
 /// It reads the state directory without opening the store, so it works on a
 /// read-only one and never runs a recovery.
-pub fn preview(objects: &Objects, entries: &[LogEntry], root: Root<'_>, req: &Request) -> Undone {
-    let plans = plan(objects, entries, (root, None), req);
+pub fn preview(
+    objects: &Objects,
+    entries: Vec<LogEntry>,
+    (root, caller): (Root<'_>, Option<&Caller>),
+    req: &Request,
+) -> Undone {
+    let entries = visible(entries, root, caller);
+    let plans = plan(objects, &entries, (root, caller), req);
     let note = "dry run: nothing was changed or logged".to_owned();
     let reports = match plans {
         Ok(plans) => plans.iter().map(|p| restored_report(None, p)).collect(),
@@ -255,7 +330,7 @@ pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report
 fn wrap(req: &Request, mut reports: Vec<Report>) -> Undone {
     match req.what {
         What::File { .. } => Undone::File(reports.remove(0)),
-        What::Tx(_) => {
+        What::Tx(_) | What::Rewind(_) => {
             let failed = reports.iter().find(|r| r.outcome != Outcome::Ok).cloned();
             let mut m = MultiReport::new(failed.as_ref().map_or(Outcome::Ok, |r| r.outcome));
             m.tx = reports.first().map_or(0, |r| r.tx);
@@ -283,11 +358,59 @@ fn plan(
     req: &Request,
 ) -> Result<Vec<Plan>, Refusal> {
     match &req.what {
-        What::File { rel, to } => {
-            plan_file(objects, entries, at, rel, *to, req.force).map(|p| vec![p])
-        }
+        What::File { rel, to } => plan_file(objects, entries, at, rel, *to, req.force)
+            .and_then(to_do)
+            .map(|p| vec![p]),
         What::Tx(n) => plan_tx(objects, entries, at, *n, req.force),
+        What::Rewind(point) => plan_rewind(objects, entries, at, point, req.force),
     }
+}
+
+/// Every file changed after `point`, each to restore as it was at it: as
+/// before the first transaction after it to change the file. A file made and
+/// removed again since, or already as it was, needs nothing.
+fn plan_rewind(
+    objects: &Objects,
+    entries: &[LogEntry],
+    at: (Root<'_>, Option<&Caller>),
+    point: &Point,
+    force: bool,
+) -> Result<Vec<Plan>, Refusal> {
+    let p = point.resolve(entries).map_err(|why| {
+        refuse(
+            ErrorKind::NotFound,
+            why,
+            "editfs history lists the transactions and checkpoints (editfs checkpoint SOURCE NAME makes one)",
+        )
+    })?;
+    let mut plans = Vec::new();
+    let mut outside = Vec::new();
+    for (rel, first) in rewind::changed_since(entries, p) {
+        match plan_file(objects, entries, at, &rel, Some(first), force) {
+            Ok(plan) if plan.current == plan.restored => {}
+            Ok(plan) => plans.push(plan),
+            Err(e) if e.kind == ErrorKind::OutsideChanges => outside.push(e.message),
+            Err(e) => return Err(e),
+        }
+    }
+    if !outside.is_empty() {
+        return Err(refuse(
+            ErrorKind::OutsideChanges,
+            format!(
+                "{} file(s) changed in a way editfs did not record, which a rewind would lose: {}",
+                outside.len(),
+                outside.join("; ")
+            ),
+            &format!(
+                "to overwrite them anyway, add --force (editfs rewind SOURCE --to {point_arg} --force, or `--to {point_arg} --force` in .editfs/rewind)",
+                point_arg = match point {
+                    Point::Tx(tx) => tx.to_string(),
+                    Point::Name(n) => n.clone(),
+                }
+            ),
+        ));
+    }
+    Ok(plans)
 }
 
 /// Every file transaction `n` changed, each to restore as before `n`.
@@ -316,8 +439,23 @@ fn plan_tx(
     }
     touched
         .into_iter()
-        .map(|f| plan_file(objects, entries, at, &f.file, Some(n), force))
+        .map(|f| plan_file(objects, entries, at, &f.file, Some(n), force).and_then(to_do))
         .collect()
+}
+
+/// `plan`, unless it would restore the absence of a file that is absent.
+fn to_do(plan: Plan) -> Result<Plan, Refusal> {
+    if plan.restored.is_none() && plan.current.is_none() {
+        return Err(refuse(
+            ErrorKind::NotFound,
+            format!(
+                "{} does not exist, as before transaction {}: nothing to undo",
+                plan.rel, plan.to
+            ),
+            "editfs history PATH lists the transactions on one file",
+        ));
+    }
+    Ok(plan)
 }
 
 /// The log entry of transaction `n`, if it changed files.
@@ -466,13 +604,6 @@ fn plan_file(
         && let Some(last) = on_rel.last()
     {
         outside_change(last, rel, current.as_deref())?;
-    }
-    if restored.is_none() && current.is_none() {
-        return Err(refuse(
-            ErrorKind::NotFound,
-            format!("{rel} does not exist, as before transaction {to}: nothing to undo"),
-            "editfs history PATH lists the transactions on one file",
-        ));
     }
     let made_dirs = match restored {
         None => made_by_to.map(|f| f.dirs.clone()).unwrap_or_default(),

@@ -1,0 +1,442 @@
+//! `editfs checkpoint`, `editfs diff` and `editfs rewind`: a point of the
+//! history, what changed since, and putting the project back to it.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::fs;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use editfs::engine::diff::file_diff;
+use editfs::store::entries_in;
+use editfs::store::logline::count_changes;
+use editfs::store::objects::Objects;
+use editfs::transaction::rewind::{self, NetChange, Point};
+use editfs::transaction::{Root, Who, undo};
+
+use super::color::ColorArg;
+use super::history::{fail, open, state_dir, undo_state_dir};
+
+#[derive(clap::Args)]
+#[command(
+    about = "Record a checkpoint: a point of SOURCE's history to diff or rewind to later",
+    after_help = "Prints its transaction id and name. Inside a mount, write the name to \
+.editfs/checkpoint (`echo before-task > MOUNT/.editfs/checkpoint`) and read the answer back from \
+the same handle or .editfs/status. Later: `editfs diff SOURCE --since NAME` shows what changed \
+since, `editfs rewind SOURCE --to NAME` puts it back."
+)]
+pub struct CheckpointArgs {
+    /// The project directory (the one that was mounted)
+    source: PathBuf,
+    /// A name for it: one word, not digits alone, unique in the history
+    name: Option<String>,
+    /// Print the answer as JSON
+    #[arg(long)]
+    json: bool,
+    /// The state directory, when it is not SOURCE/.editfs
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Show what changed in SOURCE since a checkpoint or transaction: the net change per file, as git diff prints it",
+    after_help = "Each file is compared as it was at the point with how it is now, not step \
+by step. Files the history has no record of changing but that changed since (a write beside \
+the mount, .git/, paths editfs keeps no version of) are listed as not covered. Only reads."
+)]
+pub struct DiffArgs {
+    /// The project directory (the one that was mounted)
+    source: PathBuf,
+    /// The point: a checkpoint's name or a transaction id
+    #[arg(long, value_name = "TXID|NAME")]
+    since: String,
+    /// Only these files (relative to SOURCE, or absolute paths inside it)
+    paths: Vec<String>,
+    /// Print a line per file with lines added and removed
+    #[arg(long, conflicts_with_all = ["name_status", "json"])]
+    stat: bool,
+    /// Print a status letter (M, A, D, R) and the name per file
+    #[arg(long, conflicts_with = "json")]
+    name_status: bool,
+    /// Print the changes as JSON
+    #[arg(long)]
+    json: bool,
+    /// The state directory, when it is not SOURCE/.editfs
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    color: ColorArg,
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Put every file changed since a checkpoint or transaction back as it was then, as one transaction",
+    after_help = "Covers every write editfs recorded: edits, multi-file transactions, direct \
+writes (sed -i, an editor's save), files created (removed again, their content kept), removed \
+(restored with their mode and owner) and renamed, undos and earlier rewinds. The rewind is one \
+transaction: `editfs undo SOURCE --tx ID` takes it back. A file changed since in a way editfs did \
+not record is named and the rewind refused, unless --force. Inside a mount, write \
+`--to TXID|NAME [--dry-run] [--force]` to .editfs/rewind."
+)]
+pub struct RewindArgs {
+    /// The project directory (the one that was mounted)
+    source: PathBuf,
+    /// The point: a checkpoint's name or a transaction id
+    #[arg(long, value_name = "TXID|NAME")]
+    to: String,
+    /// Print what it would do (a diff per file) and change nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Overwrite changes made outside editfs
+    #[arg(long)]
+    force: bool,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+    /// The state directory, when it is not SOURCE/.editfs
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    color: ColorArg,
+}
+
+pub fn checkpoint(args: CheckpointArgs) -> ExitCode {
+    let run = || -> Result<(String, bool), String> {
+        made_state_dir(&args.source, args.state_dir.as_deref())?;
+        let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
+        let store = open(&held.path())?;
+        let who = Who {
+            pid: std::process::id(),
+            command: "editfs checkpoint".into(),
+            caller: None,
+        };
+        let result = rewind::mark(&store, args.name.as_deref(), &who);
+        let (text, json) = rewind::marked(&result);
+        Ok((if args.json { json + "\n" } else { text }, result.is_ok()))
+    };
+    match run() {
+        Ok((text, ok)) => {
+            print!("{text}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => fail("checkpoint", e),
+    }
+}
+
+/// Makes the state directory a checkpoint goes in when it does not exist yet:
+/// a checkpoint is what one takes before the first change, maybe before any
+/// mount. Only its owner may open it, as a mount makes it.
+fn made_state_dir(source: &Path, given: Option<&Path>) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = given.map_or_else(|| source.join(editfs::store::STATE_DIR), Path::to_owned);
+    if !source.is_dir() {
+        return Err(format!("{} is not a directory", source.display()));
+    }
+    match fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!(
+            "cannot make the state directory {}: {e}",
+            dir.display()
+        )),
+    }
+}
+
+pub fn rewind(args: RewindArgs) -> ExitCode {
+    let run = || -> Result<(String, editfs::engine::Outcome), String> {
+        let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
+        let state = held.path();
+        let root = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
+        let dir = editfs::store::atomic::open_dir(&root).map_err(|e| e.to_string())?;
+        let root = Root {
+            fd: dir.as_fd(),
+            path: &root,
+            mount: None,
+            from: Path::new(""),
+        };
+        let req = undo::Request {
+            what: undo::What::Rewind(Point::parse(&args.to)),
+            force: args.force,
+        };
+        let undone = if args.dry_run {
+            undo::preview(
+                &Objects::new(&state),
+                entries_in(&state),
+                (root, None),
+                &req,
+            )
+        } else {
+            let store = open(&state)?;
+            let who = Who {
+                pid: std::process::id(),
+                command: "editfs rewind".into(),
+                caller: None,
+            };
+            let undone = undo::run(&store, root, &req, &who);
+            for r in undone.files().into_iter().filter(|r| r.tx > 0) {
+                store.share_report(&r.file, r);
+            }
+            undone
+        };
+        let text = if args.json {
+            undone.to_json() + "\n"
+        } else {
+            undone.to_string()
+        };
+        Ok((text, undone.head().outcome))
+    };
+    match run() {
+        Ok((text, outcome)) => {
+            let _ = args.color.print(&text);
+            super::exit_code(outcome)
+        }
+        Err(e) => fail("rewind", e),
+    }
+}
+
+pub fn diff(args: DiffArgs) -> ExitCode {
+    let run = || -> Result<String, String> {
+        let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+        let state = held.path();
+        let entries = entries_in(&state);
+        let point = Point::parse(&args.since).resolve(&entries)?;
+        let root_path = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
+        let dir = editfs::store::atomic::open_dir(&root_path).map_err(|e| e.to_string())?;
+        let root = Root {
+            fd: dir.as_fd(),
+            path: &root_path,
+            mount: None,
+            from: Path::new(""),
+        };
+        let only: Vec<String> = args
+            .paths
+            .iter()
+            .map(|p| editfs::history::project_path(&args.source, p))
+            .collect::<Result<_, _>>()?;
+        let wanted = |rel: &str| {
+            only.is_empty()
+                || only
+                    .iter()
+                    .any(|p| rel == p || rel.starts_with(&format!("{p}/")))
+        };
+        let (mut changes, mut pruned) = rewind::net(&Objects::new(&state), &entries, root, point);
+        changes.retain(|c| wanted(&c.rel));
+        pruned.retain(|r| wanted(r));
+        let since_point = rewind::changed_since(&entries, point);
+        let recorded: HashSet<&str> = since_point.iter().map(|(rel, _)| rel.as_str()).collect();
+        let since = rewind::time_of(&entries, point).unwrap_or(std::time::UNIX_EPOCH);
+        let state_real = fs::canonicalize(&state).unwrap_or(state.clone());
+        let (mut uncovered, more) =
+            rewind::uncovered(&root_path, &state_real, since, &recorded, UNCOVERED_MOST);
+        uncovered.retain(|r| wanted(r));
+        let files = pair_renames(changes);
+        Ok(if args.json {
+            json(&files, &pruned, &uncovered, more) + "\n"
+        } else if args.stat {
+            stat(&files) + &not_covered(&pruned, &uncovered, more)
+        } else if args.name_status {
+            name_status(&files) + &not_covered(&pruned, &uncovered, more)
+        } else {
+            patch(&files) + &not_covered(&pruned, &uncovered, more)
+        })
+    };
+    match run() {
+        Ok(text) => {
+            let _ = args.color.print(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("diff", e),
+    }
+}
+
+/// Files not covered named at most: past it, they are counted.
+const UNCOVERED_MOST: usize = 200;
+
+/// One file's net change, a removed and a created file of equal content paired
+/// as a rename.
+enum Changed {
+    Modified(NetChange),
+    Added(NetChange),
+    Deleted(NetChange),
+    Renamed { from: String, to: NetChange },
+}
+
+impl Changed {
+    fn letter(&self) -> char {
+        match self {
+            Changed::Modified(_) => 'M',
+            Changed::Added(_) => 'A',
+            Changed::Deleted(_) => 'D',
+            Changed::Renamed { .. } => 'R',
+        }
+    }
+
+    fn change(&self) -> &NetChange {
+        match self {
+            Changed::Modified(c) | Changed::Added(c) | Changed::Deleted(c) => c,
+            Changed::Renamed { to, .. } => to,
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Changed::Renamed { from, to } => format!("{from} -> {}", to.rel),
+            other => other.change().rel.clone(),
+        }
+    }
+
+    /// The unified diff of its content, `/dev/null` for a side that does not exist.
+    fn diff(&self) -> String {
+        let c = self.change();
+        let (before, now) = match self {
+            Changed::Renamed { .. } => return String::new(),
+            _ => (c.before.as_deref(), c.now.as_deref()),
+        };
+        let (b, n) = (before.unwrap_or_default(), now.unwrap_or_default());
+        if b.contains(&0) || n.contains(&0) {
+            return format!("Binary files differ ({} -> {} bytes)\n", b.len(), n.len());
+        }
+        let text = file_diff(b, n, &c.rel);
+        let mut lines = text.splitn(3, '\n');
+        let (old, new, rest) = (
+            lines.next().unwrap_or_default(),
+            lines.next().unwrap_or_default(),
+            lines.next().unwrap_or_default(),
+        );
+        let old = if before.is_some() {
+            old
+        } else {
+            "--- /dev/null"
+        };
+        let new = if now.is_some() { new } else { "+++ /dev/null" };
+        format!("{old}\n{new}\n{rest}")
+    }
+}
+
+/// Sorts the changes by name, pairing each removed file with a created one of
+/// the same content (git's exact renames).
+fn pair_renames(changes: Vec<NetChange>) -> Vec<Changed> {
+    let (mut added, rest): (Vec<_>, Vec<_>) = changes
+        .into_iter()
+        .partition(|c| c.before.is_none() && c.now.is_some());
+    let mut out = Vec::new();
+    for c in rest {
+        if c.now.is_none() {
+            if let Some(i) = added.iter().position(|a| a.now == c.before) {
+                out.push(Changed::Renamed {
+                    from: c.rel,
+                    to: added.remove(i),
+                });
+            } else {
+                out.push(Changed::Deleted(c));
+            }
+        } else {
+            out.push(Changed::Modified(c));
+        }
+    }
+    out.extend(added.into_iter().map(Changed::Added));
+    out.sort_by(|a, b| a.change().rel.cmp(&b.change().rel));
+    out
+}
+
+fn patch(files: &[Changed]) -> String {
+    let mut out = String::new();
+    for f in files {
+        let rel = &f.change().rel;
+        let _ = match f {
+            Changed::Renamed { from, .. } => writeln!(
+                out,
+                "diff --git a/{from} b/{rel}\nsimilarity index 100%\nrename from {from}\nrename to {rel}"
+            ),
+            Changed::Added(_) => writeln!(out, "diff --git a/{rel} b/{rel}\nnew file"),
+            Changed::Deleted(_) => writeln!(out, "diff --git a/{rel} b/{rel}\ndeleted file"),
+            Changed::Modified(_) => writeln!(out, "diff --git a/{rel} b/{rel}"),
+        };
+        out.push_str(&f.diff());
+    }
+    out
+}
+
+fn stat(files: &[Changed]) -> String {
+    let mut out = String::new();
+    let (mut added, mut removed) = (0, 0);
+    for f in files {
+        let (a, r) = count_changes(&f.diff());
+        added += a;
+        removed += r;
+        let _ = writeln!(out, " {} | +{a} -{r}", f.name());
+    }
+    let _ = writeln!(
+        out,
+        " {} file(s) changed, {added} insertion(s)(+), {removed} deletion(s)(-)",
+        files.len()
+    );
+    out
+}
+
+fn name_status(files: &[Changed]) -> String {
+    let mut out = String::new();
+    for f in files {
+        let _ = match f {
+            Changed::Renamed { from, to } => writeln!(out, "R\t{from}\t{}", to.rel),
+            other => writeln!(out, "{}\t{}", other.letter(), other.change().rel),
+        };
+    }
+    out
+}
+
+/// The files whose change since the point the history cannot show.
+fn not_covered(pruned: &[String], uncovered: &[String], more: usize) -> String {
+    let mut out = String::new();
+    if !pruned.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nnot covered: their version at the point is no longer kept (--keep, --keep-bytes):"
+        );
+        for p in pruned {
+            let _ = writeln!(out, "  {p}");
+        }
+    }
+    if !uncovered.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nnot covered: changed since with no record in the history (a write beside the mount, .git/, ignored or --no-snapshot paths, files over --max-file-size):"
+        );
+        for p in uncovered {
+            let _ = writeln!(out, "  {p}");
+        }
+        if more > 0 {
+            let _ = writeln!(out, "  … and {more} more");
+        }
+    }
+    out
+}
+
+fn json(files: &[Changed], pruned: &[String], uncovered: &[String], more: usize) -> String {
+    let files: Vec<_> = files
+        .iter()
+        .map(|f| {
+            let diff = f.diff();
+            let (added, removed) = count_changes(&diff);
+            serde_json::json!({
+                "status": f.letter().to_string(),
+                "path": f.change().rel,
+                "from": match f { Changed::Renamed { from, .. } => Some(from), _ => None },
+                "lines_added": added,
+                "lines_removed": removed,
+                "diff": diff,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "files": files,
+        "not_covered": {"no_longer_kept": pruned, "unrecorded": uncovered, "unrecorded_more": more},
+    })
+    .to_string()
+}

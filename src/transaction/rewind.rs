@@ -1,0 +1,367 @@
+//! Points of the history, and the whole project's change since one.
+//!
+//! A checkpoint is one more numbered line of the log (`Kind::Checkpoint`),
+//! optionally named; it changes no file. Every point can be named by its id,
+//! a checkpoint also by its name. From a point, the log alone says which files
+//! changed after it and which transaction changed each first: that
+//! transaction's pre-image is the file as it was at the point (or its absence,
+//! for a file it created). So the net change since a point (`net`) and a
+//! rewind to it (`undo::What::Rewind`, planned file by file with undo's own
+//! rules) each read one kept version per file, never every step between.
+//!
+//! What the log cannot vouch for is listed, never skipped: a file that changed
+//! after the point with no line of the log (a write beside the mount, a path
+//! editfs keeps no version of) is `uncovered`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::{Root, Who, now};
+use crate::store::logline::{Kind, LogEntry, Outcome};
+use crate::store::objects::{Objects, Side};
+use crate::store::{Store, StoreError};
+
+/// A point of the history: a transaction id, or a checkpoint's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Point {
+    Tx(u64),
+    Name(String),
+}
+
+impl Point {
+    /// Digits are an id; anything else is a checkpoint's name.
+    pub fn parse(text: &str) -> Point {
+        match text.parse() {
+            Ok(tx) => Point::Tx(tx),
+            Err(_) => Point::Name(text.to_owned()),
+        }
+    }
+
+    /// The id of the point in `entries`, or why it names none.
+    pub fn resolve(&self, entries: &[LogEntry]) -> Result<u64, String> {
+        match self {
+            Point::Tx(tx) if entries.iter().any(|e| e.tx == *tx) => Ok(*tx),
+            Point::Tx(tx) => Err(format!("no transaction {tx} in the log")),
+            Point::Name(name) => entries
+                .iter()
+                .find(|e| e.kind == Kind::Checkpoint && e.name.as_deref() == Some(name))
+                .map(|e| e.tx)
+                .ok_or_else(|| format!("no checkpoint named {name:?} in the log")),
+        }
+    }
+}
+
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Point::Tx(tx) => write!(f, "transaction {tx}"),
+            Point::Name(name) => write!(f, "checkpoint {name}"),
+        }
+    }
+}
+
+/// Why a checkpoint was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkError {
+    #[error("{0}")]
+    BadName(String),
+    #[error("a checkpoint named {name:?} exists already (transaction {tx})")]
+    Taken { name: String, tx: u64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The longest checkpoint name, in bytes.
+const NAME_MAX: usize = 100;
+
+/// Whether `name` can name a checkpoint: one word a shell and a log line
+/// carry unchanged, and not digits alone, which name an id.
+pub fn valid_name(name: &str) -> Result<(), MarkError> {
+    let bad = |why: &str| {
+        Err(MarkError::BadName(format!(
+            "checkpoint name {name:?}: {why}"
+        )))
+    };
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > NAME_MAX {
+        return bad("it is longer than 100 bytes");
+    }
+    if name.bytes().all(|b| b.is_ascii_digit()) {
+        return bad("digits alone name a transaction id; add a letter");
+    }
+    if name.starts_with('-') {
+        return bad("it starts with '-', as an option does");
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("it holds a space or a control character");
+    }
+    Ok(())
+}
+
+/// Records a checkpoint named `name` (if given) at the current point of the
+/// history: a new id and a log line. Removals still being filed are filed
+/// first, so each lands on its own side of the point.
+pub fn mark(store: &Store, name: Option<&str>, who: &Who) -> Result<LogEntry, MarkError> {
+    if let Some(n) = name {
+        valid_name(n)?;
+    }
+    store.settle_removals();
+    let lock = store.lock()?;
+    if let Some(n) = name
+        && let Some(e) = store
+            .entries()
+            .into_iter()
+            .find(|e| e.kind == Kind::Checkpoint && e.name.as_deref() == Some(n))
+    {
+        return Err(MarkError::Taken {
+            name: n.to_owned(),
+            tx: e.tx,
+        });
+    }
+    let entry = LogEntry {
+        tx: store.next_tx(&lock)?,
+        time: now(),
+        kind: Kind::Checkpoint,
+        outcome: Outcome::Ok,
+        pid: who.pid,
+        command: who.command.clone(),
+        name: name.map(str::to_owned),
+        ..LogEntry::default()
+    };
+    store.log(&entry)?;
+    Ok(entry)
+}
+
+/// What a checkpoint request answers, as text and as JSON: its id and name,
+/// or why it was not recorded, with a hint.
+pub fn marked(result: &Result<LogEntry, MarkError>) -> (String, String) {
+    match result {
+        Ok(e) => {
+            let named = e
+                .name
+                .as_deref()
+                .map_or(String::new(), |n| format!(", named {n}"));
+            let text = format!(
+                "OK: checkpoint {}{named}\n\
+                 later: editfs diff SOURCE --since {point} shows what changed since, \
+                 editfs rewind SOURCE --to {point} puts it back\n",
+                e.tx,
+                point = e.name.clone().unwrap_or_else(|| e.tx.to_string()),
+            );
+            let json = serde_json::json!({
+                "outcome": "ok", "kind": "checkpoint", "tx": e.tx, "name": e.name, "time": e.time,
+            });
+            (text, json.to_string())
+        }
+        Err(e) => {
+            let (outcome, hint) = match e {
+                MarkError::BadName(_) | MarkError::Taken { .. } => (
+                    "rejected",
+                    "name it with one word of letters, digits, '-', '_' or '.', not used before (editfs history lists the checkpoints)",
+                ),
+                MarkError::Store(_) => (
+                    "failed",
+                    "the state directory could not be written; see the daemon's log",
+                ),
+            };
+            let text = format!(
+                "{}: checkpoint not recorded: {e}\nhint: {hint}\n",
+                outcome.to_uppercase()
+            );
+            let json = serde_json::json!({
+                "outcome": outcome, "kind": "checkpoint", "tx": null,
+                "error": {"message": e.to_string(), "hint": hint},
+            });
+            (text, json.to_string())
+        }
+    }
+}
+
+/// Each file a transaction after `point` changed, with the first of them to
+/// change it, in the order they were first changed.
+pub fn changed_since(entries: &[LogEntry], point: u64) -> Vec<(String, u64)> {
+    let mut first: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut order = Vec::new();
+    // By id: a file made through a mount is logged a moment after its id.
+    let mut after: Vec<&LogEntry> = entries
+        .iter()
+        .filter(|e| e.tx > point && e.changed())
+        .collect();
+    after.sort_by_key(|e| e.tx);
+    for e in after {
+        for f in e.files.iter().filter(|f| f.touched()) {
+            if !first.contains_key(f.file.as_str()) {
+                first.insert(&f.file, e.tx);
+                order.push((f.file.clone(), e.tx));
+            }
+        }
+    }
+    order
+}
+
+/// One file's net change since a point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetChange {
+    pub rel: String,
+    /// The file at the point: `None` when it did not exist.
+    pub before: Option<Vec<u8>>,
+    /// The file now: `None` when it does not exist.
+    pub now: Option<Vec<u8>>,
+}
+
+/// The net change since `point` of every file the log says changed after
+/// it, read as `caller` would (`None`: the daemon's own rights); files whose
+/// content at the point is no longer kept are returned apart, by name.
+pub fn net(
+    objects: &Objects,
+    entries: &[LogEntry],
+    root: Root<'_>,
+    point: u64,
+) -> (Vec<NetChange>, Vec<String>) {
+    let mut changes = Vec::new();
+    let mut pruned = Vec::new();
+    for (rel, first) in changed_since(entries, point) {
+        let created = entries
+            .iter()
+            .find(|e| e.tx == first)
+            .and_then(|e| e.file(&rel))
+            .is_some_and(|f| f.created);
+        let before = match objects.read(Side::Pre, &rel, first) {
+            Some(bytes) => Some(bytes),
+            None if created => None,
+            None => {
+                pruned.push(rel);
+                continue;
+            }
+        };
+        let now = super::open(root, &rel, None).ok().and_then(|o| o.bytes);
+        if before != now {
+            changes.push(NetChange { rel, before, now });
+        }
+    }
+    (changes, pruned)
+}
+
+/// Files under `root` (the state directory `state` aside) changed after
+/// `since` that are not in `covered`: writes the log has no line of, whose
+/// content at the point editfs cannot tell. At most `most` are named.
+pub fn uncovered(
+    root: &Path,
+    state: &Path,
+    since: SystemTime,
+    covered: &HashSet<&str>,
+    most: usize,
+) -> (Vec<String>, usize) {
+    let state = state.to_owned();
+    let walk = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .hidden(false)
+        .follow_links(false)
+        .filter_entry(move |e| e.path() != state)
+        .build();
+    let mut named = Vec::new();
+    let mut more = 0;
+    for entry in walk.flatten() {
+        let path = entry.path();
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        // The status change time too: a rename or chmod keeps the mtime.
+        let newer = entry.metadata().ok().is_some_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            let changed = std::time::UNIX_EPOCH
+                + std::time::Duration::new(m.ctime().max(0) as u64, m.ctime_nsec() as u32);
+            m.modified().is_ok_and(|t| t > since) || changed > since
+        });
+        if newer && !covered.contains(rel) {
+            if named.len() < most {
+                named.push(rel.to_owned());
+            } else {
+                more += 1;
+            }
+        }
+    }
+    named.sort();
+    (named, more)
+}
+
+/// The time of the point's log line, for `uncovered`.
+pub fn time_of(entries: &[LogEntry], point: u64) -> Option<SystemTime> {
+    let e = entries.iter().find(|e| e.tx == point)?;
+    humantime::parse_rfc3339(&e.time).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::logline::FileEntry;
+
+    fn line(tx: u64, kind: Kind, files: &[(&str, bool)]) -> LogEntry {
+        LogEntry {
+            tx,
+            kind,
+            outcome: Outcome::Ok,
+            files: files
+                .iter()
+                .map(|(f, created)| FileEntry {
+                    file: (*f).into(),
+                    created: *created,
+                    lines_added: 1,
+                    ..FileEntry::default()
+                })
+                .collect(),
+            ..LogEntry::default()
+        }
+    }
+
+    #[test]
+    fn a_point_is_an_id_in_the_log_or_a_checkpoints_name() {
+        let mut cp = line(3, Kind::Checkpoint, &[]);
+        cp.name = Some("before-task".into());
+        let entries = [line(1, Kind::Edit, &[("a", false)]), cp];
+        assert_eq!(Point::parse("3"), Point::Tx(3));
+        assert_eq!(Point::parse("before-task").resolve(&entries), Ok(3));
+        assert_eq!(Point::Tx(1).resolve(&entries), Ok(1));
+        assert!(Point::Tx(2).resolve(&entries).is_err());
+        assert!(Point::parse("other").resolve(&entries).is_err());
+    }
+
+    #[test]
+    fn a_checkpoint_name_is_one_word_and_never_an_id() {
+        for good in ["before-task", "t1", "v2.0_rc", "é"] {
+            assert!(valid_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "42", "-x", "a b", "a\nb", &"x".repeat(101)] {
+            assert!(valid_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn each_file_changed_after_a_point_comes_with_the_first_change_to_it() {
+        let mut failed = line(6, Kind::Edit, &[("c", false)]);
+        failed.outcome = Outcome::Failed;
+        let entries = [
+            line(1, Kind::Edit, &[("a", false)]),
+            line(2, Kind::Checkpoint, &[]),
+            line(3, Kind::Edit, &[("b", true)]),
+            line(4, Kind::Direct, &[("a", false), ("b", false)]),
+            line(5, Kind::Edit, &[("a", false)]),
+            failed,
+        ];
+        assert_eq!(
+            changed_since(&entries, 2),
+            vec![("b".to_owned(), 3), ("a".to_owned(), 4)]
+        );
+        assert!(
+            changed_since(&entries, 5).is_empty(),
+            "a failure changed nothing"
+        );
+    }
+}
