@@ -651,6 +651,8 @@ os.rename('keep.txt.tmp', 'keep.txt')
 rm -r lib/deep
 mkdir newdir
 echo fresh > newdir/x.txt
+mv lib/util.txt lib/util2.txt
+mv .gitignore .gitignore.old
 "#;
 
 #[test]
@@ -686,7 +688,9 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     for line in [
-        "M\tlib/util.txt",
+        "D\tlib/util.txt",
+        "A\tlib/util2.txt",
+        "R\t.gitignore\t.gitignore.old",
         "D\tlib/deep/a.txt",
         "A\tnewdir/x.txt",
         "M\tkeep.txt",

@@ -432,13 +432,23 @@ impl Core {
         let replaces = rustix::fs::statat(&*to, newname, AtFlags::SYMLINK_NOFOLLOW).is_ok();
         let pending = self.keep_before_write(&dest, &over, who.pid);
         let replaced = self.reported_access(&dest, &to, newname);
-        let renamed = rustix::fs::renameat_with(&from, name, &to, newname, how);
+        let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
+        let rename = || rustix::fs::renameat_with(&from, name, &to, newname, how);
+        let renamed = if exchange {
+            rename().map(|()| false)
+        } else {
+            let here = Loc {
+                dir: from.clone(),
+                name: name.to_owned(),
+            };
+            self.move_file((&here, &source), (&over, &dest), who.pid, rename)
+        };
         if let Some(p) = pending {
             self.finish_write(&p, Some(&over));
         }
-        renamed.map_err(errno)?;
-        self.carry_creation(&source, &dest, replaces);
-        let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
+        if !renamed.map_err(errno)? {
+            self.carry_creation(&source, &dest, replaces);
+        }
         let keeps = replaced.is_some_and(|old| {
             rustix::fs::statat(&*to, newname, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|new| shows_no_more(&old, &new))

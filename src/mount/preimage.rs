@@ -317,6 +317,62 @@ impl Core {
         }
     }
 
+    /// Renames `from` (the file `source`) to `to` (`dest`) with `rename`, and
+    /// records the move when the policy keeps `source`: the file at `source`
+    /// as removed (its content kept first, so a rewind or an undo brings it
+    /// back there), and a file that was not at `dest` as created there (a
+    /// moment later, as a file made through the mount: see `finish_write`).
+    /// A file made through the mount and not recorded yet is no removal: its
+    /// creation goes with it instead (`carry_creation`). Says whether the
+    /// move was recorded.
+    pub(super) fn move_file(
+        &self,
+        (from, source): (&Loc, &Path),
+        (to, dest): (&Loc, &Path),
+        pid: u32,
+        rename: impl FnOnce() -> rustix::io::Result<()>,
+    ) -> rustix::io::Result<bool> {
+        let name = source.to_string_lossy();
+        let pending = self.created.lock().iter().any(|c| c.pending.rel == name);
+        let st = rustix::fs::statat(from.dir(), &from.name, AtFlags::SYMLINK_NOFOLLOW);
+        let recorded = !pending
+            && self.keeps(source)
+            && st.as_ref().is_ok_and(|st| {
+                FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    && st.st_size as u64 <= self.settings.preimages.max_size
+            });
+        if !recorded {
+            return rename().map(|()| false);
+        }
+        let replaces = rustix::fs::statat(to.dir(), &to.name, AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let who = self.remover(pid);
+        direct::remove(
+            &self.store,
+            from.dir(),
+            &from.name,
+            &name,
+            &who,
+            true,
+            rename,
+        )?;
+        if !replaces && self.keeps(dest) {
+            let dest = dest.to_string_lossy();
+            let st = rustix::fs::statat(to.dir(), &to.name, AtFlags::SYMLINK_NOFOLLOW).ok();
+            let made = (
+                st.map(|st| Access::of_stat(&st)),
+                Access::above(to.dir(), &dest),
+            );
+            match direct::begin_created(&self.store, &dest, made, &who) {
+                Ok(p) => self.created.lock().push(Created {
+                    pending: p,
+                    at: Instant::now(),
+                }),
+                Err(e) => log::error!("cannot record {dest}, moved from {name}: {e}"),
+            }
+        }
+        Ok(true)
+    }
+
     /// Records at once a creation not recorded yet of `rel`, about to be
     /// removed: the removal's line must come after it, or a rewind would
     /// take the file for one that existed before.

@@ -161,7 +161,9 @@ struct Wal {
 enum Line {
     /// Boxed: a record is far larger than a dropped line.
     Record(Box<Record>),
-    Dropped { dropped: Vec<u64> },
+    Dropped {
+        dropped: Vec<u64>,
+    },
 }
 
 /// The journal files recovery read, to be removed once what it did is synced.
