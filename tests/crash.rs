@@ -154,3 +154,81 @@ fn kill_9_during_multi_file_commits_never_leaves_a_mix() {
         "no kill landed inside a commit: the test proved nothing"
     );
 }
+
+fn editfs(args: &[&str], root: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(args)
+        .arg(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The version the files and the file the session made hold together.
+fn session_state(root: &Path, old: &[u8], new: &[u8]) -> &'static str {
+    let files = state(root, old, new);
+    let made = root.join("made.txt").exists();
+    assert_eq!(
+        made,
+        files == "new",
+        "made.txt exists: {made}, files: {files}"
+    );
+    files
+}
+
+/// A session after a checkpoint changes three large files and makes one; each
+/// rewind to the checkpoint is killed at a random moment. After each, the next
+/// start recovers, and the project is wholly as at the checkpoint or wholly as
+/// after the session.
+#[test]
+fn kill_9_during_a_rewind_leaves_the_project_wholly_before_or_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("project");
+    fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    fs::create_dir_all(root.join(".editfs")).unwrap();
+    let (old, new) = (content("old"), content("new"));
+    for f in FILES {
+        fs::write(root.join(f), &old).unwrap();
+    }
+    let checkpoint = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["checkpoint"])
+        .arg(&root)
+        .arg("start")
+        .output()
+        .unwrap();
+    assert!(checkpoint.status.success(), "{checkpoint:?}");
+    let session = format!(
+        "{}made.txt\n<<<<<<< SEARCH\n=======\nmade\n>>>>>>> REPLACE\n",
+        payload("old", "new")
+    );
+    let rewind = ["rewind", "--to", "start"];
+    assert!(apply(&root, &session).wait().unwrap().success());
+    let began = Instant::now();
+    assert!(editfs(&rewind, &root).wait().unwrap().success());
+    let span = began.elapsed().as_micros().max(1000) as u64;
+    assert_eq!(session_state(&root, &old, &new), "old");
+
+    let mut rng = Lcg(0x7e3d);
+    let (mut finished, kills) = (0, 40);
+    for i in 0..kills {
+        if session_state(&root, &old, &new) == "old" {
+            assert!(apply(&root, &session).wait().unwrap().success(), "kill {i}");
+        }
+        let mut child = editfs(&rewind, &root);
+        std::thread::sleep(Duration::from_micros(rng.below(span * 6 / 5)));
+        let _ = child.kill();
+        if child.wait().unwrap().success() {
+            finished += 1;
+        }
+        let recovered = apply(&root, "").wait_with_output().unwrap();
+        assert_eq!(recovered.status.code(), Some(2), "kill {i}: {recovered:?}");
+        session_state(&root, &old, &new);
+        no_leftovers(&root);
+    }
+    eprintln!("{kills} kills (rewind span {span} µs): {finished} rewinds had finished first");
+    assert!(
+        finished < kills,
+        "no kill landed inside a rewind: the test proved nothing"
+    );
+}
