@@ -59,6 +59,10 @@ pub struct Entry {
     pub beside: bool,
     /// The target has other hard links: its content is copied in place, not renamed.
     pub in_place: bool,
+    /// The target's device and inode when it was read, for an in-place copy:
+    /// recovery writes into the file at the name only if it is still that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode: Option<(u64, u64)>,
     /// The file is removed rather than replaced (an undo of its creation).
     #[serde(default)]
     pub remove: bool,
@@ -826,7 +830,7 @@ fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<boo
         Ok(_) => {}
     }
     if e.in_place {
-        copy_in_place(base.as_fd(), &e.tmp, dir, name)?;
+        copy_in_place(base.as_fd(), &e.tmp, (dir, name), e.inode)?;
         rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty())
             .map_err(|err| io_err("remove", Path::new(&e.tmp))(err.into()))?;
     } else {
@@ -836,22 +840,38 @@ fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<boo
     Ok(true)
 }
 
+/// Copies the temporary file `tmp` into the file at `name`, through a
+/// descriptor opened without truncating, and only when that file is still the
+/// one the transaction read (`inode`): recovery runs as the daemon, and a name
+/// another process swapped meanwhile (a hard link, a rename) must not get the
+/// new content, its mode, or a truncation. Such a file is left as it is, and
+/// said in the log; the new content stays kept in the store as its version.
 fn copy_in_place(
     base: BorrowedFd<'_>,
     tmp: &str,
-    dir: BorrowedFd<'_>,
-    name: &OsStr,
+    (dir, name): (BorrowedFd<'_>, &OsStr),
+    inode: Option<(u64, u64)>,
 ) -> Result<(), StoreError> {
     let err = |action| move |e: rustix::io::Errno| io_err(action, Path::new(tmp))(e.into());
     let src = rustix::fs::openat(base, tmp, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
         .map_err(err("open"))?;
     let mut src = File::from(src);
+    let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let dst =
+        rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(err("open the target of"))?;
+    let st = rustix::fs::fstat(&dst).map_err(err("stat the target of"))?;
+    if inode != Some((st.st_dev, st.st_ino)) {
+        log::error!(
+            "recovery: {} is no longer the file the interrupted transaction wrote in place: \
+             left as it is (the new content is kept as its version)",
+            Path::new(name).display()
+        );
+        return Ok(());
+    }
     let mut bytes = Vec::new();
     src.read_to_end(&mut bytes)
         .map_err(|e| io_err("read", Path::new(tmp))(e))?;
-    let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let dst =
-        rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(err("open the target of"))?;
+    rustix::fs::ftruncate(&dst, 0).map_err(err("truncate the target of"))?;
     let mut dst = File::from(dst);
     dst.write_all(&bytes)
         .map_err(|e| io_err("write", Path::new(name))(e))?;
@@ -889,5 +909,56 @@ pub fn discard_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
 pub fn discard(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) {
     if let Ok(dir) = dir_of(root, e) {
         discard_in(dir.as_fd(), tmp, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn in_place(inode: (u64, u64)) -> Entry {
+        Entry {
+            rel: "f".into(),
+            tmp: "t".into(),
+            beside: false,
+            in_place: true,
+            inode: Some(inode),
+            remove: false,
+            sha256: None,
+            made: None,
+        }
+    }
+
+    #[test]
+    fn recovery_copies_in_place_only_into_the_file_the_transaction_read() {
+        let d = tempfile::tempdir().unwrap();
+        let (proj, tmp) = (d.path().join("p"), d.path().join("tmp"));
+        fs::create_dir_all(&proj).unwrap();
+        fs::create_dir_all(&tmp).unwrap();
+        fs::write(proj.join("f"), "old").unwrap();
+        fs::hard_link(proj.join("f"), proj.join("g")).unwrap();
+        let read = fs::metadata(proj.join("f")).unwrap();
+        let entry = in_place((read.dev(), read.ino()));
+        // Another user's private file put under the name before recovery ran.
+        fs::write(proj.join("other"), "theirs").unwrap();
+        fs::set_permissions(proj.join("other"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::rename(proj.join("other"), proj.join("f")).unwrap();
+        fs::write(tmp.join("t"), "new").unwrap();
+        let (p, t) = (
+            atomic::open_dir(&proj).unwrap(),
+            atomic::open_dir(&tmp).unwrap(),
+        );
+        install_in(p.as_fd(), t.as_fd(), &entry).unwrap();
+        assert_eq!(fs::read(proj.join("f")).unwrap(), b"theirs");
+        let mode = fs::metadata(proj.join("f")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "neither written nor given another mode");
+        assert_eq!(fs::read(proj.join("g")).unwrap(), b"old");
+        // The file the transaction read, back at its name: recovery finishes.
+        fs::rename(proj.join("g"), proj.join("f")).unwrap();
+        fs::write(tmp.join("t"), "new").unwrap();
+        install_in(p.as_fd(), t.as_fd(), &entry).unwrap();
+        assert_eq!(fs::read(proj.join("f")).unwrap(), b"new");
     }
 }

@@ -1205,11 +1205,18 @@ impl Store {
                     c.rel
                 );
             }
+            let inode = meta.as_ref().filter(|_| in_place).map(|m| {
+                (
+                    std::os::unix::fs::MetadataExt::dev(m),
+                    std::os::unix::fs::MetadataExt::ino(m),
+                )
+            });
             record.files.push(journal::Entry {
                 rel: c.rel.to_owned(),
                 tmp: atomic::tmp_name().to_string_lossy().into_owned(),
                 beside: !atomic::same_fs(self.tmp.as_fd(), c.dir),
                 in_place,
+                inode,
                 remove: false,
                 sha256: Some(c.new_sha.map_or_else(|| sha256_hex(c.new), str::to_owned)),
                 made: None,
@@ -1220,6 +1227,7 @@ impl Store {
             tmp: String::new(),
             beside: false,
             in_place: false,
+            inode: None,
             remove: true,
             sha256: None,
             made: None,
@@ -1773,6 +1781,7 @@ mod tests {
                     tmp: "t1".into(),
                     beside: false,
                     in_place: false,
+                    inode: None,
                     remove: false,
                     sha256: None,
                     made: None,
@@ -1846,6 +1855,7 @@ mod tests {
             tmp: tmp.into(),
             beside: false,
             in_place: false,
+            inode: None,
             remove: false,
             sha256: None,
             made: None,
@@ -1929,6 +1939,7 @@ mod tests {
             tmp: tmp.into(),
             beside: false,
             in_place: false,
+            inode: None,
             remove: false,
             sha256: Some(sha256_hex(new)),
             made,
@@ -2217,6 +2228,7 @@ mod tests {
                     tmp: String::new(),
                     beside: false,
                     in_place: false,
+                    inode: None,
                     remove: true,
                     sha256: None,
                     made: None,
@@ -2240,6 +2252,7 @@ mod tests {
                 tmp: String::new(),
                 beside: false,
                 in_place: false,
+                inode: None,
                 remove: true,
                 sha256: None,
                 made: None,
