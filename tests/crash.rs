@@ -97,16 +97,23 @@ fn no_leftovers(root: &Path) {
     );
 }
 
-#[test]
-fn kill_9_during_multi_file_commits_never_leaves_a_mix() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("project");
+/// A project with a state directory and FILES holding the old version, in `dir`;
+/// returns it and the two versions.
+fn project(dir: &Path) -> (std::path::PathBuf, Vec<u8>, Vec<u8>) {
+    let root = dir.join("project");
     fs::create_dir_all(root.join("sub/deeper")).unwrap();
     fs::create_dir_all(root.join(".editfs")).unwrap();
     let (old, new) = (content("old"), content("new"));
     for f in FILES {
         fs::write(root.join(f), &old).unwrap();
     }
+    (root, old, new)
+}
+
+#[test]
+fn kill_9_during_multi_file_commits_never_leaves_a_mix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, old, new) = project(tmp.path());
     // How long an uninterrupted commit takes, to spread the kills over it.
     let began = Instant::now();
     assert!(
@@ -184,13 +191,7 @@ fn session_state(root: &Path, old: &[u8], new: &[u8]) -> &'static str {
 #[test]
 fn kill_9_during_a_rewind_leaves_the_project_wholly_before_or_after_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("project");
-    fs::create_dir_all(root.join("sub/deeper")).unwrap();
-    fs::create_dir_all(root.join(".editfs")).unwrap();
-    let (old, new) = (content("old"), content("new"));
-    for f in FILES {
-        fs::write(root.join(f), &old).unwrap();
-    }
+    let (root, old, new) = project(tmp.path());
     let checkpoint = Command::new(env!("CARGO_BIN_EXE_editfs"))
         .args(["checkpoint"])
         .arg(&root)

@@ -287,59 +287,26 @@ pub fn show(args: ShowArgs) -> ExitCode {
 
 pub fn undo(args: UndoArgs) -> ExitCode {
     let run = || -> Result<(String, Outcome), String> {
-        let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
-        let state = held.path();
-        let root = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
-        let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
-        let who = Who {
-            pid: std::process::id(),
-            command: "editfs undo".into(),
-            caller: None,
-        };
         let rel = args
             .path
             .as_deref()
             .map(|p| history::project_path(&args.source, p))
             .transpose()?;
-        let what = match (&rel, args.tx) {
+        let what = match (rel, args.tx) {
             (_, Some(tx)) => undo::What::Tx(tx),
-            (Some(rel), None) => undo::What::File {
-                rel: rel.clone(),
-                to: args.to,
-            },
+            (Some(rel), None) => undo::What::File { rel, to: args.to },
             (None, None) => return Err("give PATH or --tx TXID".into()),
         };
         let req = undo::Request {
             what,
             force: args.force,
         };
-        let root = Root {
-            fd: dir.as_fd(),
-            path: &root,
-            mount: None,
-            from: Path::new(""),
+        let how = Restore {
+            command: "editfs undo",
+            dry_run: args.dry_run,
+            json: args.json,
         };
-        let undone = if args.dry_run {
-            undo::preview(
-                &Objects::new(&state),
-                entries_in(&state),
-                (root, None),
-                &req,
-            )
-        } else {
-            let store = open(&state)?;
-            let undone = undo::run(&store, root, &req, &who);
-            for r in undone.files().into_iter().filter(|r| r.tx > 0) {
-                store.share_report(&r.file, r);
-            }
-            undone
-        };
-        let text = if args.json {
-            undone.to_json() + "\n"
-        } else {
-            undone.to_string()
-        };
-        Ok((text, undone.head().outcome))
+        restore(&args.source, args.state_dir.as_deref(), &req, how)
     };
     match run() {
         Ok((text, outcome)) => {
@@ -348,4 +315,53 @@ pub fn undo(args: UndoArgs) -> ExitCode {
         }
         Err(e) => fail("undo", e),
     }
+}
+
+/// How `restore` runs and answers.
+pub(super) struct Restore {
+    /// The command line the log names.
+    pub command: &'static str,
+    pub dry_run: bool,
+    pub json: bool,
+}
+
+/// Runs the undo or rewind `req` on `source` (or, with `dry_run`, says what it
+/// would do, opening no store); returns the report as text or JSON, and its outcome.
+pub(super) fn restore(
+    source: &Path,
+    state_dir: Option<&Path>,
+    req: &undo::Request,
+    how: Restore,
+) -> Result<(String, Outcome), String> {
+    let held = undo_state_dir(source, state_dir)?;
+    let state = held.path();
+    let root = fs::canonicalize(source).map_err(|e| e.to_string())?;
+    let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
+    let root = Root {
+        fd: dir.as_fd(),
+        path: &root,
+        mount: None,
+        from: Path::new(""),
+    };
+    let undone = if how.dry_run {
+        undo::preview(&Objects::new(&state), entries_in(&state), (root, None), req)
+    } else {
+        let store = open(&state)?;
+        let who = Who {
+            pid: std::process::id(),
+            command: how.command.into(),
+            caller: None,
+        };
+        let undone = undo::run(&store, root, req, &who);
+        for r in undone.files().into_iter().filter(|r| r.tx > 0) {
+            store.share_report(&r.file, r);
+        }
+        undone
+    };
+    let text = if how.json {
+        undone.to_json() + "\n"
+    } else {
+        undone.to_string()
+    };
+    Ok((text, undone.head().outcome))
 }

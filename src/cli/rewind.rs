@@ -16,7 +16,7 @@ use editfs::transaction::rewind::{self, NetChange, Point};
 use editfs::transaction::{Root, Who, undo};
 
 use super::color::ColorArg;
-use super::history::{fail, open, state_dir, undo_state_dir};
+use super::history::{Restore, fail, open, restore, state_dir, undo_state_dir};
 
 #[derive(clap::Args)]
 #[command(
@@ -149,49 +149,16 @@ fn made_state_dir(source: &Path, given: Option<&Path>) -> Result<(), String> {
 }
 
 pub fn rewind(args: RewindArgs) -> ExitCode {
-    let run = || -> Result<(String, editfs::engine::Outcome), String> {
-        let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
-        let state = held.path();
-        let root = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
-        let dir = editfs::store::atomic::open_dir(&root).map_err(|e| e.to_string())?;
-        let root = Root {
-            fd: dir.as_fd(),
-            path: &root,
-            mount: None,
-            from: Path::new(""),
-        };
-        let req = undo::Request {
-            what: undo::What::Rewind(Point::parse(&args.to)),
-            force: args.force,
-        };
-        let undone = if args.dry_run {
-            undo::preview(
-                &Objects::new(&state),
-                entries_in(&state),
-                (root, None),
-                &req,
-            )
-        } else {
-            let store = open(&state)?;
-            let who = Who {
-                pid: std::process::id(),
-                command: "editfs rewind".into(),
-                caller: None,
-            };
-            let undone = undo::run(&store, root, &req, &who);
-            for r in undone.files().into_iter().filter(|r| r.tx > 0) {
-                store.share_report(&r.file, r);
-            }
-            undone
-        };
-        let text = if args.json {
-            undone.to_json() + "\n"
-        } else {
-            undone.to_string()
-        };
-        Ok((text, undone.head().outcome))
+    let req = undo::Request {
+        what: undo::What::Rewind(Point::parse(&args.to)),
+        force: args.force,
     };
-    match run() {
+    let how = Restore {
+        command: "editfs rewind",
+        dry_run: args.dry_run,
+        json: args.json,
+    };
+    match restore(&args.source, args.state_dir.as_deref(), &req, how) {
         Ok((text, outcome)) => {
             let _ = args.color.print(&text);
             super::exit_code(outcome)

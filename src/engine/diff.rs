@@ -131,7 +131,8 @@ fn common_suffix_start(old: &[u8], new: &[u8], start: usize) -> (usize, usize) {
 /// Bytes compared at once before the exact position is sought; slice equality is a memcmp.
 const STRIDE: usize = 256;
 
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+/// How many bytes `a` and `b` share at their start.
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
     while i + STRIDE <= n && a[i..i + STRIDE] == b[i..i + STRIDE] {
@@ -144,7 +145,8 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+/// How many bytes `a` and `b` share at their end.
+pub(crate) fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
     let mut i = 0;

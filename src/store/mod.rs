@@ -2262,6 +2262,23 @@ mod tests {
         }
     }
 
+    /// Commits `f{tx}` holding `v{tx}`, a new file, as transaction `tx`.
+    fn commit_new_file(store: &Store, root: (BorrowedFd<'_>, &Path), tx: u64) {
+        let lock = store.lock().unwrap();
+        let (rel, text) = (format!("f{tx}"), format!("v{tx}"));
+        let change = Change {
+            rel: &rel,
+            dir: root.0,
+            old: None,
+            pre: None,
+            new: text.as_bytes(),
+            new_sha: None,
+            by: None,
+            fresh: None,
+        };
+        store.commit(&lock, tx, root, &[change], line(tx)).unwrap();
+    }
+
     #[test]
     fn commits_share_one_journal_file_and_a_checkpoint_removes_it() {
         let tmp = tempfile::tempdir().unwrap();
@@ -2269,22 +2286,7 @@ mod tests {
         let store = Store::open(&root.join(".editfs")).unwrap();
         let rootfd = atomic::open_dir(&root).unwrap();
         for tx in 1..=5 {
-            let lock = store.lock().unwrap();
-            let text = format!("v{tx}");
-            let rel = format!("f{tx}");
-            let change = Change {
-                rel: &rel,
-                dir: rootfd.as_fd(),
-                old: None,
-                pre: None,
-                new: text.as_bytes(),
-                new_sha: None,
-                by: None,
-                fresh: None,
-            };
-            store
-                .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
-                .unwrap();
+            commit_new_file(&store, (rootfd.as_fd(), &root), tx);
         }
         let journal = || fs::read_dir(root.join(".editfs/journal")).unwrap().count();
         assert_eq!(journal(), 1, "no file per record");
@@ -2333,23 +2335,7 @@ mod tests {
             !store.wait_for_checkpoint(std::time::Duration::ZERO),
             "nothing due"
         );
-        let commit = |tx: u64| {
-            let lock = store.lock().unwrap();
-            let (rel, text) = (format!("f{tx}"), format!("v{tx}"));
-            let change = Change {
-                rel: &rel,
-                dir: rootfd.as_fd(),
-                old: None,
-                pre: None,
-                new: text.as_bytes(),
-                new_sha: None,
-                by: None,
-                fresh: None,
-            };
-            store
-                .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
-                .unwrap();
-        };
+        let commit = |tx: u64| commit_new_file(&store, (rootfd.as_fd(), &root), tx);
         let waiting = || store.unsettled.lock().records.len();
         for tx in 1..=CHECKPOINT_AFTER as u64 {
             commit(tx);

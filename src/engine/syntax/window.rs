@@ -15,6 +15,8 @@
 
 use std::ops::Range;
 
+use crate::engine::diff::{common_prefix, common_suffix};
+
 /// The part of `new` to parse instead of the whole.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Window {
@@ -52,38 +54,6 @@ fn indentation(text: &[u8], at: usize) -> usize {
     text[at..]
         .iter()
         .take_while(|&&c| c == b' ' || c == b'\t')
-        .count()
-}
-
-/// Bytes compared at once before the exact position is sought: slice
-/// equality is a memcmp, many times faster than a loop over bytes.
-const STRIDE: usize = 256;
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + STRIDE <= n && a[i..i + STRIDE] == b[i..i + STRIDE] {
-        i += STRIDE;
-    }
-    i + a[i..n]
-        .iter()
-        .zip(&b[i..n])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
-
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    let mut i = 0;
-    while i + STRIDE <= n && a[n - i - STRIDE..n - i] == b[n - i - STRIDE..n - i] {
-        i += STRIDE;
-    }
-    i + a[..n - i]
-        .iter()
-        .rev()
-        .zip(b[..n - i].iter().rev())
-        .take_while(|(x, y)| x == y)
         .count()
 }
 
