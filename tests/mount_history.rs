@@ -754,3 +754,51 @@ fn a_rewind_over_a_change_editfs_did_not_record_is_refused_and_names_the_file() 
     assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
     assert!(!m.src.join("lib/new.txt").exists());
 }
+
+#[test]
+fn a_file_made_through_the_mount_past_the_size_limit_keeps_no_content() {
+    let m = mount!();
+    m.ok("truncate -s 64M big.bin");
+    let entries = log_of(&m, 1);
+    let big = entries
+        .iter()
+        .find(|e| e["files"][0]["file"] == "big.bin")
+        .unwrap_or_else(|| panic!("no line for big.bin: {entries:?}"));
+    assert_eq!(big["outcome"], "skipped", "{big}");
+    let kept = Command::new("du")
+        .args(["-sm"])
+        .arg(m.src.join(".editfs"))
+        .output()
+        .unwrap();
+    let mib: u64 = String::from_utf8_lossy(&kept.stdout)
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(mib < 8, "the state directory took {mib} MiB");
+}
+
+#[test]
+fn an_editors_temporary_file_written_twice_and_renamed_over_its_file_is_no_change_of_its_own() {
+    let m = mount!();
+    editfs(&["checkpoint", m.src.to_str().unwrap(), "t"]);
+    m.ok("python3 -c \"
+import os
+s = open('lib/util.txt').read()
+open('lib/.util.txt.tmp', 'w').write(s)
+open('lib/.util.txt.tmp', 'a').write('more\\n')
+os.rename('lib/.util.txt.tmp', 'lib/util.txt')
+\"");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let names = editfs(&[
+        "diff",
+        m.src.to_str().unwrap(),
+        "--since",
+        "t",
+        "--name-status",
+    ]);
+    assert!(!names.contains(".util.txt.tmp"), "{names}");
+    editfs(&["rewind", m.src.to_str().unwrap(), "--to", "t"]);
+    assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+    assert!(!m.src.join("lib/.util.txt.tmp").exists());
+}

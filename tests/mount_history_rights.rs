@@ -315,3 +315,65 @@ fn a_rewind_by_another_user_takes_back_its_own_work_and_nothing_of_roots() {
         "root's private edit stays"
     );
 }
+
+/// nobody makes a file, moves root's private file onto its name before the
+/// creation is recorded, then puts a file of its own there: the record of the
+/// creation must never read root's file (it read it as root, and nobody then
+/// read it in `.editfs/versions`).
+#[test]
+fn a_file_moved_onto_a_new_files_name_is_never_read_for_its_record() {
+    let Some(m) = mount_for_nobody() else { return };
+    m.ok(&format!("(umask 077; echo '{SECRET}' > nb/.env)"));
+    let out = as_nobody(
+        &m,
+        "cat nb/.env; echo x > nb/H && mv nb/.env nb/H && sleep 0.5 && rm -f nb/H \
+         && echo mine > nb/H && sleep 0.5; cat .editfs/versions/nb/H/* 2>/dev/null; \
+         cat .editfs/snapshots/nb/H/* 2>/dev/null; cat .editfs/log",
+    );
+    let seen = text(&out);
+    assert!(!seen.contains(SECRET), "{seen}");
+    // Kept it may be, as root's file's: under root's owner and mode.
+    let log = fs::read_to_string(m.src.join(".editfs/log")).unwrap();
+    for line in log.lines().filter(|l| l.contains("\"nb/H\"")) {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let tx = e["tx"].as_u64().unwrap();
+        let version = m.src.join(format!(".editfs/versions/nb/H/{tx}"));
+        if fs::read_to_string(&version).is_ok_and(|v| v.contains(SECRET)) {
+            assert_eq!(e["files"][0]["access"]["uid"], 0, "{line}");
+        }
+    }
+}
+
+/// A user's undo or rewind of another user's removal makes the file as that
+/// user makes one natively: owned by itself, never by the other user.
+#[test]
+fn a_rewind_never_makes_a_file_owned_by_another_user() {
+    let Some(m) = mount_for_nobody() else { return };
+    m.ok("mkdir -m 1777 shared");
+    let uid_4242 = |script: &str| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=4242",
+                "--regid=4242",
+                "--clear-groups",
+                "bash",
+                "-c",
+                script,
+            ])
+            .current_dir(&m.mnt)
+            .output()
+            .unwrap()
+    };
+    assert!(uid_4242("echo 'user data' > shared/u.txt").status.success());
+    let out = as_nobody(&m, "sleep 0.4; echo cp | cat > .editfs/checkpoint");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(uid_4242("rm shared/u.txt").status.success());
+    let out = as_nobody(
+        &m,
+        "echo '--to cp' | cat > .editfs/rewind; cat .editfs/status",
+    );
+    let made = fs::metadata(m.src.join("shared/u.txt"));
+    if let Ok(meta) = made {
+        assert_eq!(meta.uid(), NOBODY, "{}", text(&out));
+    }
+}

@@ -26,6 +26,11 @@ use crate::transaction::direct::{self, Pending};
 pub struct Created {
     pending: Pending,
     at: Instant,
+    /// The file's device and inode when it was made: only that file, still at
+    /// the name, is recorded, never one another process put there since.
+    inode: (u64, u64),
+    /// A write after the first is recorded (see `written_again`).
+    written_again: bool,
 }
 
 /// How long a file made through the mount must stay at its name after its
@@ -174,6 +179,7 @@ impl Core {
         }
         let (mut file, size) = open_regular(loc)?;
         let name = rel.to_string_lossy();
+        self.written_again(&name, &file);
         let who = Who::process(pid);
         if size > self.settings.preimages.max_size {
             if let Err(e) = direct::skipped(&self.store, Kind::Direct, &name, size, &who) {
@@ -247,21 +253,36 @@ impl Core {
     /// the project.
     pub(super) fn finish_write(&self, pending: &Pending, loc: Option<&Loc>) {
         if pending.created() {
-            self.created.lock().push(Created {
-                pending: pending.clone(),
-                at: Instant::now(),
-            });
+            let made = loc
+                .and_then(open_regular)
+                .and_then(|(f, _)| f.metadata().ok());
+            if let Some(m) = made {
+                use std::os::unix::fs::MetadataExt;
+                self.created.lock().push(Created {
+                    pending: pending.clone(),
+                    at: Instant::now(),
+                    inode: (m.dev(), m.ino()),
+                    written_again: false,
+                });
+            }
             return;
         }
         self.record_write(pending, loc);
     }
 
+    /// The result is read as the file now at `loc` is, and kept under its
+    /// owner and mode: a file renamed over the one written (`mv` of another
+    /// user's file onto an agent's own) is that user's, and its content must
+    /// not show under the old file's rights.
     fn record_write(&self, pending: &Pending, loc: Option<&Loc>) {
+        let mut now = None;
         let after = loc.and_then(open_regular).and_then(|(mut f, size)| {
+            now = f.metadata().ok().map(|m| Access::of(&m));
             let mut bytes = Vec::with_capacity(size as usize);
             f.read_to_end(&mut bytes).ok().map(|_| bytes)
         });
-        if let Err(e) = direct::finish(&self.store, pending, after.as_deref()) {
+        let pending = pending.clone().seen_as(now);
+        if let Err(e) = direct::finish(&self.store, &pending, after.as_deref()) {
             log::error!("cannot record the write to {}: {e}", pending.rel);
         }
     }
@@ -297,10 +318,40 @@ impl Core {
             due
         };
         for c in due {
-            let loc = self.loc_at(&c.pending.rel);
-            if loc.as_ref().is_some_and(|l| open_regular(l).is_some()) {
-                self.record_write(&c.pending, loc.as_ref());
+            self.record_created(&c);
+        }
+    }
+
+    /// Records `c` if the file it made is still at its name, read through the
+    /// descriptor its identity was checked on: a file put there since (another
+    /// user's, renamed or linked onto the name) is not read, and not this
+    /// creation. A file over the size limit is recorded without its content.
+    fn record_created(&self, c: &Created) {
+        let Some((mut file, size)) = self.loc_at(&c.pending.rel).as_ref().and_then(open_regular)
+        else {
+            return;
+        };
+        let same = file.metadata().is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino()) == c.inode
+        });
+        if !same {
+            return;
+        }
+        let rel = &c.pending.rel;
+        if size > self.settings.preimages.max_size {
+            let who = Who::process(c.pending.who_pid());
+            if let Err(e) = direct::skipped(&self.store, Kind::Direct, rel, size, &who) {
+                log::error!("{e}");
             }
+            return;
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        if file.read_to_end(&mut bytes).is_err() {
+            return;
+        }
+        if let Err(e) = direct::finish(&self.store, &c.pending, Some(&bytes)) {
+            log::error!("cannot record the new file {rel}: {e}");
         }
     }
 
@@ -311,7 +362,17 @@ impl Core {
         let (from, to) = (from.to_string_lossy(), to.to_string_lossy());
         let mut created = self.created.lock();
         if replaced {
-            created.retain(|c| c.pending.rel != from);
+            let (gone, rest): (Vec<Created>, Vec<Created>) =
+                created.drain(..).partition(|c| c.pending.rel == from);
+            *created = rest;
+            drop(created);
+            // Gone from its name, its content is now the other file's: only
+            // that it was made is recorded, where a later write of it was.
+            for c in gone.iter().filter(|c| c.written_again) {
+                if let Err(e) = direct::finish(&self.store, &c.pending, None) {
+                    log::error!("cannot record the file {from}: {e}");
+                }
+            }
         } else if let Some(c) = created.iter_mut().find(|c| c.pending.rel == from) {
             c.pending.rel = to.into_owned();
         }
@@ -345,6 +406,11 @@ impl Core {
             return rename().map(|()| false);
         }
         let replaces = rustix::fs::statat(to.dir(), &to.name, AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let size = st.as_ref().map_or(0, |st| st.st_size as u64);
+        if let Err(e) = self.store.make_room(size) {
+            log::info!("{name}: moved without a pre-image: {e}");
+            return rename().map(|()| false);
+        }
         let who = self.remover(pid);
         direct::remove(
             &self.store,
@@ -358,19 +424,39 @@ impl Core {
         if !replaces && self.keeps(dest) {
             let dest = dest.to_string_lossy();
             let st = rustix::fs::statat(to.dir(), &to.name, AtFlags::SYMLINK_NOFOLLOW).ok();
+            let inode = st.as_ref().map(|st| (st.st_dev, st.st_ino));
             let made = (
                 st.map(|st| Access::of_stat(&st)),
                 Access::above(to.dir(), &dest),
             );
-            match direct::begin_created(&self.store, &dest, made, &who) {
-                Ok(p) => self.created.lock().push(Created {
+            match (inode, direct::begin_created(&self.store, &dest, made, &who)) {
+                (Some(inode), Ok(p)) => self.created.lock().push(Created {
                     pending: p,
                     at: Instant::now(),
+                    inode,
+                    written_again: false,
                 }),
-                Err(e) => log::error!("cannot record {dest}, moved from {name}: {e}"),
+                (None, Ok(_)) => {}
+                (_, Err(e)) => log::error!("cannot record {dest}, moved from {name}: {e}"),
             }
         }
         Ok(true)
+    }
+
+    /// Notes that `file`, at `rel`, a file made through the mount whose
+    /// creation is not recorded yet, is written again (an editor's temporary
+    /// file written twice before its rename): that write is recorded with its
+    /// pre-image, so the creation must be recorded too, even if the file is
+    /// renamed over another before it settles (`carry_creation`), or a rewind
+    /// would take the file for one that was there before.
+    fn written_again(&self, rel: &str, file: &File) {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(m) = file.metadata() else { return };
+        for c in self.created.lock().iter_mut() {
+            if c.pending.rel == rel && c.inode == (m.dev(), m.ino()) {
+                c.written_again = true;
+            }
+        }
     }
 
     /// Records at once a creation not recorded yet of `rel`, about to be
@@ -385,7 +471,7 @@ impl Core {
             due
         };
         for c in due {
-            self.record_write(&c.pending, self.loc_at(&c.pending.rel).as_ref());
+            self.record_created(&c);
         }
     }
 

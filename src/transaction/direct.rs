@@ -141,6 +141,24 @@ impl Pending {
     pub fn created(&self) -> bool {
         self.before.is_none()
     }
+
+    /// The process that began the write.
+    pub fn who_pid(&self) -> u32 {
+        self.who.pid
+    }
+
+    /// The write, its file found with the owner and mode `now` when it ended.
+    /// When they differ from those it began with (another file was renamed
+    /// over it), the line records the ones now, which guard both versions:
+    /// no content shows under rights its file did not have.
+    pub fn seen_as(mut self, now: Option<Access>) -> Pending {
+        if let Some(now) = now
+            && self.access != Some(now)
+        {
+            self.access = Some(now);
+        }
+        self
+    }
 }
 
 /// Records that `rel` (`size` bytes) was written or removed without a pre-image,
@@ -175,7 +193,11 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         (Some(before), Some(after)) => line_changes(&before, after),
         _ => (0, 0),
     };
-    // Stored before the lock, as in `begin`; named under it.
+    // Room under `--keep-bytes` first, as for every version kept; stored
+    // before the lock, as in `begin`; named under it.
+    if let Some(a) = after {
+        store.make_room(a.len() as u64)?;
+    }
     let sha = after.map(|a| store.objects().put(a, false)).transpose()?;
     let _lock = store.lock()?;
     if let (Some(after), Some(sha)) = (after, &sha)

@@ -721,7 +721,7 @@ fn commit(
                 new: p.restored.as_deref()?,
                 new_sha: None,
                 by: who.caller.as_ref(),
-                fresh: p.access.or_else(|| who.fresh(dir.as_fd())),
+                fresh: recreated_as(p.access, who).or_else(|| who.fresh(dir.as_fd())),
             })
         })
         .collect();
@@ -766,6 +766,21 @@ fn commit(
             vec![failed_commit(e, first, plans[0].current.as_deref())]
         }
     }
+}
+
+/// The owner and mode a file recreated for `who` gets: those the log recorded
+/// when they are `who`'s own (or `who` may give any, as root); else none, and
+/// it is made as `who` makes a file natively: no user makes a file owned by
+/// another (an undo or rewind of another user's removal would).
+fn recreated_as(
+    recorded: Option<crate::store::logline::Access>,
+    who: &Who,
+) -> Option<crate::store::logline::Access> {
+    recorded.filter(|a| {
+        who.caller
+            .as_ref()
+            .is_none_or(|c| c.is_root() || c.uid == a.uid)
+    })
 }
 
 /// The report of restoring one plan as transaction `tx`, before it is written;
