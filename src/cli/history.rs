@@ -137,9 +137,11 @@ pub(super) fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held
     let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
     if dir.join("undo").exists() && !dir.join("lock").exists() {
         return Err(format!(
-            "{} is an editfs mount point: give the project directory, or write to the control files of {} (`echo 'PATH [TXID]' | cat > undo`, `echo NAME | cat > checkpoint`, `echo '--to NAME' | cat > rewind`)",
+            "{} is an editfs mount point: give the project directory, or work through the mount: `echo 'PATH [TXID]' | cat > {}`, `echo NAME | cat > {}`, `echo '--to NAME' | cat > {}`",
             source.display(),
-            dir.display()
+            dir.join("undo").display(),
+            dir.join("checkpoint").display(),
+            dir.join("rewind").display()
         ));
     }
     state_dir(source, state, true)

@@ -148,15 +148,28 @@ impl Pending {
     }
 
     /// The write, its file found with the owner and mode `now` when it ended.
-    /// When they differ from those it began with (another file was renamed
-    /// over it), the line records the ones now, which guard both versions:
-    /// no content shows under rights its file did not have.
+    /// When they differ from those it began with (another user's file was
+    /// renamed over it, or it over another's), the line records rights that
+    /// guard both versions: no content shows under rights its file did not
+    /// have. One line holds one owner and mode, so for two owners only root
+    /// may read them.
     pub fn seen_as(mut self, now: Option<Access>) -> Pending {
-        if let Some(now) = now
-            && self.access != Some(now)
-        {
-            self.access = Some(now);
-        }
+        self.access = match (self.access, now) {
+            (Some(before), Some(now)) if before == now => Some(before),
+            (Some(before), Some(now)) if (before.uid, before.gid) == (now.uid, now.gid) => {
+                Some(Access {
+                    mode: before.mode & now.mode,
+                    ..before
+                })
+            }
+            (Some(_), Some(_)) => Some(Access {
+                mode: 0,
+                uid: 0,
+                gid: 0,
+            }),
+            (before, None) => before,
+            (None, now) => now,
+        };
         self
     }
 }
