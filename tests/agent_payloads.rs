@@ -442,6 +442,44 @@ fn a_placeholder_in_any_words_standing_for_dropped_lines_is_refused() {
     assert!(passed.is_empty(), "not refused:\n{}", passed.join("\n"));
 }
 
+/// A placeholder after code on its own line (`pass  # unchanged`, `...  #
+/// rest unchanged`, `todo!() // existing code`) stands for the lines it
+/// drops as much as one on a line of its own.
+#[test]
+fn a_placeholder_comment_after_code_standing_for_dropped_lines_is_refused() {
+    let py =
+        "def f(a, b):\n    x = a + b\n    y = x * 2\n    z = y - 1\n    w = z + 3\n    return w\n";
+    let rs = "fn g(v: &[u32]) -> u32 {\n    let a = v[0];\n    let b = v[1];\n    let c = a + b;\n    c * 2\n}\n";
+    let js =
+        "function h(o) {\n  const a = o.a;\n  const b = o.b;\n  const c = a + b;\n  return c;\n}\n";
+    let search_py = "    x = a + b\n    y = x * 2\n    z = y - 1\n    w = z + 3\n";
+    let search_rs = "    let a = v[0];\n    let b = v[1];\n    let c = a + b;\n    c * 2\n";
+    let search_js = "  const a = o.a;\n  const b = o.b;\n  const c = a + b;\n  return c;\n";
+    let cases = [
+        (py, search_py, "    x = a - b\n    ...  # rest unchanged\n"),
+        (
+            py,
+            search_py,
+            "    x = a - b  # rest of the code unchanged\n",
+        ),
+        (py, search_py, "    pass  # existing code\n"),
+        (rs, search_rs, "    todo!() // existing code\n"),
+        (rs, search_rs, "    let a = v[0] + 1; // rest unchanged\n"),
+        (
+            js,
+            search_js,
+            "  const a = o.a * 2; // ... rest of the function unchanged\n",
+        ),
+    ];
+    let passed: Vec<String> = cases
+        .iter()
+        .map(|(file, search, replace)| (replace, run(file, &block(search, replace))))
+        .filter(|(_, r)| r.written || kind(r) != "placeholder")
+        .map(|(replace, r)| format!("{replace}: {}", said(&r)))
+        .collect();
+    assert!(passed.is_empty(), "not refused:\n{}", passed.join("\n"));
+}
+
 /// What looks like a placeholder but is content, or stands for fewer than two
 /// dropped lines: a doctest's continuation lines, an `Ellipsis` body, a spread,
 /// a range, and comments that explain the new code beside them.
@@ -489,6 +527,18 @@ fn ellipses_that_are_content_and_comments_beside_new_code_still_apply() {
             "    if (p == NULL) return -1;\n    if (*p == 0) return -1;\n",
             "    /* the same two checks, in one place */\n    if (p == NULL || *p == 0) return -1;\n",
             "    /* the same two checks, in one place */\n    if (p == NULL || *p == 0) return -1;\n",
+        ),
+        (
+            c,
+            "    if (p == NULL) return -1;\n    if (*p == 0) return -1;\n",
+            "    if (p == NULL || *p == 0) return -1; // both checks in one\n",
+            "    if (p == NULL || *p == 0) return -1; // both checks in one\n",
+        ),
+        (
+            rs,
+            "    let mut s = 0;\n    s += v[0];\n    s\n",
+            "    v[0] // the sum of one element is the element\n",
+            "    v[0] // the sum of one element is the element\n",
         ),
     ];
     let refused: Vec<String> = cases

@@ -203,6 +203,40 @@ pub fn kind(line: &str) -> Option<Kind> {
     placeholder_comment(comment_body(t)?).then_some(Kind::Comment)
 }
 
+/// A line of code, or an ellipsis, ending in a comment that stands for code
+/// left out (`...  # rest unchanged`, `pass  # existing code`, `todo!() //
+/// keep the rest`): a placeholder only where two or more lines vanish, as a
+/// `Wide` one, for the code before the comment takes no line's place.
+fn trailing(line: &str) -> bool {
+    let t = line.trim();
+    let Some(at) = trailing_comment(t) else {
+        return false;
+    };
+    let (code, comment) = t.split_at(at);
+    !code.trim().is_empty() && comment_body(comment.trim()).is_some_and(placeholder_comment)
+}
+
+/// Where a comment after code starts in `t`: a `#` or `//` after a space and
+/// outside quotes.
+fn trailing_comment(t: &str) -> Option<usize> {
+    let (mut single, mut double) = (false, false);
+    let bytes = t.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            b'#' | b'/' if !single && !double && i > 0 && bytes[i - 1] == b' ' => {
+                let leads = b == b'#' || bytes.get(i + 1) == Some(&b'/');
+                if leads {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The placeholder lines of REPLACE, each line's `kind` read in its context: a
 /// line inside a fenced block REPLACE holds is example text (`// ...` in a
 /// README's code), a bare `...` after a doctest's `>>>` or `...` line is the
@@ -238,7 +272,10 @@ fn marks(lines: &[&str], wide: bool) -> Vec<Option<Kind>> {
             let elides = l.contains("...") || l.contains('…');
             let continues = prose && mark == Some(Kind::Comment) && !elides;
             prose = comment_body(t).is_some() && (mark.is_none() || continues);
-            let wide = wide && !fenced && (continues || (mark.is_none() && wide_body(t, in_text)));
+            let wide = wide
+                && !fenced
+                && (continues
+                    || (mark.is_none() && (wide_body(t, in_text) || (!in_text && trailing(t)))));
             match wide {
                 true => Some(Kind::Wide),
                 false => mark.filter(|_| !continues),
