@@ -1101,3 +1101,69 @@ fn a_successful_undo_says_what_it_restored_plainly_not_as_a_warning() {
         "{report}"
     );
 }
+
+/// `editfs diff` prints the net change since a checkpoint in each of its
+/// forms, a file changed twice once, and a dry-run rewind changes nothing.
+#[test]
+fn diff_since_a_checkpoint_shows_the_net_change_as_stat_name_status_json_and_patch() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let o = editfs(&["checkpoint", root, "start"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(
+        editfs(&["apply", "--multi", root], TWO_FILES, p.path())
+            .status
+            .success()
+    );
+    let again = "src/a.py\n<<<<<<< SEARCH\na = 2\n=======\na = 3\n>>>>>>> REPLACE\n";
+    assert!(
+        editfs(&["apply", "--multi", root], again, p.path())
+            .status
+            .success()
+    );
+    let diff = |form: &[&str]| {
+        let mut args = vec!["diff", root, "--since", "start"];
+        args.extend(form);
+        let o = editfs(&args, "", p.path());
+        assert!(o.status.success(), "{form:?}: {}", out(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let patch = diff(&[]);
+    assert!(
+        patch.contains("-a = 1\n+a = 3\n"),
+        "net, not step by step:\n{patch}"
+    );
+    assert!(!patch.contains("a = 2"), "{patch}");
+    assert!(diff(&["--name-status"]).contains("M\tb.txt\nM\tsrc/a.py\n"));
+    let stat = diff(&["--stat"]);
+    assert!(
+        stat.contains(" src/a.py | +1 -1") && stat.contains(" 2 file(s) changed"),
+        "{stat}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&diff(&["--json"])).unwrap();
+    assert_eq!(json["files"].as_array().map(Vec::len), Some(2), "{json}");
+    assert_eq!(json["files"][1]["path"], "src/a.py");
+    assert_eq!(json["files"][1]["status"], "M");
+    let only = diff(&["b.txt"]);
+    assert!(
+        only.contains("b.txt") && !only.contains("src/a.py"),
+        "{only}"
+    );
+    let dry = editfs(
+        &["rewind", root, "--to", "start", "--dry-run"],
+        "",
+        p.path(),
+    );
+    assert!(dry.status.success(), "{}", out(&dry));
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/a.py")).unwrap(),
+        "a = 3\n"
+    );
+    let o = editfs(&["rewind", root, "--to", "start"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/a.py")).unwrap(),
+        "a = 1\n"
+    );
+    assert_eq!(fs::read_to_string(p.path().join("b.txt")).unwrap(), "bee\n");
+}
