@@ -2528,3 +2528,83 @@ fn a_replay_with_no_near_copy_of_search_is_still_already_applied() {
         OpOutcome::AlreadyApplied
     );
 }
+
+/// A deletion whose lines end as the context after them (`}` before `}`), sent
+/// again after a timeout, is a replay in every format that can carry it: the
+/// statement kept before the deleted block, now next to its closing `}`, proves
+/// it was made.
+#[test]
+fn a_resent_deletion_ending_like_its_trailing_context_is_a_replay_in_every_format() {
+    let before = "func f() {\n\tx := 1\n\tif x > 0 {\n\t\tprintln(x)\n\t}\n}\n";
+    let after = "func f() {\n\tx := 1\n}\n";
+    let payloads = [
+        block("\tx := 1\n\tif x > 0 {\n\t\tprintln(x)\n\t}\n}\n", "\tx := 1\n}\n"),
+        "--- a/f.txt\n+++ b/f.txt\n@@ -2,5 +2,2 @@\n \tx := 1\n-\tif x > 0 {\n-\t\tprintln(x)\n-\t}\n }\n".into(),
+        "*** Begin Patch\n*** Update File: f.txt\n@@\n \tx := 1\n-\tif x > 0 {\n-\t\tprintln(x)\n-\t}\n }\n*** End Patch\n".into(),
+    ];
+    for payload in payloads {
+        let first = run(before, &payload);
+        assert_eq!(text(&first), after, "{}", first.report);
+        let again = run(after, &payload);
+        assert_eq!(
+            again.report.outcome,
+            Outcome::Ok,
+            "{payload}\n{}",
+            again.report
+        );
+        assert!(!again.written);
+        assert_eq!(
+            again.report.operations[0].outcome,
+            OpOutcome::AlreadyApplied,
+            "{}",
+            again.report
+        );
+    }
+    // A mistyped line to delete still stands between the context: no replay.
+    let typo = block(
+        "\tx := 1\n\tif x > 1 {\n\t\tprintln(x)\n\t}\n}\n",
+        "\tx := 1\n}\n",
+    );
+    assert_eq!(kind(&run(before, &typo)), "not_found");
+}
+
+/// An insertion that repeats SEARCH's lines (a function added after one that
+/// ends as it does, a line doubled) leaves SEARCH in the file more than once:
+/// sent again, every copy lies inside the one place that reads as REPLACE, so
+/// it is a replay, not `ambiguous`. A copy outside that place keeps it ambiguous.
+#[test]
+fn a_resent_insertion_repeating_search_is_a_replay_not_ambiguous() {
+    let cases = [
+        (
+            "def f(x):\n    return x\n\n\nprint(1)\n",
+            block(
+                "    return x\n",
+                "    return x\n\n\ndef g(x):\n    return x\n",
+            ),
+        ),
+        ("a = 1\nb = 2\nc = 3\n", block("b = 2\n", "b = 2\nb = 2\n")),
+        (
+            "fn a() {\n    one();\n}\n",
+            block(
+                "    one();\n}\n",
+                "    one();\n}\n\nfn b() {\n    one();\n}\n",
+            ),
+        ),
+    ];
+    for (file, payload) in cases {
+        let first = run(file, &payload);
+        assert!(first.written, "{}", first.report);
+        let again = run(text(&first), &payload);
+        assert_eq!(again.report.outcome, Outcome::Ok, "{}", again.report);
+        assert!(!again.written);
+        assert_eq!(
+            again.report.operations[0].outcome,
+            OpOutcome::AlreadyApplied
+        );
+    }
+    let elsewhere = "b = 2\nb = 2\nx = 0\nb = 2\n";
+    assert_eq!(
+        kind(&run(elsewhere, &block("b = 2\n", "b = 2\nb = 2\n"))),
+        "ambiguous"
+    );
+}

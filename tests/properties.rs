@@ -10,6 +10,11 @@
 //! 6. A later tier of the ladder never fires when an earlier one would match.
 //! 7. Payloads full of divider-like lines, placeholders and ragged indentation never
 //!    panic and never write on failure.
+//! 8. An edit with proof of itself (it adds a line, or deletes lines between
+//!    context that stands together only once they are gone), sent again as a
+//!    SEARCH/REPLACE block, a unified diff or an apply_patch hunk, is
+//!    `already applied` and writes nothing, even where its lines repeat the
+//!    lines around them.
 //!
 //! Files are generated as lines over alphabets that hold no marker-like line; a
 //! character that the generated files never contain (`@`, `#`) is the token that
@@ -1309,5 +1314,271 @@ proptest! {
             prop_assert!(edit.content.is_none(), "{}", describe(&edit));
         }
         prop_assert!(edit.report.to_string().ends_with('\n'));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Property 8: a re-sent edit with proof of itself is a replay
+
+/// Code-like lines: statements and closing braces, which repeat as in real
+/// code. Statements are named apart later (`name_apart`).
+fn code_run() -> impl Strategy<Value = Vec<bool>> {
+    prop::collection::vec(prop::bool::weighted(0.3), 1..4)
+}
+
+/// Names unlike one another, as real statements are: `s1()` and `s4()` resemble
+/// each other so much that no region would be SEARCH's closest on its own.
+const NAMES: [&str; 25] = [
+    "",
+    "open_log",
+    "parse_args",
+    "connect",
+    "retry",
+    "flush_cache",
+    "render",
+    "validate_input",
+    "shutdown",
+    "emit_metrics",
+    "load_config",
+    "spawn_worker",
+    "close_socket",
+    "hash_password",
+    "merge_sorted",
+    "notify_users",
+    "compress",
+    "decode_frame",
+    "schedule",
+    "rotate_keys",
+    "index_rows",
+    "warm_up",
+    "drain_queue",
+    "print_report",
+    "check_quota",
+];
+
+/// The parts' lines, every statement its own name, so that only braces repeat.
+fn name_apart(parts: [Vec<bool>; 6]) -> [Vec<String>; 6] {
+    let mut n = 0;
+    parts.map(|part| {
+        part.into_iter()
+            .map(|closer| {
+                n += 1;
+                match closer {
+                    true => "}".to_owned(),
+                    false => format!("    {}();", NAMES[n]),
+                }
+            })
+            .collect()
+    })
+}
+
+/// How an edit repeats the lines around it.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// Delete lines between context; the deleted lines end as the context after
+    /// them starts (`}` before `}`) when `echo`.
+    Delete { echo: bool },
+    /// Insert after SEARCH lines that end as SEARCH does when `echo`.
+    InsertAfter { echo: bool },
+    /// Insert before SEARCH lines that start as the line before SEARCH does when `echo`.
+    InsertBefore { echo: bool },
+    /// Rewrite lines between context.
+    Rewrite,
+}
+
+/// A file and an edit of it, as SEARCH and REPLACE lines and SEARCH's first line.
+#[derive(Clone, Debug)]
+struct Resent {
+    file: Vec<String>,
+    search: Vec<String>,
+    replace: Vec<String>,
+    at: usize,
+}
+
+fn resent() -> impl Strategy<Value = Resent> {
+    let shape = prop_oneof![
+        any::<bool>().prop_map(|echo| Shape::Delete { echo }),
+        any::<bool>().prop_map(|echo| Shape::InsertAfter { echo }),
+        any::<bool>().prop_map(|echo| Shape::InsertBefore { echo }),
+        Just(Shape::Rewrite),
+    ];
+    // The lines away from the edit (first and fifth) are statements alone:
+    // braces there may rival SEARCH's place in resemblance, where a replay is
+    // refused as a guess (`replay_misplaced`), which this property leaves be.
+    let statements = || prop::collection::vec(Just(false), 1..4).boxed();
+    let parts = [
+        statements(),
+        code_run().boxed(),
+        code_run().boxed(),
+        code_run().boxed(),
+        statements(),
+        code_run().boxed(),
+    ];
+    (parts, shape).prop_map(|(parts, shape)| {
+        let [head, before, mut gone, after, tail, mut new] = name_apart(parts);
+        match shape {
+            Shape::Delete { echo: true } => gone.push(after[0].clone()),
+            Shape::InsertAfter { echo: true } => new.extend(before.iter().cloned()),
+            // Two lines or more would be refused (`duplicates`, SEARCH started late).
+            Shape::InsertBefore { echo: true } => new.insert(0, before[before.len() - 1].clone()),
+            _ => {}
+        }
+        let (search, replace, middle) = match shape {
+            Shape::Delete { .. } => (
+                [&before[..], &gone, &after].concat(),
+                [&before[..], &after].concat(),
+                [&before[..], &gone, &after].concat(),
+            ),
+            Shape::InsertAfter { .. } => (
+                before.clone(),
+                [&before[..], &new].concat(),
+                [&before[..], &after].concat(),
+            ),
+            Shape::InsertBefore { .. } => (
+                after.clone(),
+                [&new[..], &after].concat(),
+                [&before[..], &after].concat(),
+            ),
+            Shape::Rewrite => (
+                [&before[..], &gone, &after].concat(),
+                [&before[..], &new, &after].concat(),
+                [&before[..], &gone, &after].concat(),
+            ),
+        };
+        let at =
+            head.len() + usize::from(matches!(shape, Shape::InsertBefore { .. })) * before.len();
+        Resent {
+            file: [&head[..], &middle, &tail].concat(),
+            search,
+            replace,
+            at,
+        }
+    })
+}
+
+/// The edit as each format an agent re-sends: a SEARCH/REPLACE block, a
+/// unified diff and an apply_patch hunk (lines both sides share as context).
+fn formats(e: &Resent) -> [String; 3] {
+    let (s, r) = (&e.search, &e.replace);
+    let pre = s.iter().zip(r).take_while(|(a, b)| a == b).count();
+    let post = s[pre..]
+        .iter()
+        .rev()
+        .zip(r[pre..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut hunk = String::new();
+    let mut put = |mark: char, lines: &[String]| {
+        for l in lines {
+            hunk.push(mark);
+            hunk.push_str(l);
+            hunk.push('\n');
+        }
+    };
+    put(' ', &s[..pre]);
+    put('-', &s[pre..s.len() - post]);
+    put('+', &r[pre..r.len() - post]);
+    put(' ', &s[s.len() - post..]);
+    [
+        format!(
+            "<<<<<<< SEARCH\n{}=======\n{}>>>>>>> REPLACE\n",
+            joined(s),
+            joined(r)
+        ),
+        format!(
+            "--- a/f.txt\n+++ b/f.txt\n@@ -{},{} +{},{} @@\n{hunk}",
+            e.at + 1,
+            s.len(),
+            e.at + 1,
+            r.len()
+        ),
+        format!("*** Begin Patch\n*** Update File: f.txt\n@@\n{hunk}*** End Patch\n"),
+    ]
+}
+
+/// Whether the lines say something (more than a brace).
+fn says(lines: &[String]) -> bool {
+    lines.iter().any(|l| l.contains("();"))
+}
+
+/// Whether REPLACE stands once in `lines` and SEARCH nowhere but inside it.
+fn within_replace_alone(lines: &[&[u8]], e: &Resent) -> bool {
+    let at = |run: &[String]| -> Vec<usize> {
+        let run = str_lines(run);
+        (0..=lines.len().saturating_sub(run.len()))
+            .filter(|&i| lines[i..].starts_with(&run))
+            .collect()
+    };
+    let [r] = at(&e.replace)[..] else {
+        return false;
+    };
+    at(&e.search)
+        .iter()
+        .all(|&s| r <= s && s + e.search.len() <= r + e.replace.len())
+}
+
+/// The lines SEARCH and REPLACE share at their ends: what places REPLACE where
+/// SEARCH was. Braces alone place it nowhere (they end every block).
+fn kept(e: &Resent) -> Vec<String> {
+    let (s, r) = (&e.search, &e.replace);
+    let pre = s.iter().zip(r).take_while(|(a, b)| a == b).count();
+    let post = s[pre..]
+        .iter()
+        .rev()
+        .zip(r[pre..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    [&s[..pre], &s[s.len() - post..]].concat()
+}
+
+/// Whether REPLACE brings a line SEARCH lacks: finding it proves the edit made.
+fn adds_a_line(e: &Resent) -> bool {
+    e.replace.iter().any(|l| !e.search.contains(l))
+}
+
+/// Whether REPLACE is SEARCH with lines taken out between context on both
+/// sides, one of which says something: that context standing together proves
+/// the deletion made (a mistyped one leaves the lines it meant between them).
+fn deletes_between_context(e: &Resent) -> bool {
+    let (s, r) = (&e.search, &e.replace);
+    let n = r.len();
+    n < s.len()
+        && (1..n).any(|k| {
+            r[..k] == s[..k] && r[k..] == s[s.len() - (n - k)..] && (says(&r[..k]) || says(&r[k..]))
+        })
+}
+
+proptest! {
+    #![proptest_config(config(800))]
+
+    #[test]
+    fn an_edit_with_proof_of_itself_sent_again_is_already_applied(e in resent()) {
+        // The proof: a line REPLACE adds, or context standing together that
+        // says something; the lines kept must say something to place it.
+        prop_assume!(says(&kept(&e)) && (adds_a_line(&e) || deletes_between_context(&e)));
+        // An edit the file already reads as is no edit to re-send.
+        prop_assume!(count_runs(&e.file, &e.replace) == 0);
+        let original = joined(&e.file);
+        for payload in formats(&e) {
+            let first = apply("f.txt", Some(original.as_bytes()), payload.as_bytes(), &exact_only());
+            prop_assert_eq!(first.report.outcome, Outcome::Ok, "{}\n{}", payload, describe(&first));
+            let result = first.content.clone();
+            prop_assert!(result.is_some(), "{}", describe(&first));
+            let result = result.unwrap();
+            // A re-sent edit is told from a new one only where its SEARCH is
+            // gone, or stands within REPLACE alone: a `}` deleted before a
+            // `}` leaves SEARCH in the file, and sent again deletes the next.
+            prop_assume!(within_replace_alone(&doc_lines(&result), &e));
+            let again = apply("f.txt", Some(&result), payload.as_bytes(), &exact_only());
+            prop_assert!(again.content.is_none(), "{}\n{}", payload, describe(&again));
+            prop_assert_eq!(again.report.outcome, Outcome::Ok, "{}\n{}", payload, describe(&again));
+            prop_assert_eq!(
+                again.report.operations[0].outcome,
+                OpOutcome::AlreadyApplied,
+                "{}\n{}",
+                payload,
+                describe(&again)
+            );
+        }
     }
 }

@@ -179,7 +179,7 @@ pub fn replay_misplaced(
     let mut avoid = vec![at.clone()];
     avoid.extend(copies.iter().cloned());
     let other = closest_window(doc, search, scope.clone(), &avoid)?;
-    if other.score < here.score && other.chars < NEAR_COPY {
+    if other.score < here.score && other.chars < NEAR_COPY || !says_something(doc, &other) {
         return None;
     }
     if other.score < here.score {
@@ -218,6 +218,14 @@ pub fn replay_misplaced(
         )
     };
     Some(d)
+}
+
+/// Whether a window holds more than punctuation: closing braces resemble the
+/// braces SEARCH ends with wherever blocks end, so a window of them alone is
+/// no rival place for SEARCH (a `}` turned into statements and its `}`, the
+/// file's last braces after it).
+fn says_something(doc: &Doc, w: &Window) -> bool {
+    (w.start..w.start + w.len).any(|i| doc.line(i).iter().any(u8::is_ascii_alphanumeric))
 }
 
 /// The best window of file lines for `search`, leaving out windows that overlap `avoid`.

@@ -33,8 +33,12 @@ pub fn adds_a_line(search: &[&str], replace: &[&str]) -> bool {
 }
 
 /// Whether REPLACE is SEARCH with a run of lines taken out between context kept
-/// on both sides, each side holding a line that says something (more than
-/// punctuation): `}` next to `}` stands together too often by chance.
+/// on both sides, one side holding a line that says something (more than
+/// punctuation) and the other a line that is not blank: `}` next to `}` stands
+/// together too often by chance, but a statement next to the `}` that closed
+/// the block deleted after it does not (the deleted lines often end as the
+/// context after them does, `}` before `}`), and a blank side may be set aside
+/// by a tolerant match, leaving context on one side only.
 pub fn deletes_between_context(search: &[&str], replace: &[&str]) -> bool {
     let same = |s: &&str, r: &&str| s.trim_end() == r.trim_end();
     let n = replace.len();
@@ -53,9 +57,11 @@ pub fn deletes_between_context(search: &[&str], replace: &[&str]) -> bool {
         .take_while(|(s, r)| same(s, r))
         .count();
     let says = |lines: &[&str]| lines.iter().any(|l| l.chars().any(char::is_alphanumeric));
+    let stands = |lines: &[&str]| lines.iter().any(|l| !tolerant::is_blank(l));
+    let proves = |a: &[&str], b: &[&str]| (says(a) && stands(b)) || (stands(a) && says(b));
     // Any split `k` of REPLACE into SEARCH's first k lines and its last n - k.
     let (low, high) = (n.saturating_sub(post).max(1), pre.min(n - 1));
-    (low..=high).any(|k| says(&replace[..k]) && says(&replace[k..]))
+    (low..=high).any(|k| proves(&replace[..k], &replace[k..]))
 }
 
 /// The same for text that may lie inside a line (JSON `search`): REPLACE must
@@ -123,35 +129,74 @@ fn offsets(search: &[&str], replace: &[&str], equal: impl Fn(&str, &str) -> bool
 
 /// Whether the file around the match at `start` already reads as REPLACE (rule (b)).
 pub fn reads_as_replace(doc: &Doc, found: &Found<'_>, start: usize, replace: &[&str]) -> bool {
+    replace_around(doc, found, start, replace).next().is_some()
+}
+
+/// Rule (b) where SEARCH occurs more than once because the insertion repeats
+/// its lines (a function added after SEARCH that ends as SEARCH does, a line
+/// doubled): the region of the file that reads as REPLACE, when there is one
+/// such region around the matches and it holds every match. Before the edit
+/// SEARCH stood once where REPLACE stands now, so the copies are the edit's
+/// own; a match outside the region is a copy the edit did not make, and the
+/// operation stays ambiguous.
+pub fn replace_holding_every_match(
+    doc: &Doc,
+    found: &Found<'_>,
+    replace: &[&str],
+) -> Option<Range<usize>> {
+    let mut regions: Vec<Range<usize>> = found
+        .starts
+        .iter()
+        .flat_map(|&s| replace_around(doc, found, s, replace).collect::<Vec<_>>())
+        .collect();
+    regions.sort_unstable_by_key(|r| r.start);
+    regions.dedup();
+    let [region] = &regions[..] else { return None };
+    let m = found.len();
+    found
+        .starts
+        .iter()
+        .all(|&s| region.start <= s && s + m <= region.end)
+        .then(|| region.clone())
+}
+
+/// The regions around the match at `start` that read as REPLACE (without its
+/// blank edges, for a tolerant match), SEARCH standing in REPLACE beside some
+/// text REPLACE adds.
+fn replace_around<'r>(
+    doc: &'r Doc,
+    found: &'r Found<'_>,
+    start: usize,
+    replace: &'r [&str],
+) -> impl Iterator<Item = Range<usize>> + 'r {
     let tier = found.tier();
-    if tier == Tier::LineNumbers {
-        return false;
-    }
     let replace = match tier {
+        Tier::LineNumbers => &[][..],
         Tier::Exact => replace,
         _ => {
             let (lead, trail) = tolerant::blank_edges(replace);
             &replace[lead..replace.len() - trail]
         }
     };
-    let file = |i: usize| std::str::from_utf8(doc.line(i)).ok();
+    let file = move |i: usize| std::str::from_utf8(doc.line(i)).ok();
     let m = found.pattern.lines.len();
     offsets(&found.pattern.lines, replace, |r, s| r == s)
         .into_iter()
-        .filter(|&k| {
+        .filter(move |&k| {
             replace[..k]
                 .iter()
                 .chain(&replace[k + m..])
                 .any(|l| !tolerant::is_blank(l))
         })
-        .filter_map(|k| start.checked_sub(k))
-        .filter(|&first| first + replace.len() <= doc.len())
-        .any(|first| {
+        .filter_map(move |k| start.checked_sub(k))
+        .filter(move |&first| first + replace.len() <= doc.len())
+        .filter(move |&first| {
             replace
                 .iter()
                 .enumerate()
                 .all(|(j, r)| file(first + j).is_some_and(|f| tier.equal(f, r)))
         })
+        .map(move |first| first..first + replace.len())
 }
 
 /// Rule (b) for a literal that may lie inside a line: the bytes around the hit at
@@ -283,6 +328,14 @@ mod tests {
         assert!(!deletes_between_context(&["a", "x"], &["a"]));
         assert!(!deletes_between_context(&["x", "a"], &["a"]));
         assert!(!deletes_between_context(&["}", "x", "}"], &["}", "}"]));
+        // The deleted block ends as the context after it: `}` closes both.
+        let go = ["\tx := 1", "\tif x > 0 {", "\t\tprintln(x)", "\t}", "}"];
+        assert!(deletes_between_context(&go, &["\tx := 1", "}"]));
+        assert!(deletes_between_context(
+            &["{", "x", "return y"],
+            &["{", "return y"]
+        ));
+        assert!(!deletes_between_context(&["a", "x", ""], &["a", ""]));
         assert!(!deletes_between_context(&["a", "x", "b"], &["a", "c"]));
         assert!(!deletes_between_context(&["a", "b"], &["a", "b"]));
     }

@@ -67,6 +67,9 @@ impl Transaction<'_, '_> {
             Ok(chosen) => chosen,
             // A tie a line hint cannot break, REPLACE standing at that line.
             Err(tied) => {
+                if let Some(r) = replay::replace_holding_every_match(&self.doc, &found, &replace) {
+                    return Ok(Done::replayed([r.start + 1, r.end], INSERTED_BEFORE));
+                }
                 let at: Vec<usize> = ranges.iter().map(|r| r[0]).collect();
                 let placed = self.replaced_at_hint(op, (&search, &replace), &at, scope.clone());
                 return Err(placed.unwrap_or(tied));
