@@ -57,12 +57,21 @@ fn checkpoint_row(e: &LogEntry) -> String {
     format!(
         "{:<6} {:<21} {:<9} {:<7} {:<11} {name}{}\n",
         e.tx,
-        e.time,
+        seconds(&e.time),
         e.outcome.as_str(),
         "mark",
         "-",
         who(e),
     )
+}
+
+/// A time of the log to the second, as every row shows it (a checkpoint's is
+/// kept finer: see `transaction::rewind::mark`).
+fn seconds(time: &str) -> String {
+    match time.split_once('.') {
+        Some((whole, _)) => format!("{whole}Z"),
+        None => time.to_owned(),
+    }
 }
 
 /// The writer of `e`, as the table's last column shows it.

@@ -690,7 +690,7 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
     for line in [
         "D\tlib/util.txt",
         "A\tlib/util2.txt",
-        "R\t.gitignore\t.gitignore.old",
+        "R100\t.gitignore\t.gitignore.old",
         "D\tlib/deep/a.txt",
         "A\tnewdir/x.txt",
         "M\tkeep.txt",
@@ -702,7 +702,8 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
         );
     }
     assert!(
-        names.contains("R\tlib/deep/b.txt\t") || names.contains("D\tlib/deep/b.txt"),
+        names.contains("\tlib/deep/b.txt\tmoved.txt") && names.contains("\nR0")
+            || names.contains("D\tlib/deep/b.txt"),
         "{names}"
     );
 
@@ -801,4 +802,171 @@ os.rename('lib/.util.txt.tmp', 'lib/util.txt')
     editfs(&["rewind", m.src.to_str().unwrap(), "--to", "t"]);
     assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
     assert!(!m.src.join("lib/.util.txt.tmp").exists());
+}
+
+/// `editfs diff --since` until it names `want` (a file made through the mount
+/// is recorded once it stayed a moment), in the form `form`.
+fn diff_naming(m: &Mount, point: &str, form: &[&str], want: &str) -> String {
+    let src = m.src.to_str().unwrap();
+    let began = std::time::Instant::now();
+    loop {
+        let mut args = vec!["diff", src, "--since", point];
+        args.extend(form);
+        let out = editfs(&args);
+        if out.contains(want) || began.elapsed().as_secs() > 10 {
+            return out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_file_moved_then_changed_shows_as_a_rename_with_its_changes_in_every_form_of_diff() {
+    let m = mount!();
+    let long: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    fs::write(m.src.join("lib/long.txt"), &long).unwrap();
+    editfs(&["checkpoint", m.src.to_str().unwrap(), "t"]);
+    m.ok("mv lib/long.txt lib/longer.txt; sed -i 's/^line 7$/line seven/' lib/longer.txt");
+    let names = diff_naming(
+        &m,
+        "t",
+        &["--name-status"],
+        "\tlib/long.txt\tlib/longer.txt\n",
+    );
+    assert!(
+        names.contains("R092\tlib/long.txt\tlib/longer.txt\n"),
+        "{names}"
+    );
+    assert!(!names.contains("D\t") && !names.contains("A\t"), "{names}");
+    let patch = diff_naming(&m, "t", &[], "lib/longer.txt");
+    assert!(
+        patch.contains(
+            "diff --git a/lib/long.txt b/lib/longer.txt\nsimilarity index 92%\nrename from lib/long.txt\nrename to lib/longer.txt\n--- a/lib/long.txt\n+++ b/lib/longer.txt\n"
+        ) && patch.contains("-line 7\n+line seven\n"),
+        "{patch}"
+    );
+    let stat = diff_naming(&m, "t", &["--stat"], "lib/longer.txt");
+    assert!(
+        stat.contains(" lib/long.txt => lib/longer.txt | +1 -1\n")
+            && stat.contains(" 1 file(s) changed"),
+        "{stat}"
+    );
+    let json = diff_naming(&m, "t", &["--json"], "lib/longer.txt");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let files = json["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{json}");
+    assert_eq!(files[0]["status"], "R");
+    assert_eq!(files[0]["from"], "lib/long.txt");
+    assert_eq!(files[0]["path"], "lib/longer.txt");
+    assert_eq!(files[0]["similarity"], 92);
+    assert_eq!(
+        (
+            files[0]["lines_added"].as_u64(),
+            files[0]["lines_removed"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    // Another file's content is not taken for this one's.
+    m.ok("printf 'x\\n' > other.txt; rm lib/util.txt");
+    let names = diff_naming(&m, "t", &["--name-status"], "A\tother.txt");
+    assert!(
+        names.contains("D\tlib/util.txt\n") && names.contains("A\tother.txt\n"),
+        "{names}"
+    );
+    // The file saved over after its move is no file of the point: it goes.
+    editfs(&["rewind", m.src.to_str().unwrap(), "--to", "t"]);
+    assert!(!m.src.join("lib/longer.txt").exists());
+    assert_eq!(m.src_file("lib/long.txt"), long.as_bytes());
+}
+
+#[test]
+fn a_rewind_names_what_it_leaves_as_it_is_modes_directories_and_unrecorded_files() {
+    let m = match Mount::start(&[], |src| {
+        project(src);
+        fs::write(src.join("private.txt"), "mode changes only\n").unwrap();
+    }) {
+        Some(m) => m,
+        None => return,
+    };
+    let src = m.src.to_str().unwrap();
+    editfs(&["checkpoint", src, "t"]);
+    m.ok(
+        "chmod 600 private.txt; sed -i 's/one/ONE/' lib/util.txt; chmod 755 lib/util.txt; \
+         mkdir newdir; mkdir -p made/sub; echo x > made/sub/f.txt",
+    );
+    diff_naming(&m, "t", &["--name-status"], "A\tmade/sub/f.txt");
+    let dry = editfs(&["rewind", src, "--to", "t", "--dry-run", "--json"]);
+    let dry: serde_json::Value = serde_json::from_str(&dry).unwrap();
+    assert_eq!(
+        dry["not_undone"]["unrecorded"],
+        serde_json::json!(["private.txt"]),
+        "{dry}"
+    );
+    let json = editfs(&["rewind", src, "--to", "t", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["outcome"], "ok", "{json}");
+    let left = &json["not_undone"];
+    assert_eq!(
+        left["unrecorded"],
+        serde_json::json!(["private.txt"]),
+        "{json}"
+    );
+    assert_eq!(
+        left["modes"],
+        serde_json::json!(["lib/util.txt: mode 755 now, 644 at the point"]),
+        "{json}"
+    );
+    assert_eq!(
+        left["directories"],
+        serde_json::json!(["made/", "newdir/"]),
+        "{json}"
+    );
+    assert_eq!(m.src_file("lib/util.txt"), b"one\ntwo\nthree\n");
+    assert!(!m.src.join("made/sub/f.txt").exists());
+    // The same, as text, from inside the mount.
+    let text = m.ok("echo '--to t' > .editfs/rewind; cat .editfs/status");
+    for line in [
+        "not undone: ",
+        "\n    private.txt\n",
+        "\n    lib/util.txt: mode 755 now, 644 at the point\n",
+        "\n    made/\n    newdir/\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn a_directory_moved_whole_through_the_mount_is_rewound_back_and_its_undo_moves_it_again() {
+    let m = mount!();
+    fs::create_dir_all(m.src.join("lib/deep/inner")).unwrap();
+    fs::write(m.src.join("lib/deep/inner/c.txt"), "gamma\n").unwrap();
+    let src = m.src.to_str().unwrap();
+    editfs(&["checkpoint", src, "t"]);
+    let at_checkpoint = tree(&m.src);
+    m.ok("mv lib/deep moved && echo more >> moved/a.txt && echo new > moved/n.txt");
+    let after = tree(&m.src);
+    let names = diff_naming(&m, "t", &["--name-status"], "A\tmoved/n.txt");
+    for line in [
+        "R100\tlib/deep/b.txt\tmoved/b.txt\n",
+        "R100\tlib/deep/inner/c.txt\tmoved/inner/c.txt\n",
+        "R054\tlib/deep/a.txt\tmoved/a.txt\n",
+        "A\tmoved/n.txt\n",
+    ] {
+        assert!(names.contains(line), "{line:?} in:\n{names}");
+    }
+    let out = editfs(&["rewind", src, "--to", "t", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["outcome"], "ok", "{out}");
+    assert_eq!(
+        tree(&m.src),
+        at_checkpoint,
+        "every file back at its old name"
+    );
+    assert!(
+        !m.src.join("moved").exists(),
+        "the emptied directory goes too"
+    );
+    let tx = json["tx"].as_u64().unwrap().to_string();
+    editfs(&["undo", src, "--tx", &tx]);
+    assert_eq!(tree(&m.src), after, "the undo of the rewind moves it again");
 }

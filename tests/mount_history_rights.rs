@@ -377,3 +377,79 @@ fn a_rewind_never_makes_a_file_owned_by_another_user() {
         assert_eq!(meta.uid(), NOBODY, "{}", text(&out));
     }
 }
+
+/// What a rewind says it leaves as it is (files changed with no record,
+/// directories made since) names only what the caller could see natively:
+/// root's private changes beside the mount are named to root, never to nobody.
+#[test]
+fn what_a_rewind_leaves_as_it_is_names_nothing_the_caller_could_not_see() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(&m, "echo start | cat > .editfs/checkpoint");
+    assert!(out.status.success(), "{}", text(&out));
+    // Beside the mount, so no line of the log covers them.
+    fs::write(m.src.join("cfg.txt"), format!("{SECRET}\nport=9\n")).unwrap();
+    fs::write(m.src.join("priv/e.txt"), "changed\n").unwrap();
+    fs::create_dir(m.src.join("priv/hidden-dir")).unwrap();
+    let out = as_nobody(&m, "mkdir nb/mine");
+    assert!(out.status.success(), "{}", text(&out));
+    let out = as_nobody(
+        &m,
+        "echo '--to start' | cat > .editfs/rewind; cat .editfs/status .editfs/status.json",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = text(&out);
+    assert!(
+        report.contains("not undone: ") && report.contains("nb/mine/"),
+        "{report}"
+    );
+    for hidden in ["cfg.txt", "priv/", SECRET] {
+        assert!(!report.contains(hidden), "{hidden} in:\n{report}");
+    }
+    let root = m.ok("echo '--to start --dry-run' | cat > .editfs/rewind; cat .editfs/status");
+    for seen in [
+        "\n    cfg.txt\n",
+        "\n    priv/e.txt\n",
+        "\n    priv/hidden-dir/\n",
+    ] {
+        assert!(root.contains(seen), "{seen:?} in:\n{root}");
+    }
+}
+
+/// nobody moves its directory holding a private file of root's: its rewind
+/// moves nobody's own file back and leaves root's where it is, shown to no
+/// one; root's rewind moves root's back too.
+#[test]
+fn a_directory_moved_by_another_user_is_rewound_file_by_file_under_each_files_rights() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(
+        &m,
+        "mkdir nb/d && echo mine > nb/d/x.txt && echo start | cat > .editfs/checkpoint",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    fs::write(m.src.join("nb/d/r.txt"), format!("{SECRET}\n")).unwrap();
+    chmod(&m.src.join("nb/d/r.txt"), 0o600);
+    let out = as_nobody(
+        &m,
+        "mv nb/d nb/e && sleep 0.5 && echo '--to start' | cat > .editfs/rewind; cat .editfs/status",
+    );
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        !report.contains(SECRET) && !report.contains("r.txt"),
+        "{report}"
+    );
+    assert_eq!(m.src_file("nb/d/x.txt"), b"mine\n", "{report}");
+    assert!(!m.src.join("nb/e/x.txt").exists(), "{report}");
+    assert!(
+        m.src.join("nb/e/r.txt").exists(),
+        "root's file is not nobody's to move back"
+    );
+    assert!(!m.src.join("nb/d/r.txt").exists(), "{report}");
+    let out = m.ok("echo '--to start' | cat > .editfs/rewind; cat .editfs/status");
+    assert_eq!(
+        m.src_file("nb/d/r.txt"),
+        format!("{SECRET}\n").as_bytes(),
+        "{out}"
+    );
+    assert!(!m.src.join("nb/e").exists(), "{out}");
+}

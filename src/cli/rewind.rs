@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use editfs::engine::diff::file_diff;
+use editfs::engine::report::shown_name;
 use editfs::store::entries_in;
 use editfs::store::logline::count_changes;
 use editfs::store::objects::Objects;
@@ -43,7 +44,8 @@ pub struct CheckpointArgs {
 #[command(
     about = "Show what changed in SOURCE since a checkpoint or transaction: the net change per file, as git diff prints it",
     after_help = "Each file is compared as it was at the point with how it is now, not step \
-by step. Files the history has no record of changing but that changed since (a write beside \
+by step. A removed file and a created one at least 50% alike show as one rename (R and their \
+similarity, with the changes between them). Files the history has no record of changing but that changed since (a write beside \
 the mount, .git/, paths editfs keeps no version of) are listed as not covered. Only reads."
 )]
 pub struct DiffArgs {
@@ -57,7 +59,7 @@ pub struct DiffArgs {
     /// Print a line per file with lines added and removed
     #[arg(long, conflicts_with_all = ["name_status", "json"])]
     stat: bool,
-    /// Print a status letter (M, A, D, R) and the name per file
+    /// Print a status letter (M, A, D, or R and the similarity) and the name per file
     #[arg(long, conflicts_with = "json")]
     name_status: bool,
     /// Print the changes as JSON
@@ -75,7 +77,9 @@ pub struct DiffArgs {
     about = "Put every file changed since a checkpoint or transaction back as it was then, as one transaction",
     after_help = "Covers every write editfs recorded: edits, multi-file transactions, direct \
 writes (sed -i, an editor's save), files created (removed again, their content kept), removed \
-(restored with their mode and owner) and renamed, undos and earlier rewinds. The rewind is one \
+(restored with their mode and owner) and renamed (a directory moved whole too), undos and \
+earlier rewinds. The report ends with what it leaves as it is: files changed with no record, \
+modes changed by chmod, directories made since (`not_undone` in --json). The rewind is one \
 transaction: `editfs undo SOURCE --tx ID` takes it back. A file changed since in a way editfs did \
 not record is named and the rewind refused, unless --force. Inside a mount, write \
 `--to TXID|NAME [--dry-run] [--force]` to .editfs/rewind."
@@ -199,9 +203,14 @@ pub fn diff(args: DiffArgs) -> ExitCode {
         let recorded: HashSet<&str> = since_point.iter().map(|(rel, _)| rel.as_str()).collect();
         let since = rewind::time_of(&entries, point).unwrap_or(std::time::UNIX_EPOCH);
         let state_real = fs::canonicalize(&state).unwrap_or(state.clone());
-        let (mut uncovered, more) =
-            rewind::uncovered(&root_path, &state_real, since, &recorded, UNCOVERED_MOST);
-        uncovered.retain(|r| wanted(r));
+        let found = rewind::unrecorded(
+            (&root_path, &state_real),
+            since,
+            (&recorded, &[]),
+            &wanted,
+            rewind::UNRECORDED_MOST,
+        );
+        let (uncovered, more) = (found.files, found.more);
         let files = pair_renames(changes);
         Ok(if args.json {
             json(&files, &pruned, &uncovered, more) + "\n"
@@ -222,16 +231,18 @@ pub fn diff(args: DiffArgs) -> ExitCode {
     }
 }
 
-/// Files not covered named at most: past it, they are counted.
-const UNCOVERED_MOST: usize = 200;
-
-/// One file's net change, a removed and a created file of equal content paired
-/// as a rename.
+/// One file's net change, a removed and a created file of like content
+/// paired as a rename.
 enum Changed {
     Modified(NetChange),
     Added(NetChange),
     Deleted(NetChange),
-    Renamed { from: String, to: NetChange },
+    /// `from` removed, `to` created, `similarity` percent of their content alike.
+    Renamed {
+        from: NetChange,
+        to: NetChange,
+        similarity: u8,
+    },
 }
 
 impl Changed {
@@ -253,59 +264,120 @@ impl Changed {
 
     fn name(&self) -> String {
         match self {
-            Changed::Renamed { from, to } => format!("{from} -> {}", to.rel),
+            Changed::Renamed { from, to, .. } => format!("{} => {}", from.rel, to.rel),
             other => other.change().rel.clone(),
         }
     }
 
-    /// The unified diff of its content, `/dev/null` for a side that does not exist.
+    /// The unified diff of its content, `/dev/null` for a side that does not
+    /// exist; a rename's, from the old name's content to the new one's.
     fn diff(&self) -> String {
-        let c = self.change();
-        let (before, now) = match self {
-            Changed::Renamed { .. } => return String::new(),
-            _ => (c.before.as_deref(), c.now.as_deref()),
+        let (before, now, old_name) = match self {
+            Changed::Renamed { from, to, .. } => {
+                (from.before.as_deref(), to.now.as_deref(), &from.rel)
+            }
+            Changed::Modified(c) | Changed::Added(c) | Changed::Deleted(c) => {
+                (c.before.as_deref(), c.now.as_deref(), &c.rel)
+            }
         };
+        let new_name = &self.change().rel;
         let (b, n) = (before.unwrap_or_default(), now.unwrap_or_default());
+        if b == n {
+            return String::new();
+        }
         if b.contains(&0) || n.contains(&0) {
             return format!("Binary files differ ({} -> {} bytes)\n", b.len(), n.len());
         }
-        let text = file_diff(b, n, &c.rel);
-        let mut lines = text.splitn(3, '\n');
-        let (old, new, rest) = (
-            lines.next().unwrap_or_default(),
-            lines.next().unwrap_or_default(),
-            lines.next().unwrap_or_default(),
-        );
-        let old = if before.is_some() {
-            old
-        } else {
-            "--- /dev/null"
+        let text = file_diff(b, n, new_name);
+        let rest = text.splitn(3, '\n').nth(2).unwrap_or_default();
+        let old = match before {
+            Some(_) => format!("--- a/{}", shown_name(old_name)),
+            None => "--- /dev/null".to_owned(),
         };
-        let new = if now.is_some() { new } else { "+++ /dev/null" };
+        let new = match now {
+            Some(_) => format!("+++ b/{}", shown_name(new_name)),
+            None => "+++ /dev/null".to_owned(),
+        };
         format!("{old}\n{new}\n{rest}")
     }
 }
 
-/// Sorts the changes by name, pairing each removed file with a created one of
-/// the same content (git's exact renames).
+/// How alike two contents must be, in percent, for a removed and a created
+/// file to show as one renamed: git's default (`-M50%`).
+const RENAME_SIMILARITY: u8 = 50;
+
+/// Removed and created files compared for likeness at most (as git's
+/// `diff.renameLimit`): past it, only renames with the content unchanged are
+/// found, as comparing each pair would take long.
+const RENAME_PAIRS_MOST: usize = 1000 * 1000;
+
+/// How much of `old` stays in `new`, in percent of the larger: the bytes of
+/// the lines they share, as git scores a rename. Binary contents are alike only
+/// when equal.
+fn similarity(old: &[u8], new: &[u8]) -> u8 {
+    if old == new {
+        return 100;
+    }
+    let larger = old.len().max(new.len());
+    // Too different in size to reach the threshold: not worth a diff.
+    if old.len().min(new.len()) * 100 < larger * usize::from(RENAME_SIMILARITY)
+        || old.contains(&0)
+        || new.contains(&0)
+    {
+        return 0;
+    }
+    let (a, b) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));
+    let diff = similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(100))
+        .diff_lines(&*a, &*b);
+    let same: usize = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() == similar::ChangeTag::Equal)
+        .map(|c| c.value().len())
+        .sum();
+    // Never 100 for contents that differ.
+    ((same * 100 / larger).min(99)) as u8
+}
+
+/// Sorts the changes by name, pairing each removed file with the created one
+/// most like it, at least `RENAME_SIMILARITY` percent alike (git's renames).
 fn pair_renames(changes: Vec<NetChange>) -> Vec<Changed> {
     let (mut added, rest): (Vec<_>, Vec<_>) = changes
         .into_iter()
         .partition(|c| c.before.is_none() && c.now.is_some());
-    let mut out = Vec::new();
-    for c in rest {
-        if c.now.is_none() {
-            if let Some(i) = added.iter().position(|a| a.now == c.before) {
-                out.push(Changed::Renamed {
-                    from: c.rel,
-                    to: added.remove(i),
-                });
-            } else {
-                out.push(Changed::Deleted(c));
+    let (deleted, mut out): (Vec<_>, Vec<_>) = rest
+        .into_iter()
+        .map(|c| match c.now {
+            None => Changed::Deleted(c),
+            Some(_) => Changed::Modified(c),
+        })
+        .partition(|c| matches!(c, Changed::Deleted(_)));
+    let compare = deleted.len() * added.len() <= RENAME_PAIRS_MOST;
+    for d in deleted {
+        let Changed::Deleted(gone) = d else { continue };
+        let before = gone.before.as_deref().unwrap_or_default();
+        let score = |a: &NetChange| {
+            let now = a.now.as_deref().unwrap_or_default();
+            match (now == before, compare) {
+                (true, _) => 100,
+                (false, true) => similarity(before, now),
+                (false, false) => 0,
             }
-        } else {
-            out.push(Changed::Modified(c));
-        }
+        };
+        let best = added
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (score(a), i))
+            .filter(|(s, _)| *s >= RENAME_SIMILARITY)
+            .max_by_key(|(s, i)| (*s, std::cmp::Reverse(*i)));
+        out.push(match best {
+            Some((similarity, i)) => Changed::Renamed {
+                from: gone,
+                to: added.remove(i),
+                similarity,
+            },
+            None => Changed::Deleted(gone),
+        });
     }
     out.extend(added.into_iter().map(Changed::Added));
     out.sort_by(|a, b| a.change().rel.cmp(&b.change().rel));
@@ -317,9 +389,12 @@ fn patch(files: &[Changed]) -> String {
     for f in files {
         let rel = &f.change().rel;
         let _ = match f {
-            Changed::Renamed { from, .. } => writeln!(
+            Changed::Renamed {
+                from, similarity, ..
+            } => writeln!(
                 out,
-                "diff --git a/{from} b/{rel}\nsimilarity index 100%\nrename from {from}\nrename to {rel}"
+                "diff --git a/{from} b/{rel}\nsimilarity index {similarity}%\nrename from {from}\nrename to {rel}",
+                from = from.rel
             ),
             Changed::Added(_) => writeln!(out, "diff --git a/{rel} b/{rel}\nnew file"),
             Changed::Deleted(_) => writeln!(out, "diff --git a/{rel} b/{rel}\ndeleted file"),
@@ -351,7 +426,11 @@ fn name_status(files: &[Changed]) -> String {
     let mut out = String::new();
     for f in files {
         let _ = match f {
-            Changed::Renamed { from, to } => writeln!(out, "R\t{from}\t{}", to.rel),
+            Changed::Renamed {
+                from,
+                to,
+                similarity,
+            } => writeln!(out, "R{similarity:03}\t{}\t{}", from.rel, to.rel),
             other => writeln!(out, "{}\t{}", other.letter(), other.change().rel),
         };
     }
@@ -394,7 +473,8 @@ fn json(files: &[Changed], pruned: &[String], uncovered: &[String], more: usize)
             serde_json::json!({
                 "status": f.letter().to_string(),
                 "path": f.change().rel,
-                "from": match f { Changed::Renamed { from, .. } => Some(from), _ => None },
+                "from": match f { Changed::Renamed { from, .. } => Some(&from.rel), _ => None },
+                "similarity": match f { Changed::Renamed { similarity, .. } => Some(similarity), _ => None },
                 "lines_added": added,
                 "lines_removed": removed,
                 "diff": diff,

@@ -434,13 +434,19 @@ impl Core {
         let replaced = self.reported_access(&dest, &to, newname);
         let exchange = how.contains(rustix::fs::RenameFlags::EXCHANGE);
         let rename = || rustix::fs::renameat_with(&from, name, &to, newname, how);
+        let here = Loc {
+            dir: from.clone(),
+            name: name.to_owned(),
+        };
+        let dir = rustix::fs::statat(&*from, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+        });
         let renamed = if exchange {
             rename().map(|()| false)
+        } else if dir {
+            self.move_dir((&here, &source), &dest, who.pid, rename)
+                .map(|()| true)
         } else {
-            let here = Loc {
-                dir: from.clone(),
-                name: name.to_owned(),
-            };
             self.move_file((&here, &source), (&over, &dest), who.pid, rename)
         };
         if let Some(p) = pending {

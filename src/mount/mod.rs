@@ -15,6 +15,7 @@ mod ignored;
 #[cfg(test)]
 mod in_process;
 mod listings;
+mod moved;
 mod names;
 mod nodes;
 mod ops;

@@ -167,7 +167,7 @@ fn last_kept(objects: &Objects, rel: &str) -> Option<(Vec<u8>, u64)> {
 }
 
 impl Core {
-    fn keeps(&self, rel: &Path) -> bool {
+    pub(super) fn keeps(&self, rel: &Path) -> bool {
         !self.settings.preimages.skips(self.source.root(), rel)
     }
 
@@ -335,10 +335,19 @@ impl Core {
             use std::os::unix::fs::MetadataExt;
             (m.dev(), m.ino()) == c.inode
         });
+        let rel = &c.pending.rel;
         if !same {
+            // Saved over since (`sed -i`, an editor's save): that write kept
+            // this file's content as its pre-image, so only that it was made
+            // is recorded, or a rewind would take the file for one that was
+            // there before and keep it.
+            if c.written_again
+                && let Err(e) = direct::finish(&self.store, &c.pending, None)
+            {
+                log::error!("cannot record the new file {rel}: {e}");
+            }
             return;
         }
-        let rel = &c.pending.rel;
         if size > self.settings.preimages.max_size {
             let who = Who::process(c.pending.who_pid());
             if let Err(e) = direct::skipped(&self.store, Kind::Direct, rel, size, &who) {
@@ -430,17 +439,44 @@ impl Core {
                 Access::above(to.dir(), &dest),
             );
             match (inode, direct::begin_created(&self.store, &dest, made, &who)) {
-                (Some(inode), Ok(p)) => self.created.lock().push(Created {
-                    pending: p,
-                    at: Instant::now(),
-                    inode,
-                    written_again: false,
-                }),
+                (Some(inode), Ok(p)) => self.await_creation(p, inode),
                 (None, Ok(_)) => {}
                 (_, Err(e)) => log::error!("cannot record {dest}, moved from {name}: {e}"),
             }
         }
         Ok(true)
+    }
+
+    /// Records `pending`, a file the inode `inode` put at its name, once it
+    /// stayed there a moment (`record_creations`).
+    pub(super) fn await_creation(&self, pending: Pending, inode: (u64, u64)) {
+        self.created.lock().push(Created {
+            pending,
+            at: Instant::now(),
+            inode,
+            written_again: false,
+        });
+    }
+
+    /// The files beneath the directory `dir` made through the mount whose
+    /// creation is not recorded yet.
+    pub(super) fn creations_beneath(&self, dir: &str) -> std::collections::HashSet<String> {
+        self.created
+            .lock()
+            .iter()
+            .filter(|c| beneath(&c.pending.rel, dir))
+            .map(|c| c.pending.rel.clone())
+            .collect()
+    }
+
+    /// The directory `from` moved to `to`: the creations not recorded yet
+    /// beneath it go with it.
+    pub(super) fn carry_beneath(&self, from: &str, to: &str) {
+        for c in self.created.lock().iter_mut() {
+            if beneath(&c.pending.rel, from) {
+                c.pending.rel = format!("{to}{}", &c.pending.rel[from.len()..]);
+            }
+        }
     }
 
     /// Notes that `file`, at `rel`, a file made through the mount whose
@@ -476,7 +512,7 @@ impl Core {
     }
 
     /// Where `rel` is in SOURCE, if its directory is there.
-    fn loc_at(&self, rel: &str) -> Option<Loc> {
+    pub(super) fn loc_at(&self, rel: &str) -> Option<Loc> {
         let rel = Path::new(rel);
         Some(Loc {
             dir: Arc::new(self.source.dir(rel.parent()?).ok()?),
@@ -535,7 +571,7 @@ impl Core {
     }
 
     /// Who `pid` is, read from /proc at most once a second for the same process.
-    fn remover(&self, pid: u32) -> Who {
+    pub(super) fn remover(&self, pid: u32) -> Who {
         let mut last = self.remover.lock();
         match &*last {
             Some((at, who)) if who.pid == pid && at.elapsed() < Duration::from_secs(1) => {
@@ -565,6 +601,12 @@ impl Core {
             Verdict::Adopt
         }
     }
+}
+
+/// Whether `rel` lies beneath the directory `dir`.
+fn beneath(rel: &str, dir: &str) -> bool {
+    rel.strip_prefix(dir)
+        .is_some_and(|rest| rest.starts_with('/'))
 }
 
 #[cfg(test)]

@@ -161,6 +161,11 @@ impl Objects {
         }
     }
 
+    /// The state directory the versions are kept in.
+    pub fn state(&self) -> &Path {
+        &self.state
+    }
+
     /// Remembers that a commit left `bytes`, whose SHA-256 is `sha`, in `rel`
     /// (see `recent`), in place of what was remembered of `rel` before; returns
     /// the contents no longer remembered, for the caller to reuse or free.

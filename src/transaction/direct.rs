@@ -28,6 +28,8 @@ pub struct Pending {
     before: Option<String>,
     access: Option<Access>,
     above: Vec<Access>,
+    /// The directories made with the file (see `FileEntry::dirs`).
+    dirs: Vec<String>,
     time: String,
     who: Who,
 }
@@ -107,6 +109,7 @@ pub fn begin<F: Read + Seek>(
         before: Some(sha),
         access,
         above,
+        dirs: Vec::new(),
         time: now(),
         who: who.clone(),
     })
@@ -131,6 +134,7 @@ pub fn begin_created(
         before: None,
         access,
         above,
+        dirs: Vec::new(),
         time: now(),
         who: who.clone(),
     })
@@ -140,6 +144,14 @@ impl Pending {
     /// Whether it records a file the write created (`begin_created`).
     pub fn created(&self) -> bool {
         self.before.is_none()
+    }
+
+    /// The same, with `dirs` made for the file: a directory moved through
+    /// the mount made its name for each file it holds, and a rewind removes
+    /// it again once it emptied it.
+    pub fn with_dirs(mut self, dirs: Vec<String>) -> Pending {
+        self.dirs = dirs;
+        self
     }
 
     /// The process that began the write.
@@ -232,6 +244,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         lines_removed,
         access: p.access,
         above: p.above.clone(),
+        dirs: p.dirs.clone(),
         ..FileEntry::default()
     };
     store.log(&entry(

@@ -36,6 +36,9 @@ pub struct MultiReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorReport>,
     pub notes: Vec<String>,
+    /// For a rewind: what it leaves as it is.
+    #[serde(rename = "not_undone", skip_serializing_if = "Option::is_none")]
+    pub left: Option<super::rewind::Left>,
 }
 
 impl MultiReport {
@@ -47,6 +50,7 @@ impl MultiReport {
             files: Vec::new(),
             error: None,
             notes: Vec::new(),
+            left: None,
         }
     }
 
@@ -104,6 +108,9 @@ impl fmt::Display for MultiReport {
         }
         for n in &self.notes {
             writeln!(f, "note: {n}")?;
+        }
+        if let Some(left) = &self.left {
+            write!(f, "{left}")?;
         }
         for r in &self.files {
             writeln!(f, "\n==== {}", crate::engine::report::shown_name(&r.file))?;

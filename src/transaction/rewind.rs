@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::{Root, Who, now};
+use super::{Root, Who};
 use crate::store::logline::{Kind, LogEntry, Outcome};
 use crate::store::objects::{Objects, Side};
 use crate::store::{Store, StoreError};
@@ -129,7 +129,9 @@ pub fn mark(store: &Store, name: Option<&str>, who: &Who) -> Result<LogEntry, Ma
     let lock = store.lock()?;
     let entry = LogEntry {
         tx: store.next_tx(&lock)?,
-        time: now(),
+        // To the microsecond: what changed since is told by file times, and a
+        // write in the same second before the point is no change since.
+        time: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
         kind: Kind::Checkpoint,
         outcome: Outcome::Ok,
         pid: who.pid,
@@ -251,16 +253,31 @@ pub fn net(
     (changes, pruned)
 }
 
-/// Files under `root` (the state directory `state` aside) changed after
-/// `since` that are not in `covered`: writes the log has no line of, whose
-/// content at the point editfs cannot tell. At most `most` are named.
-pub fn uncovered(
-    root: &Path,
-    state: &Path,
+/// What a walk of the project finds changed since a point with no line of
+/// the log to say how it was then.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unrecorded {
+    /// Files changed since (content, mode or owner) the log has no record of.
+    pub files: Vec<String>,
+    /// How many more such files there are than `files` names.
+    pub more: usize,
+    /// Directories made since (by their birth time), outermost only.
+    pub dirs: Vec<String>,
+}
+
+/// Files and directories under `root` (the state directory `state` aside)
+/// changed after `since` that the log cannot vouch for: files not in
+/// `covered` (writes the log has no line of, whose content at the point
+/// editfs cannot tell), and directories made since, none of `existed` beneath
+/// them (files that were there at the point). Only names `shown` passes are
+/// named or counted; at most `most` files are named.
+pub fn unrecorded(
+    (root, state): (&Path, &Path),
     since: SystemTime,
-    covered: &HashSet<&str>,
+    (covered, existed): (&HashSet<&str>, &[&str]),
+    shown: &dyn Fn(&str) -> bool,
     most: usize,
-) -> (Vec<String>, usize) {
+) -> Unrecorded {
     let state = state.to_owned();
     let walk = ignore::WalkBuilder::new(root)
         .standard_filters(false)
@@ -268,37 +285,186 @@ pub fn uncovered(
         .follow_links(false)
         .filter_entry(move |e| e.path() != state)
         .build();
-    let mut named = Vec::new();
-    let mut more = 0;
+    let mut found = Unrecorded::default();
     for entry in walk.flatten() {
-        let path = entry.path();
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Ok(rel) = path.strip_prefix(root) else {
+        let Some(rel) = entry.path().strip_prefix(root).ok().and_then(Path::to_str) else {
             continue;
         };
-        let Some(rel) = rel.to_str() else { continue };
-        // The status change time too: a rename or chmod keeps the mtime.
-        let newer = entry.metadata().ok().is_some_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            let changed = std::time::UNIX_EPOCH
-                + std::time::Duration::new(m.ctime().max(0) as u64, m.ctime_nsec() as u32);
-            m.modified().is_ok_and(|t| t > since) || changed > since
-        });
-        if newer && !covered.contains(rel) {
-            if named.len() < most {
-                named.push(rel.to_owned());
-            } else {
-                more += 1;
+        let (Some(kind), Ok(meta)) = (entry.file_type(), entry.metadata()) else {
+            continue;
+        };
+        if kind.is_dir() {
+            if !rel.is_empty()
+                && meta.created().is_ok_and(|t| t > since)
+                && !found.dirs.iter().any(|d| beneath(rel, d))
+                && !existed.iter().any(|f| beneath(f, rel))
+                && shown(rel)
+            {
+                found.dirs.push(rel.to_owned());
             }
+            continue;
+        }
+        if !kind.is_file() || covered.contains(rel) || !changed_after(&meta, since) || !shown(rel) {
+            continue;
+        }
+        if found.files.len() < most {
+            found.files.push(rel.to_owned());
+        } else {
+            found.more += 1;
         }
     }
-    named.sort();
-    (named, more)
+    found.files.sort();
+    found.dirs.sort();
+    found
 }
 
-/// The time of the point's log line, for `uncovered`.
+/// Whether `rel` is `dir` or lies beneath it.
+fn beneath(rel: &str, dir: &str) -> bool {
+    rel.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// Whether a file's content or status changed after `since`: the status
+/// change time too, as a rename or chmod keeps the mtime.
+fn changed_after(meta: &std::fs::Metadata, since: SystemTime) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let changed = std::time::UNIX_EPOCH
+        + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32);
+    meta.modified().is_ok_and(|t| t > since) || changed > since
+}
+
+/// What a rewind to a point leaves as it is, so that its report never reads
+/// as if the whole tree were as it was then: a rewind puts back what the log
+/// recorded (each file's content, files made, removed and moved), and no more.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Left {
+    /// Files changed since the point with no record in the log.
+    pub unrecorded: Vec<String>,
+    /// How many more such files there are than `unrecorded` names.
+    pub unrecorded_more: usize,
+    /// Files the rewind covers whose mode or owner differs from what the log
+    /// recorded at the point (a chmod is no write): each with both.
+    pub modes: Vec<String>,
+    /// Directories made since the point, kept even when the rewind empties them.
+    pub directories: Vec<String>,
+}
+
+/// Files of not-covered lists named at most: past it, they are counted.
+pub const UNRECORDED_MOST: usize = 200;
+
+/// What a rewind to `point` leaves as it is, as `caller` may see it (`None`:
+/// the daemon's own rights), `entries` being the history it sees and `state`
+/// the state directory, which is not the project's.
+pub fn left(
+    state: &Path,
+    entries: &[LogEntry],
+    (root, caller): (Root<'_>, Option<&super::Caller>),
+    point: u64,
+) -> Left {
+    let changed = changed_since(entries, point);
+    let covered: HashSet<&str> = changed.iter().map(|(rel, _)| rel.as_str()).collect();
+    let first = |rel: &str, tx: u64| {
+        entries
+            .iter()
+            .find(|e| e.tx == tx)
+            .and_then(|e| e.file(rel))
+    };
+    let existed: Vec<&str> = changed
+        .iter()
+        .filter(|(rel, tx)| first(rel, *tx).is_some_and(|f| !f.created))
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    let shown =
+        |rel: &str| caller.is_none_or(|c| c.sight(&root.fd, rel) != super::sight::Sight::Hidden);
+    let since = time_of(entries, point).unwrap_or(std::time::UNIX_EPOCH);
+    let state = std::fs::canonicalize(state).unwrap_or_else(|_| state.to_owned());
+    let found = unrecorded(
+        (root.path, &state),
+        since,
+        (&covered, &existed),
+        &shown,
+        UNRECORDED_MOST,
+    );
+    let modes = changed
+        .iter()
+        .filter_map(|(rel, tx)| {
+            let then = first(rel, *tx).filter(|f| !f.created)?.access?;
+            let st =
+                rustix::fs::statat(root.fd, rel.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .ok()
+                    .filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)?;
+            let now = crate::store::logline::Access::of_stat(&st);
+            (now != then && shown(rel)).then(|| access_change(rel, now, then))
+        })
+        .collect();
+    Left {
+        unrecorded: found.files,
+        unrecorded_more: found.more,
+        modes,
+        directories: found.dirs.into_iter().map(|d| d + "/").collect(),
+    }
+}
+
+/// `rel`'s mode or owner now and at the point, for a report.
+fn access_change(
+    rel: &str,
+    now: crate::store::logline::Access,
+    then: crate::store::logline::Access,
+) -> String {
+    let mut parts = Vec::new();
+    if now.mode != then.mode {
+        parts.push(format!(
+            "mode {:o} now, {:o} at the point",
+            now.mode, then.mode
+        ));
+    }
+    if (now.uid, now.gid) != (then.uid, then.gid) {
+        parts.push(format!(
+            "owner {}:{} now, {}:{} at the point",
+            now.uid, now.gid, then.uid, then.gid
+        ));
+    }
+    format!("{rel}: {}", parts.join(", "))
+}
+
+impl std::fmt::Display for Left {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "not undone: a rewind puts back what editfs recorded (each file's content, files made, removed and moved); it leaves as they are:"
+        )?;
+        let mut list = |title: &str, names: &[String], more: usize| {
+            if names.is_empty() {
+                return Ok(());
+            }
+            writeln!(f, "  {title}:")?;
+            for n in names {
+                writeln!(f, "    {}", crate::engine::report::shown_name(n))?;
+            }
+            if more > 0 {
+                writeln!(f, "    … and {more} more")?;
+            }
+            Ok(())
+        };
+        list(
+            "changed since with no record (a write beside the mount, .git/, ignored or --no-snapshot paths, files over --max-file-size, a chmod or chown)",
+            &self.unrecorded,
+            self.unrecorded_more,
+        )?;
+        list("mode or owner changed since (chmod, chown)", &self.modes, 0)?;
+        list(
+            "directories made since (mkdir), kept even when empty",
+            &self.directories,
+            0,
+        )?;
+        writeln!(
+            f,
+            "  and what editfs never records: directories removed while empty, symlinks, special files"
+        )
+    }
+}
+
+/// The time of the point's log line, for `unrecorded`.
 pub fn time_of(entries: &[LogEntry], point: u64) -> Option<SystemTime> {
     let e = entries.iter().find(|e| e.tx == point)?;
     humantime::parse_rfc3339(&e.time).ok()

@@ -218,17 +218,14 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         Ok(tx) => tx,
         Err(e) => return fail(e),
     };
-    let plans = plan(
-        store.objects(),
-        &visible(store.entries(), root, who.caller.as_ref()),
-        (root, who.caller.as_ref()),
-        req,
-    );
-    let reports = match plans {
+    let entries = visible(store.entries(), root, who.caller.as_ref());
+    let at = (root, who.caller.as_ref());
+    let reports = match plan(store.objects(), &entries, at, req) {
         Ok(plans) if plans.is_empty() => {
             let undone = nothing_to_rewind(tx, req);
             let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &[], who));
-            return undone;
+            drop(lock);
+            return left_as_is(undone, store.objects().state(), &entries, at, req);
         }
         Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
         Err(e) => {
@@ -243,6 +240,27 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     let undone = wrap(req, reports);
     if undone.head().outcome != Outcome::Ok {
         log_failure(store, &undone, who);
+        return undone;
+    }
+    // The walk of the project for what is left takes no lock a transaction waits for.
+    drop(lock);
+    left_as_is(undone, store.objects().state(), &entries, at, req)
+}
+
+/// A successful rewind's report with what it leaves as it is (see
+/// `rewind::left`); any other report as it is.
+fn left_as_is(
+    mut undone: Undone,
+    state: &Path,
+    entries: &[LogEntry],
+    at: (Root<'_>, Option<&Caller>),
+    req: &Request,
+) -> Undone {
+    if let (What::Rewind(point), Undone::Tx(m)) = (&req.what, &mut undone)
+        && m.outcome == Outcome::Ok
+        && let Ok(p) = point.resolve(entries)
+    {
+        m.left = Some(rewind::left(state, entries, at, p));
     }
     undone
 }
@@ -306,7 +324,7 @@ pub fn preview(
         Undone::File(r) => r.notes.push(note),
         Undone::Tx(m) => m.notes.push(note),
     }
-    undone
+    left_as_is(undone, objects.state(), &entries, (root, caller), req)
 }
 
 /// An undo request that could not be read: numbered and logged like any other.
