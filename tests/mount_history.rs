@@ -653,6 +653,8 @@ mkdir newdir
 echo fresh > newdir/x.txt
 mv lib/util.txt lib/util2.txt
 mv .gitignore .gitignore.old
+mv notes manual
+echo added >> manual/old/n1.txt
 "#;
 
 #[test]
@@ -661,6 +663,9 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
         project(src);
         fs::write(src.join("keep.txt"), "original\n").unwrap();
         fs::write(src.join("private.txt"), "mode changes only\n").unwrap();
+        fs::create_dir_all(src.join("notes/old")).unwrap();
+        fs::write(src.join("notes/n0.txt"), "zero\n").unwrap();
+        fs::write(src.join("notes/old/n1.txt"), "one\n").unwrap();
     }) {
         Some(m) => m,
         None => return,
@@ -682,7 +687,8 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
     let began = std::time::Instant::now();
     let names = loop {
         let names = editfs(&["diff", src, "--since", "before-task", "--name-status"]);
-        if names.contains("A\tnewdir/x.txt") || began.elapsed().as_secs() > 10 {
+        let settled = names.contains("A\tnewdir/x.txt") && names.contains("A\tmanual/old/n1.txt");
+        if settled || began.elapsed().as_secs() > 10 {
             break names;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -694,6 +700,9 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
         "D\tlib/deep/a.txt",
         "A\tnewdir/x.txt",
         "M\tkeep.txt",
+        "R100\tnotes/n0.txt\tmanual/n0.txt",
+        "D\tnotes/old/n1.txt",
+        "A\tmanual/old/n1.txt",
     ] {
         assert!(
             names.contains(line),
@@ -714,8 +723,20 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
     let rewound = m.ok("echo '--to before-task' > .editfs/rewind; cat .editfs/status.json");
     let json: serde_json::Value = serde_json::from_str(&rewound).unwrap();
     assert_eq!(json["outcome"], "ok", "{rewound}");
+    // The mode of private.txt: a chmod is no write, and the log records none;
+    // the report says so, and names the directory mkdir made.
+    assert_eq!(
+        json["not_undone"]["unrecorded"],
+        serde_json::json!(["private.txt"]),
+        "{rewound}"
+    );
+    assert_eq!(
+        json["not_undone"]["directories"],
+        serde_json::json!(["newdir/"]),
+        "{rewound}"
+    );
+    assert!(!m.src.join("manual").exists(), "{rewound}");
     let mut now = tree(&m.src);
-    // The mode of private.txt: a chmod is no write, and the log records none.
     now.remove("private.txt");
     let mut want = at_checkpoint.clone();
     want.remove("private.txt");
