@@ -148,11 +148,29 @@ fn a_file_already_broken_elsewhere_still_accepts_edits() {
 >>>>>>> REPLACE
 EOF"#);
     assert!(m.ok("cat app.py").contains("name.strip()"));
+    let status = m.ok("cat app.py.status");
     assert!(
-        m.ok("cat app.py.status")
-            .contains("the file already had left as they were"),
-        "the report counts the old breakage"
+        status.contains("the file was already broken before this edit: line 5, column 11: expected `)` to close the `(` on line 5")
+            && status.contains("the file already had left as they were"),
+        "the report says where the old breakage stands: {status}"
     );
+    let syntax = &json(&m, "app.py.status.json")["syntax"];
+    assert_eq!(syntax["result"], "ok");
+    assert_eq!(syntax["checked"], "file");
+    assert_eq!(syntax["broken_before"]["line"], 5, "{syntax}");
+    // A break of its own is still refused, the old one notwithstanding.
+    let out = m.sh(r#"cat > app.py.edit <<'EOF'
+<<<<<<< SEARCH
+    return name.strip()
+=======
+    return (name.strip()
+>>>>>>> REPLACE
+EOF"#);
+    assert_eq!(out.status.code(), Some(1), "cat must fail");
+    assert!(m.ok("cat app.py").contains("    return name.strip()\n"));
+    let status = m.ok("cat app.py.status");
+    assert!(status.contains("error (syntax): "), "{status}");
+    assert!(status.contains("line 2, column 12"), "{status}");
 }
 
 #[test]

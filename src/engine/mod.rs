@@ -62,8 +62,8 @@ pub use payload::FileAct;
 pub use payload::Received;
 use read::{divider_mistake, doubled_divider, drop_copied_bom, stale};
 pub use report::{
-    Closest, ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, SyntaxReport,
-    SyntaxResult,
+    Closest, ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, SyntaxPlace,
+    SyntaxReport, SyntaxResult, SyntaxScope,
 };
 pub use tolerant::Tier;
 

@@ -6,8 +6,8 @@
 //! bytes are built and before the report is made: the size, then the syntax
 //! (syntax/: the new bytes read as their language, against the old bytes').
 
-use super::report::{ErrorKind, ErrorReport, SyntaxReport, SyntaxResult};
-use super::syntax::{self, Finding, Verdict};
+use super::report::{ErrorKind, ErrorReport, SyntaxReport, SyntaxResult, SyntaxScope};
+use super::syntax::{self, Finding, Scope, Verdict};
 use super::{Options, SyntaxCheck};
 
 /// Why the new bytes must not be written, and, when their syntax is the
@@ -42,10 +42,25 @@ pub(super) fn check(
     }
     let report = match syntax::check(name, before, after) {
         Verdict::Unknown => return Ok(None),
-        Verdict::Clean { parser, kept } => SyntaxReport {
+        Verdict::Clean {
+            parser,
             kept,
-            ..blank(SyntaxResult::Ok, parser)
-        },
+            before,
+            scope,
+        } => {
+            let (checked, checked_lines) = match scope {
+                Scope::File => (SyntaxScope::File, None),
+                Scope::Change { first, last } => (SyntaxScope::Change, Some([first, last])),
+            };
+            let checked = Some(checked);
+            SyntaxReport {
+                kept,
+                checked,
+                checked_lines,
+                broken_before: before,
+                ..blank(SyntaxResult::Ok, parser)
+            }
+        }
         Verdict::Unchecked { parser, why } => SyntaxReport {
             why: Some(why),
             ..blank(SyntaxResult::Unchecked, parser)
@@ -65,7 +80,10 @@ fn blank(result: SyntaxResult, parser: &'static str) -> SyntaxReport {
     SyntaxReport {
         result,
         parser,
+        checked: None,
+        checked_lines: None,
         kept: 0,
+        broken_before: None,
         line: None,
         column: None,
         reading: None,
@@ -80,6 +98,7 @@ fn broken(f: Finding) -> SyntaxReport {
         column: Some(f.column),
         reading: Some(f.reading),
         lines: Some(f.excerpt),
+        checked: Some(SyntaxScope::File),
         ..blank(SyntaxResult::Error, f.parser)
     }
 }

@@ -176,15 +176,44 @@ pub enum SyntaxResult {
     Unchecked,
 }
 
+/// How much of the new content the syntax check parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyntaxScope {
+    File,
+    Change,
+}
+
+/// A place where the file does not parse (1-based; the column counts characters).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SyntaxPlace {
+    pub line: usize,
+    pub column: usize,
+    /// The parser's reading of that place.
+    pub reading: String,
+}
+
 /// The syntax check of a file whose language editfs parses.
 #[derive(Clone, Debug, Serialize)]
 pub struct SyntaxReport {
     pub result: SyntaxResult,
     /// The parser that read the file.
     pub parser: &'static str,
+    /// How much of the new content was parsed (none when `unchecked`):
+    /// `file`, or `change`, the items around the change alone
+    /// (`checked_lines`), the rest unread, so an `ok` there says nothing of
+    /// breakage elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked: Option<SyntaxScope>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_lines: Option<[usize; 2]>,
     /// Problems the old content already had that the new one keeps.
     #[serde(skip_serializing_if = "is_zero")]
     pub kept: usize,
+    /// Where the file was already broken before the edit (the first of the
+    /// problems kept): the edit is not refused for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken_before: Option<SyntaxPlace>,
     /// Where the edit broke the file (1-based; the column counts characters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
@@ -350,12 +379,19 @@ fn write_op(f: &mut fmt::Formatter<'_>, op: &OpReport) -> fmt::Result {
 /// file's are printed after its error).
 fn write_syntax(f: &mut fmt::Formatter<'_>, s: &SyntaxReport, outcome: Outcome) -> fmt::Result {
     match s.result {
-        SyntaxResult::Ok if s.kept > 0 => writeln!(
-            f,
-            "syntax: ok, checked by {} ({} problem(s) the file already had left as they were)",
-            s.parser, s.kept
-        ),
-        SyntaxResult::Ok => writeln!(f, "syntax: ok, checked by {}", s.parser),
+        SyntaxResult::Ok => match (&s.broken_before, s.checked_lines) {
+            (Some(b), _) => writeln!(
+                f,
+                "syntax: ok where the edit changed the file, checked by {}; the file was already broken before this edit: line {}, column {}: {} ({} problem(s) the file already had left as they were)",
+                s.parser, b.line, b.column, b.reading, s.kept
+            ),
+            (None, Some([first, last])) => writeln!(
+                f,
+                "syntax: ok, checked by {} around the change (lines {first}-{last}; the rest of the file, unchanged, was not parsed)",
+                s.parser
+            ),
+            (None, None) => writeln!(f, "syntax: ok, checked by {}", s.parser),
+        },
         SyntaxResult::Unchecked => writeln!(
             f,
             "syntax: not checked by {}: {}",

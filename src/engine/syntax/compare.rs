@@ -87,6 +87,11 @@ impl Changes {
         (old, old)
     }
 
+    /// Whether new line `line` is one the edit wrote.
+    pub fn changed(&self, line: usize) -> bool {
+        self.hunks.iter().any(|h| h.new.contains(&line))
+    }
+
     /// Whether new lines `first..=last` hold a changed line, or border one.
     pub fn near(&self, first: usize, last: usize) -> bool {
         self.hunks
@@ -106,12 +111,19 @@ fn shifted(r: Range<usize>, by: usize) -> Range<usize> {
 
 /// The problems of `new` that the edit made: none of `old`'s covers the
 /// line they point at, mapped back, and, when `old` had problems of its
-/// own, they touch the changed lines.
+/// own, they touch the changed lines. A problem that points at a line the
+/// edit changed is the edit's unless an old one pointed there too: an old
+/// error node may span the whole file (a bracket never closed reads as one
+/// error from the module's start to its end), and its span would excuse
+/// every new break.
 pub fn fresh<'p>(new: &'p [Problem], old: &[Problem], changes: &Changes) -> Vec<&'p Problem> {
     new.iter()
         .filter(|p| {
             let (lo, hi) = changes.to_old(p.line);
-            let had = old.iter().any(|q| q.span.0 <= hi && lo <= q.span.1);
+            let changed = changes.changed(p.line);
+            let had = old.iter().any(|q| {
+                (lo..=hi).contains(&q.line) || (!changed && q.span.0 <= hi && lo <= q.span.1)
+            });
             let near = changes.near(p.span.0, p.span.1);
             !had && (old.is_empty() || near)
         })

@@ -19,6 +19,7 @@ use std::ops::ControlFlow;
 
 use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
 
+use super::report::SyntaxPlace;
 use compare::Changes;
 use lang::{Lang, Layout};
 use problem::Problem;
@@ -41,14 +42,31 @@ const EXCERPT_BEFORE: usize = 4;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// No problem the edit made. `kept` counts the problems the old content
-    /// had that the new one still has, which the check let pass.
-    Clean { parser: &'static str, kept: usize },
+    /// had that the new one still has, which the check let pass; `before` is
+    /// the first of them; `scope` is how much of the new content was read.
+    Clean {
+        parser: &'static str,
+        kept: usize,
+        before: Option<SyntaxPlace>,
+        scope: Scope,
+    },
     /// No parser for this file's language.
     Unknown,
     /// The language is known but the content was not checked.
     Unchecked { parser: &'static str, why: String },
     /// The edit made the file fail to parse.
     Broken(Finding),
+}
+
+/// How much of the new content the check parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// All of it.
+    File,
+    /// The items around the change alone, lines `first..=last` (1-based):
+    /// the rest is the old content's bytes, unread, so whether it was already
+    /// broken is not known.
+    Change { first: usize, last: usize },
 }
 
 /// A problem the edit made, as a report gives it.
@@ -80,9 +98,22 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
             ),
         };
     }
-    if let Some(verdict) = old.and_then(|old| in_window(lang, old, new)) {
-        return verdict;
+    let broke = match old.and_then(|old| in_window(lang, old, new)) {
+        Some(Windowed::Settled(verdict)) => return verdict,
+        Some(Windowed::Broke(f)) => Some(f),
+        None => None,
+    };
+    match whole(lang, old, new) {
+        Verdict::Clean { kept, .. } if kept > 0 && broke.is_some() => {
+            broke.map_or(Verdict::Unknown, Verdict::Broken)
+        }
+        verdict => verdict,
     }
+}
+
+/// The check of the whole new content, against the whole old content where
+/// the new one has problems.
+fn whole(lang: &Lang, old: Option<&[u8]>, new: &[u8]) -> Verdict {
     let Some(found) = problems(lang, new) else {
         return gave_up(lang);
     };
@@ -90,6 +121,8 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
         return Verdict::Clean {
             parser: lang.parser,
             kept: 0,
+            before: None,
+            scope: Scope::File,
         };
     }
     let old = old.unwrap_or_default();
@@ -102,39 +135,84 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
         None => Verdict::Clean {
             parser: lang.parser,
             kept: found.len(),
+            before: Some(place(lang, &found[0], new)),
+            scope: Scope::File,
         },
         Some(p) => Verdict::Broken(finding(lang, p, new)),
     }
 }
 
-/// The verdict from the items around the change alone (window.rs), when
-/// they settle it: they parse cleanly on their own, their indentation too for
-/// Python (an item starts flush left, where no block is open), or their
-/// problems were all there in the same items of the old content. Then the
-/// whole file need not be parsed. `None`: the full check decides.
-fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Verdict> {
+/// Where `p`, a problem of `src` that the old content had too, stands in the
+/// new content (line 1-based; the column counts characters).
+fn place(lang: &Lang, p: &Problem, src: &[u8]) -> SyntaxPlace {
+    let f = finding(lang, p, src);
+    SyntaxPlace {
+        line: f.line,
+        column: f.column,
+        reading: f.reading,
+    }
+}
+
+/// What the items around the change (window.rs) say on their own.
+enum Windowed {
+    /// They settle it: they parse cleanly, their indentation too for Python
+    /// (an item starts flush left, where no block is open), or their
+    /// problems were all there in the same items of the old content. Then
+    /// the whole file need not be parsed.
+    Settled(Verdict),
+    /// Whole top-level items that parsed cleanly before the edit do not
+    /// after it: the edit broke them, whatever the rest of the file holds.
+    /// The full check decides, but where the file was already broken
+    /// elsewhere it may not see this (a bracket never closed above reads
+    /// the rest of the file as inside it), and then this stands.
+    Broke(Finding),
+}
+
+/// The items around the change read on their own; `None`: the full check
+/// decides. A part with problems is read again after as many empty lines as
+/// precede it in the file, so its problems, and the lines their readings
+/// name, are the file's (a clean part, the common case, is read once).
+fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Windowed> {
     let window = window::around_change(old, new, lang.nested)?;
     let range = window.range;
-    let part = &new[range.clone()];
-    let found = problems(lang, part)?;
-    let clean = |kept| Verdict::Clean {
-        parser: lang.parser,
-        kept,
+    let offset = memchr::memchr_iter(b'\n', &new[..range.start]).count();
+    let lines = memchr::memchr_iter(b'\n', &new[range.start..range.end - 1]).count();
+    let scope = Scope::Change {
+        first: offset + 1,
+        last: offset + lines + 1,
     };
-    if found.is_empty() {
-        return Some(clean(0));
+    let clean = |kept, before| {
+        Windowed::Settled(Verdict::Clean {
+            parser: lang.parser,
+            kept,
+            before,
+            scope,
+        })
+    };
+    if problems(lang, &new[range.clone()])?.is_empty() {
+        return Some(clean(0, None));
     }
     // An indented item read on its own may show what the whole file would
     // not; only whole top-level items are compared with the old ones.
     if !window.flush {
         return None;
     }
+    let padded = |bytes: &[u8]| [&vec![b'\n'; offset][..], bytes].concat();
+    let part = padded(&new[range.clone()]);
+    let found = problems(lang, &part)?;
     // Outside the window the two contents are the same bytes.
-    let old_part = &old[range.start..range.end + old.len() - new.len()];
-    let before = problems(lang, old_part)?;
-    let changes = Changes::between(old_part, part);
-    let kept = !before.is_empty() && compare::fresh(&found, &before, &changes).is_empty();
-    kept.then(|| clean(found.len()))
+    let old_part = padded(&old[range.start..range.end + old.len() - new.len()]);
+    let before = problems(lang, &old_part)?;
+    let changes = Changes::between(&old_part, &part);
+    let fresh = compare::fresh(&found, &before, &changes);
+    match first_of(&fresh, &changes) {
+        Some(p) if before.is_empty() => Some(Windowed::Broke(finding(lang, p, &part))),
+        None => Some(clean(
+            found.len(),
+            found.first().map(|p| place(lang, p, &part)),
+        )),
+        Some(_) => None,
+    }
 }
 
 fn gave_up(lang: &Lang) -> Verdict {
@@ -320,6 +398,83 @@ mod tests {
             clean("m.py", old, new) > 0,
             "an old indentation error elsewhere"
         );
+    }
+
+    fn before(path: &str, old: &str, new: &str) -> (SyntaxPlace, Scope) {
+        match check(path, Some(old.as_bytes()), new.as_bytes()) {
+            Verdict::Clean {
+                before: Some(b),
+                scope,
+                ..
+            } => (b, scope),
+            other => panic!("{path}: expected clean with the old breakage, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_old_breakage_is_told_where_it_stands_in_the_new_content() {
+        let old = "x = foo(1,\n\ndef f():\n    return 1\n";
+        let new = "import os\nx = foo(1,\n\ndef f():\n    return 2\n";
+        let (b, scope) = before("m.py", old, new);
+        assert_eq!((b.line, b.column, scope), (2, 8, Scope::File));
+        assert_eq!(b.reading, "the `(` on line 2 is never closed");
+        // In a long file, an edit to the broken item itself: read around the
+        // change alone, and named by the file's lines.
+        let old = python_functions(40).replace("    return 3\n", "    return print(3\n");
+        let new = old.replace("if x > 3:", "if x > 33:");
+        let (b, scope) = before("long.py", &old, &new);
+        assert_eq!(
+            scope,
+            Scope::Change {
+                first: 19,
+                last: 24
+            }
+        );
+        assert_eq!(b.line, 22);
+        assert!(
+            b.reading.starts_with("the `(` on line 22 "),
+            "{}",
+            b.reading
+        );
+    }
+
+    #[test]
+    fn a_clean_check_around_the_change_says_it_read_no_more() {
+        let old = python_functions(40).replace("    return 30\n", "    return print(30\n");
+        let new = old.replace("return 10\n", "return 11\n");
+        let verdict = check("long.py", Some(old.as_bytes()), new.as_bytes());
+        assert!(
+            matches!(
+                verdict,
+                Verdict::Clean {
+                    kept: 0,
+                    before: None,
+                    scope: Scope::Change {
+                        first: 61,
+                        last: 66
+                    },
+                    ..
+                }
+            ),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn a_break_in_a_file_already_broken_elsewhere_is_refused_before_or_after_it() {
+        let functions = python_functions(40);
+        let early = functions.replace("    return 3\n", "    return print(3\n");
+        let late = functions.replace("    return 30\n", "    return print(30\n");
+        for old in [early, late] {
+            // A bracket never closed reads as one error spanning the whole
+            // file, which must not excuse a new one; and a bracket left open
+            // above reads the rest as inside it, where the edited function,
+            // clean on its own before, is broken on its own now.
+            let new = old.replace("    return 10\n", "    return (11\n");
+            let f = broken("long.py", &old, &new);
+            assert_eq!((f.line, f.column), (64, 12), "{f:?}");
+            assert!(f.reading.starts_with("the `(` on line 64 is never closed"));
+        }
     }
 
     #[test]
