@@ -1167,3 +1167,51 @@ fn diff_since_a_checkpoint_shows_the_net_change_as_stat_name_status_json_and_pat
     );
     assert_eq!(fs::read_to_string(p.path().join("b.txt")).unwrap(), "bee\n");
 }
+
+/// A patch sent again after a timeout: its `*** Delete File:` finds the file
+/// gone, and the history shows that an edit removed it, with nothing at that
+/// path since, so it is `already applied`, as its update is; a path never
+/// there, or removed by other means, still fails.
+#[test]
+fn a_resent_patch_deletion_of_a_file_an_edit_removed_is_already_applied() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-a = 1\n+a = 2\n*** Delete File: b.txt\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "b.txt"), None);
+    let o = editfs(&["apply", "--multi", root, "--json"], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v = json(&o);
+    for f in v["files"].as_array().unwrap() {
+        assert_eq!(f["operations"][0]["outcome"], "already_applied", "{v}");
+    }
+    let b = &v["files"][1];
+    assert_eq!(b["file"], "b.txt", "{v}");
+    assert!(
+        b["operations"][0]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("an edit removed it"),
+        "{v}"
+    );
+    assert_eq!(read(p.path(), "src/a.py").as_deref(), Some("a = 2\n"));
+    // Never there: a mistyped path fails as it did.
+    let typo = "*** Begin Patch\n*** Delete File: bb.txt\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root, "--json"], typo, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(json(&o)["error"]["kind"], "not_found");
+    // Made again and removed by other means since: no replay.
+    fs::write(p.path().join("b.txt"), "again\n").unwrap();
+    let o = editfs(
+        &["apply", "--multi", root],
+        "b.txt\n<<<<<<< SEARCH\nagain\n=======\nagain!\n>>>>>>> REPLACE\n",
+        p.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    fs::remove_file(p.path().join("b.txt")).unwrap();
+    let delete = "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root, "--json"], delete, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(json(&o)["error"]["kind"], "not_found");
+}

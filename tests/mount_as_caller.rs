@@ -865,3 +865,40 @@ fn xattr_of(path: &Path) -> Option<Vec<u8>> {
     buf.truncate(n);
     Some(buf)
 }
+
+/// A re-sent deletion is judged by the history, and only by the part of it
+/// the caller may see: nobody's own patch sent twice is `already applied`,
+/// but a deletion of root's private file, which root's patch removed, fails
+/// for nobody exactly as one of a name that never existed, telling nothing.
+#[test]
+fn a_resent_deletion_is_a_replay_only_by_history_the_caller_may_see() {
+    let Some(m) = mount_for_nobody() else { return };
+    let own = delete_patch("nb/nb.txt");
+    assert!(patch_as_nobody(&m, &own).status.success());
+    let again = patch_as_nobody(&m, &own);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        text(&again).contains("an edit removed it"),
+        "{}",
+        text(&again)
+    );
+    let send = format!(
+        "cat > .editfs/edit <<'PATCH'\n{}PATCH",
+        delete_patch("shared/secret.txt")
+    );
+    assert!(m.sh(&send).status.success());
+    assert!(!m.src.join("shared/secret.txt").exists());
+    let hidden = patch_as_nobody(&m, &delete_patch("shared/secret.txt"));
+    let never = patch_as_nobody(&m, &delete_patch("shared/never.txt"));
+    assert!(!hidden.status.success(), "{}", text(&hidden));
+    let plain = |o: &Output, name: &str| {
+        text(o)
+            .replace(name, "NAME")
+            .replace(|c: char| c.is_ascii_digit(), "")
+    };
+    assert_eq!(
+        plain(&hidden, "secret"),
+        plain(&never, "never"),
+        "a hidden history reads as none"
+    );
+}

@@ -991,3 +991,27 @@ fn a_directory_moved_whole_through_the_mount_is_rewound_back_and_its_undo_moves_
     editfs(&["undo", src, "--tx", &tx]);
     assert_eq!(tree(&m.src), after, "the undo of the rewind moves it again");
 }
+
+/// A patch sent to `.editfs/edit` again (an agent's retry after a timeout):
+/// the file its `*** Delete File:` names is gone, removed by that patch's first
+/// run as the history shows, so the close succeeds and the status says
+/// `already applied`. A file removed with `rm` through the mount is no
+/// patch's doing: deleting it again fails.
+#[test]
+fn a_resent_patch_deletion_through_the_mount_is_already_applied_but_not_after_an_rm() {
+    let m = mount!();
+    let send = |patch: &str| m.sh(&format!("cat > .editfs/edit <<'PATCH'\n{patch}PATCH"));
+    let patch = "*** Begin Patch\n*** Delete File: lib/deep/a.txt\n*** Update File: lib/util.txt\n@@\n one\n-two\n+TWO\n three\n*** End Patch\n";
+    assert!(send(patch).status.success());
+    assert!(!m.src.join("lib/deep/a.txt").exists());
+    let again = send(patch);
+    assert!(again.status.success(), "{again:?}");
+    let status = m.ok("cat .editfs/status");
+    assert!(status.starts_with("OK "), "{status}");
+    assert!(status.contains("an edit removed it"), "{status}");
+    assert_eq!(m.ok("cat lib/util.txt"), "one\nTWO\nthree\n");
+    m.ok("rm lib/deep/b.txt");
+    let rm = send("*** Begin Patch\n*** Delete File: lib/deep/b.txt\n*** End Patch\n");
+    assert!(!rm.status.success(), "{rm:?}");
+    assert!(m.ok("cat .editfs/status").contains("not_found"));
+}

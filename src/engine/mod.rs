@@ -185,6 +185,43 @@ pub fn apply_parsed(
     edit
 }
 
+/// The edit of a section that only deletes file `name`, where the file is
+/// gone and the caller knows from the project's history that an edit removed
+/// it, with nothing at that path since: a patch sent again after a timeout.
+/// The engine alone cannot tell that from a mistyped path (both are a missing
+/// file), so only the caller that keeps the history may ask; the deletion is
+/// then `already applied`, as a create of a file that reads as sent is.
+/// `None` when the section does more than delete.
+pub fn deleted_before(name: &str, parsed: &payload::Payload) -> Option<Edit> {
+    let ops = &parsed.operations;
+    let deletes = |op: &payload::Operation| matches!(op.act, Some(FileAct::Delete { .. }));
+    if ops.is_empty() || !ops.iter().all(deletes) {
+        return None;
+    }
+    let mut report = Report::new(Outcome::Ok, sha256_hex(b""));
+    report.file = name.to_owned();
+    report.total = ops.len();
+    report.notes = parsed.notes.clone();
+    report.operations = (1..=ops.len())
+        .map(|index| OpReport {
+            index,
+            outcome: OpOutcome::AlreadyApplied,
+            strategy: Some("replay"),
+            lines: None,
+            warnings: vec![format!(
+                "already applied: {}; nothing changed",
+                replay::DELETED_BEFORE
+            )],
+            error: None,
+        })
+        .collect();
+    Some(Edit {
+        content: None,
+        report,
+        act: None,
+    })
+}
+
 fn run_parsed(
     name: &str,
     original: Option<&[u8]>,

@@ -226,6 +226,10 @@ pub(super) const CREATED_BEFORE: &str =
 pub(super) const INSERTED_BEFORE: &str =
     "the file around SEARCH already reads as REPLACE (the insertion was made before)";
 
+/// A re-sent deletion's replay: the file is gone, and the caller's history
+/// shows an edit removed it with nothing at that path since.
+pub(super) const DELETED_BEFORE: &str = "the file is gone, and the project's history shows an edit removed it with nothing at that path since (it was deleted before)";
+
 /// Whether two texts are the same but for their line endings and a final newline.
 pub(super) fn same_text(a: &[u8], b: &[u8]) -> bool {
     fn lines(t: &[u8]) -> impl Iterator<Item = &[u8]> {

@@ -1316,6 +1316,17 @@ impl Store {
         entries_in(&self.dir)
     }
 
+    /// The last transaction the log records that changed `rel` (or removed
+    /// it, kept or not): what a re-sent deletion is judged by
+    /// (`engine::deleted_before`).
+    pub fn last_change(&self, rel: &str) -> Option<LogEntry> {
+        use logline::Outcome;
+        self.entries().into_iter().rev().find(|e| {
+            matches!(e.outcome, Outcome::Ok | Outcome::Skipped)
+                && e.file(rel).is_some_and(logline::FileEntry::touched)
+        })
+    }
+
     /// Appends `entries` to the log in one write (see `log`).
     fn log_many(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
         if entries.is_empty() {

@@ -188,7 +188,7 @@ impl Plan {
                     let held = hold.map(|h| h());
                     s.lock().map(|l| ((Some(l), held), Vec::new()))
                 },
-                || self.prepare(root, opts, who),
+                || self.prepare(store, root, opts, who),
                 |(_, d)| d.iter().all(Decided::current),
                 || s.last_tx(),
             ),
@@ -197,7 +197,10 @@ impl Plan {
             // locks hold up no transaction on a file of another directory.
             None => {
                 let dirs = super::lock_dirs(root, &rels);
-                Ok((((None, None), dirs), Some(self.prepare(root, opts, who))))
+                Ok((
+                    ((None, None), dirs),
+                    Some(self.prepare(None, root, opts, who)),
+                ))
             }
         };
         let mut report = match decided {
@@ -230,7 +233,7 @@ impl Plan {
     /// diff, but written nowhere: no file changes, no id is taken (tx 0),
     /// nothing is logged. It takes no lock: it only reads the files.
     pub fn dry_run(self, root: Root<'_>, opts: &Options, who: &Who) -> MultiReport {
-        let (mut report, decided) = self.prepare(root, opts, who);
+        let (mut report, decided) = self.prepare(None, root, opts, who);
         if report.outcome != Outcome::Ok {
             not_written(&mut report, &decided);
         }
@@ -240,7 +243,14 @@ impl Plan {
     }
 
     /// Decides every file's edit: the report so far (not yet numbered) and the decisions.
-    fn prepare(&self, root: Root<'_>, opts: &Options, who: &Who) -> (MultiReport, Vec<Decided>) {
+    /// `store`: the history a re-sent deletion is judged by (`deleted_before`).
+    fn prepare(
+        &self,
+        store: Option<&Store>,
+        root: Root<'_>,
+        opts: &Options,
+        who: &Who,
+    ) -> (MultiReport, Vec<Decided>) {
         let mut report = MultiReport::new(Outcome::Ok);
         let decided = match &self.parsed {
             Ok((files, notes)) => {
@@ -255,7 +265,7 @@ impl Plan {
                         (rel.clone(), ops)
                     })
                     .collect();
-                let mut decided = decide(root, files, (opts, who), &mut report);
+                let mut decided = decide((store, root), files, (opts, who), &mut report);
                 place_moves(root, &mut decided, &mut report);
                 decided
             }
@@ -424,7 +434,7 @@ fn by_file(files: Vec<(String, Payload)>, report: &mut MultiReport) -> Vec<(Stri
 
 /// Runs every file's operations; records each file's report and the first failure.
 fn decide(
-    root: Root<'_>,
+    (store, root): (Option<&Store>, Root<'_>),
     files: Vec<(String, Payload)>,
     (opts, who): (&Options, &Who),
     report: &mut MultiReport,
@@ -435,7 +445,11 @@ fn decide(
         match opened.or_else(in_new_directory) {
             Ok(opened) => {
                 let original = opened.as_ref().and_then(|o| o.bytes.as_deref());
-                let edit = engine::apply_parsed(&rel, original, ops, opts);
+                let edit = original
+                    .is_none()
+                    .then(|| deleted_before((store, root), who, &rel, &ops))
+                    .flatten()
+                    .unwrap_or_else(|| engine::apply_parsed(&rel, original, ops, opts));
                 let r = stamp(edit.report.clone(), &rel);
                 if let Some(e) = &r.error {
                     report.fail(r.outcome, &rel, e);
@@ -464,6 +478,28 @@ fn decide(
         }
     }
     decided
+}
+
+/// A section that only deletes a file that is gone, where the history shows
+/// an edit (a patch's delete or move) removed it with nothing done at that
+/// path since: a patch sent again (after a timeout, say) is `already applied`
+/// there, not `not_found`. A path never there, or last removed by other means
+/// (`rm` through the mount), still fails; so does one whose last change the
+/// caller may not see (sight.rs), as the answer would tell a hidden history.
+fn deleted_before(
+    (store, root): (Option<&Store>, Root<'_>),
+    who: &Who,
+    rel: &str,
+    ops: &Payload,
+) -> Option<engine::Edit> {
+    let edit = engine::deleted_before(rel, ops)?;
+    let last = store?.last_change(rel)?;
+    let removed = last.kind == Kind::Edit && last.file(rel).is_some_and(|f| f.removed);
+    let seen = who
+        .caller
+        .as_ref()
+        .is_none_or(|c| c.sees(&root.fd, &last, &mut super::sight::Now::new()));
+    (removed && seen).then_some(edit)
 }
 
 /// A file whose directory does not exist yet is absent, as a missing file in
