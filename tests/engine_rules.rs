@@ -774,6 +774,24 @@ fn crlf_file_takes_lf_blocks_and_stays_crlf() {
     assert_eq!(text(&r), "c\r\nd\r\n");
 }
 
+/// An agent that copies a CRLF file's `\r\n` into a JSON `search` but writes
+/// `replace` with `\n` alone does not mean LF lines: the file stays CRLF, as
+/// it does for an LF-only SEARCH.
+#[test]
+fn a_crlf_search_with_an_lf_replace_keeps_the_file_crlf() {
+    let r = run(
+        "x = 1\r\ny = 2\r\n",
+        r#"{"search": "x = 1\r\n", "replace": "x = 1\ny = 3\n"}"#,
+    );
+    assert_eq!(text(&r), "x = 1\r\ny = 3\r\ny = 2\r\n");
+    // A `\r` in REPLACE itself is taken as written.
+    let r = run(
+        "x = 1\r\ny = 2\r\n",
+        r#"{"search": "x = 1\r\n", "replace": "x = 1\r\ny = 3\n"}"#,
+    );
+    assert_eq!(text(&r), "x = 1\r\ny = 3\ny = 2\r\n");
+}
+
 #[test]
 fn bom_and_final_newline_are_preserved() {
     let r = run("\u{feff}a\nb", &block("b\n", "c\n"));

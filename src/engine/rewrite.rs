@@ -349,15 +349,20 @@ impl Transaction<'_, '_> {
         let bytes = self.doc.to_bytes();
         let scope = self.byte_scope(op);
         let crlf = self.doc.dominant_eol() == Eol::CrLf;
-        // In a CRLF file, new lines in an LF-only REPLACE get CRLF too; an agent
-        // that writes `\r` itself gets exactly what it wrote.
-        let verbatim = !crlf || op.search.contains('\r') || op.replace.contains('\r');
-        let replace = match verbatim {
+        // In a CRLF file, new lines in an LF-only REPLACE get CRLF too, even
+        // where SEARCH was copied with the file's `\r\n` (JSON-escaped, say):
+        // REPLACE written without one is not a choice of LF, and as sent it
+        // would leave bare `\n` lines in a CRLF file. An agent that writes `\r`
+        // in REPLACE itself gets exactly what it wrote.
+        // A SEARCH with `\r` elsewhere than before each `\n` (one that cuts a
+        // `\r\n` in two) is taken byte for byte, REPLACE too.
+        let copied = !op.search.contains('\r') || text::crlf_throughout(&op.search);
+        let replace = match !crlf || !copied || op.replace.contains('\r') {
             true => op.replace.clone(),
             false => text::to_crlf(&op.replace).unwrap_or_else(|| op.replace.clone()),
         };
         // An LF-only search in a CRLF file means CRLF: try that form first.
-        let search = match verbatim {
+        let search = match !crlf || op.search.contains('\r') {
             true => None,
             false => text::to_crlf(&op.search),
         };

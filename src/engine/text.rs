@@ -75,6 +75,16 @@ pub fn pattern(
 /// half a microsecond a match.
 pub const HIT_WEIGHT: u64 = 1024;
 
+/// Whether every `\n` of `text` follows a `\r` and every `\r` precedes a `\n`.
+pub fn crlf_throughout(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().all(|(i, &c)| match c {
+        b'\n' => i > 0 && b[i - 1] == b'\r',
+        b'\r' => b.get(i + 1) == Some(&b'\n'),
+        _ => true,
+    })
+}
+
 /// `text` with every bare `\n` turned into `\r\n`, when it has any.
 pub fn to_crlf(text: &str) -> Option<String> {
     let bare = text
@@ -251,6 +261,13 @@ mod tests {
         );
         let short = Budget::of(3 * (HIT_WEIGHT + 2) - 1);
         assert!(pattern(b"abc", &re, b"$0$0", 0..3, &short).is_err());
+    }
+
+    #[test]
+    fn crlf_throughout_means_every_line_break_is_whole() {
+        assert!(crlf_throughout("a\r\nb\r\n") && crlf_throughout("ab"));
+        assert!(!crlf_throughout("a\r\nb\n") && !crlf_throughout("a\r"));
+        assert!(!crlf_throughout("\n  \r"));
     }
 
     #[test]
