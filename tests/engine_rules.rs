@@ -2626,3 +2626,22 @@ fn a_resent_insertion_repeating_search_is_a_replay_not_ambiguous() {
         "ambiguous"
     );
 }
+
+/// Spaces added to a file indented only with tabs: the warning names Python
+/// among those that refuse the mix, not only make.
+#[test]
+fn spaces_added_to_a_tab_indented_file_warn_of_python_too() {
+    let r = run_with(
+        Some("def f(x):\n\tif x:\n\t\ty()\n"),
+        &block("\tif x:\n\t\ty()\n", "\tif x:\n\t\ty()\n        z()\n"),
+        &Options {
+            syntax_check: editfs::engine::SyntaxCheck::Off,
+            ..Options::default()
+        },
+    );
+    assert!(
+        warnings(&r).contains("Python refuses it"),
+        "{}",
+        warnings(&r)
+    );
+}

@@ -176,7 +176,7 @@ impl Transaction<'_, '_> {
         let spaced = new_lines(&|l| l.starts_with("  "));
         if !spaced.is_empty() && tabs && !spaces {
             return Some(format!(
-                "REPLACE lines {} are indented with spaces, but the file is indented only with tabs: they were written as sent, a mix the file did not have (make refuses a recipe so indented); send them with tabs unless the spaces are meant",
+                "REPLACE lines {} are indented with spaces, but the file is indented only with tabs: they were written as sent, a mix the file did not have (Python refuses it, and make a recipe so indented); send them with tabs unless the spaces are meant",
                 listed(&spaced)
             ));
         }
