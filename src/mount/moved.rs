@@ -12,12 +12,11 @@
 //! one copy of each file the policy keeps (each within --max-file-size, the
 //! whole under --keep-bytes), taken before the rename, outside the store's lock.
 
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
@@ -25,18 +24,12 @@ use super::fs::{Core, Loc};
 use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
 use crate::transaction::{Who, direct, now};
 
-/// A regular file inside the directory being moved.
-struct Inside {
-    /// Its path beneath the moved directory.
-    sub: String,
-    dir: Arc<OwnedFd>,
-    name: OsString,
-    st: rustix::fs::Stat,
-}
-
-/// A file whose content was kept before the move, under `tx`.
+/// A regular file inside the directory being moved, its content kept
+/// before the move under `tx`.
 struct Kept {
-    inside: Inside,
+    /// Its path beneath the moved directory (`/a/b.txt`).
+    sub: String,
+    st: rustix::fs::Stat,
     rel: String,
     tx: u64,
     sha: String,
@@ -46,33 +39,33 @@ struct Kept {
 /// Directories deeper than this inside a moved one are not looked into.
 const DEPTH_MOST: usize = 64;
 
-/// Every regular file beneath `dir` (at `sub` in the moved directory), with
-/// the directories that hold them, never following a symlink.
-fn files_inside(dir: Arc<OwnedFd>, sub: &str, depth: usize, out: &mut Vec<Inside>) {
-    let Ok(entries) = rustix::fs::Dir::read_from(&*dir) else {
+/// Calls `visit` with each regular file beneath `dir` (at `sub` in the moved
+/// directory): its directory, name, path beneath and status. Never follows a
+/// symlink; holds one descriptor per level, not per directory.
+fn walk_inside(
+    dir: &OwnedFd,
+    sub: &str,
+    depth: usize,
+    visit: &mut dyn FnMut(&OwnedFd, &OsStr, String, rustix::fs::Stat),
+) {
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
         return;
     };
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     for e in entries.flatten() {
-        let name = e.file_name();
-        if matches!(name.to_bytes(), b"." | b"..") {
+        let name = OsStr::from_bytes(e.file_name().to_bytes());
+        if matches!(name.as_bytes(), b"." | b"..") {
             continue;
         }
-        let Ok(st) = rustix::fs::statat(&*dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };
-        let os = std::ffi::OsStr::from_bytes(name.to_bytes()).to_owned();
-        let path = format!("{sub}/{}", os.to_string_lossy());
+        let path = format!("{sub}/{}", name.to_string_lossy());
         match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => out.push(Inside {
-                sub: path,
-                dir: dir.clone(),
-                name: os,
-                st,
-            }),
+            FileType::RegularFile => visit(dir, name, path, st),
             FileType::Directory if depth < DEPTH_MOST => {
-                if let Ok(fd) = rustix::fs::openat(&*dir, name, flags, Mode::empty()) {
-                    files_inside(Arc::new(fd), &path, depth + 1, out);
+                if let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) {
+                    walk_inside(&fd, &path, depth + 1, visit);
                 }
             }
             _ => {}
@@ -114,25 +107,25 @@ impl Core {
         rename: impl FnOnce() -> rustix::io::Result<()>,
     ) -> rustix::io::Result<()> {
         let (source, dest) = (source.to_string_lossy(), dest.to_string_lossy());
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let mut inside = Vec::new();
-        if let Ok(fd) = rustix::fs::openat(from.dir(), &from.name, flags, Mode::empty()) {
-            files_inside(Arc::new(fd), "", 0, &mut inside);
-        }
         let waiting = self.creations_beneath(&source);
-        inside.retain(|f| {
-            let rel = format!("{source}{}", f.sub);
-            !waiting.contains(&rel)
-                && self.keeps(Path::new(&rel))
-                && f.st.st_size as u64 <= self.settings.preimages.max_size
-        });
+        let mut kept = Vec::new();
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if let Ok(fd) = rustix::fs::openat(from.dir(), &from.name, flags, Mode::empty()) {
+            walk_inside(&fd, "", 0, &mut |dir, name, sub, st| {
+                let rel = format!("{source}{sub}");
+                let wanted = !waiting.contains(&rel)
+                    && self.keeps(Path::new(&rel))
+                    && st.st_size as u64 <= self.settings.preimages.max_size;
+                if wanted && let Some(k) = self.keep_inside(dir, name, (rel, sub), st) {
+                    kept.push(k);
+                }
+            });
+        }
         let who = self.remover(pid);
-        let kept = self.keep_inside(&source, inside);
         let lock = match self.store.lock() {
             Ok(lock) => lock,
             Err(e) => {
                 log::error!("{source} moved without a record of its files: {e}");
-                drop(kept);
                 return self.moved_unrecorded(&source, &dest, rename);
             }
         };
@@ -163,42 +156,45 @@ impl Core {
         drop(lock);
         self.carry_beneath(&source, &dest);
         for k in named {
-            let new = format!("{dest}{}", k.inside.sub);
+            let new = format!("{dest}{}", k.sub);
             if self.keeps(Path::new(&new)) {
-                self.await_moved(&new, &dest, &k.inside, &who);
+                self.await_moved(&new, &dest, &k.st, &who);
             }
         }
         Ok(())
     }
 
-    /// The files `inside` the directory `source` with their content kept,
-    /// outside the store's lock (ids and names are given under it): a copy
-    /// of many files holds up no transaction. Room is made first.
-    fn keep_inside(&self, source: &str, inside: Vec<Inside>) -> Vec<Kept> {
-        let mut kept = Vec::new();
-        for f in inside {
-            let rel = format!("{source}{}", f.sub);
-            if let Err(e) = self.store.make_room(f.st.st_size as u64) {
-                log::info!("{rel}: moved without a pre-image: {e}");
-                continue;
-            }
-            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-            let Ok(fd) = rustix::fs::openat(&*f.dir, &f.name, flags, Mode::empty()) else {
-                continue;
-            };
-            let mut file = File::from(fd);
-            match self.store.objects().put_from(&mut file) {
-                Ok(sha) => kept.push(Kept {
-                    above: Access::above(f.dir.as_fd(), &rel),
-                    rel,
-                    tx: 0,
-                    sha,
-                    inside: f,
-                }),
-                Err(e) => log::error!("cannot keep {rel} before its move: {e}"),
+    /// The file `name` in `dir` (`rel`, `sub` beneath the moved directory)
+    /// with its content kept, outside the store's lock (an id and a name are
+    /// given under it): a copy of many files holds up no transaction. Room is
+    /// made first.
+    fn keep_inside(
+        &self,
+        dir: &OwnedFd,
+        name: &OsStr,
+        (rel, sub): (String, String),
+        st: rustix::fs::Stat,
+    ) -> Option<Kept> {
+        if let Err(e) = self.store.make_room(st.st_size as u64) {
+            log::info!("{rel}: moved without a pre-image: {e}");
+            return None;
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let mut file = File::from(rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?);
+        match self.store.objects().put_from(&mut file) {
+            Ok(sha) => Some(Kept {
+                above: Access::above(dir.as_fd(), &rel),
+                sub,
+                st,
+                rel,
+                tx: 0,
+                sha,
+            }),
+            Err(e) => {
+                log::error!("cannot keep {rel} before its move: {e}");
+                None
             }
         }
-        kept
     }
 
     /// Moves with no record of the files: the store could not be written.
@@ -213,14 +209,12 @@ impl Core {
         Ok(())
     }
 
-    /// Waits for `rel`, the file `inside` moved there, to be recorded as
-    /// created, with the directories from `dest` down to it.
-    fn await_moved(&self, rel: &str, dest: &str, inside: &Inside, who: &Who) {
+    /// Waits for `rel`, the file of status `was` moved there, to be recorded
+    /// as created, with the directories from `dest` down to it.
+    fn await_moved(&self, rel: &str, dest: &str, was: &rustix::fs::Stat, who: &Who) {
         let Some(loc) = self.loc_at(rel) else { return };
         let st = rustix::fs::statat(loc.dir(), &loc.name, AtFlags::SYMLINK_NOFOLLOW).ok();
-        let Some(st) =
-            st.filter(|st| (st.st_dev, st.st_ino) == (inside.st.st_dev, inside.st.st_ino))
-        else {
+        let Some(st) = st.filter(|st| (st.st_dev, st.st_ino) == (was.st_dev, was.st_ino)) else {
             return;
         };
         let made = (Some(Access::of_stat(&st)), Access::above(loc.dir(), rel));
@@ -233,7 +227,7 @@ impl Core {
 
 /// The log line of `k`'s removal from its old name.
 fn removal(k: &Kept, who: &Who) -> LogEntry {
-    let access = Access::of_stat(&k.inside.st);
+    let access = Access::of_stat(&k.st);
     LogEntry {
         tx: k.tx,
         time: now(),
