@@ -990,6 +990,25 @@ fn a_directory_moved_whole_through_the_mount_is_rewound_back_and_its_undo_moves_
     let tx = json["tx"].as_u64().unwrap().to_string();
     editfs(&["undo", src, "--tx", &tx]);
     assert_eq!(tree(&m.src), after, "the undo of the rewind moves it again");
+    // An empty directory inside is not recorded: it keeps the new one, which
+    // the report names.
+    fs::create_dir(m.src.join("moved/empty")).unwrap();
+    editfs(&["checkpoint", src, "t2"]);
+    m.ok("mv moved again");
+    diff_naming(
+        &m,
+        "t2",
+        &["--name-status"],
+        "R100\tmoved/b.txt\tagain/b.txt",
+    );
+    let out = editfs(&["rewind", src, "--to", "t2", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        json["not_undone"]["directories"],
+        serde_json::json!(["again/"]),
+        "{out}"
+    );
+    assert_eq!(m.src_file("moved/b.txt"), b"beta\n");
 }
 
 /// A patch sent to `.editfs/edit` again (an agent's retry after a timeout):

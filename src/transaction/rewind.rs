@@ -397,12 +397,44 @@ pub fn left(
             (now != then && shown(rel)).then(|| access_change(rel, now, then))
         })
         .collect();
+    let mut directories = found.dirs;
+    directories.extend(still_made(entries, (root, &shown), point));
+    directories.sort();
+    directories.dedup();
+    let outer: Vec<String> = directories.clone();
+    directories.retain(|d| !outer.iter().any(|o| o != d && beneath(d, o)));
     Left {
         unrecorded: found.files,
         unrecorded_more: found.more,
         modes,
-        directories: found.dirs.into_iter().map(|d| d + "/").collect(),
+        directories: directories.into_iter().map(|d| d + "/").collect(),
     }
+}
+
+/// The directories transactions after `point` made for the files they
+/// created (a patch's new file, a directory moved whole) that are still
+/// there: a rewind removes them only once it emptied them, and something it
+/// does not remove (an empty directory moved with them, a file made beside
+/// the mount) keeps them.
+fn still_made(
+    entries: &[LogEntry],
+    (root, shown): (Root<'_>, &dyn Fn(&str) -> bool),
+    point: u64,
+) -> Vec<String> {
+    let made: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .filter(|e| e.tx > point && e.changed())
+        .flat_map(|e| e.files.iter().filter(|f| f.created))
+        .flat_map(|f| f.dirs.iter().map(String::as_str))
+        .collect();
+    made.into_iter()
+        .filter(|d| {
+            rustix::fs::statat(root.fd, *d, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+                && shown(d)
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `rel`'s mode or owner now and at the point, for a report.
