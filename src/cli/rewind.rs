@@ -306,80 +306,125 @@ impl Changed {
 /// file to show as one renamed: git's default (`-M50%`).
 const RENAME_SIMILARITY: u8 = 50;
 
-/// Removed and created files compared for likeness at most (as git's
-/// `diff.renameLimit`): past it, only renames with the content unchanged are
-/// found, as comparing each pair would take long.
+/// Pairs of a removed and a created file compared for likeness at most (as
+/// git's `diff.renameLimit`): past it, only renames with the content
+/// unchanged are found, as comparing each pair would take long.
 const RENAME_PAIRS_MOST: usize = 1000 * 1000;
 
-/// How much of `old` stays in `new`, in percent of the larger: the bytes of
-/// the lines they share, as git scores a rename. Binary contents are alike only
-/// when equal.
-fn similarity(old: &[u8], new: &[u8]) -> u8 {
-    if old == new {
-        return 100;
-    }
-    let larger = old.len().max(new.len());
-    // Too different in size to reach the threshold: not worth a diff.
-    if old.len().min(new.len()) * 100 < larger * usize::from(RENAME_SIMILARITY)
-        || old.contains(&0)
-        || new.contains(&0)
-    {
-        return 0;
-    }
-    let (a, b) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));
-    let diff = similar::TextDiff::configure()
-        .timeout(std::time::Duration::from_millis(100))
-        .diff_lines(&*a, &*b);
-    let same: usize = diff
-        .iter_all_changes()
-        .filter(|c| c.tag() == similar::ChangeTag::Equal)
-        .map(|c| c.value().len())
-        .sum();
-    // Never 100 for contents that differ.
-    ((same * 100 / larger).min(99)) as u8
+/// A content's lines as a sorted list of (hash, length): what two contents
+/// share is counted by merging two such lists, once per pair, without a diff.
+struct Lines {
+    len: usize,
+    binary: bool,
+    lines: Vec<(u64, usize)>,
 }
 
-/// Sorts the changes by name, pairing each removed file with the created one
-/// most like it, at least `RENAME_SIMILARITY` percent alike (git's renames).
+impl Lines {
+    fn of(bytes: &[u8]) -> Lines {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let hasher = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let mut lines: Vec<(u64, usize)> = bytes
+            .split_inclusive(|b| *b == b'\n')
+            .map(|l| (hasher.hash_one(l), l.len()))
+            .collect();
+        lines.sort_unstable();
+        Lines {
+            len: bytes.len(),
+            binary: bytes.contains(&0),
+            lines,
+        }
+    }
+
+    /// How much of `self` stays in `other`, in percent of the larger: the
+    /// bytes of the lines they share, as git scores a rename. Binary contents
+    /// are alike only when equal (paired before: see `pair_renames`).
+    fn similarity(&self, other: &Lines) -> u8 {
+        let larger = self.len.max(other.len);
+        // Too different in size to reach the threshold: not worth comparing.
+        if self.binary
+            || other.binary
+            || self.len.min(other.len) * 100 < larger * usize::from(RENAME_SIMILARITY)
+        {
+            return 0;
+        }
+        let (mut i, mut j, mut same) = (0, 0, 0);
+        while let (Some(a), Some(b)) = (self.lines.get(i), other.lines.get(j)) {
+            match a.cmp(b) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    same += a.1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        // Never 100 for contents that differ.
+        (same * 100 / larger.max(1)).min(99) as u8
+    }
+}
+
+/// Sorts the changes by name, pairing each removed file with a created one of
+/// the same content (found by its bytes, whatever the number of files), then
+/// with the created one most like it, at least `RENAME_SIMILARITY` percent
+/// alike (git's renames).
 fn pair_renames(changes: Vec<NetChange>) -> Vec<Changed> {
-    let (mut added, rest): (Vec<_>, Vec<_>) = changes
+    let (added, rest): (Vec<_>, Vec<_>) = changes
         .into_iter()
         .partition(|c| c.before.is_none() && c.now.is_some());
-    let (deleted, mut out): (Vec<_>, Vec<_>) = rest
-        .into_iter()
-        .map(|c| match c.now {
-            None => Changed::Deleted(c),
-            Some(_) => Changed::Modified(c),
-        })
-        .partition(|c| matches!(c, Changed::Deleted(_)));
-    let compare = deleted.len() * added.len() <= RENAME_PAIRS_MOST;
-    for d in deleted {
-        let Changed::Deleted(gone) = d else { continue };
-        let before = gone.before.as_deref().unwrap_or_default();
-        let score = |a: &NetChange| {
-            let now = a.now.as_deref().unwrap_or_default();
-            match (now == before, compare) {
-                (true, _) => 100,
-                (false, true) => similarity(before, now),
-                (false, false) => 0,
-            }
-        };
-        let best = added
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (score(a), i))
-            .filter(|(s, _)| *s >= RENAME_SIMILARITY)
-            .max_by_key(|(s, i)| (*s, std::cmp::Reverse(*i)));
-        out.push(match best {
-            Some((similarity, i)) => Changed::Renamed {
-                from: gone,
-                to: added.remove(i),
-                similarity,
-            },
-            None => Changed::Deleted(gone),
-        });
+    let (deleted, modified): (Vec<_>, Vec<_>) = rest.into_iter().partition(|c| c.now.is_none());
+    let mut out: Vec<Changed> = modified.into_iter().map(Changed::Modified).collect();
+    let mut slots: Vec<Option<NetChange>> = added.into_iter().map(Some).collect();
+    let mut by_content: std::collections::HashMap<Vec<u8>, Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, a) in slots.iter().enumerate().rev() {
+        let now = a.as_ref().and_then(|a| a.now.clone()).unwrap_or_default();
+        by_content.entry(now).or_default().push(i);
     }
-    out.extend(added.into_iter().map(Changed::Added));
+    let mut left = Vec::new();
+    for d in deleted {
+        let before = d.before.as_deref().unwrap_or_default();
+        match by_content.get_mut(before).and_then(Vec::pop) {
+            Some(i) => out.extend(slots[i].take().map(|to| Changed::Renamed {
+                from: d,
+                to,
+                similarity: 100,
+            })),
+            None => left.push(d),
+        }
+    }
+    let free = slots.iter().filter(|s| s.is_some()).count();
+    if left.len() * free <= RENAME_PAIRS_MOST {
+        let lines: Vec<Option<Lines>> = slots
+            .iter()
+            .map(|s| {
+                s.as_ref()
+                    .map(|a| Lines::of(a.now.as_deref().unwrap_or_default()))
+            })
+            .collect();
+        let mut unpaired = Vec::new();
+        for d in left {
+            let gone = Lines::of(d.before.as_deref().unwrap_or_default());
+            let best = lines
+                .iter()
+                .enumerate()
+                .filter(|(i, l)| l.is_some() && slots[*i].is_some())
+                .filter_map(|(i, l)| Some((gone.similarity(l.as_ref()?), i)))
+                .filter(|(s, _)| *s >= RENAME_SIMILARITY)
+                .max_by_key(|(s, i)| (*s, std::cmp::Reverse(*i)));
+            match best.and_then(|(s, i)| Some((s, slots[i].take()?))) {
+                Some((similarity, to)) => out.push(Changed::Renamed {
+                    from: d,
+                    to,
+                    similarity,
+                }),
+                None => unpaired.push(d),
+            }
+        }
+        left = unpaired;
+    }
+    out.extend(left.into_iter().map(Changed::Deleted));
+    out.extend(slots.into_iter().flatten().map(Changed::Added));
     out.sort_by(|a, b| a.change().rel.cmp(&b.change().rel));
     out
 }
