@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Measures a rewind of a long session: a project of FILES files is mounted, a
 # checkpoint taken, and TXS transactions made through the mount (edits through
-# F.edit, direct writes, new files, removals and moves, in turn); then
-# `editfs rewind --to` the checkpoint. Prints the rewind's time and peak
+# F.edit, direct writes, new files, removals and moves, in turn), and a
+# directory of DIRFILES files moved whole with `mv`; then `editfs rewind --to`
+# the checkpoint. Prints the directory move's time, the rewind's time and peak
 # memory (and the diff's before it), and checks that every file reads as it
 # did at the checkpoint.
 #
 #   scripts/bench-rewind.sh                 # release build of this tree
 #
 # Environment: EDITFS=path (a binary to measure instead of building this
-# tree's), FILES (default 500), TXS (default 1000), KEEP=1 (keep the temp dir).
+# tree's), FILES (default 500), TXS (default 1000), DIRFILES (default 500,
+# 4 KiB each), KEEP=1 (keep the temp dir).
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
 
 FILES=${FILES:-500}
 TXS=${TXS:-1000}
+DIRFILES=${DIRFILES:-500}
 say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf 'bench-rewind: %s\n' "$*" >&2; exit 2; }
 
@@ -40,15 +43,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say "making the project ($FILES files)"
-python3 - "$src" "$FILES" <<'EOF'
+say "making the project ($FILES files, and $DIRFILES in bulk/)"
+python3 - "$src" "$FILES" "$DIRFILES" <<'EOF'
 import os, sys
-src, files = sys.argv[1], int(sys.argv[2])
+src, files, dirfiles = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 for i in range(files):
     d = f"{src}/pkg{i % 20}"
     os.makedirs(d, exist_ok=True)
     with open(f"{d}/m{i}.py", "w") as f:
         f.write("".join(f"def f{i}_{j}(x):\n    return x + {j}\n\n" for j in range(60)))
+for i in range(dirfiles):
+    d = f"{src}/bulk/part{i // 100}"
+    os.makedirs(d, exist_ok=True)
+    with open(f"{d}/b{i}.txt", "w") as f:
+        f.write(f"{i:08d}\n" * 455)
 EOF
 (cd "$src" && find . -type f -printf '%P\n' | sort | xargs sha256sum) > "$work/before.sums"
 
@@ -85,7 +93,6 @@ for t in range(txs):
         os.rename(path(i), path(i) + ".moved")
         gone.add(i)
 EOF
-sleep 1
 
 measure() {
   local name=$1 out=$work/time.$1
@@ -94,6 +101,9 @@ measure() {
   read -r secs kib <"$out"
   printf '%s %s\n' "$secs" "$kib"
 }
+say "mv of a directory of $DIRFILES files through the mount"
+read -r mv_s _ < <(measure mv mv "$mnt/bulk" "$mnt/bulk.moved")
+sleep 1
 read -r diff_s diff_kib < <(measure diff "$editfs" diff "$src" --since start --name-status)
 changed=$(grep -c '^[MADR]' "$work/out.diff" || true)
 read -r rewind_s rewind_kib < <(measure rewind "$editfs" rewind "$src" --to start)
@@ -103,8 +113,9 @@ if cmp -s "$work/before.sums" "$work/after.sums"; then same=yes; else same=NO; f
 kept=$(du -sk "$src/.editfs" | cut -f1)
 
 echo
-echo "editfs: $editfs; $(nproc) cores; $FILES files, $TXS transactions"
+echo "editfs: $editfs; $(nproc) cores; $FILES files, $TXS transactions, a directory of $DIRFILES files moved"
 printf '%-8s %8s %10s\n' step seconds "peak MiB"
+printf '%-8s %8s %10s\n' mv-dir "$mv_s" -
 printf '%-8s %8s %10d\n' diff "$diff_s" $((diff_kib / 1024))
 printf '%-8s %8s %10d\n' rewind "$rewind_s" $((rewind_kib / 1024))
 echo "files in the net diff: $changed; state directory: $((kept / 1024)) MiB; tree as at the checkpoint: $same"
