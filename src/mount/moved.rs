@@ -110,7 +110,11 @@ impl Core {
         let waiting = self.creations_beneath(&source);
         let mut kept = Vec::new();
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        if let Ok(fd) = rustix::fs::openat(from.dir(), &from.name, flags, Mode::empty()) {
+        // A build's own renames (in an ignored target/, in .git/) walk nothing.
+        let policy = &self.settings.preimages;
+        let skipped = policy.skips_all_beneath(self.source.root(), Path::new(&*source));
+        let opened = rustix::fs::openat(from.dir(), &from.name, flags, Mode::empty());
+        if let Some(fd) = opened.ok().filter(|_| !skipped) {
             walk_inside(&fd, "", 0, &mut |dir, name, sub, st| {
                 let rel = format!("{source}{sub}");
                 let wanted = !waiting.contains(&rel)

@@ -84,6 +84,18 @@ impl Policy {
         })
     }
 
+    /// Whether no file beneath the directory `rel` keeps a pre-image whatever
+    /// its name: one of git's own, or one the project's git ignores (git
+    /// re-includes nothing beneath an ignored directory). A pattern of
+    /// `--no-snapshot` is matched against each file instead.
+    pub fn skips_all_beneath(&self, root: std::os::fd::BorrowedFd<'_>, rel: &Path) -> bool {
+        rel.components().any(|c| c.as_os_str() == ".git")
+            || self
+                .gitignored
+                .as_ref()
+                .is_some_and(|g| g.ignores(root, rel))
+    }
+
     /// Whether changes to `rel` (beneath `root`, SOURCE) keep no pre-image: git's
     /// own files never do, those of a repository nested anywhere in SOURCE
     /// included (each `git status` makes and removes its `index.lock`), nor
@@ -634,5 +646,23 @@ mod tests {
             "nor those of a repository nested in SOURCE"
         );
         assert!(!all.skips(root, Path::new("src/.github/ci.yml")));
+    }
+
+    #[test]
+    fn only_git_s_own_and_ignored_directories_are_skipped_whole_at_a_move() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(".gitignore"), "/target\n").unwrap();
+        let root = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let root = std::os::fd::AsFd::as_fd(&root);
+        let p = Policy::new(&["*.o".into()], 10, false).unwrap();
+        assert!(p.skips_all_beneath(root, Path::new("target")));
+        assert!(p.skips_all_beneath(root, Path::new("vendor/.git")));
+        assert!(!p.skips_all_beneath(root, Path::new("src")));
+        assert!(
+            !p.skips_all_beneath(root, Path::new("x.o")),
+            "a pattern names files, not the files in a directory of that name"
+        );
+        let all = Policy::new(&[], 10, true).unwrap();
+        assert!(!all.skips_all_beneath(root, Path::new("target")));
     }
 }
