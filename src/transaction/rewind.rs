@@ -377,9 +377,12 @@ pub fn left(
     let shown =
         |rel: &str| caller.is_none_or(|c| c.sight(&root.fd, rel) != super::sight::Sight::Hidden);
     let since = time_of(entries, point).unwrap_or(std::time::UNIX_EPOCH);
-    let state = std::fs::canonicalize(state).unwrap_or_else(|_| state.to_owned());
+    // Both as the file system names them, or the walk would enter the state
+    // directory and list each kept version.
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let (state, project) = (real(state), real(root.path));
     let found = unrecorded(
-        (root.path, &state),
+        (&project, &state),
         since,
         (&covered, &existed),
         &shown,
