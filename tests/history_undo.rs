@@ -1215,3 +1215,32 @@ fn a_resent_patch_deletion_of_a_file_an_edit_removed_is_already_applied() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert_eq!(json(&o)["error"]["kind"], "not_found");
 }
+
+/// A patch's move sent again: the file is gone from its old path, an edit
+/// moved it to the path the move names, and the file there already reads as
+/// the move's hunks make it, so the section is `already applied`. Once the
+/// moved file changed so that a hunk would change it again, it fails as before.
+#[test]
+fn a_resent_patch_move_of_a_file_an_edit_moved_is_already_applied() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let patch = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: pkg/a.py\n@@\n-a = 1\n+a = 2\n*** Update File: b.txt\n*** Move to: c.txt\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "pkg/a.py").as_deref(), Some("a = 2\n"));
+    let o = editfs(&["apply", "--multi", root, "--json"], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v = json(&o);
+    for f in v["files"].as_array().unwrap() {
+        for op in f["operations"].as_array().unwrap() {
+            assert_eq!(op["outcome"], "already_applied", "{v}");
+        }
+    }
+    assert_eq!(read(p.path(), "pkg/a.py").as_deref(), Some("a = 2\n"));
+    assert_eq!(read(p.path(), "c.txt").as_deref(), Some("bee\n"));
+    fs::write(p.path().join("pkg/a.py"), "a = 3\n").unwrap();
+    let o = editfs(&["apply", "--multi", root, "--json"], patch, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(json(&o)["error"]["kind"], "not_found");
+    assert_eq!(read(p.path(), "pkg/a.py").as_deref(), Some("a = 3\n"));
+}

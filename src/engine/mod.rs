@@ -198,28 +198,55 @@ pub fn deleted_before(name: &str, parsed: &payload::Payload) -> Option<Edit> {
     if ops.is_empty() || !ops.iter().all(deletes) {
         return None;
     }
+    let done = (1..=ops.len()).map(|index| act_replayed(index, replay::DELETED_BEFORE));
+    Some(made_before(name, parsed, done.collect()))
+}
+
+/// The edit of a section that moves file `name` (after its hunks, if any),
+/// where the file is gone and the caller knows from the project's history
+/// that an edit moved it to the path this move names, and has run the hunks
+/// on the file there: `hunks`, their reports, each `already applied` or
+/// `unchanged`. Then the move is `already applied`. `None` when the section
+/// is not hunks and a move, or a hunk would still change the file.
+pub fn moved_before(name: &str, parsed: &payload::Payload, hunks: &[OpReport]) -> Option<Edit> {
+    let (last, rest) = parsed.operations.split_last()?;
+    let made = |o: &OpReport| matches!(o.outcome, OpOutcome::AlreadyApplied | OpOutcome::Unchanged);
+    let fits = matches!(last.act, Some(FileAct::MoveTo(_)))
+        && rest.iter().all(|op| op.act.is_none())
+        && hunks.len() == rest.len()
+        && hunks.iter().all(made);
+    if !fits {
+        return None;
+    }
+    let mut done = hunks.to_vec();
+    done.push(act_replayed(parsed.operations.len(), replay::MOVED_BEFORE));
+    Some(made_before(name, parsed, done))
+}
+
+/// A patch's removal or move, made before, as the report of operation `index`.
+fn act_replayed(index: usize, why: &str) -> OpReport {
+    OpReport {
+        index,
+        outcome: OpOutcome::AlreadyApplied,
+        strategy: Some("replay"),
+        lines: None,
+        warnings: vec![format!("already applied: {why}; nothing changed")],
+        error: None,
+    }
+}
+
+/// The no-op success of a section whose file is gone, its operations `done`.
+fn made_before(name: &str, parsed: &payload::Payload, done: Vec<OpReport>) -> Edit {
     let mut report = Report::new(Outcome::Ok, sha256_hex(b""));
     report.file = name.to_owned();
-    report.total = ops.len();
+    report.total = done.len();
     report.notes = parsed.notes.clone();
-    report.operations = (1..=ops.len())
-        .map(|index| OpReport {
-            index,
-            outcome: OpOutcome::AlreadyApplied,
-            strategy: Some("replay"),
-            lines: None,
-            warnings: vec![format!(
-                "already applied: {}; nothing changed",
-                replay::DELETED_BEFORE
-            )],
-            error: None,
-        })
-        .collect();
-    Some(Edit {
+    report.operations = done;
+    Edit {
         content: None,
         report,
         act: None,
-    })
+    }
 }
 
 fn run_parsed(

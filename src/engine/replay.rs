@@ -230,6 +230,10 @@ pub(super) const INSERTED_BEFORE: &str =
 /// shows an edit removed it with nothing at that path since.
 pub(super) const DELETED_BEFORE: &str = "the file is gone, and the project's history shows an edit removed it with nothing at that path since (it was deleted before)";
 
+/// A re-sent move's replay: the file is gone from its old path, moved by an
+/// edit as the history shows, and where it went already reads as the move's hunks make it.
+pub(super) const MOVED_BEFORE: &str = "the file is gone, and the project's history shows an edit moved it to the path this move names, which already reads as its hunks make it (it was moved before)";
+
 /// Whether two texts are the same but for their line endings and a final newline.
 pub(super) fn same_text(a: &[u8], b: &[u8]) -> bool {
     fn lines(t: &[u8]) -> impl Iterator<Item = &[u8]> {

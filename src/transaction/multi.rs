@@ -447,7 +447,10 @@ fn decide(
                 let original = opened.as_ref().and_then(|o| o.bytes.as_deref());
                 let edit = original
                     .is_none()
-                    .then(|| deleted_before((store, root), who, &rel, &ops))
+                    .then(|| {
+                        deleted_before((store, root), who, &rel, &ops)
+                            .or_else(|| moved_before((store, root), (opts, who), &rel, &ops))
+                    })
                     .flatten()
                     .unwrap_or_else(|| engine::apply_parsed(&rel, original, ops, opts));
                 let r = stamp(edit.report.clone(), &rel);
@@ -493,13 +496,57 @@ fn deleted_before(
     ops: &Payload,
 ) -> Option<engine::Edit> {
     let edit = engine::deleted_before(rel, ops)?;
-    let last = store?.last_change(rel)?;
+    removed_by_an_edit((store?, root), who, rel).map(|_| edit)
+}
+
+/// The last change at `rel`, where it is an edit that removed the file and
+/// the caller may see it (sight.rs): a hidden history reads as none.
+fn removed_by_an_edit(
+    (store, root): (&Store, Root<'_>),
+    who: &Who,
+    rel: &str,
+) -> Option<crate::store::LogEntry> {
+    let last = store.last_change(rel)?;
     let removed = last.kind == Kind::Edit && last.file(rel).is_some_and(|f| f.removed);
     let seen = who
         .caller
         .as_ref()
         .is_none_or(|c| c.sees(&root.fd, &last, &mut super::sight::Now::new()));
-    (removed && seen).then_some(edit)
+    (removed && seen).then_some(last)
+}
+
+/// A section that moves a file that is gone (after its hunks, if any), where
+/// the history shows an edit moved it to the path this move names (the same
+/// transaction removed it and created that file) and the file there already
+/// reads as the hunks make it: a patch sent again is `already applied`. The
+/// hunks run on the file where it went, with the caller's rights; one that
+/// would still change it leaves the section to fail as it did.
+fn moved_before(
+    (store, root): (Option<&Store>, Root<'_>),
+    (opts, who): (&Options, &Who),
+    rel: &str,
+    ops: &Payload,
+) -> Option<engine::Edit> {
+    let (last, hunks) = ops.operations.split_last()?;
+    let Some(FileAct::MoveTo(to)) = &last.act else {
+        return None;
+    };
+    let to = project_path(&root.locate(to).ok()?).ok()?;
+    let entry = removed_by_an_edit((store?, root), who, rel)?;
+    entry.file(&to).filter(|f| f.created)?;
+    let reports = match hunks {
+        [] => Vec::new(),
+        _ => {
+            let opened = open_bounded(root, &to, who.caller.as_ref(), opts.max_file).ok()?;
+            let there = Payload {
+                operations: hunks.to_vec(),
+                notes: Vec::new(),
+            };
+            let edit = engine::apply_parsed(&to, Some(opened.bytes.as_deref()?), there, opts);
+            edit.content.is_none().then_some(edit.report.operations)?
+        }
+    };
+    engine::moved_before(rel, ops, &reports)
 }
 
 /// A file whose directory does not exist yet is absent, as a missing file in
