@@ -104,11 +104,33 @@ pub fn check(path: &str, old: Option<&[u8]>, new: &[u8]) -> Verdict {
         None => None,
     };
     match whole(lang, old, new) {
-        Verdict::Clean { kept, .. } if kept > 0 && broke.is_some() => {
-            broke.map_or(Verdict::Unknown, Verdict::Broken)
+        verdict @ Verdict::Clean { kept: 1.., .. } => {
+            match broke.or_else(|| old.and_then(|old| broke_items(lang, old, new))) {
+                Some(f) => Verdict::Broken(f),
+                None => verdict,
+            }
         }
         verdict => verdict,
     }
+}
+
+/// Where the old content was broken, the full check may not see a break the
+/// edit made (a bracket never closed above reads the rest as inside it): the
+/// top-level items around the change, read on their own whatever their size,
+/// that parsed cleanly before and do not now, are the edit's break.
+fn broke_items(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Finding> {
+    let range = window::items_around(old, new)?;
+    let offset = memchr::memchr_iter(b'\n', &new[..range.start]).count();
+    let padded = |bytes: &[u8]| [&vec![b'\n'; offset][..], bytes].concat();
+    let part = padded(&new[range.clone()]);
+    let old_part = padded(&old[range.start..range.end + old.len() - new.len()]);
+    if !problems(lang, &old_part)?.is_empty() {
+        return None;
+    }
+    let found = problems(lang, &part)?;
+    let changes = Changes::between(&old_part, &part);
+    let fresh = compare::fresh(&found, &[], &changes);
+    first_of(&fresh, &changes).map(|p| finding(lang, p, &part))
 }
 
 /// The check of the whole new content, against the whole old content where
@@ -475,6 +497,14 @@ mod tests {
             assert_eq!((f.line, f.column), (64, 12), "{f:?}");
             assert!(f.reading.starts_with("the `(` on line 64 is never closed"));
         }
+    }
+
+    #[test]
+    fn in_a_short_file_a_break_after_a_bracket_never_closed_is_refused() {
+        let old = "x = foo(1,\n\ndef f():\n    return 1\n";
+        let f = broken("m.py", old, &old.replace("return 1", "return (2"));
+        assert_eq!((f.line, f.column), (4, 12), "{f:?}");
+        assert_eq!(clean("m.py", old, &old.replace("return 1", "return 2")), 1);
     }
 
     #[test]

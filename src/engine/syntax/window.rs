@@ -49,6 +49,15 @@ pub fn around_change(old: &[u8], new: &[u8], nested: bool) -> Option<Window> {
     })
 }
 
+/// The whole top-level items of `new` around the change, however much of
+/// the file they are; `None` when they are all of it (or nothing changed).
+pub fn items_around(old: &[u8], new: &[u8]) -> Option<Range<usize>> {
+    let head = common_prefix(old, new);
+    let tail = common_suffix(&old[head..], &new[head..]);
+    let items = item_start(new, head, 1)..item_end(new, new.len() - tail, 1);
+    (items.end > items.start && items.end - items.start < new.len()).then_some(items)
+}
+
 /// Columns of blanks the line starting at `at` opens with (a tab counts one).
 fn indentation(text: &[u8], at: usize) -> usize {
     text[at..]
