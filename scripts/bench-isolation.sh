@@ -20,10 +20,14 @@
 #   streams  STREAMS processes at once, each sending the regex payload to a
 #            1 MB file of its own, over and over: the commit threads' queue
 #            full of one user's slow transactions
+#   multi    one .editfs/edit payload that rewrites MULTI of the distinct files
+#            in one transaction (a payload just under 100 KiB), there and back
+#   undo     the same transaction, then its undo (MULTI files restored at once)
+#   rewind   a checkpoint, the same transaction, then a rewind to the checkpoint
 #
 # Environment: EDITFS=path (a binary to measure instead of building this tree's),
 # ATTACK_S (seconds per attack, default 15), FILES (default 5000), STREAMS
-# (default 16), VICTIM_UID
+# (default 16), MULTI (default 300), VICTIM_UID
 # (default 4242), ATTACKS="misses sparse" (run only these), KEEP=1 (keep the
 # temp dir). Target: the other user's worst round trip <= 50 ms under each.
 set -euo pipefail
@@ -34,8 +38,9 @@ repo_dir=$PWD
 ATTACK_S=${ATTACK_S:-15}
 FILES=${FILES:-5000}
 STREAMS=${STREAMS:-16}
+MULTI=${MULTI:-300}
 VICTIM_UID=${VICTIM_UID:-4242}
-ATTACKS=${ATTACKS:-idle misses regex touched sparse distinct streams}
+ATTACKS=${ATTACKS:-idle misses regex touched sparse distinct streams multi undo rewind}
 say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf 'bench-isolation: %s\n' "$*" >&2; exit 2; }
 
@@ -76,9 +81,9 @@ as_victim() { setpriv --reuid="$VICTIM_UID" --regid="$VICTIM_UID" --clear-groups
 
 # ---------------------------------------------------------------- the project
 say "making the project ($FILES distinct files)"
-python3 - "$src" "$FILES" "$STREAMS" <<'EOF'
+python3 - "$src" "$FILES" "$STREAMS" "$MULTI" <<'EOF'
 import os, sys
-src, files, streams = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+src, files, streams, multi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 def lines(n, tag):
     return "".join(f"    let value_{tag}_{i} = compute({i}, \"{tag}\"); // line {i}\n" for i in range(n))
 with open(f"{src}/att/big.txt", "w") as f:        # ~1 MB
@@ -111,6 +116,18 @@ with open(f"{src}/../regex.payload", "w") as f:
 # A large block for each distinct file.
 with open(f"{src}/../distinct.tail", "w") as f:
     f.write("=======\n" + ("y" * 99 + "\n") * 800 + ">>>>>>> REPLACE\n")
+# One multi-file payload over the first MULTI distinct files, and its way back.
+def multi_payload(there):
+    out = []
+    for i in range(min(multi, files)):
+        a, b = f"line one of {i}", f"line one of {i}, changed " + "z" * 200
+        old, new = (a, b) if there else (b, a)
+        out.append(f"att/d/f{i}.txt\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n")
+    return "".join(out)
+with open(f"{src}/../multi.there", "w") as f:
+    f.write(multi_payload(True))
+with open(f"{src}/../multi.back", "w") as f:
+    f.write(multi_payload(False))
 EOF
 truncate -s 2G "$src/att/sparse.txt"
 printf 'the one line of data in a sparse file\n' | dd of="$src/att/sparse.txt" conv=notrunc status=none
@@ -179,6 +196,20 @@ attack_streams() {
     pids+=($!)
   done
   wait "${pids[@]}" || true
+}
+multi_there() { as_nobody bash -c 'cat "$1" >"$2/.editfs/edit"' _ "$work/multi.there" "$mnt" 2>/dev/null || true; }
+multi_back() { as_nobody bash -c 'cat "$1" >"$2/.editfs/edit"' _ "$work/multi.back" "$mnt" 2>/dev/null || true; }
+attack_multi() { multi_there; multi_back; }
+attack_undo() {
+  multi_there
+  as_nobody bash -c 'echo "--tx $(sed -n "1s/.*(tx \([0-9]*\),.*/\1/p" "$1/.editfs/status")" >"$1/.editfs/undo"' _ "$mnt" 2>/dev/null || true
+}
+rewinds=0
+attack_rewind() {
+  rewinds=$((rewinds + 1))
+  as_nobody bash -c 'echo "b$2" >"$1/.editfs/checkpoint"' _ "$mnt" "$rewinds" 2>/dev/null || true
+  multi_there
+  as_nobody bash -c 'echo "--to b$2" >"$1/.editfs/rewind"' _ "$mnt" "$rewinds" 2>/dev/null || true
 }
 attack_idle() { sleep 1; }
 

@@ -109,7 +109,10 @@ pub mod reaper;
 pub mod rel;
 pub mod removals;
 pub mod shared;
+mod staged;
 pub mod trust;
+
+pub use staged::Staged;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -727,19 +730,27 @@ impl Store {
         changes: &[Change<'_>],
         log: LogEntry,
     ) -> Result<Vec<Option<String>>, StoreError> {
-        self.commit_with(lock, tx, root, changes, &[], log)
+        self.commit_with(lock, tx, root, (changes, &[]), log, Staged::default())
+    }
+
+    /// Writes the new contents of `changes` before the lock is taken, for
+    /// `commit_with` to take as they are (see staged.rs): a transaction of
+    /// many files then holds the lock for its record, not for making files.
+    pub fn stage(&self, changes: &[Change<'_>]) -> Staged {
+        Staged::write(self.tmp.as_fd(), changes)
     }
 
     /// `commit`, also removing the files of `removals`, all or none with the
-    /// changes; the pre-images of both are returned, changes first.
+    /// changes, and taking what fits of `staged` (see `stage`); the
+    /// pre-images of both are returned, changes first.
     pub fn commit_with(
         &self,
         _lock: &Lock,
         tx: u64,
         root: (BorrowedFd<'_>, &Path),
-        changes: &[Change<'_>],
-        removals: &[Removal<'_>],
+        (changes, removals): (&[Change<'_>], &[Removal<'_>]),
         log: LogEntry,
+        mut staged: Staged,
     ) -> Result<Vec<Option<String>>, StoreError> {
         let incoming = changes
             .iter()
@@ -747,7 +758,7 @@ impl Store {
             .chain(removals.iter().map(|r| r.pre.len()))
             .sum::<usize>();
         self.make_room(incoming as u64)?;
-        let prepared = self.prepare(tx, root, (changes, removals), log);
+        let prepared = self.prepare(tx, root, (changes, removals), log, &mut staged);
         let rels = || {
             changes
                 .iter()
@@ -1018,12 +1029,14 @@ impl Store {
         root: (BorrowedFd<'_>, &Path),
         (changes, removals): (&[Change<'_>], &[Removal<'_>]),
         log: LogEntry,
+        staged: &mut Staged,
     ) -> Result<Prepared, StoreError> {
         let mut record = self.record(tx, root.1, (changes, removals), log);
         let writable = allowed(&record, changes, removals)?;
+        let taken = take_staged(&mut record, changes, staged);
         self.journal.write(&record)?;
         let committed = self
-            .write_temps(&mut record, changes)
+            .write_temps(&mut record, changes, taken)
             .and_then(|temps| self.commit_point(&mut record, temps, root.0, (changes, removals)));
         match committed {
             Ok((kept, temps)) => Ok(Prepared {
@@ -1235,8 +1248,9 @@ impl Store {
         record
     }
 
-    /// Writes the temporary files of `record`, noting in it what each became
-    /// (`journal::Made`), and returns those in the state directory unsynced.
+    /// Writes the temporary files of `record` that were not staged (`taken`,
+    /// by entry), noting in it what each became (`journal::Made`), and
+    /// returns those in the state directory unsynced.
     /// One beside its file, on another file system than the record, is synced
     /// here, with its directory: the record's sync cannot carry its name (see
     /// the module doc). One copied in place into its file (which has other
@@ -1246,30 +1260,41 @@ impl Store {
         &self,
         record: &mut journal::Record,
         changes: &[Change<'_>],
+        taken: Vec<Option<File>>,
     ) -> Result<Temps, StoreError> {
         let mut unsynced = Vec::with_capacity(changes.len());
-        for (e, c) in record.files.iter_mut().zip(changes) {
-            let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
-            let file = atomic::write_tmp(
-                base.as_fd(),
-                std::ffi::OsStr::new(&e.tmp),
-                std::ffi::OsStr::new(c.rel),
-                c.new,
-                (c.old, atomic::Writer::of(c.by), c.fresh),
-            )?;
-            let meta = file.metadata().map_err(io_err("stat", Path::new(&e.tmp)))?;
-            e.made = Some(journal::Made::of(&meta));
+        for ((e, c), staged) in record.files.iter_mut().zip(changes).zip(taken) {
+            let file = match staged {
+                Some(file) => file,
+                None => self.write_temp(e, c)?,
+            };
             if e.beside {
                 file.sync_all().map_err(io_err("sync", Path::new(&e.tmp)))?;
                 rustix::fs::fsync(c.dir)
                     .map_err(|err| io_err("sync the directory of", Path::new(c.rel))(err.into()))?;
             } else if !e.in_place {
-                let ino = std::os::unix::fs::MetadataExt::ino(&meta);
+                let ino = e.made.map_or(0, |m| m.ino);
                 let name = e.tmp.clone();
                 unsynced.push(Temp { file, name, ino });
             }
         }
         Ok(unsynced)
+    }
+
+    /// Writes the temporary file of `c`, whose record entry is `e`, and notes
+    /// in `e` what it became.
+    fn write_temp(&self, e: &mut journal::Entry, c: &Change<'_>) -> Result<File, StoreError> {
+        let base = journal::tmp_dir_of(c.dir, self.tmp.as_fd(), e)?;
+        let file = atomic::write_tmp(
+            base.as_fd(),
+            std::ffi::OsStr::new(&e.tmp),
+            std::ffi::OsStr::new(c.rel),
+            c.new,
+            (c.old, atomic::Writer::of(c.by), c.fresh),
+        )?;
+        let meta = file.metadata().map_err(io_err("stat", Path::new(&e.tmp)))?;
+        e.made = Some(journal::Made::of(&meta));
+        Ok(file)
     }
 
     /// Keeps the stored object `sha` (see `Objects::put_from`) as the pre-image
@@ -1445,6 +1470,28 @@ fn counter_text(s: &str) -> &str {
 }
 
 /// Syncs every file of `files` (its bytes, mode and owner).
+/// Takes for each entry of `record` the staged file that fits its change,
+/// naming it in the entry; returns the files taken, by entry (see staged.rs).
+/// A file that goes beside its own (on another file system) is never staged.
+fn take_staged(
+    record: &mut journal::Record,
+    changes: &[Change<'_>],
+    staged: &mut Staged,
+) -> Vec<Option<File>> {
+    record
+        .files
+        .iter_mut()
+        .zip(changes)
+        .map(|(e, c)| {
+            let sha = e.sha256.as_deref().filter(|_| !e.beside)?;
+            let t = staged.take(c, sha)?;
+            e.tmp = t.name.to_string_lossy().into_owned();
+            e.made = Some(t.made);
+            Some(t.file)
+        })
+        .collect()
+}
+
 fn sync_all(files: &Temps) -> Result<(), StoreError> {
     files.iter().try_for_each(|t| {
         t.file

@@ -190,23 +190,34 @@ impl Opened {
     /// Whether `rel`, this file's name, still names it, with the bytes read:
     /// what was decided without the store's lock still holds under it.
     pub fn current(&self, rel: &str) -> bool {
-        let now = rustix::fs::statat(&self.dir, file_name(rel), AtFlags::SYMLINK_NOFOLLOW);
-        match (&self.file, now) {
-            (None, Err(rustix::io::Errno::NOENT)) => true,
-            (Some(file), Ok(st)) => {
-                let same = Meant::of(Some(file)).is_ok_and(|m| {
-                    m == Meant::File {
-                        dev: st.st_dev,
-                        ino: st.st_ino,
-                    }
-                });
-                same && self
-                    .bytes
-                    .as_deref()
-                    .is_some_and(|b| unchanged_bytes(file, b))
-            }
-            _ => false,
+        still_reads(
+            self.dir.as_fd(),
+            file_name(rel),
+            (self.file.as_ref(), self.bytes.as_deref()),
+        )
+    }
+}
+
+/// Whether `name` in `dir` is still `file` (or still nothing, for `None`),
+/// holding exactly `bytes`.
+fn still_reads(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    (file, bytes): (Option<&File>, Option<&[u8]>),
+) -> bool {
+    let now = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW);
+    match (file, now) {
+        (None, Err(rustix::io::Errno::NOENT)) => true,
+        (Some(file), Ok(st)) => {
+            let same = Meant::of(Some(file)).is_ok_and(|m| {
+                m == Meant::File {
+                    dev: st.st_dev,
+                    ino: st.st_ino,
+                }
+            });
+            same && bytes.is_some_and(|b| unchanged_bytes(file, b))
         }
+        _ => false,
     }
 }
 

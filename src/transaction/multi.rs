@@ -23,7 +23,7 @@ use crate::engine::{
 };
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
-use crate::store::{Change, Removal, Store, StoreError};
+use crate::store::{Change, Removal, Staged, Store, StoreError};
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]
@@ -188,8 +188,12 @@ impl Plan {
                     let held = hold.map(|h| h());
                     s.lock().map(|l| ((Some(l), held), Vec::new()))
                 },
-                || self.prepare(store, root, opts, who),
-                |(_, d)| d.iter().all(Decided::current),
+                || {
+                    let (report, decided) = self.prepare(store, root, opts, who);
+                    let staged = stage(s, root, (&report, &decided), who);
+                    (report, decided, staged)
+                },
+                |(_, d, _)| d.iter().all(Decided::current),
                 || s.last_tx(),
             ),
             // With no store, the files' directories serialize runs, as for
@@ -197,9 +201,10 @@ impl Plan {
             // locks hold up no transaction on a file of another directory.
             None => {
                 let dirs = super::lock_dirs(root, &rels);
+                let (report, decided) = self.prepare(None, root, opts, who);
                 Ok((
                     ((None, None), dirs),
-                    Some(self.prepare(None, root, opts, who)),
+                    Some((report, decided, Staged::default())),
                 ))
             }
         };
@@ -363,7 +368,7 @@ fn numbered(
     store: Option<&Store>,
     lock: Option<&crate::store::Lock>,
     root: Root<'_>,
-    (mut report, decided): (MultiReport, Vec<Decided>),
+    (mut report, decided, staged): (MultiReport, Vec<Decided>, Staged),
     who: &Who,
 ) -> MultiReport {
     // A rejected payload is numbered and logged like a single-file one.
@@ -395,7 +400,13 @@ fn numbered(
         return report;
     }
     let line = entry(&report);
-    commit(store, (lock, root), decided, (line, who), &mut report);
+    commit(
+        store,
+        (lock, root),
+        (decided, staged),
+        (line, who),
+        &mut report,
+    );
     if report.outcome != Outcome::Ok
         && let Some(s) = store
     {
@@ -681,7 +692,7 @@ fn reject_path(report: &mut MultiReport, given: &str, why: &str) {
 fn commit(
     store: Option<&Store>,
     (lock, root): (Option<&crate::store::Lock>, Root<'_>),
-    decided: Vec<Decided>,
+    (decided, staged): (Vec<Decided>, Staged),
     (entry, who): (crate::store::LogEntry, &Who),
     report: &mut MultiReport,
 ) {
@@ -696,15 +707,20 @@ fn commit(
                 f.dirs.clone_from(made);
             }
         }
-        let (changes, removals) = writes(&decided, &dirs, who);
+        let made: Vec<Option<BorrowedFd<'_>>> = dirs
+            .fresh
+            .iter()
+            .map(|f| f.as_ref().map(AsFd::as_fd))
+            .collect();
+        let (changes, removals) = writes(&decided, &made, who);
         let result = match (store, lock) {
             (Some(s), Some(l)) => s.commit_with(
                 l,
                 report.tx,
                 (root.fd, root.path),
-                &changes,
-                &removals,
+                (&changes, &removals),
                 entry,
+                staged,
             ),
             _ => install_unjournaled(&changes, &removals)
                 .map(|()| vec![None; changes.len() + removals.len()]),
@@ -789,18 +805,44 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
     Ok(Places { fresh, made })
 }
 
+/// The new contents of a decided transaction, written before the lock is
+/// taken (see `Store::stage`). A file whose directory the commit makes, or
+/// moved to a new path, is staged as if it went in the root: it is taken if
+/// the directory it gets makes the same file (no set-group-ID in the way).
+fn stage(
+    store: &Store,
+    root: Root<'_>,
+    (report, decided): (&MultiReport, &[Decided]),
+    who: &Who,
+) -> Staged {
+    if report.outcome != Outcome::Ok {
+        return Staged::default();
+    }
+    let new_place: Vec<Option<BorrowedFd<'_>>> = decided
+        .iter()
+        .map(|d| {
+            let moved = matches!(d.edit.act, Some(FileAct::MoveTo(_))) && d.moved_to.is_some();
+            (moved || d.opened.is_none()).then_some(root.fd)
+        })
+        .collect();
+    let (changes, _) = writes(decided, &new_place, who);
+    store.stage(&changes)
+}
+
 /// What the decisions write: new contents (a moved file's at its new path) and
-/// removals (deleted files, and moved files at their old paths).
+/// removals (deleted files, and moved files at their old paths). `new_place`
+/// is, by decision, the directory of a file that goes where nothing was read
+/// (see `Places::fresh`).
 fn writes<'a>(
     decided: &'a [Decided],
-    places: &'a Places,
+    new_place: &[Option<BorrowedFd<'a>>],
     who: &'a Who,
 ) -> (Vec<Change<'a>>, Vec<Removal<'a>>) {
     let mut changes = Vec::new();
     let mut removals = Vec::new();
-    for (d, fresh) in decided.iter().zip(&places.fresh) {
+    for (d, fresh) in decided.iter().zip(new_place) {
         let held: Option<BorrowedFd<'a>> = d.opened.as_ref().map(|o| o.dir.as_fd());
-        let Some(dir) = fresh.as_ref().map(|f| f.as_fd()).or(held) else {
+        let Some(dir) = fresh.or(held) else {
             continue;
         };
         let removal = held.map(|at| Removal {
@@ -831,7 +873,7 @@ fn writes<'a>(
                 old: d.file(),
                 pre: d.original(),
                 new,
-                new_sha: None,
+                new_sha: Some(d.edit.report.sha256.as_str()).filter(|s| !s.is_empty()),
                 by: who.caller.as_ref(),
                 fresh: who.fresh(dir),
             }),

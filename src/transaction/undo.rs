@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use super::multi::MultiReport;
@@ -28,7 +28,7 @@ use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report
 use crate::store::logline::{FileEntry, Kind, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
-use crate::store::{Change, Lock, Removal, Store, StoreError, io_err};
+use crate::store::{Change, Lock, Removal, Staged, Store, StoreError, io_err};
 
 /// What to restore.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,28 +206,75 @@ struct Plan {
     access: Option<crate::store::logline::Access>,
 }
 
+impl Plan {
+    /// Whether the file still reads as it was planned: what was planned
+    /// without the store's lock still holds under it.
+    fn current(&self, root: Root<'_>) -> bool {
+        match &self.dir {
+            Some(dir) => super::still_reads(
+                dir.as_fd(),
+                file_name(&self.rel),
+                (self.file.as_ref(), self.current.as_deref()),
+            ),
+            None => matches!(
+                rustix::fs::statat(
+                    root.fd,
+                    self.rel.as_str(),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW
+                ),
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR)
+            ),
+        }
+    }
+}
+
 /// Runs `req` as one transaction, numbered and logged whatever its outcome.
+///
+/// It is planned, and its new contents staged, before the store's lock is
+/// taken, as an edit is decided: an undo or rewind of many files holds up no
+/// other caller while it reads its files and the kept versions. Under the
+/// lock each planned file must still read as it was planned; if one was
+/// changed meanwhile, it is planned again (and at last under the lock).
 pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     let label = req.label();
     let fail = |e: StoreError| wrap(req, vec![stamp(io_failure(e, String::new()), &label)]);
-    let lock = match store.lock() {
-        Ok(l) => l,
+    let at = (root, who.caller.as_ref());
+    let planned = || {
+        let entries = visible(store.entries(), root, who.caller.as_ref());
+        let plans = plan(store.objects(), &entries, at, req);
+        let staged = match &plans {
+            Ok(plans) => stage(store, root, plans, who),
+            Err(_) => Staged::default(),
+        };
+        (entries, plans, staged)
+    };
+    let decided = super::decided_under_lock(
+        || store.lock(),
+        planned,
+        |(_, plans, _)| {
+            plans
+                .as_ref()
+                .map_or(true, |p| p.iter().all(|p| p.current(root)))
+        },
+        || store.last_tx(),
+    );
+    let (lock, (entries, plans, staged)) = match decided {
+        Ok((lock, Some(decided))) => (lock, decided),
+        Ok((lock, None)) => (lock, planned()),
         Err(e) => return fail(e),
     };
     let tx = match store.next_tx(&lock) {
         Ok(tx) => tx,
         Err(e) => return fail(e),
     };
-    let entries = visible(store.entries(), root, who.caller.as_ref());
-    let at = (root, who.caller.as_ref());
-    let reports = match plan(store.objects(), &entries, at, req) {
+    let reports = match plans {
         Ok(plans) if plans.is_empty() => {
             let undone = nothing_to_rewind(tx, req);
             let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &[], who));
             drop(lock);
             return left_as_is(undone, store.objects().state(), &entries, at, req);
         }
-        Ok(plans) => commit(store, &lock, tx, root, &plans, req, who),
+        Ok(plans) => commit(store, (&lock, tx), root, (&plans, staged), req, who),
         Err(e) => {
             let mut r = stamp(Report::new(Outcome::Failed, String::new()), &label);
             r.error = Some(*e);
@@ -263,6 +310,31 @@ fn left_as_is(
         m.left = Some(rewind::left(state, entries, at, p));
     }
     undone
+}
+
+/// The restored contents of `plans`, written before the lock (see
+/// `Store::stage`); a file whose directory is gone is staged as if it went
+/// in the root, and taken if the directory made for it makes the same file.
+fn stage(store: &Store, root: Root<'_>, plans: &[Plan], who: &Who) -> Staged {
+    let changes: Vec<Change<'_>> = plans
+        .iter()
+        .filter_map(|p| restore_of(p, p.dir.as_ref().map_or(root.fd, AsFd::as_fd), who))
+        .collect();
+    store.stage(&changes)
+}
+
+/// The change that restores plan `p` in `dir`; `None` for a file it removes.
+fn restore_of<'a>(p: &'a Plan, dir: BorrowedFd<'a>, who: &'a Who) -> Option<Change<'a>> {
+    Some(Change {
+        rel: &p.rel,
+        dir,
+        old: p.file.as_ref(),
+        pre: p.current.as_deref(),
+        new: p.restored.as_deref()?,
+        new_sha: None,
+        by: who.caller.as_ref(),
+        fresh: recreated_as(p.access, who).or_else(|| who.fresh(dir)),
+    })
 }
 
 /// The report of a rewind to a point after which nothing changed (or all
@@ -704,10 +776,9 @@ fn force_hint(rel: &str) -> String {
 /// Writes every plan as transaction `tx`; returns one report per file.
 fn commit(
     store: &Store,
-    lock: &Lock,
-    tx: u64,
+    (lock, tx): (&Lock, u64),
     root: Root<'_>,
-    plans: &[Plan],
+    (plans, staged): (&[Plan], Staged),
     req: &Request,
     who: &Who,
 ) -> Vec<Report> {
@@ -730,18 +801,7 @@ fn commit(
     let changes: Vec<Change<'_>> = restores
         .iter()
         .zip(&dirs)
-        .filter_map(|(p, dir)| {
-            Some(Change {
-                rel: &p.rel,
-                dir: dir.as_fd(),
-                old: p.file.as_ref(),
-                pre: p.current.as_deref(),
-                new: p.restored.as_deref()?,
-                new_sha: None,
-                by: who.caller.as_ref(),
-                fresh: recreated_as(p.access, who).or_else(|| who.fresh(dir.as_fd())),
-            })
-        })
+        .filter_map(|(p, dir)| restore_of(p, dir.as_fd(), who))
         .collect();
     let removals: Vec<Removal<'_>> = removes
         .iter()
@@ -769,7 +829,8 @@ fn commit(
             f.dirs = made;
         }
     }
-    match store.commit_with(lock, tx, (root.fd, root.path), &changes, &removals, entry) {
+    let root_at = (root.fd, root.path);
+    match store.commit_with(lock, tx, root_at, (&changes, &removals), entry, staged) {
         Ok(kept) => {
             for (r, k) in reports.iter_mut().zip(kept) {
                 r.snapshot = k;
