@@ -35,7 +35,7 @@ pub use paths::Refused;
 use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::journal::parent_beneath_with;
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
-use crate::store::{Change, Lock, Store, StoreError, atomic, io_err};
+use crate::store::{Change, Lock, Staged, Store, StoreError, atomic, io_err};
 
 /// Where a transaction acts: paths are resolved beneath `root` (no `..` or
 /// symlink leads out of it) and never follow their last component.
@@ -333,6 +333,9 @@ fn turn_of(target: &Target<'_>) -> serial::Turn {
 /// What a mount holds of a transaction's files, with the store's lock.
 type Held<'a> = (Option<Box<dyn Hold + 'a>>, Lock);
 
+/// A decision on one file (or why there is none), with its new content staged.
+type Decided = (Result<Decision, StoreError>, Staged);
+
 /// The note every dry run's report carries.
 pub const DRY_RUN: &str =
     "dry run: nothing was written, no transaction id was taken, nothing was logged";
@@ -361,24 +364,61 @@ fn decided_with_lock<'a>(
     target: &Target<'a>,
     payload: Received<'_>,
     opts: &Options,
-) -> Result<(Held<'a>, Result<Decision, StoreError>), StoreError> {
+) -> Result<(Held<'a>, Decided), StoreError> {
     let (lock, decided) = decided_under_lock(
         || {
             let held = target.hold.map(|h| h());
             store.lock().map(|l| (held, l))
         },
-        || decide(target, store.buffer(), payload, opts),
+        || {
+            let decided = decide(target, store.buffer(), payload, opts);
+            let staged = match &decided {
+                Ok(d) => stage(store, target, d),
+                Err(_) => Staged::default(),
+            };
+            (decided, staged)
+        },
         // A file that could not be read or edited is reported as it was found.
-        |d| d.as_ref().map_or(true, |d| d.opened.current(target.rel)),
+        |(d, _)| d.as_ref().map_or(true, |d| d.opened.current(target.rel)),
         || store.last_tx(),
     )?;
     let decided = decided.unwrap_or_else(|| {
-        Err(StoreError::Changing {
+        let e = StoreError::Changing {
             path: target.rel.into(),
             times: DECISIONS,
-        })
+        };
+        (Err(e), Staged::default())
     });
     Ok((lock, decided))
+}
+
+/// The new content of a decided edit, written before the lock (see
+/// `Store::stage`).
+fn stage(store: &Store, target: &Target<'_>, d: &Decision) -> Staged {
+    match &d.edit.content {
+        Some(new) => store.stage(&[change_of(target, &d.opened, new, &d.edit.report.sha256)]),
+        None => Staged::default(),
+    }
+}
+
+/// The change that writes `new` (whose SHA-256 the engine reported as
+/// `sha`) over the file of `target`, as `opened` read it.
+fn change_of<'a>(
+    target: &'a Target<'_>,
+    opened: &'a Opened,
+    new: &'a [u8],
+    sha: &'a str,
+) -> Change<'a> {
+    Change {
+        rel: target.rel,
+        dir: opened.dir.as_fd(),
+        old: opened.file.as_ref(),
+        pre: opened.bytes.as_deref(),
+        new,
+        new_sha: Some(sha).filter(|s| !s.is_empty()),
+        by: target.who.caller.as_ref(),
+        fresh: target.who.fresh(opened.dir.as_fd()),
+    }
 }
 
 /// Opens the file of `target` and lets the engine decide on it.
@@ -407,7 +447,7 @@ fn stored(
     store: &Store,
     lock: &Lock,
     target: &Target<'_>,
-    decided: Result<Decision, StoreError>,
+    (decided, staged): Decided,
     max: u64,
 ) -> Report {
     // Every outcome, even a file that cannot be read, has an id and a log line.
@@ -429,23 +469,9 @@ fn stored(
         return logged(store, report, Kind::Edit, target.rel, target.who);
     };
     let entry = log_entry(Kind::Edit, &report, &[(target.rel, &report)], target.who);
-    let change = Change {
-        rel: target.rel,
-        dir: opened.dir.as_fd(),
-        old: opened.file.as_ref(),
-        pre: original,
-        new: &new,
-        new_sha: Some(report.sha256.as_str()).filter(|s| !s.is_empty()),
-        by: target.who.caller.as_ref(),
-        fresh: target.who.fresh(opened.dir.as_fd()),
-    };
-    match store.commit(
-        lock,
-        report.tx,
-        (target.root.fd, target.root.path),
-        &[change],
-        entry,
-    ) {
+    let change = change_of(target, &opened, &new, &report.sha256);
+    let root = (target.root.fd, target.root.path);
+    match store.commit_with(lock, report.tx, root, (&[change], &[]), entry, staged) {
         Ok(kept) => {
             report.snapshot = kept.into_iter().next().flatten();
             if let Some(replaced) = opened.file {
