@@ -867,22 +867,40 @@ impl Store {
     ///
     /// A commit runs under the store's lock, so a checkpoint made here (tens
     /// of syncs, for any user's commits) would hold every other transaction
-    /// for as long: with a checkpointer, the commit only wakes it, and makes
-    /// the checkpoint itself only once that one is `CHECKPOINT_BEHIND` behind.
+    /// for as long: with a checkpointer, the commit only wakes it; a
+    /// checkpointer far behind is caught up after the lock (`catch_up`).
     fn settle<'d>(&self, tx: u64, dirs: impl Iterator<Item = BorrowedFd<'d>>, files: Temps) {
-        let (due, behind) = {
+        let due = {
             let mut u = self.unsettled.lock();
             u.records.push(tx);
             u.dirs.extend(dirs.filter_map(|d| rustix::io::dup(d).ok()));
             u.files.extend(files);
             self.spare_unsettled(&u);
-            (u.due(1), u.due(CHECKPOINT_BEHIND))
+            u.due(1)
         };
         let delegated = self.checkpointer.load(std::sync::atomic::Ordering::Relaxed);
         if due && delegated {
             self.due.notify_one();
+        } else if due && let Err(e) = self.checkpoint() {
+            log::error!("checkpoint: {e}");
         }
-        if (behind || (due && !delegated))
+    }
+
+    /// Called once a transaction that wrote `files` files has let go of the
+    /// store's lock: when the checkpointer is `CHECKPOINT_BEHIND` behind, a
+    /// transaction of more than `OWN_SHARE` files makes the checkpoint
+    /// itself, and waits for it, so whoever makes the backlog pays for it;
+    /// at twice that, any transaction does, which bounds the journal and
+    /// the descriptors held. No other caller waits: the lock is free.
+    pub fn catch_up(&self, files: usize) {
+        /// Files a transaction writes below which it leaves a backlog it
+        /// did not make to the checkpointer, until the hard bound.
+        const OWN_SHARE: usize = 16;
+        let (behind, far) = {
+            let u = self.unsettled.lock();
+            (u.due(CHECKPOINT_BEHIND), u.due(2 * CHECKPOINT_BEHIND))
+        };
+        if (far || (behind && files > OWN_SHARE))
             && let Err(e) = self.checkpoint()
         {
             log::error!("checkpoint: {e}");
@@ -2411,7 +2429,16 @@ mod tests {
         for tx in CHECKPOINT_AFTER as u64 + 1..=far {
             commit(tx);
         }
-        assert_eq!(waiting(), 0, "the commit far behind made it itself");
+        assert_eq!(waiting(), far as usize, "no commit synced under the lock");
+        store.catch_up(1);
+        assert_eq!(waiting(), far as usize, "a small transaction leaves it");
+        store.catch_up(17);
+        assert_eq!(waiting(), 0, "a large one far behind made it itself");
+        for tx in far + 1..=3 * far {
+            commit(tx);
+        }
+        store.catch_up(1);
+        assert_eq!(waiting(), 0, "at twice as far, any transaction makes it");
     }
 
     #[test]

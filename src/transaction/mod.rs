@@ -270,10 +270,12 @@ pub fn run<'p>(
         return report;
     };
     let _turn = turn_of(target);
-    match decided_with_lock(store, target, payload, opts) {
+    let report = match decided_with_lock(store, target, payload, opts) {
         Ok(((_held, lock), decided)) => stored(store, &lock, target, decided, opts.max_file),
         Err(e) => stamp(io_failure(e, sha_now(target, opts.max_file)), target.label),
-    }
+    };
+    store.catch_up(1);
+    report
 }
 
 /// What `decide` finds, with the store's lock, taken by `lock`, held, or

@@ -230,6 +230,9 @@ impl Plan {
                 r
             }
         };
+        if let Some(s) = store {
+            s.catch_up(report.files.len());
+        }
         point_to_namesakes(root, who, &mut report);
         report
     }

@@ -291,6 +291,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     }
     // The walk of the project for what is left takes no lock a transaction waits for.
     drop(lock);
+    store.catch_up(undone.files().len());
     left_as_is(undone, store.objects().state(), &entries, at, req)
 }
 
