@@ -1244,3 +1244,36 @@ fn a_resent_patch_move_of_a_file_an_edit_moved_is_already_applied() {
     assert_eq!(json(&o)["error"]["kind"], "not_found");
     assert_eq!(read(p.path(), "pkg/a.py").as_deref(), Some("a = 3\n"));
 }
+
+/// What the command printed on standard error.
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_command_that_cannot_run_says_why_and_what_to_do_and_exits_by_the_contract() {
+    let bare = tempfile::tempdir().unwrap();
+    let dir = bare.path();
+    let history = editfs(&["history", "."], "", dir);
+    assert_eq!(history.status.code(), Some(1), "{}", err(&history));
+    let text = err(&history);
+    assert!(text.starts_with("editfs history: "), "{text}");
+    assert!(text.contains("has no state directory"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("hint: ")), "{text}");
+
+    let man = editfs(&["man", "no-such-command"], "", dir);
+    assert_eq!(man.status.code(), Some(2), "{}", err(&man));
+    assert!(
+        err(&man).contains("hint: editfs --help lists them"),
+        "{}",
+        err(&man)
+    );
+
+    let apply = editfs(&["apply"], "", dir);
+    assert_eq!(apply.status.code(), Some(2), "{}", err(&apply));
+    assert!(
+        err(&apply).starts_with("editfs apply: FILE is missing"),
+        "{}",
+        err(&apply)
+    );
+}

@@ -4,13 +4,13 @@ use std::fs;
 use std::io::{self, Read};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use editfs::engine::{Options, Outcome, Received};
 use editfs::store::trust::{self, Came, Held};
 use editfs::store::{Retention, Store, atomic};
 use editfs::transaction::{self, Root, Target, Who, multi};
 
+use super::error::{CommandError, Ended};
 use super::options::EngineArgs;
 
 const PAYLOAD_HELP: &str = "\
@@ -110,19 +110,18 @@ impl Printed {
     }
 }
 
-pub fn run(args: Args) -> ExitCode {
+/// Runs `editfs apply`: what it cannot run on (the file, the payload, the
+/// state directory) is bad usage, as a rejected payload is.
+pub fn run(args: Args) -> Result<Ended, CommandError> {
     let opts = args.engine.options();
-    let result = match &args.multi {
+    let printed = match &args.multi {
         Some(root) => execute_multi(&args, root, &opts),
         None => execute(&args, &opts),
     };
-    match result {
-        Ok(p) => print(p, args.color),
-        Err(message) => {
-            eprintln!("editfs apply: {message}");
-            ExitCode::from(super::USAGE)
-        }
-    }
+    Ok(print(
+        printed.map_err(CommandError::into_usage)?,
+        args.color,
+    ))
 }
 
 fn who() -> Who {
@@ -138,11 +137,19 @@ fn who() -> Who {
 /// nearest ancestor's `.editfs/` when it may be trusted (see trust.rs), else
 /// none. A found one passed over comes with a note for the report saying which
 /// and why: the edit goes on without snapshots, as with no state directory.
-fn state_for(given: Option<&Path>, file: &Path) -> Result<(Option<Held>, Option<String>), String> {
+fn state_for(
+    given: Option<&Path>,
+    file: &Path,
+) -> Result<(Option<Held>, Option<String>), CommandError> {
     if let Some(dir) = given {
-        fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot make the state directory {}: {e}", dir.display()))?;
-        let held = trust::hold(dir, Came::Given, true).map_err(|e| e.to_string())?;
+        fs::create_dir_all(dir).map_err(|e| {
+            CommandError::failed(format!(
+                "cannot make the state directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let held =
+            trust::hold(dir, Came::Given, true).map_err(|e| CommandError::failed(e.to_string()))?;
         return Ok((Some(held), None));
     }
     let Some(found) = Store::find_for(file) else {
@@ -162,33 +169,30 @@ fn state_for(given: Option<&Path>, file: &Path) -> Result<(Option<Held>, Option<
 /// Opens the state directory, saying what it recovered from a crash.
 /// The store a run keeps its versions and log in; none for a dry run, which
 /// writes nothing there (not even a recovery).
-fn stored(args: &Args, state: Option<&Path>) -> Result<Option<Store>, String> {
+fn stored(args: &Args, state: Option<&Path>) -> Result<Option<Store>, CommandError> {
     match args.dry_run {
         true => Ok(None),
         false => open_store(state, args.keep),
     }
 }
 
-fn open_store(state: Option<&Path>, keep: usize) -> Result<Option<Store>, String> {
+fn open_store(state: Option<&Path>, keep: usize) -> Result<Option<Store>, CommandError> {
     let retention = Retention {
         keep,
         ..Retention::default()
     };
-    let store = state
-        .map(|d| Store::open_with(d, retention))
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    let store = state.map(|d| Store::open_with(d, retention)).transpose()?;
     if let Some(s) = store.as_ref().filter(|s| !s.recovered().is_empty()) {
         eprintln!("editfs: {}", s.recovered());
     }
     Ok(store)
 }
 
-fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
+fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
     let given = args
         .file
         .as_deref()
-        .ok_or("FILE is missing (see editfs apply --help)")?;
+        .ok_or_else(|| CommandError::usage("FILE is missing").hint("see editfs apply --help"))?;
     let path = resolve(given)?;
     let payload = read_payload(args.payload.as_deref(), opts.max_payload)?;
     let (held, passed_over) = state_for(args.state_dir.as_deref(), &path)?;
@@ -206,12 +210,9 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
             (r.to_owned(), rel.clone(), rel)
         }
         None => {
-            let parent = path
-                .parent()
-                .ok_or_else(|| format!("{} names no file", given.display()))?;
-            let name = path
-                .file_name()
-                .ok_or_else(|| format!("{} names no file", given.display()))?;
+            let no_file = || CommandError::usage(format!("{} names no file", given.display()));
+            let parent = path.parent().ok_or_else(no_file)?;
+            let name = path.file_name().ok_or_else(no_file)?;
             let label = given.to_string_lossy().into_owned();
             (
                 parent.to_owned(),
@@ -220,7 +221,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
             )
         }
     };
-    let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
+    let dir = atomic::open_dir(&root)?;
     let who = who();
     let target = Target {
         root: Root {
@@ -254,11 +255,14 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, String> {
     ))
 }
 
-fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, String> {
+fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, CommandError> {
     if args.payload.is_some() {
-        return Err("with --multi, give only the payload (the files are named inside it)".into());
+        return Err(CommandError::usage(
+            "with --multi, give only the payload (the files are named inside it)",
+        ));
     }
-    let root = fs::canonicalize(root).map_err(|e| format!("ROOT {}: {e}", root.display()))?;
+    let root = fs::canonicalize(root)
+        .map_err(|e| CommandError::usage(format!("ROOT {}: {e}", root.display())))?;
     let payload = read_payload(args.file.as_deref(), opts.max_payload)?;
     let (held, passed_over) = state_for(args.state_dir.as_deref(), &root.join("x"))?;
     let state = held.as_ref().map(Held::path);
@@ -271,7 +275,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, St
         Some(inside) => inside,
         None => (root, PathBuf::new()),
     };
-    let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
+    let dir = atomic::open_dir(&root)?;
     let root = Root {
         fd: dir.as_fd(),
         path: &root,
@@ -304,26 +308,27 @@ fn project_of(state: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// The real file behind `file`: symlinks are followed, so the link stays a link.
-fn resolve(file: &Path) -> Result<PathBuf, String> {
+fn resolve(file: &Path) -> Result<PathBuf, CommandError> {
     if let Ok(real) = fs::canonicalize(file) {
         if real.is_dir() {
-            return Err(format!("{} is a directory, not a file", file.display()));
+            let message = format!("{} is a directory, not a file", file.display());
+            return Err(CommandError::usage(message));
         }
         return Ok(real);
     }
     let name = file
         .file_name()
-        .ok_or_else(|| format!("{} names no file", file.display()))?;
+        .ok_or_else(|| CommandError::usage(format!("{} names no file", file.display())))?;
     let parent = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     let dir = fs::canonicalize(parent).map_err(|e| {
-        format!(
+        CommandError::usage(format!(
             "the directory {} of {} is not usable: {e}",
             parent.display(),
             file.display()
-        )
+        ))
     })?;
     Ok(dir.join(name))
 }
@@ -331,18 +336,17 @@ fn resolve(file: &Path) -> Result<PathBuf, String> {
 /// Reads at most one byte more than the limit, so an oversized payload is refused without being held.
 /// The payload, read up to one byte past the limit, and its real size: the rest
 /// of an oversized payload is counted, not kept.
-fn read_payload(source: Option<&Path>, limit: usize) -> Result<(Vec<u8>, usize), String> {
+fn read_payload(source: Option<&Path>, limit: usize) -> Result<(Vec<u8>, usize), CommandError> {
     let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
     let mut buf = Vec::new();
     let mut reader: Box<dyn Read> = match source {
         None => Box::new(io::stdin().lock()),
         Some(p) if p == Path::new("-") => Box::new(io::stdin().lock()),
-        Some(p) => Box::new(
-            fs::File::open(p)
-                .map_err(|e| format!("cannot open the payload {}: {e}", p.display()))?,
-        ),
+        Some(p) => Box::new(fs::File::open(p).map_err(|e| {
+            CommandError::usage(format!("cannot open the payload {}: {e}", p.display()))
+        })?),
     };
-    let why = |e: io::Error| format!("cannot read the payload: {e}");
+    let why = |e: io::Error| CommandError::usage(format!("cannot read the payload: {e}"));
     (&mut reader).take(cap).read_to_end(&mut buf).map_err(why)?;
     let rest = io::copy(&mut reader, &mut io::sink()).map_err(why)?;
     let size = usize::try_from(rest)
@@ -351,9 +355,9 @@ fn read_payload(source: Option<&Path>, limit: usize) -> Result<(Vec<u8>, usize),
     Ok((buf, size))
 }
 
-fn print(p: Printed, color: super::color::ColorArg) -> ExitCode {
+fn print(p: Printed, color: super::color::ColorArg) -> Ended {
     // JSON has no line a diff could start on (its strings escape newlines), so it
     // goes out as it is.
     let _ = color.print(&p.text);
-    super::exit_code(p.outcome)
+    Ended::Transaction(p.outcome)
 }

@@ -3,12 +3,12 @@
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, Command, CommandFactory};
 use clap_complete::Shell;
 
 use super::Cli;
+use super::error::{CommandError, Ended};
 
 #[derive(clap::Args)]
 #[command(
@@ -37,42 +37,36 @@ pub struct ManArgs {
     out_dir: Option<PathBuf>,
 }
 
-pub fn completions(args: CompletionsArgs) -> ExitCode {
+pub fn completions(args: CompletionsArgs) -> Result<Ended, CommandError> {
     let mut cmd = Cli::command();
     clap_complete::generate(args.shell, &mut cmd, "editfs", &mut io::stdout());
-    ExitCode::SUCCESS
+    Ok(Ended::Done)
 }
 
-pub fn man(args: ManArgs) -> ExitCode {
+pub fn man(args: ManArgs) -> Result<Ended, CommandError> {
     let mut cmd = Cli::command();
     cmd.build();
     if let Some(dir) = args.out_dir {
-        return match write_pages(&cmd, &dir) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("editfs man: cannot write pages to {}: {e}", dir.display());
-                ExitCode::FAILURE
-            }
-        };
+        write_pages(&cmd, &dir).map_err(|e| {
+            CommandError::failed(format!("cannot write pages to {}: {e}", dir.display()))
+        })?;
+        return Ok(Ended::Done);
     }
     let page = match &args.subcommand {
         None => cmd,
         Some(name) => match cmd.find_subcommand(name) {
             Some(sub) => with_synopsis(sub),
             None => {
-                eprintln!("editfs man: no subcommand `{name}` (see `editfs --help`)");
-                return ExitCode::from(super::USAGE);
+                let e = CommandError::usage(format!("no subcommand `{name}`"));
+                return Err(e.hint("editfs --help lists them"));
             }
         },
     };
     let mut out = Vec::new();
-    match clap_mangen::Man::new(page).render(&mut out) {
-        Ok(()) => write_out(&out),
-        Err(e) => {
-            eprintln!("editfs man: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    clap_mangen::Man::new(page)
+        .render(&mut out)
+        .map_err(|e| CommandError::failed(e.to_string()))?;
+    write_out(&out)
 }
 
 /// The subcommands that get a page of their own: `help` has none (its pages
@@ -145,13 +139,12 @@ fn value_name(arg: &Arg) -> String {
 }
 
 /// Writes to standard output; a closed pipe (`editfs man | head`) is not an error.
-fn write_out(bytes: &[u8]) -> ExitCode {
+fn write_out(bytes: &[u8]) -> Result<Ended, CommandError> {
     match io::stdout().write_all(bytes) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("editfs: cannot write to standard output: {e}");
-            ExitCode::FAILURE
-        }
+        Ok(()) => Ok(Ended::Done),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Ended::Done),
+        Err(e) => Err(CommandError::failed(format!(
+            "cannot write to standard output: {e}"
+        ))),
     }
 }

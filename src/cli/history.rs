@@ -6,7 +6,6 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use editfs::engine::Outcome;
 use editfs::history;
@@ -17,6 +16,7 @@ use editfs::store::{STATE_DIR, Store, atomic, entries_in, removals};
 use editfs::transaction::{Root, Who, undo};
 
 use super::color::ColorArg;
+use super::error::{CommandError, Ended};
 
 #[derive(clap::Args)]
 #[command(
@@ -104,20 +104,22 @@ pub(super) fn state_dir(
     source: &Path,
     state: Option<&Path>,
     written: bool,
-) -> Result<Held, String> {
+) -> Result<Held, CommandError> {
     let (dir, came) = match state {
         Some(d) => (d.to_owned(), Came::Given),
         None => (source.join(STATE_DIR), Came::Found),
     };
     let held = trust::hold(&dir, came, written).map_err(|e| {
         if e.missing() {
-            format!(
+            CommandError::failed(format!(
                 "{} has no state directory ({} does not exist)",
                 source.display(),
                 dir.display()
-            )
+            ))
+            .hint("a mount, an apply or a checkpoint of the project makes one")
         } else {
-            format!("state directory not used: {e}; name it with --state-dir to use it anyway")
+            CommandError::failed(format!("state directory not used: {e}"))
+                .hint("name it with --state-dir to use it anyway")
         }
     })?;
     if !removals::wait_filed(&held.path(), FILING_WAIT) {
@@ -133,31 +135,26 @@ const FILING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The state directory an undo works on: never the mount's read-only view of
 /// it, which has the control file `undo` but no lock.
-pub(super) fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, String> {
+pub(super) fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, CommandError> {
     let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
     if dir.join("undo").exists() && !dir.join("lock").exists() {
-        return Err(format!(
-            "{} is an editfs mount point: give the project directory, or work through the mount: `echo 'PATH [TXID]' | cat > {}`, `echo NAME | cat > {}`, `echo '--to NAME' | cat > {}`",
-            source.display(),
+        let message = format!("{} is an editfs mount point", source.display());
+        return Err(CommandError::failed(message).hint(format!(
+            "give the project directory, or work through the mount: `echo 'PATH [TXID]' | cat > {}`, `echo NAME | cat > {}`, `echo '--to NAME' | cat > {}`",
             dir.join("undo").display(),
             dir.join("checkpoint").display(),
             dir.join("rewind").display()
-        ));
+        )));
     }
     state_dir(source, state, true)
 }
 
-pub(super) fn open(dir: &Path) -> Result<Store, String> {
-    let store = Store::open(dir).map_err(|e| e.to_string())?;
+pub(super) fn open(dir: &Path) -> Result<Store, CommandError> {
+    let store = Store::open(dir)?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());
     }
     Ok(store)
-}
-
-pub(super) fn fail(cmd: &str, message: String) -> ExitCode {
-    eprintln!("editfs {cmd}: {message}");
-    ExitCode::FAILURE
 }
 
 /// Says so when a commit was cut short: history only reads, so it leaves the
@@ -171,39 +168,34 @@ fn note_interrupted(dir: &Path) {
     }
 }
 
-pub fn history(args: HistoryArgs) -> ExitCode {
-    let run = || -> Result<(), String> {
-        let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
-        let dir = held.path();
-        let path = args
-            .path
-            .as_deref()
-            .map(|p| history::project_path(&args.source, p))
-            .transpose()?;
-        note_interrupted(&dir);
-        let mut log = LogTail::default();
-        let mut text = history::HEADER.to_owned();
-        let mut out = std::io::stdout();
-        loop {
-            text.extend(
-                log.new_entries(&dir)
-                    .iter()
-                    .map(|e| history::row(e, path.as_deref())),
-            );
-            // A reader that went away (`| head`) ends the command quietly.
-            let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-            if written.is_err() || !args.follow {
-                break;
-            }
-            text.clear();
-            std::thread::sleep(FOLLOW_EVERY);
+pub fn history(args: HistoryArgs) -> Result<Ended, CommandError> {
+    let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+    let dir = held.path();
+    let path = args
+        .path
+        .as_deref()
+        .map(|p| history::project_path(&args.source, p))
+        .transpose()
+        .map_err(CommandError::usage)?;
+    note_interrupted(&dir);
+    let mut log = LogTail::default();
+    let mut text = history::HEADER.to_owned();
+    let mut out = std::io::stdout();
+    loop {
+        text.extend(
+            log.new_entries(&dir)
+                .iter()
+                .map(|e| history::row(e, path.as_deref())),
+        );
+        // A reader that went away (`| head`) ends the command quietly.
+        let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        if written.is_err() || !args.follow {
+            break;
         }
-        Ok(())
-    };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail("history", e),
+        text.clear();
+        std::thread::sleep(FOLLOW_EVERY);
     }
+    Ok(Ended::Done)
 }
 
 /// How often `history --follow` looks for new lines in the log.
@@ -271,52 +263,42 @@ fn lines_from(file: Option<fs::File>, read: &mut u64) -> Vec<LogEntry> {
         .collect()
 }
 
-pub fn show(args: ShowArgs) -> ExitCode {
-    let run = || -> Result<String, String> {
-        let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
-        let dir = held.path();
-        note_interrupted(&dir);
-        history::show(&entries_in(&dir), &dir, args.txid)
-    };
-    match run() {
-        Ok(text) => {
-            let _ = args.color.print(&text);
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail("show", e),
-    }
+pub fn show(args: ShowArgs) -> Result<Ended, CommandError> {
+    let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+    let dir = held.path();
+    note_interrupted(&dir);
+    let text = history::show(&entries_in(&dir), &dir, args.txid).map_err(CommandError::failed)?;
+    let _ = args.color.print(&text);
+    Ok(Ended::Done)
 }
 
-pub fn undo(args: UndoArgs) -> ExitCode {
-    let run = || -> Result<(String, Outcome), String> {
-        let rel = args
-            .path
-            .as_deref()
-            .map(|p| history::project_path(&args.source, p))
-            .transpose()?;
-        let what = match (rel, args.tx) {
-            (_, Some(tx)) => undo::What::Tx(tx),
-            (Some(rel), None) => undo::What::File { rel, to: args.to },
-            (None, None) => return Err("give PATH or --tx TXID".into()),
-        };
-        let req = undo::Request {
-            what,
-            force: args.force,
-        };
-        let how = Restore {
-            command: "editfs undo",
-            dry_run: args.dry_run,
-            json: args.json,
-        };
-        restore(&args.source, args.state_dir.as_deref(), &req, how)
-    };
-    match run() {
-        Ok((text, outcome)) => {
-            let _ = args.color.print(&text);
-            super::exit_code(outcome)
+pub fn undo(args: UndoArgs) -> Result<Ended, CommandError> {
+    let rel = args
+        .path
+        .as_deref()
+        .map(|p| history::project_path(&args.source, p))
+        .transpose()
+        .map_err(CommandError::failed)?;
+    let what = match (rel, args.tx) {
+        (_, Some(tx)) => undo::What::Tx(tx),
+        (Some(rel), None) => undo::What::File { rel, to: args.to },
+        (None, None) => {
+            let e = CommandError::failed("nothing to undo was named");
+            return Err(e.hint("give PATH or --tx TXID (editfs history lists them)"));
         }
-        Err(e) => fail("undo", e),
-    }
+    };
+    let req = undo::Request {
+        what,
+        force: args.force,
+    };
+    let how = Restore {
+        command: "editfs undo",
+        dry_run: args.dry_run,
+        json: args.json,
+    };
+    let (text, outcome) = restore(&args.source, args.state_dir.as_deref(), &req, how)?;
+    let _ = args.color.print(&text);
+    Ok(Ended::Transaction(outcome))
 }
 
 /// How `restore` runs and answers.
@@ -334,11 +316,12 @@ pub(super) fn restore(
     state_dir: Option<&Path>,
     req: &undo::Request,
     how: Restore,
-) -> Result<(String, Outcome), String> {
+) -> Result<(String, Outcome), CommandError> {
     let held = undo_state_dir(source, state_dir)?;
     let state = held.path();
-    let root = fs::canonicalize(source).map_err(|e| e.to_string())?;
-    let dir = atomic::open_dir(&root).map_err(|e| e.to_string())?;
+    let root = fs::canonicalize(source)
+        .map_err(|e| CommandError::failed(format!("{}: {e}", source.display())))?;
+    let dir = atomic::open_dir(&root)?;
     let root = Root {
         fd: dir.as_fd(),
         path: &root,

@@ -1,10 +1,12 @@
 //! The command line: parses arguments, runs one command, maps its result to an exit code.
 //!
 //! Exit codes are part of the contract: 0 the transaction applied, 1 it failed
-//! (nothing was written), 2 the payload was rejected or the command line was wrong.
+//! (nothing was written), 2 the payload was rejected or the command line was
+//! wrong; `error.rs` is the one place a command's end becomes one.
 
 mod apply;
 mod color;
+mod error;
 mod fstab;
 mod generate;
 mod history;
@@ -31,8 +33,10 @@ changed, and, when a block does not match, where the closest text is and what di
 `editfs mount SOURCE MOUNT` mirrors a project so that writing blocks to MOUNT/F.edit edits F \
 and `cat MOUNT/F.status` shows the report; `editfs apply FILE` does the same without FUSE.",
     after_help = "Exit codes of apply: 0 applied, 1 failed (nothing written), 2 payload rejected or bad \
-usage. Of mount: 0 unmounted cleanly, 1 could not mount, 2 bad usage. Of undo: 0 restored \
-(with --dry-run: would restore), 1 refused or failed.\n\
+usage. Of mount: 0 unmounted cleanly, 1 could not mount, 2 bad usage. Of undo and rewind: 0 \
+restored (with --dry-run: would restore), 1 refused or failed. Of checkpoint: 0 taken, 1 \
+refused (a name taken) or failed. Of history, show, diff and the others: 0 done, 1 failed, \
+2 bad usage.\n\
 mount(8) and fstab: `editfs SOURCE MOUNT -o OPTIONS` (what `mount -t fuse.editfs` runs) is \
 `editfs mount` in the background; see `editfs mount --help`.\n\
 Logging: set RUST_LOG (error, warn, info, debug), e.g. RUST_LOG=debug."
@@ -61,38 +65,28 @@ enum Command {
     Rescue(mount::RescueArgs),
 }
 
-/// The exit code of a transaction's outcome, for every command that runs one.
-fn exit_code(outcome: editfs::engine::Outcome) -> ExitCode {
-    use editfs::engine::Outcome;
-    ExitCode::from(match outcome {
-        Outcome::Ok => 0,
-        Outcome::Failed => 1,
-        Outcome::Rejected => USAGE,
-    })
-}
-
-/// Exit code for a usage error, as clap uses.
-pub const USAGE: u8 = 2;
+pub use error::USAGE;
 
 pub fn main() -> ExitCode {
     logging::init();
     let cli = Cli::parse_from(args());
-    match cli.command {
-        Command::Apply(args) => apply::run(args),
-        Command::Mount(args) => mount::run(args),
-        Command::Unmount(args) => mount::unmount(args),
-        Command::History(args) => history::history(args),
-        Command::Show(args) => history::show(args),
-        Command::Undo(args) => history::undo(args),
-        Command::Checkpoint(args) => rewind::checkpoint(args),
-        Command::Diff(args) => rewind::diff(args),
-        Command::Rewind(args) => rewind::rewind(args),
-        Command::Prompt(args) => prompt::prompt(args),
-        Command::List(args) => prompt::list(args),
-        Command::Completions(args) => generate::completions(args),
-        Command::Man(args) => generate::man(args),
-        Command::Rescue(args) => mount::rescue(args),
-    }
+    let (name, result) = match cli.command {
+        Command::Mount(args) => return mount::run(args),
+        Command::Unmount(args) => return mount::unmount(args),
+        Command::Rescue(args) => return mount::rescue(args),
+        Command::Apply(args) => ("apply", apply::run(args)),
+        Command::History(args) => ("history", history::history(args)),
+        Command::Show(args) => ("show", history::show(args)),
+        Command::Undo(args) => ("undo", history::undo(args)),
+        Command::Checkpoint(args) => ("checkpoint", rewind::checkpoint(args)),
+        Command::Diff(args) => ("diff", rewind::diff(args)),
+        Command::Rewind(args) => ("rewind", rewind::rewind(args)),
+        Command::Prompt(args) => ("prompt", prompt::prompt(args)),
+        Command::List(args) => ("list", prompt::list(args)),
+        Command::Completions(args) => ("completions", generate::completions(args)),
+        Command::Man(args) => ("man", generate::man(args)),
+    };
+    error::finish(name, result)
 }
 
 /// The process's arguments, with the form mount(8) uses rewritten into `editfs mount`.

@@ -1,9 +1,10 @@
 //! `editfs prompt` and `editfs list`: what to tell an agent, and which mounts run.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use editfs::mount::{Dialect, agent_prompt, table};
+
+use super::error::{CommandError, Ended};
 
 #[derive(clap::Args)]
 #[command(
@@ -56,7 +57,7 @@ pub struct ListArgs {
     json: bool,
 }
 
-pub fn prompt(args: PromptArgs) -> ExitCode {
+pub fn prompt(args: PromptArgs) -> Result<Ended, CommandError> {
     let dialect = args.format.dialect();
     let text = match args.mountpoint {
         Some(m) => {
@@ -66,20 +67,15 @@ pub fn prompt(args: PromptArgs) -> ExitCode {
         None => agent_prompt(dialect, "MOUNT"),
     };
     print!("{text}");
-    ExitCode::SUCCESS
+    Ok(Ended::Done)
 }
 
-pub fn list(args: ListArgs) -> ExitCode {
+pub fn list(args: ListArgs) -> Result<Ended, CommandError> {
     let mounts = table::mounts();
     for m in &mounts {
         if args.json {
-            match serde_json::to_string(m) {
-                Ok(line) => println!("{line}"),
-                Err(e) => {
-                    eprintln!("editfs list: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
+            let line = serde_json::to_string(m).map_err(|e| CommandError::failed(e.to_string()))?;
+            println!("{line}");
         } else {
             let state = if m.serving { "serving" } else { "dead" };
             println!(
@@ -93,5 +89,5 @@ pub fn list(args: ListArgs) -> ExitCode {
     if mounts.is_empty() && !args.json {
         eprintln!("editfs list: no editfs mount here");
     }
-    ExitCode::SUCCESS
+    Ok(Ended::Done)
 }

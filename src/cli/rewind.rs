@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::fs;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use editfs::engine::diff::file_diff;
 use editfs::engine::report::shown_name;
@@ -17,7 +16,8 @@ use editfs::transaction::rewind::{self, NetChange, Point};
 use editfs::transaction::{Root, Who, undo};
 
 use super::color::ColorArg;
-use super::history::{Restore, fail, open, restore, state_dir, undo_state_dir};
+use super::error::{CommandError, Ended};
+use super::history::{Restore, open, restore, state_dir, undo_state_dir};
 
 #[derive(clap::Args)]
 #[command(
@@ -106,53 +106,46 @@ pub struct RewindArgs {
     color: ColorArg,
 }
 
-pub fn checkpoint(args: CheckpointArgs) -> ExitCode {
-    let run = || -> Result<(String, bool), String> {
-        made_state_dir(&args.source, args.state_dir.as_deref())?;
-        let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
-        let store = open(&held.path())?;
-        let who = Who {
-            pid: std::process::id(),
-            command: "editfs checkpoint".into(),
-            caller: None,
-        };
-        let result = rewind::mark(&store, args.name.as_deref(), &who);
-        let (text, json) = rewind::marked(&result);
-        Ok((if args.json { json + "\n" } else { text }, result.is_ok()))
+pub fn checkpoint(args: CheckpointArgs) -> Result<Ended, CommandError> {
+    made_state_dir(&args.source, args.state_dir.as_deref())?;
+    let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
+    let store = open(&held.path())?;
+    let who = Who {
+        pid: std::process::id(),
+        command: "editfs checkpoint".into(),
+        caller: None,
     };
-    match run() {
-        Ok((text, ok)) => {
-            print!("{text}");
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => fail("checkpoint", e),
-    }
+    let result = rewind::mark(&store, args.name.as_deref(), &who);
+    let (text, json) = rewind::marked(&result);
+    print!("{}", if args.json { json + "\n" } else { text });
+    Ok(if result.is_ok() {
+        Ended::Done
+    } else {
+        Ended::Refused
+    })
 }
 
 /// Makes the state directory a checkpoint goes in when it does not exist yet:
 /// a checkpoint is what one takes before the first change, maybe before any
 /// mount. Only its owner may open it, as a mount makes it.
-fn made_state_dir(source: &Path, given: Option<&Path>) -> Result<(), String> {
+fn made_state_dir(source: &Path, given: Option<&Path>) -> Result<(), CommandError> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = given.map_or_else(|| source.join(editfs::store::STATE_DIR), Path::to_owned);
     if !source.is_dir() {
-        return Err(format!("{} is not a directory", source.display()));
+        let message = format!("{} is not a directory", source.display());
+        return Err(CommandError::failed(message).hint("give the project's directory"));
     }
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(format!(
+        Err(e) => Err(CommandError::failed(format!(
             "cannot make the state directory {}: {e}",
             dir.display()
-        )),
+        ))),
     }
 }
 
-pub fn rewind(args: RewindArgs) -> ExitCode {
+pub fn rewind(args: RewindArgs) -> Result<Ended, CommandError> {
     let req = undo::Request {
         what: undo::What::Rewind(Point::parse(&args.to)),
         force: args.force,
@@ -162,23 +155,22 @@ pub fn rewind(args: RewindArgs) -> ExitCode {
         dry_run: args.dry_run,
         json: args.json,
     };
-    match restore(&args.source, args.state_dir.as_deref(), &req, how) {
-        Ok((text, outcome)) => {
-            let _ = args.color.print(&text);
-            super::exit_code(outcome)
-        }
-        Err(e) => fail("rewind", e),
-    }
+    let (text, outcome) = restore(&args.source, args.state_dir.as_deref(), &req, how)?;
+    let _ = args.color.print(&text);
+    Ok(Ended::Transaction(outcome))
 }
 
-pub fn diff(args: DiffArgs) -> ExitCode {
-    let run = || -> Result<String, String> {
+pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
+    let run = || -> Result<String, CommandError> {
         let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
         let state = held.path();
         let entries = entries_in(&state);
-        let point = Point::parse(&args.since).resolve(&entries)?;
-        let root_path = fs::canonicalize(&args.source).map_err(|e| e.to_string())?;
-        let dir = editfs::store::atomic::open_dir(&root_path).map_err(|e| e.to_string())?;
+        let point = Point::parse(&args.since)
+            .resolve(&entries)
+            .map_err(|e| CommandError::failed(e).hint("editfs history lists the points"))?;
+        let root_path = fs::canonicalize(&args.source)
+            .map_err(|e| CommandError::failed(format!("{}: {e}", args.source.display())))?;
+        let dir = editfs::store::atomic::open_dir(&root_path)?;
         let root = Root {
             fd: dir.as_fd(),
             path: &root_path,
@@ -189,7 +181,8 @@ pub fn diff(args: DiffArgs) -> ExitCode {
             .paths
             .iter()
             .map(|p| editfs::history::project_path(&args.source, p))
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, _>>()
+            .map_err(CommandError::failed)?;
         let wanted = |rel: &str| {
             only.is_empty()
                 || only
@@ -222,13 +215,8 @@ pub fn diff(args: DiffArgs) -> ExitCode {
             patch(&files) + &not_covered(&pruned, &uncovered, more)
         })
     };
-    match run() {
-        Ok(text) => {
-            let _ = args.color.print(&text);
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail("diff", e),
-    }
+    let _ = args.color.print(&run()?);
+    Ok(Ended::Done)
 }
 
 /// One file's net change, a removed and a created file of like content
