@@ -293,7 +293,7 @@ fn parent_of(path: &Path) -> &Path {
 }
 
 /// Writes a new file whole or not at all (temp file, rename), unsynced (see
-/// the store's module doc): it survives a crash of the process but maybe not
+/// the store's commit.rs): it survives a crash of the process but maybe not
 /// of the machine; whoever needs it durable syncs the file handed back.
 pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<File, StoreError> {
     let dir_fd = open_dir(parent_of(path))?;
@@ -320,7 +320,7 @@ pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<File, StoreErro
 }
 
 /// Creates `path` with `bytes` and syncs it: one sync for its bytes and its new
-/// name together (see the store's module doc). Whatever was under the name
+/// name together (see the store's commit.rs). Whatever was under the name
 /// before goes first. A crash before this returns may leave the file cut short,
 /// so its reader must tell a whole one from a partial one.
 pub fn create_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {

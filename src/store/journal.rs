@@ -7,7 +7,7 @@
 //! bytes of the versions not yet durable in the store (`Inline`), and sync it
 //! (the commit point), put each file in place, append the log line. The
 //! records are dropped later, by the store's checkpoint, once the files' new
-//! contents and names and the log line are synced (see the store's module doc
+//! contents and names and the log line are synced (see the store's commit.rs
 //! for what is synced when).
 //!
 //! The records of one process go, one JSON line each (the bytes it carries
@@ -128,7 +128,7 @@ pub struct Record {
 /// `len` bytes each, so the one sync of the record makes them durable too.
 /// The store's copy of such a version is synced later, by the checkpoint,
 /// and recovery writes it again from here where a crash left it torn
-/// (see the store's module doc).
+/// (see the store's commit.rs).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inline {
     pub sha256: String,

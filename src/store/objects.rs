@@ -95,7 +95,7 @@ pub struct Objects {
     /// Objects this process synced, each with its inode (an object removed
     /// and stored again, unsynced, by another process is another inode). A
     /// commit's new content is durable only in its object until the next
-    /// checkpoint syncs the file it went to (see the store's module doc), so
+    /// checkpoint syncs the file it went to (see the store's commit.rs), so
     /// an object stored unsynced (a direct write's pre-image) or by another
     /// process is synced once before a record names it. At most
     /// `DURABLE_KNOWN`; past it, all are forgotten, and each is synced again
@@ -351,7 +351,7 @@ impl Objects {
     /// its SHA-256. Needs no lock: the bytes go to a temporary file first, named
     /// by their hash only once complete, and an object already stored under
     /// that name is the same bytes. Unsynced, as the pre-images of direct writes
-    /// are (see the store's module doc).
+    /// are (see the store's commit.rs).
     pub fn put_from(&self, from: &mut impl Read) -> Result<String, StoreError> {
         use sha2::{Digest, Sha256};
         let dir = self.state.join("objects");

@@ -362,6 +362,63 @@ pub(super) fn removal_key(line: &LogEntry) -> Option<(String, u32, String, Optio
 }
 
 impl Store {
+    /// Files the removals this process began and has not filed yet, so a
+    /// reader of history, snapshots or the log sees every removal made before.
+    /// Never call it with the lock held: it takes the lock.
+    pub fn settle_removals(&self) {
+        if self.removals.pending() {
+            self.file_removals_with(None);
+        }
+    }
+
+    /// `settle_removals` when a removal this process began from `rel` waits:
+    /// what is kept of `rel` is then complete, and a file made at another
+    /// path after `rm -r` does not wait for the whole tree to be filed.
+    pub fn settle_removals_at(&self, rel: &str) {
+        if self.removals.pending_at(rel) {
+            self.file_removals_with(None);
+        }
+    }
+
+    /// Files what removals wait (the mount's filer thread), then empties their
+    /// list once nothing is left in it: when `idle`, or when it has grown
+    /// past a bound (emptying it is a truncation, not for every batch).
+    pub fn file_removals(&self, idle: bool) {
+        const BOUND: u64 = 1 << 20;
+        self.settle_removals();
+        self.removals
+            .truncate_if_filed(if idle { 0 } else { BOUND });
+    }
+
+    /// Waits until a removal is begun, or `timeout` passes; says whether one was.
+    pub fn wait_for_removals(&self, timeout: std::time::Duration) -> bool {
+        self.removals.wait(timeout)
+    }
+
+    /// Waits until no removal was begun for `quiet`, or `most` passed.
+    pub fn wait_for_quiet_removals(&self, quiet: std::time::Duration, most: std::time::Duration) {
+        self.removals.wait_quiet(quiet, most);
+    }
+
+    /// Removes the regular file `name` in `dir` by moving it into the store,
+    /// which keeps it as the pre-image and logs `line` with a new id in the
+    /// background (see removals.rs), unless `decide`, shown the status of what
+    /// was moved, says otherwise; returns what it said. On an error nothing
+    /// was moved.
+    pub fn begin_removal(
+        &self,
+        line: &LogEntry,
+        at: (BorrowedFd<'_>, &std::ffi::OsStr),
+        decide: impl FnOnce(&rustix::fs::Stat) -> Verdict,
+    ) -> Result<Verdict, rustix::io::Errno> {
+        self.removals.begin(line, at, decide)
+    }
+
+    /// Whether a file on the file system `dev` can be removed by `begin_removal`.
+    pub fn removes_on(&self, dev: u64) -> bool {
+        self.removals.takes_from(dev)
+    }
+
     /// Files every removal begun and not filed yet (see the module doc), in
     /// batches, each under one hold of the lock. `logged`: recovery's check
     /// that a line is in the log already (a crash between the log write and

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{StoreError, atomic, io_err, objects::safe_rel};
+use super::{Store, StoreError, atomic, io_err, objects::safe_rel};
 
 /// A report as `F.status` and `F.status.json` show it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -41,6 +41,26 @@ pub fn keep(state: &Path, rel: &str, report: &Shared) -> Result<(), StoreError> 
 pub fn latest(state: &Path, rel: &str) -> Option<Shared> {
     let bytes = std::fs::read(path_of(state, rel)).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+impl Store {
+    /// Keeps `report`, of a transaction this process made on `rel`, for a mount
+    /// of the same project to show (see the module doc). A failure only costs that.
+    pub fn share_report(&self, rel: &str, report: &crate::engine::Report) {
+        let shared = Shared {
+            tx: report.tx,
+            text: report.to_string(),
+            json: report.to_json(),
+        };
+        if let Err(e) = keep(&self.dir, rel, &shared) {
+            log::warn!("the report of transaction {} is not shared: {e}", report.tx);
+        }
+    }
+
+    /// The report `share_report` kept last on `rel`, if it is newer than `tx`.
+    pub fn shared_report_after(&self, rel: &str, tx: u64) -> Option<Shared> {
+        latest(&self.dir, rel).filter(|s| s.tx > tx)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,123 @@
+//! Opening a state directory: its layout made, any interrupted commit or
+//! removal recovered, and what a crash left swept, before anything else runs.
+
+use std::fs::{self, OpenOptions};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use super::{Retention, STATE_DIR, Store, StoreError, atomic, io_err, journal, objects, removals};
+
+/// Makes the state directory its owner's alone (0700): it keeps every version of
+/// every file, whatever those files' modes, so no other user may look in.
+fn private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = fs::set_permissions(dir, fs::Permissions::from_mode(0o700)) {
+        log::warn!("cannot make {} private (0700): {e}", dir.display());
+    }
+}
+
+impl Store {
+    /// Opens `dir`, creating its layout if needed, and recovers from any crash
+    /// before anything else runs (see `recovered`).
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_with(dir, Retention::default())
+    }
+
+    pub fn open_with(dir: &Path, retention: Retention) -> Result<Store, StoreError> {
+        for sub in ["", "snapshots", "versions", "objects", "journal", "tmp"] {
+            let d = dir.join(sub);
+            fs::create_dir_all(&d).map_err(io_err("create the state directory", &d))?;
+        }
+        private(dir);
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() {
+            fs::write(&ignore, "*\n").map_err(io_err("write", &ignore))?;
+        }
+        let tmp = atomic::open_dir(&dir.join("tmp"))?;
+        let txid = dir.join("txid");
+        let counter = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&txid)
+            .map_err(io_err("open", &txid))?;
+        let mut store = Store {
+            dir: dir.to_owned(),
+            tmp,
+            counter,
+            objects: objects::Objects::new(dir),
+            journal: journal::Journal::new(dir),
+            retention,
+            recovered: journal::Recovered::default(),
+            unsettled: parking_lot::Mutex::default(),
+            checkpointing: parking_lot::Mutex::default(),
+            due: parking_lot::Condvar::new(),
+            checkpointer: std::sync::atomic::AtomicBool::new(false),
+            removals: removals::Removals::open(dir)?,
+            log_file: parking_lot::Mutex::default(),
+            spare: parking_lot::Mutex::default(),
+        };
+        let lock = store.lock()?;
+        let mut logged: Option<std::collections::HashSet<u64>> = None;
+        let (recovered, handled) = store.journal.recover(
+            store.tmp.as_fd(),
+            (
+                |sha: &str| store.objects.content(sha),
+                |sha: &str, bytes: &[u8]| store.objects.restore(sha, bytes),
+            ),
+            |line| {
+                let known =
+                    logged.get_or_insert_with(|| store.entries().iter().map(|e| e.tx).collect());
+                if known.contains(&line.tx) {
+                    return Ok(false);
+                }
+                store.log(line)?;
+                Ok(true)
+            },
+            |record| {
+                for f in &record.files {
+                    store.objects.forget(&f.rel, record.tx);
+                }
+            },
+        )?;
+        store.recovered = recovered;
+        store.sync_log()?;
+        store.unsettled.lock().lines = false;
+        store.journal.remove_handled(handled)?;
+        store.objects.reaper().drain();
+        // Temporary files of writes a crash cut short: the commit's, and those of
+        // the journal, objects and counter (written whole or not at all).
+        let swept: usize = ["tmp", "journal", "objects", ""]
+            .iter()
+            .map(|d| atomic::sweep(&dir.join(d)))
+            .sum();
+        drop(lock);
+        // Removals a crash left moved aside; a line already in the log is not
+        // appended again.
+        let mut logged: Option<std::collections::HashSet<_>> = None;
+        store.file_removals_with(Some(&mut |line| {
+            let logged = logged.get_or_insert_with(|| {
+                let entries = store.entries();
+                entries.iter().filter_map(removals::removal_key).collect()
+            });
+            removals::removal_key(line).is_some_and(|k| logged.contains(&k))
+        }));
+        store.counter_past_the_log(&store.lock_only()?)?;
+        if swept > 0 {
+            log::info!("removed {swept} temporary file(s) left by an interrupted commit");
+        }
+        if !store.recovered.is_empty() {
+            log::warn!("{}", store.recovered);
+        }
+        Ok(store)
+    }
+
+    /// The state directory of the nearest ancestor of `file` that has one, as git finds `.git`.
+    pub fn find_for(file: &Path) -> Option<PathBuf> {
+        file.ancestors()
+            .skip(1)
+            .map(|a| a.join(STATE_DIR))
+            .find(|d| d.is_dir())
+    }
+}
