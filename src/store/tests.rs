@@ -11,6 +11,44 @@ use super::logfile::{LOG_ROTATE, OLD_LOG, last_in, last_logged_tx};
 use super::*;
 use crate::engine::sha256_hex;
 
+/// A project in a temporary directory, with its state directory `.editfs`.
+struct Project {
+    tmp: tempfile::TempDir,
+}
+
+impl Project {
+    /// One whose state directory is not made yet.
+    fn new() -> Project {
+        Project {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// One whose state directory a store made and closed: what a test then
+    /// leaves in it is what the next open finds, as after a crash.
+    fn made() -> Project {
+        let p = Project::new();
+        drop(p.open());
+        p
+    }
+
+    fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn state(&self) -> PathBuf {
+        self.root().join(".editfs")
+    }
+
+    fn open(&self) -> Store {
+        self.open_with(Retention::default())
+    }
+
+    fn open_with(&self, retention: Retention) -> Store {
+        Store::open_with(&self.state(), retention).unwrap()
+    }
+}
+
 fn line(tx: u64) -> LogEntry {
     LogEntry {
         tx,
@@ -40,19 +78,19 @@ fn commit_text(store: &Store, root: &Path, tx: u64, pre: Option<&[u8]>, text: &[
 
 #[test]
 fn an_object_pruned_and_stored_again_at_once_stays() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::new();
+    let root = p.root();
     let keep_one = Retention {
         keep: 1,
         ..Retention::default()
     };
-    let store = Store::open_with(&root.join(".editfs"), keep_one).unwrap();
+    let store = p.open_with(keep_one);
     let texts: [&[u8]; 2] = [b"one", b"two"];
-    commit_text(&store, &root, 1, None, texts[0]);
+    commit_text(&store, root, 1, None, texts[0]);
     // Each commit prunes the version that held the content it brings back.
     for tx in 2..=6 {
         let i = tx as usize % 2;
-        commit_text(&store, &root, tx, Some(texts[1 - i]), texts[i]);
+        commit_text(&store, root, tx, Some(texts[1 - i]), texts[i]);
     }
     store.objects().reaper().drain();
     assert_eq!(
@@ -72,20 +110,19 @@ fn an_object_pruned_and_stored_again_at_once_stays() {
 
 #[test]
 fn a_file_a_crash_left_in_tmp_before_its_unlink_is_removed_at_the_next_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let state = tmp.path().join(".editfs");
-    drop(Store::open(&state).unwrap());
+    let p = Project::made();
+    let state = p.state();
     let aside = state.join("tmp").join(atomic::tmp_name());
     fs::write(&aside, "a dropped object, not unlinked yet").unwrap();
-    drop(Store::open(&state).unwrap());
+    drop(p.open());
     assert!(!aside.exists());
 }
 
 #[test]
 fn the_filer_with_nothing_to_file_takes_no_lock() {
-    let tmp = tempfile::tempdir().unwrap();
-    let state = tmp.path().join(".editfs");
-    let store = Store::open(&state).unwrap();
+    let p = Project::new();
+    let state = p.state();
+    let store = p.open();
     fs::remove_file(state.join("lock")).unwrap();
     store.file_removals(true);
     store.file_removals(false);
@@ -97,8 +134,8 @@ fn the_filer_with_nothing_to_file_takes_no_lock() {
 
 #[test]
 fn layout_ids_snapshots_and_log() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(&tmp.path().join(".editfs")).unwrap();
+    let p = Project::new();
+    let store = p.open();
     let lock = store.lock().unwrap();
     assert_eq!(store.next_tx(&lock).unwrap(), 1);
     assert_eq!(store.next_tx(&lock).unwrap(), 2);
@@ -119,13 +156,13 @@ fn layout_ids_snapshots_and_log() {
 
 #[test]
 fn a_commit_replaces_every_file_and_keeps_both_versions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("p");
+    let p = Project::new();
+    let root = p.root();
     fs::create_dir_all(root.join("d")).unwrap();
     fs::write(root.join("a"), "old a").unwrap();
-    let store = Store::open(&root.join(".editfs")).unwrap();
+    let store = p.open();
     let lock = store.lock().unwrap();
-    let rootfd = atomic::open_dir(&root).unwrap();
+    let rootfd = atomic::open_dir(root).unwrap();
     let d = atomic::open_dir(&root.join("d")).unwrap();
     let a = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
     let changes = [
@@ -151,7 +188,7 @@ fn a_commit_replaces_every_file_and_keeps_both_versions() {
         },
     ];
     let kept = store
-        .commit(&lock, 7, (rootfd.as_fd(), &root), &changes, line(7))
+        .commit(&lock, 7, (rootfd.as_fd(), root), &changes, line(7))
         .unwrap();
     assert_eq!(kept, [Some("snapshots/a/7".to_owned()), None]);
     assert_eq!(fs::read(root.join("a")).unwrap(), b"new a");
@@ -169,13 +206,13 @@ fn a_commit_replaces_every_file_and_keeps_both_versions() {
 
 #[test]
 fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::new();
+    let root = p.root();
     fs::write(root.join("a"), "old").unwrap();
-    let state = root.join(".editfs");
-    let store = Store::open(&state).unwrap();
+    let state = p.state();
+    let store = p.open();
     let lock = store.lock().unwrap();
-    let rootfd = atomic::open_dir(&root).unwrap();
+    let rootfd = atomic::open_dir(root).unwrap();
     let a = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
     let change = Change {
         rel: "a",
@@ -189,11 +226,11 @@ fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() 
     };
     let tx = store.next_tx(&lock).unwrap();
     store
-        .commit(&lock, tx, (rootfd.as_fd(), &root), &[change], line(tx))
+        .commit(&lock, tx, (rootfd.as_fd(), root), &[change], line(tx))
         .unwrap();
     drop(lock);
     store.killed();
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert!(store.recovered().is_empty(), "{}", store.recovered());
     assert_eq!(fs::read(root.join("a")).unwrap(), b"new");
     assert_eq!(store.entries().len(), 1, "its line is not logged twice");
@@ -204,15 +241,13 @@ fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() 
 
 #[test]
 fn a_committed_record_cut_short_is_no_commit_point() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(state.join("tmp/t1"), "new").unwrap();
     journal::Journal::new(&state)
         .write(&journal::Record {
             tx: 3,
-            root: root.clone(),
+            root: root.to_owned(),
             committed: false,
             files: vec![journal::Entry {
                 rel: "a".into(),
@@ -229,7 +264,7 @@ fn a_committed_record_cut_short_is_no_commit_point() {
         })
         .unwrap();
     fs::write(state.join("journal/3.commit.json"), "{\"tx\": 3, \"ro").unwrap();
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert_eq!(store.recovered().rolled_back, [3]);
     assert!(!root.join("a").exists());
     assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
@@ -237,26 +272,26 @@ fn a_committed_record_cut_short_is_no_commit_point() {
 
 #[test]
 fn a_counter_a_machine_crash_left_empty_is_moved_past_the_log() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(".editfs");
-    let store = Store::open(&dir).unwrap();
+    let p = Project::new();
+    let dir = p.state();
+    let store = p.open();
     store.log(&line(9)).unwrap();
     drop(store);
     fs::write(dir.join("txid"), "\0\0\0").unwrap();
-    let store = Store::open(&dir).unwrap();
+    let store = p.open();
     let lock = store.lock().unwrap();
     assert_eq!(store.next_tx(&lock).unwrap(), 10);
 }
 
 #[test]
 fn a_commit_installs_in_the_directory_it_holds_whatever_its_path_names_by_then() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("p");
+    let p = Project::new();
+    let root = p.root();
     fs::create_dir_all(root.join("d")).unwrap();
     fs::write(root.join("d/f"), "old").unwrap();
-    let store = Store::open(&root.join(".editfs")).unwrap();
+    let store = p.open();
     let lock = store.lock().unwrap();
-    let rootfd = atomic::open_dir(&root).unwrap();
+    let rootfd = atomic::open_dir(root).unwrap();
     let held = atomic::open_dir(&root.join("d")).unwrap();
     // The directory is moved away and another takes its name.
     fs::rename(root.join("d"), root.join("moved")).unwrap();
@@ -273,7 +308,7 @@ fn a_commit_installs_in_the_directory_it_holds_whatever_its_path_names_by_then()
         fresh: None,
     };
     store
-        .commit(&lock, 1, (rootfd.as_fd(), &root), &[change], line(1))
+        .commit(&lock, 1, (rootfd.as_fd(), root), &[change], line(1))
         .unwrap();
     assert_eq!(fs::read(root.join("moved/f")).unwrap(), b"new");
     assert!(!root.join("d/f").exists());
@@ -281,11 +316,9 @@ fn a_commit_installs_in_the_directory_it_holds_whatever_its_path_names_by_then()
 
 #[test]
 fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(root.join("a"), "old").unwrap();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
     fs::write(state.join("tmp/t1"), "new").unwrap();
     fs::write(state.join("tmp/t2"), "never").unwrap();
     let entry = |tmp: &str, rel: &str| journal::Entry {
@@ -302,7 +335,7 @@ fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
     let log = line(1);
     j.write(&journal::Record {
         tx: 1,
-        root: root.clone(),
+        root: root.to_owned(),
         committed: true,
         files: vec![entry("t1", "a")],
         log: log.clone(),
@@ -311,7 +344,7 @@ fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
     .unwrap();
     j.write(&journal::Record {
         tx: 2,
-        root: root.clone(),
+        root: root.to_owned(),
         committed: false,
         files: vec![entry("t2", "b")],
         log,
@@ -323,7 +356,7 @@ fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
     objects.keep(objects::Side::Pre, "b", 2, b"before").unwrap();
     objects.keep(objects::Side::Post, "b", 2, b"never").unwrap();
     drop(j);
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert!(
         store.objects().txs(objects::Side::Pre, "b").is_empty()
             && store.objects().txs(objects::Side::Post, "b").is_empty(),
@@ -347,10 +380,10 @@ fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
 /// file first, whose commit point was then not reached) it is rolled back.
 #[test]
 fn recovery_rolls_back_a_committed_record_whose_temporary_file_is_torn() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     one_whole_one_torn(root, &state, false);
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert_eq!(store.recovered().rolled_back, [1]);
     assert!(store.recovered().rolled_forward.is_empty());
     assert_eq!(fs::read(root.join("a")).unwrap(), b"old", "all or nothing");
@@ -401,7 +434,6 @@ fn committed_record(
 fn one_whole_one_torn(root: &Path, state: &Path, stored: bool) {
     fs::write(root.join("a"), "old").unwrap();
     fs::write(root.join("b"), "old").unwrap();
-    drop(Store::open(state).unwrap());
     fs::write(state.join("tmp/t1"), "new content").unwrap();
     fs::write(state.join("tmp/t2"), "new con").unwrap();
     if stored {
@@ -427,19 +459,18 @@ fn torn(path: &Path, whole: &[u8]) -> journal::Made {
 
 #[test]
 fn a_commit_syncs_its_record_alone_which_carries_the_versions_new_to_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
-    let store = Store::open(&state).unwrap();
+    let p = Project::new();
+    let (root, state) = (p.root(), p.state());
+    let store = p.open();
     let (old, new): (&[u8], &[u8]) = (b"the old content", b"the new content");
-    commit_text(&store, &root, 1, Some(old), new);
+    commit_text(&store, root, 1, Some(old), new);
     let unsynced = || store.unsettled.lock().objects.len();
     assert_eq!(
         unsynced(),
         2,
         "both versions left for the checkpoint to sync"
     );
-    commit_text(&store, &root, 2, Some(new), old);
+    commit_text(&store, root, 2, Some(new), old);
     assert_eq!(
         unsynced(),
         2,
@@ -461,7 +492,7 @@ fn a_commit_syncs_its_record_alone_which_carries_the_versions_new_to_the_store()
     a.set_len(4).unwrap();
     a.set_times(fs::FileTimes::new().set_modified(made))
         .unwrap();
-    drop(Store::open(&state).unwrap());
+    drop(p.open());
     assert_eq!(fs::read(root.join("a")).unwrap(), old);
     let objects = objects::Objects::new(&state);
     let version = |side| objects.read(side, "a", 1).unwrap();
@@ -471,10 +502,10 @@ fn a_commit_syncs_its_record_alone_which_carries_the_versions_new_to_the_store()
 
 #[test]
 fn recovery_writes_a_torn_temporary_file_again_from_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     one_whole_one_torn(root, &state, true);
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [1]);
     assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
     assert_eq!(fs::read(root.join("b")).unwrap(), b"new content");
@@ -493,14 +524,12 @@ fn a_committed_as(state: &Path, root: &Path, made: journal::Made) {
 
 #[test]
 fn recovery_writes_a_torn_file_put_in_place_again_from_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     let made = torn(&root.join("a"), b"the new content");
     fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o640)).unwrap();
-    a_committed_as(&state, &root, made);
-    let store = Store::open(&state).unwrap();
+    a_committed_as(&state, root, made);
+    let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [1]);
     assert_eq!(fs::read(root.join("a")).unwrap(), b"the new content");
     let mode = fs::metadata(root.join("a")).unwrap().permissions().mode();
@@ -510,39 +539,37 @@ fn recovery_writes_a_torn_file_put_in_place_again_from_the_store() {
 
 #[test]
 fn recovery_leaves_a_file_written_after_its_commit_as_it_is() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     let mut made = torn(&root.join("a"), b"the new content");
     fs::write(root.join("a"), "written since").unwrap();
     made.mtime -= 1_000_000_000;
     fs::write(root.join("b"), "replaced since").unwrap();
     let other = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
-    a_committed_as(&state, &root, made);
-    drop(Store::open(&state).unwrap());
+    a_committed_as(&state, root, made);
+    drop(p.open());
     assert_eq!(fs::read(root.join("a")).unwrap(), b"written since");
     // Made as another inode than the one at `b` now.
     committed_record(
         &state,
-        &root,
+        root,
         &[("t2", "b")],
         b"the new content",
         Some(other),
     );
-    drop(Store::open(&state).unwrap());
+    drop(p.open());
     assert_eq!(fs::read(root.join("b")).unwrap(), b"replaced since");
 }
 
 #[test]
 fn the_versions_of_a_commit_not_yet_checkpointed_are_spared_by_the_size_cap() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::new();
+    let root = p.root();
     fs::write(root.join("a"), "old").unwrap();
     // Room for this commit's versions, and no more.
     let tiny = Retention { keep: 10, cap: 6 };
-    let store = Store::open_with(&root.join(".editfs"), tiny).unwrap();
-    commit_text(&store, &root, 1, Some(b"old"), b"new");
+    let store = p.open_with(tiny);
+    commit_text(&store, root, 1, Some(b"old"), b"new");
     store.objects().cap(1);
     assert_eq!(store.objects().txs(objects::Side::Post, "a"), [1]);
     store.checkpoint().unwrap();
@@ -552,12 +579,12 @@ fn the_versions_of_a_commit_not_yet_checkpointed_are_spared_by_the_size_cap() {
 
 #[test]
 fn a_commit_makes_room_under_the_cap_first_and_refuses_versions_larger_than_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::new();
+    let root = p.root();
     fs::write(root.join("a"), "0123456789").unwrap();
     let cap = Retention { keep: 10, cap: 30 };
-    let store = Store::open_with(&root.join(".editfs"), cap).unwrap();
-    commit_text(&store, &root, 1, Some(b"0123456789"), b"abcdefghij");
+    let store = p.open_with(cap);
+    commit_text(&store, root, 1, Some(b"0123456789"), b"abcdefghij");
     store.checkpoint().unwrap();
     assert!(store.make_room(20).is_ok());
     assert!(
@@ -573,11 +600,11 @@ fn a_commit_makes_room_under_the_cap_first_and_refuses_versions_larger_than_it()
 
 #[test]
 fn a_commit_leaves_its_new_content_for_the_checkpoint_to_sync() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::new();
+    let root = p.root();
     fs::write(root.join("a"), "old").unwrap();
-    let store = Store::open(&root.join(".editfs")).unwrap();
-    commit_text(&store, &root, 1, Some(b"old"), b"new");
+    let store = p.open();
+    commit_text(&store, root, 1, Some(b"old"), b"new");
     let held = |store: &Store| {
         let u = store.unsettled.lock();
         u.files
@@ -593,7 +620,7 @@ fn a_commit_leaves_its_new_content_for_the_checkpoint_to_sync() {
     store.settle_before_change(ino);
     assert!(held(&store).is_empty(), "synced before its file changes");
     assert!(!store.unsynced());
-    commit_text(&store, &root, 2, Some(b"new"), b"newer");
+    commit_text(&store, root, 2, Some(b"new"), b"newer");
     store.settle_before_move();
     assert!(held(&store).is_empty(), "synced before any rename");
     assert_eq!(
@@ -604,44 +631,40 @@ fn a_commit_leaves_its_new_content_for_the_checkpoint_to_sync() {
 
 #[test]
 fn recovery_leaves_a_file_that_is_no_torn_copy_of_its_commit_as_it_is() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     // Written since in the same tick of the clock, or with its time set back.
     fs::write(root.join("a"), "THE NEW").unwrap();
     let made = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
-    a_committed_as(&state, &root, made);
-    drop(Store::open(&state).unwrap());
+    a_committed_as(&state, root, made);
+    drop(p.open());
     assert_eq!(fs::read(root.join("a")).unwrap(), b"THE NEW");
 }
 
 #[test]
 fn a_record_that_says_what_its_files_were_is_finished_though_one_is_lost() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(root.join("b"), "old").unwrap();
-    drop(Store::open(&state).unwrap());
     // `a` was put in place before the crash; `b`'s temporary file is torn
     // and the store lost its copy: rolling back would leave `a` new.
     fs::write(root.join("a"), "new content").unwrap();
     fs::write(state.join("tmp/t2"), "new con").unwrap();
     let made = journal::Made::of(&fs::metadata(root.join("a")).unwrap());
     let files = [("t1", "a"), ("t2", "b")];
-    committed_record(&state, &root, &files, b"new content", Some(made));
-    let store = Store::open(&state).unwrap();
+    committed_record(&state, root, &files, b"new content", Some(made));
+    let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [1]);
     assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
 }
 
 #[test]
 fn a_commit_names_its_new_content_in_its_record_for_recovery_to_check() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::new();
+    let root = p.root();
     fs::write(root.join("a"), "old").unwrap();
-    let store = Store::open(&root.join(".editfs")).unwrap();
-    commit_text(&store, &root, 1, Some(b"old"), b"new");
+    let store = p.open();
+    commit_text(&store, root, 1, Some(b"old"), b"new");
     let wal = fs::read_dir(root.join(".editfs/journal"))
         .unwrap()
         .map(|e| fs::read_to_string(e.unwrap().path()).unwrap())
@@ -651,15 +674,13 @@ fn a_commit_names_its_new_content_in_its_record_for_recovery_to_check() {
 
 #[test]
 fn a_committed_removal_is_finished_by_recovery() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(root.join("made"), "by tx 1").unwrap();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
     journal::Journal::new(&state)
         .write(&journal::Record {
             tx: 2,
-            root: root.clone(),
+            root: root.to_owned(),
             committed: true,
             files: vec![journal::Entry {
                 rel: "made".into(),
@@ -675,7 +696,7 @@ fn a_committed_removal_is_finished_by_recovery() {
             inline: Vec::new(),
         })
         .unwrap();
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [2]);
     assert!(!root.join("made").exists());
 }
@@ -719,12 +740,12 @@ fn commit_new_file(store: &Store, root: (BorrowedFd<'_>, &Path), tx: u64) {
 
 #[test]
 fn commits_share_one_journal_file_and_a_checkpoint_removes_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let store = Store::open(&root.join(".editfs")).unwrap();
-    let rootfd = atomic::open_dir(&root).unwrap();
+    let p = Project::new();
+    let root = p.root();
+    let store = p.open();
+    let rootfd = atomic::open_dir(root).unwrap();
     for tx in 1..=5 {
-        commit_new_file(&store, (rootfd.as_fd(), &root), tx);
+        commit_new_file(&store, (rootfd.as_fd(), root), tx);
     }
     let journal = || fs::read_dir(root.join(".editfs/journal")).unwrap().count();
     assert_eq!(journal(), 1, "no file per record");
@@ -734,10 +755,10 @@ fn commits_share_one_journal_file_and_a_checkpoint_removes_it() {
 
 #[test]
 fn a_commit_leaving_too_many_files_unsynced_checkpoints_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let store = Store::open(&root.join(".editfs")).unwrap();
-    let rootfd = atomic::open_dir(&root).unwrap();
+    let p = Project::new();
+    let root = p.root();
+    let store = p.open();
+    let rootfd = atomic::open_dir(root).unwrap();
     let rels: Vec<String> = (0..CHECKPOINT_FILES).map(|i| format!("f{i}")).collect();
     let changes: Vec<Change<'_>> = rels
         .iter()
@@ -754,7 +775,7 @@ fn a_commit_leaving_too_many_files_unsynced_checkpoints_at_once() {
         .collect();
     let lock = store.lock().unwrap();
     store
-        .commit(&lock, 1, (rootfd.as_fd(), &root), &changes, line(1))
+        .commit(&lock, 1, (rootfd.as_fd(), root), &changes, line(1))
         .unwrap();
     assert!(store.unsettled.lock().files.is_empty());
     assert_eq!(
@@ -765,15 +786,15 @@ fn a_commit_leaving_too_many_files_unsynced_checkpoints_at_once() {
 
 #[test]
 fn with_a_checkpointer_a_due_checkpoint_is_left_to_it_until_far_behind() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let store = Store::open(&root.join(".editfs")).unwrap();
-    let rootfd = atomic::open_dir(&root).unwrap();
+    let p = Project::new();
+    let root = p.root();
+    let store = p.open();
+    let rootfd = atomic::open_dir(root).unwrap();
     assert!(
         !store.wait_for_checkpoint(std::time::Duration::ZERO),
         "nothing due"
     );
-    let commit = |tx: u64| commit_new_file(&store, (rootfd.as_fd(), &root), tx);
+    let commit = |tx: u64| commit_new_file(&store, (rootfd.as_fd(), root), tx);
     let waiting = || store.unsettled.lock().records.len();
     for tx in 1..=CHECKPOINT_AFTER as u64 {
         commit(tx);
@@ -805,15 +826,13 @@ fn with_a_checkpointer_a_due_checkpoint_is_left_to_it_until_far_behind() {
 
 #[test]
 fn a_record_dropped_beside_a_live_one_is_not_finished_again_after_a_crash() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     let j = journal::Journal::new(&state);
-    j.write(&removal(1, "made", &root)).unwrap();
+    j.write(&removal(1, "made", root)).unwrap();
     j.write(&journal::Record {
         committed: false,
-        ..removal(2, "other", &root)
+        ..removal(2, "other", root)
     })
     .unwrap();
     // Transaction 1 was checkpointed while 2 was still under way...
@@ -821,7 +840,7 @@ fn a_record_dropped_beside_a_live_one_is_not_finished_again_after_a_crash() {
     // ...and a later one made its file again, before the crash.
     fs::write(root.join("made"), "again").unwrap();
     j.abandon();
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert_eq!(store.recovered().rolled_back, [2]);
     assert!(store.recovered().rolled_forward.is_empty());
     assert_eq!(fs::read(root.join("made")).unwrap(), b"again");
@@ -849,22 +868,20 @@ fn record_left(state: &Path, record: &journal::Record, carried: &[&[u8]]) -> Pat
 
 #[test]
 fn bytes_a_record_carries_are_never_read_as_records() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(root.join("victim"), "x").unwrap();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
     // A file's content that holds what reads as a record removing `victim`.
-    let forged = serde_json::to_string(&removal(7, "victim", &root)).unwrap();
+    let forged = serde_json::to_string(&removal(7, "victim", root)).unwrap();
     let content = format!("fn main() {{}}\n{forged}\n// more\n");
-    let record = carrying(removal(5, "other", &root), content.as_bytes());
+    let record = carrying(removal(5, "other", root), content.as_bytes());
     let wal = record_left(&state, &record, &[content.as_bytes()]);
     let whole = fs::read(&wal).unwrap();
     // A crash tore the record's own line: what follows it is not read.
     let mut torn = whole.clone();
     torn[10..20].fill(0);
     fs::write(&wal, &torn).unwrap();
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert!(store.recovered().is_empty(), "{:?}", store.recovered());
     assert!(
         root.join("victim").exists(),
@@ -874,7 +891,7 @@ fn bytes_a_record_carries_are_never_read_as_records() {
     // Whole, the record is finished, and what it carries is only bytes.
     fs::write(root.join("other"), "y").unwrap();
     record_left(&state, &record, &[content.as_bytes()]);
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [5]);
     assert!(!root.join("other").exists());
     assert!(root.join("victim").exists());
@@ -882,33 +899,29 @@ fn bytes_a_record_carries_are_never_read_as_records() {
 
 #[test]
 fn a_record_whose_carried_bytes_are_torn_never_reached_its_commit_point() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(root.join("a"), "x").unwrap();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
     let content = b"the new content, carried";
-    let record = carrying(removal(3, "a", &root), content);
+    let record = carrying(removal(3, "a", root), content);
     let wal = record_left(&state, &record, &[content]);
     let mut torn = fs::read(&wal).unwrap();
     let n = torn.len();
     torn[n - 5..].fill(0);
     fs::write(&wal, &torn).unwrap();
-    let store = Store::open(&state).unwrap();
+    let store = p.open();
     assert!(store.recovered().is_empty(), "{:?}", store.recovered());
     assert!(root.join("a").exists());
 }
 
 #[test]
 fn recovery_leaves_the_journal_of_a_live_process_to_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().to_owned();
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
     fs::write(root.join("made"), "x").unwrap();
-    let state = root.join(".editfs");
-    drop(Store::open(&state).unwrap());
     let live = journal::Journal::new(&state);
-    live.write(&removal(1, "made", &root)).unwrap();
-    let store = Store::open(&state).unwrap();
+    live.write(&removal(1, "made", root)).unwrap();
+    let store = p.open();
     assert!(store.recovered().is_empty(), "{}", store.recovered());
     assert!(root.join("made").exists());
     assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 1);
@@ -916,13 +929,13 @@ fn recovery_leaves_the_journal_of_a_live_process_to_it() {
 
 #[test]
 fn stores_sharing_a_directory_never_hand_out_an_id_twice() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(".editfs");
-    let first = Store::open(&dir).unwrap();
+    let p = Project::new();
+    let dir = p.state();
+    let first = p.open();
     first.log(&line(41)).unwrap();
     fs::write(dir.join("txid"), "7\n").unwrap();
     // Another process opens the directory and moves the counter past the log.
-    let second = Store::open(&dir).unwrap();
+    let second = p.open();
     let lock = first.lock().unwrap();
     assert_eq!(first.next_tx(&lock).unwrap(), 42);
     drop(lock);
@@ -932,10 +945,9 @@ fn stores_sharing_a_directory_never_hand_out_an_id_twice() {
 
 #[test]
 fn try_lock_takes_the_lock_only_while_no_store_holds_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(".editfs");
-    let first = Store::open(&dir).unwrap();
-    let second = Store::open(&dir).unwrap();
+    let p = Project::new();
+    let first = p.open();
+    let second = p.open();
     let held = first.try_lock().unwrap().expect("a free lock is taken");
     assert!(second.try_lock().unwrap().is_none());
     assert!(
@@ -948,21 +960,21 @@ fn try_lock_takes_the_lock_only_while_no_store_holds_it() {
 
 #[test]
 fn opening_moves_a_counter_that_fell_behind_the_log() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(".editfs");
-    let store = Store::open(&dir).unwrap();
+    let p = Project::new();
+    let dir = p.state();
+    let store = p.open();
     store.log(&line(41)).unwrap();
     fs::write(dir.join("txid"), "7\n").unwrap();
     drop(store);
-    let store = Store::open(&dir).unwrap();
+    let store = p.open();
     let lock = store.lock().unwrap();
     assert_eq!(store.next_tx(&lock).unwrap(), 42);
 }
 
 #[test]
 fn the_log_moves_to_log_1_past_its_bound_and_both_are_read() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).unwrap();
+    let p = Project::new();
+    let (store, dir) = (p.open(), p.state());
     let big = LogEntry {
         command: "x".repeat(200),
         ..line(1)
@@ -972,7 +984,7 @@ fn the_log_moves_to_log_1_past_its_bound_and_both_are_read() {
     for tx in 1..=lines {
         store.log(&LogEntry { tx, ..big.clone() }).unwrap();
     }
-    let size = |n: &str| fs::metadata(tmp.path().join(n)).map_or(0, |m| m.len());
+    let size = |n: &str| fs::metadata(dir.join(n)).map_or(0, |m| m.len());
     assert!(size("log") < LOG_ROTATE + per_line, "{}", size("log"));
     assert!(size("log.1") < LOG_ROTATE + per_line);
     let txs: Vec<u64> = store.entries().iter().map(|e| e.tx).collect();
@@ -985,19 +997,19 @@ fn the_log_moves_to_log_1_past_its_bound_and_both_are_read() {
         "oldest first, no gap"
     );
     assert_eq!(txs.last(), Some(&lines));
-    assert_eq!(last_logged_tx(&tmp.path().join("log")), Some(lines));
+    assert_eq!(last_logged_tx(&dir.join("log")), Some(lines));
 }
 
 #[test]
 fn a_line_goes_to_the_log_another_process_started_after_moving_the_old_one() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).unwrap();
+    let p = Project::new();
+    let (store, dir) = (p.open(), p.state());
     store.log(&line(1)).unwrap();
     // What another process's rotation does.
-    fs::rename(tmp.path().join("log"), tmp.path().join(OLD_LOG)).unwrap();
+    fs::rename(dir.join("log"), dir.join(OLD_LOG)).unwrap();
     store.log(&line(2)).unwrap();
-    assert_eq!(last_in(&tmp.path().join("log")), Some(2));
-    assert_eq!(last_in(&tmp.path().join(OLD_LOG)), Some(1));
+    assert_eq!(last_in(&dir.join("log")), Some(2));
+    assert_eq!(last_in(&dir.join(OLD_LOG)), Some(1));
     let txs: Vec<u64> = store.entries().iter().map(|e| e.tx).collect();
     assert_eq!(txs, [1, 2]);
 }
@@ -1005,22 +1017,22 @@ fn a_line_goes_to_the_log_another_process_started_after_moving_the_old_one() {
 #[test]
 fn the_state_directory_is_its_owners_alone() {
     use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(".editfs");
+    let p = Project::new();
+    let dir = p.state();
     fs::create_dir(&dir).unwrap();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    Store::open(&dir).unwrap();
+    p.open();
     let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
 
 #[test]
 fn nearest_state_dir_is_found() {
-    let tmp = tempfile::tempdir().unwrap();
-    fs::create_dir_all(tmp.path().join(".editfs")).unwrap();
-    fs::create_dir_all(tmp.path().join("a/b")).unwrap();
-    let found = Store::find_for(&tmp.path().join("a/b/f.txt"));
-    assert_eq!(found, Some(tmp.path().join(".editfs")));
+    let p = Project::new();
+    fs::create_dir_all(p.state()).unwrap();
+    fs::create_dir_all(p.root().join("a/b")).unwrap();
+    let found = Store::find_for(&p.root().join("a/b/f.txt"));
+    assert_eq!(found, Some(p.state()));
 }
 
 #[cfg(test)]
