@@ -275,7 +275,7 @@ pub fn xattr_value(fd: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<Vec<u8>>
 
 /// Gives `file` the permission bits of `mode`, unless it has them already:
 /// for recovery alone, which finishes an in-place write by name (see
-/// `journal::install`).
+/// `journal::recovery::install`).
 pub fn set_mode(file: &File, mode: u32, name: &OsStr) -> Result<(), StoreError> {
     let now = rustix::fs::fstat(file).map_err(sys("stat", name))?.st_mode & 0o7777;
     if now == mode & 0o7777 {

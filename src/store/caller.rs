@@ -271,7 +271,7 @@ pub fn write_in_place(
 ) -> Result<(), StoreError> {
     let write = || {
         // Cut first: a crash midway leaves a prefix of the new content, which
-        // recovery tells from a file written since (see `journal::repair`).
+        // recovery tells from a file written since (see `journal::recovery::repair`).
         rustix::fs::ftruncate(writable, 0)?;
         let mut file = writable;
         file.write_all(bytes).map_err(|e| match e.raw_os_error() {

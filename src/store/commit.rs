@@ -29,7 +29,7 @@
 //! contents are not synced then: the store holds each new content durably
 //! already, and a crash of the machine that leaves one torn, as a temporary
 //! file or as the file it was put in place as, has recovery write it again
-//! from there (`journal::repair`). A file written since the commit is left as
+//! from there (`journal::recovery::repair`). A file written since the commit is left as
 //! it is: a write, truncation, rename or link through the mount of a file
 //! whose new content is not synced yet first waits for a checkpoint
 //! (`settle_before_change`, `settle_before_move`), and recovery rewrites only
@@ -282,7 +282,7 @@ impl Store {
     /// temporary files are left unsynced, for the checkpoint: each new content
     /// is kept in the store, durably, before the record naming it is written,
     /// and recovery writes a new content the crash of the machine left torn
-    /// again from there (`journal::repair`). So a commit waits for one sync,
+    /// again from there (`journal::recovery::repair`). So a commit waits for one sync,
     /// the record's, where every kept version is known durable already (two in a
     /// row where one is not, as it must be durable before the record that names
     /// it). Before anything is written, what the callers may do is checked
