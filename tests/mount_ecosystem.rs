@@ -475,3 +475,96 @@ print(p.poll(0)[0][1] & select.POLLIN != 0, select.select([f], [], [], 0)[0] == 
         "warnings for normal requests:\n{log}"
     );
 }
+
+/// `editfs unmount`, then at once a new mount of the same SOURCE at the same
+/// MOUNT with its own state directory, by each of the three ways to mount: the
+/// new mount must still be there, the same one, once the old daemon has exited,
+/// and serve (`edits_only`: a direct write is refused). A daemon on its way out
+/// once unmounted MOUNT by path and took the new mount with it, after it had
+/// said "mounted". First held open for certain (the old daemon stopped until the
+/// new mount is up), then as it happened: under CPU load, the old daemon slowed
+/// by removals to record. Every wait is a bounded poll, not a sleep.
+#[test]
+fn a_mount_made_right_after_an_unmount_is_ready_and_stays_whichever_way_it_is_mounted() {
+    let (root, src, mnt) = tree();
+    let fstab = root.path().join("fstab");
+    let new_state = root.path().join("new-state");
+    fs::write(
+        &fstab,
+        format!(
+            "{} {} fuse.editfs noauto,edits_only,state_dir={} 0 0\n",
+            src.display(),
+            mnt.display(),
+            new_state.display()
+        ),
+    )
+    .unwrap();
+    let script = format!(
+        r#"
+S='{s}'; M='{m}'; B='{b}'; F='{f}'
+burn() {{ while :; do :; done; }}
+burn & burn & burn &
+trap 'kill $(jobs -p) 2>/dev/null || true; editfs unmount "$M" 2>/dev/null || true' EXIT
+# Up to 20 s for process $1 to end (a zombie has: its reaper may be slow).
+gone() {{
+  for _ in $(seq 400); do
+    s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 0
+    [ "$s" = Z ] && return 0
+    sleep 0.05
+  done
+  return 1
+}}
+# The device (major:minor) of the topmost mount at $M: its FUSE connection.
+conn() {{ awk -v m="$M" '$5 == m {{ d = $3 }} END {{ print d }}' /proc/self/mountinfo; }}
+new_mount() {{
+  case $1 in
+    daemon) editfs mount "$S" "$M" --daemon --edits-only --state-dir "$B" >/dev/null ;;
+    dash-t) mount -t fuse.editfs "$S" "$M" -o "edits_only,state_dir=$B" >/dev/null ;;
+    dash-T) mount -T "$F" "$M" >/dev/null ;;
+  esac
+}}
+# $1 = the way, $2 = the old daemon's pid, $3 = "stop" to hold it stopped.
+cycle() {{
+  [ "$3" = stop ] && kill -STOP "$2"
+  editfs unmount "$M"
+  new_mount "$1" || {{ echo "$1 $3: mount failed"; kill -CONT "$2"; return; }}
+  at=$(conn); new=$(head -1 "$B/daemon.lock")
+  [ "$3" = stop ] && kill -CONT "$2"
+  [ -n "$at" ] || echo "$1 $3: said mounted, not in mountinfo"
+  gone "$2" || echo "$1 $3: old daemon still running"
+  if [ "$(conn)" = "$at" ] && [ -n "$at" ]; then echo "$1 $3: kept"; else echo "$1 $3: lost"; fi
+  if echo x >> "$M/a.txt" 2>/dev/null; then echo "$1 $3: direct write allowed"; fi
+  editfs unmount "$M" 2>/dev/null || true
+  gone "$new" || echo "$1 $3: new daemon still running"
+}}
+pid_of() {{ sed -n 's/.* by pid \([0-9]*\);.*/\1/p'; }}
+for way in daemon dash-t dash-T; do
+  old=$(editfs mount "$S" "$M" --daemon | pid_of)
+  [ -n "$old" ] || {{ echo "cannot mount"; exit 3; }}
+  cycle $way "$old" stop
+  for i in 1 2; do
+    for f in $(seq 150); do echo "file $f" > "$S/f$f"; done
+    old=$(editfs mount "$S" "$M" --daemon | pid_of)
+    rm -f "$M"/f*
+    cycle $way "$old" load
+  done
+done
+"#,
+        s = src.display(),
+        m = mnt.display(),
+        b = new_state.display(),
+        f = fstab.display(),
+    );
+    if !can_go_on(
+        mount_helpers_usable(),
+        "no /dev/fuse, mount.fuse3 or private mount namespace here",
+    ) {
+        return;
+    }
+    let out = in_private_namespace(root.path(), &script);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(stdout.matches(": kept").count(), 9, "{}", text(&out));
+    assert_eq!(stdout.lines().count(), 9, "{}", text(&out));
+    assert_eq!(fs::read_to_string(src.join("a.txt")).unwrap(), "one\ntwo\n");
+}

@@ -44,8 +44,11 @@ Everything else passes through to SOURCE. Ctrl-C, SIGTERM or SIGHUP unmounts and
 exits 0. A mount point that is already mounted is refused; a dead mount left by a
 killed daemon is named as such, and `editfs unmount MOUNT` clears it. One daemon
 serves a project: a second mount of the same SOURCE or state directory is refused,
-naming the first one's pid and mount point, unless it has its own --state-dir. Under systemd
-(Type=notify) it reports READY=1 once the mount answers and STOPPING=1 on the way out.
+naming the first one's pid and mount point, unless it has its own --state-dir. A mount
+is ready once it is in the mount table as this daemon's and has answered a request:
+only then does --daemon (and so mount(8)) say it is mounted, and under systemd
+(Type=notify) report READY=1; STOPPING=1 comes on the way out. A daemon unmounts only
+its own mount, never one made at MOUNT after it was unmounted.
 
 Every option above may also be given in -o as NAME[=VALUE] (`-o keep=50,edits_only`).
 mount(8) and fstab run `editfs SOURCE MOUNT -o OPTIONS` (type fuse.editfs): that form
@@ -273,7 +276,13 @@ pub fn run(args: MountArgs) -> ExitCode {
     let settings = args.settings_line();
     let started = Arc::new(AtomicBool::new(false));
     let serving = started.clone();
-    let result = mount::serve(config, move || {
+    let result = mount::serve(config, move |outcome| {
+        if let Err(why) = outcome {
+            if report_ready {
+                tell_the_caller(&mount::MountError::NotReady(why).to_string());
+            }
+            return;
+        }
         serving.store(true, Ordering::SeqCst);
         log_line(&format!(
             "editfs {} (pid {}) serving {} on {}; {settings}",
@@ -283,11 +292,7 @@ pub fn run(args: MountArgs) -> ExitCode {
             mountpoint.display(),
         ));
         if report_ready {
-            println!("ready");
-            let _ = std::io::stdout().flush();
-            if let Ok(null) = fs::File::open("/dev/null") {
-                let _ = rustix::stdio::dup2_stdout(&null);
-            }
+            tell_the_caller("ready");
         } else {
             eprintln!(
                 "editfs: Ctrl-C or `editfs unmount {}` to stop",
@@ -317,6 +322,17 @@ pub fn run(args: MountArgs) -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Says `what` to the `--daemon` process waiting on standard output, then
+/// points standard output at /dev/null: that process reads until it closes,
+/// and nothing said later would reach anyone.
+fn tell_the_caller(what: &str) {
+    println!("{what}");
+    let _ = std::io::stdout().flush();
+    if let Ok(null) = fs::File::open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdout(&null);
     }
 }
 
@@ -391,6 +407,14 @@ fn daemonize(args: &MountArgs) -> ExitCode {
     if let Some(mut out) = child.stdout.take() {
         let _ = out.read_to_string(&mut said);
     }
+    if said.trim() == "ready" && !in_mount_table(&mountpoint) {
+        eprintln!(
+            "editfs mount: the daemon said ready, but {} is not in the mount table; see {}",
+            mountpoint.display(),
+            state.join("daemon.log").display()
+        );
+        return ExitCode::FAILURE;
+    }
     if said.trim() == "ready" {
         println!(
             "editfs: {} mounted on {} by pid {}; log: {}; stop with `editfs unmount {}`",
@@ -413,6 +437,12 @@ fn daemonize(args: &MountArgs) -> ExitCode {
     };
     eprintln!("editfs mount: {why}");
     ExitCode::FAILURE
+}
+
+/// Whether a FUSE mount stands at `mountpoint` as this process sees the mount
+/// table: "mounted" is said only of a mount its caller can see there.
+fn in_mount_table(mountpoint: &std::path::Path) -> bool {
+    mount::mounted_at(mountpoint).is_some_and(|what| what.starts_with("fuse"))
 }
 
 pub fn unmount(args: UnmountArgs) -> ExitCode {

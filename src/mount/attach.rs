@@ -7,28 +7,29 @@
 //! (`editfs unmount`, then `mount -T` at once) was taken off with the old one:
 //! it had said "mounted", and writes then went straight to the directory
 //! beneath, past `--edits-only` and every snapshot. So editfs attaches the
-//! connection itself, hands fuser only its descriptor, and unmounts MOUNT only
-//! while the connection is alive and is the topmost mount there.
+//! connection itself, hands fuser only its descriptor, and unmounts only its
+//! own mount, named by a descriptor of its root rather than by MOUNT's path.
 //!
 //! A connection is known by its device's minor number, which the kernel gives
 //! back for reuse once the connection ends: the number alone could name a
 //! newer mount. While the connection is alive the number is its own, so
-//! "alive, and the topmost mount at MOUNT has its number" is the test.
+//! "the topmost mount at MOUNT has its number, and it is alive" is the test.
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fuser::{MountOption, SessionACL};
 use rustix::event::{PollFd, PollFlags};
+use rustix::fs::OFlags;
 use rustix::mount::{MountFlags, UnmountFlags};
 use rustix::net::{
     AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SocketFlags, SocketType,
 };
 
-use super::rescue::connection_of;
+use super::rescue::{abort_connection, connection_of};
 
 /// The environment variable through which fusermount finds the socket to send
 /// the connection's descriptor on.
@@ -84,33 +85,68 @@ impl Attached {
         &self.mnt
     }
 
-    /// Whether the mount at MOUNT is still this connection: alive, and the
-    /// topmost mount there.
+    /// Whether the mount at MOUNT is still this connection: the topmost mount
+    /// there, and alive. The table is read first: a connection alive after it
+    /// was read still had its number then, which no other mount can have held.
     pub fn ours(&self) -> bool {
-        alive(&self.probe) && connection_of(&self.mnt) == Some(self.connection)
+        connection_of(&self.mnt) == Some(self.connection) && alive(&self.probe)
     }
 
-    /// Unmounts MOUNT if the mount there is still ours; else leaves it alone,
-    /// whoever mounted it. A busy mount is detached, so it leaves at once and
-    /// the daemon ends when the last request is answered.
+    /// Takes this connection's mount off MOUNT if it is still the topmost mount
+    /// there; else leaves MOUNT alone, whoever mounted it. The mount is named by
+    /// a descriptor of its root, checked to be this connection's, not by the
+    /// path, which may hold a new mount by the time umount(2) reads it. A
+    /// descriptor makes the mount busy, so it is detached: it leaves at once,
+    /// and the connection ends when the last file open in it is closed.
     pub fn detach(&self) {
-        if !self.ours() {
+        let Some(root) = self.own_root() else {
             return log::info!(
                 "{} is no longer this daemon's mount: left as it is",
                 self.mnt.display()
             );
-        }
-        let done = match rustix::mount::unmount(&self.mnt, UnmountFlags::empty()) {
-            Err(rustix::io::Errno::BUSY) => {
-                log::warn!("{} is busy: detaching it", self.mnt.display());
-                rustix::mount::unmount(&self.mnt, UnmountFlags::DETACH).map_err(io::Error::from)
-            }
+        };
+        let by_root = format!("/proc/self/fd/{}", root.as_raw_fd());
+        let done = match rustix::mount::unmount(by_root.as_str(), UnmountFlags::DETACH) {
+            // A daemon that may not call umount(2) has fusermount do it, which
+            // knows only paths: the check above is the most it can have.
             Err(rustix::io::Errno::PERM) => fusermount_unmount(&self.mnt),
             other => other.map_err(io::Error::from),
         };
         if let Err(e) = done {
             log::error!("cannot unmount {}: {e}", self.mnt.display());
         }
+    }
+
+    /// Ends this connection whether or not its mount is still the topmost one
+    /// at MOUNT: detached when it is, else (another mount was made on top of
+    /// it) aborted, so the session ends rather than serve a mount no one can
+    /// reach. A connection already ended is left as it is.
+    pub fn end(&self) {
+        if !alive(&self.probe) {
+            return;
+        }
+        if self.own_root().is_some() {
+            return self.detach();
+        }
+        match abort_connection(self.connection) {
+            Ok(()) => log::info!("aborted this daemon's FUSE connection {}", self.connection),
+            Err(e) => log::error!(
+                "cannot end this daemon's FUSE connection {} (hidden under another mount at {}): {e}",
+                self.connection,
+                self.mnt.display()
+            ),
+        }
+    }
+
+    /// A descriptor of the root of the topmost mount at MOUNT, if that mount is
+    /// this live connection's: its device is the connection's number, which no
+    /// other mount has while the connection lives.
+    fn own_root(&self) -> Option<OwnedFd> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let root = rustix::fs::open(&self.mnt, flags, rustix::fs::Mode::empty()).ok()?;
+        let dev = rustix::fs::fstat(&root).ok()?.st_dev;
+        let own = rustix::fs::major(dev) == 0 && rustix::fs::minor(dev) == self.connection;
+        (own && alive(&self.probe)).then_some(root)
     }
 }
 

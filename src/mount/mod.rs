@@ -116,6 +116,8 @@ pub enum MountError {
     },
     #[error("-o: {0}")]
     Options(String),
+    #[error("{0}; nothing was announced as mounted")]
+    NotReady(String),
     #[error("cannot install signal handlers: {0}")]
     Signals(io::Error),
 }
@@ -326,12 +328,13 @@ fn tell_systemd(state: sd_notify::NotifyState) {
 }
 
 /// Mounts and serves until unmounted (by `editfs unmount`, SIGINT or SIGTERM).
-/// `ready` runs once the mount answers a request, from another thread: the
-/// kernel queues requests until the session loop runs, so only a request that
-/// came back proves the mount usable.
+/// `ready` runs once, from another thread: with `Ok` once the mount answers a
+/// request (the kernel queues requests until the session loop runs, so only a
+/// request that came back proves the mount usable), else with why it never
+/// will, `serve` then returning that error once the session has ended.
 pub fn serve(
     cfg: MountConfig,
-    ready: impl FnOnce() + Send + 'static,
+    ready: impl FnOnce(Result<(), String>) + Send + 'static,
 ) -> Result<Stopped, MountError> {
     let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
     let state = state_dir(&src, cfg.state_dir.as_deref())?;
@@ -377,7 +380,8 @@ pub fn serve(
     let _ = notifier.set(Box::new(fuse::Notify(session.notifier())));
     let signalled = Arc::new(OnceLock::new());
     watch_signals(signals, attached.clone(), signalled.clone())?;
-    announce_when_answering(attached.clone(), ready)?;
+    let not_ready = Arc::new(OnceLock::new());
+    announce_when_answering(attached.clone(), ready, not_ready.clone())?;
     let served = session.run();
     tell_systemd(sd_notify::NotifyState::Stopping);
     // After an unmount from outside this finds the mount gone and touches
@@ -385,9 +389,13 @@ pub fn serve(
     attached.detach();
     on_exit.run();
     served.map_err(cannot_mount)?;
-    Ok(signalled
-        .get()
-        .map_or(Stopped::Unmounted, |&sig| Stopped::Signal(sig)))
+    // A signal that came while the mount was starting took it off before it
+    // was ready: that is the stop asked for, not a failure.
+    match (signalled.get(), not_ready.get()) {
+        (Some(&sig), _) => Ok(Stopped::Signal(sig)),
+        (None, Some(reason)) => Err(MountError::NotReady(reason.clone())),
+        (None, None) => Ok(Stopped::Unmounted),
+    }
 }
 
 /// Unmounts on SIGINT, SIGTERM or SIGHUP, recording which one came.
@@ -410,31 +418,46 @@ fn watch_signals(
     Ok(())
 }
 
-/// Runs `ready` and tells systemd READY=1 once a statfs of the mount point has
-/// gone through the session (statfs always reaches the filesystem) and the
-/// mount there is still this daemon's: a mount taken off before it was ever
-/// announced is reported as a failed mount, not as a ready one.
+/// Runs `ready` with `Ok` and tells systemd READY=1 once the mount is ready: a
+/// statfs of MOUNT has been answered (statfs always reaches the filesystem, so
+/// through this session) and the topmost mount there is still this daemon's.
+/// A mount that does not get there is never announced: `ready` gets the reason
+/// at once, so no caller waits on, the reason is kept in `not_ready` for
+/// `serve` to fail with, and the connection is ended so the session stops.
 fn announce_when_answering(
     attached: Arc<attach::Attached>,
-    ready: impl FnOnce() + Send + 'static,
+    ready: impl FnOnce(Result<(), String>) + Send + 'static,
+    not_ready: Arc<OnceLock<String>>,
 ) -> Result<(), MountError> {
     std::thread::Builder::new()
         .name("editfs-ready".into())
-        .spawn(move || {
-            if let Err(e) = rustix::fs::statfs(attached.mount_point()) {
-                log::warn!("the new mount does not answer statfs: {e}");
+        .spawn(move || match readiness(&attached) {
+            Ok(()) => {
+                log::info!("mounted on {}", attached.mount_point().display());
+                ready(Ok(()));
+                tell_systemd(sd_notify::NotifyState::Ready);
             }
-            if !attached.ours() {
-                return log::error!(
-                    "{} was unmounted before it was ready",
-                    attached.mount_point().display()
-                );
+            Err(why) => {
+                log::error!("{why}");
+                let _ = not_ready.set(why.clone());
+                ready(Err(why));
+                attached.end();
             }
-            log::info!("mounted on {}", attached.mount_point().display());
-            ready();
-            tell_systemd(sd_notify::NotifyState::Ready);
         })
         .map_err(MountError::Signals)?;
+    Ok(())
+}
+
+/// Whether the new mount answers and is in the mount table as this daemon's.
+fn readiness(attached: &attach::Attached) -> Result<(), String> {
+    let at = attached.mount_point().display();
+    rustix::fs::statfs(attached.mount_point())
+        .map_err(|e| format!("the new mount at {at} does not answer statfs: {e}"))?;
+    if !attached.ours() {
+        return Err(format!(
+            "the new mount at {at} was unmounted before it was ready (someone else's unmount or mount there)"
+        ));
+    }
     Ok(())
 }
 

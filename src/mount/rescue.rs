@@ -113,23 +113,30 @@ fn stuck_dying(pid: u32) -> bool {
 const CONNECTIONS: &str = "/sys/fs/fuse/connections";
 
 fn abort(connection: u32) {
+    match abort_connection(connection) {
+        Ok(()) => log::warn!(
+            "the daemon is stuck dying with the mount still there: aborted FUSE connection {connection}"
+        ),
+        Err(e) => log::error!(
+            "the daemon is stuck dying with the mount still there, and its connection cannot be aborted: {e}"
+        ),
+    }
+}
+
+/// Aborts FUSE connection `connection`: every request waiting on it fails, and
+/// its daemon's session ends. Only root may.
+pub fn abort_connection(connection: u32) -> std::io::Result<()> {
     let path = format!("{CONNECTIONS}/{connection}/abort");
-    let mut written = std::fs::write(&path, "1");
+    let written = std::fs::write(&path, "1");
     if written
         .as_ref()
         .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     {
         mount_connections();
-        written = std::fs::write(&path, "1");
+        return std::fs::write(&path, "1")
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")));
     }
-    match written {
-        Ok(()) => log::warn!(
-            "the daemon is stuck dying with the mount still there: aborted FUSE connection {connection}"
-        ),
-        Err(e) => log::error!(
-            "the daemon is stuck dying with the mount still there, and {path} cannot be written: {e}"
-        ),
-    }
+    written.map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")))
 }
 
 /// Mounts fusectl where the kernel lists FUSE connections: a system that does
