@@ -1277,3 +1277,76 @@ fn a_command_that_cannot_run_says_why_and_what_to_do_and_exits_by_the_contract()
         err(&apply)
     );
 }
+
+/// The head of the Python standard library's `email/errors.py`.
+const EMAIL_ERRORS: &str = "# Copyright (C) 2001-2006 Python Software Foundation\n# Author: Barry Warsaw\n# Contact: email-sig@python.org\n\n\"\"\"email package exception classes.\"\"\"\n\n\nclass MessageError(Exception):\n    \"\"\"Base class for errors in the email package.\"\"\"\n";
+
+/// The end of `email/base64mime.py`'s docstring and the start of its `__all__`.
+const EMAIL_BASE64MIME: &str = "decoding.  To deal with the various line wrapping issues, use the email.header\nmodule.\n\"\"\"\n\n__all__ = [\n    'body_decode',\n    'body_encode',\n]\n";
+
+/// `git diff --cached -M` of base64mime.py renamed to b64mime.py and edited,
+/// and errors.py deleted.
+const GIT_RENAME_AND_DELETE: &str = "diff --git a/base64mime.py b/b64mime.py\nsimilarity index 90%\nrename from base64mime.py\nrename to b64mime.py\nindex a7cc373..6e474bd 100644\n--- a/base64mime.py\n+++ b/b64mime.py\n@@ -1,6 +1,7 @@\n decoding.  To deal with the various line wrapping issues, use the email.header\n module.\n \"\"\"\n \n+# renamed\n __all__ = [\n     'body_decode',\n     'body_encode',\ndiff --git a/errors.py b/errors.py\ndeleted file mode 100644\nindex 02aa5ec..0000000\n--- a/errors.py\n+++ /dev/null\n@@ -1,9 +0,0 @@\n-# Copyright (C) 2001-2006 Python Software Foundation\n-# Author: Barry Warsaw\n-# Contact: email-sig@python.org\n-\n-\"\"\"email package exception classes.\"\"\"\n-\n-\n-class MessageError(Exception):\n-    \"\"\"Base class for errors in the email package.\"\"\"\n";
+
+/// A git diff that renames and deletes, sent twice: the second time every
+/// section is `already applied`, as the `*** Begin Patch` form is; an edit of
+/// a file an edit removed is told where it went, not invited to create it.
+#[test]
+fn a_resent_git_diff_with_a_rename_and_a_deletion_is_already_applied() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    fs::write(p.path().join("errors.py"), EMAIL_ERRORS).unwrap();
+    fs::write(p.path().join("base64mime.py"), EMAIL_BASE64MIME).unwrap();
+    let o = editfs(&["apply", "--multi", root], GIT_RENAME_AND_DELETE, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(read(p.path(), "errors.py"), None);
+    let moved = read(p.path(), "b64mime.py").unwrap();
+    assert!(moved.contains("# renamed\n__all__"), "{moved}");
+    let o = editfs(
+        &["apply", "--multi", root, "--json"],
+        GIT_RENAME_AND_DELETE,
+        p.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let v = json(&o);
+    for f in v["files"].as_array().unwrap() {
+        for op in f["operations"].as_array().unwrap() {
+            assert_eq!(op["outcome"], "already_applied", "{v}");
+        }
+    }
+    assert_eq!(read(p.path(), "b64mime.py").as_deref(), Some(&*moved));
+    // An edit of either old path is told what became of it.
+    let edit = "errors.py\n<<<<<<< SEARCH\nclass MessageError(Exception):\n=======\nclass MessageError(ValueError):\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", "--multi", root], edit, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let text = out(&o);
+    assert!(!text.contains("an empty SEARCH would create"), "{text}");
+    assert!(
+        text.contains("`errors.py` was removed by transaction 1"),
+        "{text}"
+    );
+    // A deletion whose listed lines are not the file as it was still fails.
+    let wrong = GIT_RENAME_AND_DELETE.replace(
+        "-class MessageError(Exception):",
+        "-class Other(Exception):",
+    );
+    let o = editfs(&["apply", "--multi", root, "--json"], &wrong, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(json(&o)["error"]["kind"], "not_found");
+}
+
+/// A file moved whole by a patch: an edit of its old path is told where it went.
+#[test]
+fn an_edit_of_a_file_a_patch_moved_is_told_where_it_went() {
+    let p = project();
+    let root = p.path().to_str().unwrap();
+    let patch = "*** Begin Patch\n*** Update File: b.txt\n*** Move to: c.txt\n*** End Patch\n";
+    let o = editfs(&["apply", "--multi", root], patch, p.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let edit = "b.txt\n<<<<<<< SEARCH\nbee\n=======\nBEE\n>>>>>>> REPLACE\n";
+    let o = editfs(&["apply", "--multi", root], edit, p.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let text = out(&o);
+    assert!(!text.contains("an empty SEARCH would create"), "{text}");
+    assert!(text.contains("it moved to `c.txt`"), "{text}");
+}

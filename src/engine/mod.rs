@@ -191,15 +191,39 @@ pub fn apply_parsed(
 /// The engine alone cannot tell that from a mistyped path (both are a missing
 /// file), so only the caller that keeps the history may ask; the deletion is
 /// then `already applied`, as a create of a file that reads as sent is.
-/// `None` when the section does more than delete.
+/// A unified diff's deletion lists the file's lines in hunks that only remove
+/// before its delete (`removals`, which the caller checks against the file as
+/// it was). `None` when the section does more than delete.
 pub fn deleted_before(name: &str, parsed: &payload::Payload) -> Option<Edit> {
     let ops = &parsed.operations;
     let deletes = |op: &payload::Operation| matches!(op.act, Some(FileAct::Delete { .. }));
-    if ops.is_empty() || !ops.iter().all(deletes) {
+    let (last, rest) = ops.split_last()?;
+    let fits = deletes(last) && rest.iter().all(|op| deletes(op) || removes_only(op));
+    if !fits {
         return None;
     }
     let done = (1..=ops.len()).map(|index| act_replayed(index, replay::DELETED_BEFORE));
     Some(made_before(name, parsed, done.collect()))
+}
+
+/// A hunk of a deletion: lines found and nothing put in their place.
+fn removes_only(op: &payload::Operation) -> bool {
+    op.act.is_none() && op.replace.is_empty() && !op.search.is_empty()
+}
+
+/// The hunks of a section that deletes its file after listing its lines (a
+/// unified diff's deletion): what `deleted_before`'s caller runs on the file
+/// as it was before it was removed, to see that they list all of it.
+pub fn removals(parsed: &payload::Payload) -> payload::Payload {
+    payload::Payload {
+        operations: parsed
+            .operations
+            .iter()
+            .filter(|op| removes_only(op))
+            .cloned()
+            .collect(),
+        notes: Vec::new(),
+    }
 }
 
 /// The edit of a section that moves file `name` (after its hunks, if any),

@@ -233,7 +233,7 @@ impl Plan {
         if let Some(s) = store {
             s.catch_up(report.files.len());
         }
-        point_to_namesakes(root, who, &mut report);
+        point_to_namesakes((store, root), who, &mut report);
         report
     }
 
@@ -245,7 +245,7 @@ impl Plan {
         if report.outcome != Outcome::Ok {
             not_written(&mut report, &decided);
         }
-        point_to_namesakes(root, who, &mut report);
+        point_to_namesakes((None, root), who, &mut report);
         report.notes.push(super::DRY_RUN.into());
         report
     }
@@ -294,8 +294,13 @@ const NAMESAKE_FILES: usize = 3;
 /// Where a section named a file that does not exist and its SEARCH found
 /// nothing, the hint names the files of that name the payload may have meant
 /// (`Root::namesakes`) instead of inviting a new file. It runs once the locks
-/// are let go: the walk is no business of other edits.
-fn point_to_namesakes(root: Root<'_>, who: &Who, report: &mut MultiReport) {
+/// are let go: the walk is no business of other edits. A file the history
+/// shows an edit removed is not one to make anew: the hint says where it went.
+fn point_to_namesakes(
+    (store, root): (Option<&Store>, Root<'_>),
+    who: &Who,
+    report: &mut MultiReport,
+) {
     let missing = |rel: &str| {
         matches!(
             rustix::fs::statat(root.fd, rel, AtFlags::SYMLINK_NOFOLLOW),
@@ -310,10 +315,16 @@ fn point_to_namesakes(root: Root<'_>, who: &Who, report: &mut MultiReport) {
         if e.kind != ErrorKind::NotFound || walks == NAMESAKE_FILES || !missing(&r.file) {
             continue;
         }
-        walks += 1;
-        let creates = e.hint.as_deref() == Some(engine::EMPTY_FILE);
-        let found = root.namesakes(&r.file, who.caller.as_ref());
-        let hint = namesakes_hint(&r.file, &found, creates);
+        let removed = store.and_then(|s| Some((s, removed_by_an_edit((s, root), who, &r.file)?)));
+        let hint = match removed {
+            Some((s, entry)) => removed_hint(s, &r.file, &entry),
+            None => {
+                walks += 1;
+                let creates = e.hint.as_deref() == Some(engine::EMPTY_FILE);
+                let found = root.namesakes(&r.file, who.caller.as_ref());
+                namesakes_hint(&r.file, &found, creates)
+            }
+        };
         if let Some(top) = report.error.as_mut()
             && top.message.starts_with(&format!("{}: ", r.file))
         {
@@ -321,6 +332,34 @@ fn point_to_namesakes(root: Root<'_>, who: &Who, report: &mut MultiReport) {
         }
         e.hint = Some(hint);
     }
+}
+
+/// The hint for a section whose file `rel` an edit removed (`entry`): where
+/// it went, if that edit made a file of the same bytes (as kept), or the
+/// files it made, one of which may be where it moved with changes.
+fn removed_hint(store: &Store, rel: &str, entry: &crate::store::LogEntry) -> String {
+    use crate::store::objects::Side;
+    let was = store.objects().read(Side::Pre, rel, entry.tx);
+    let made: Vec<&crate::store::logline::FileEntry> =
+        entry.files.iter().filter(|f| f.created).collect();
+    let moved = made
+        .iter()
+        .find(|f| was.is_some() && store.objects().read(Side::Post, &f.file, entry.tx) == was);
+    let went = match (moved, made.as_slice()) {
+        (Some(f), _) => format!("it moved to `{}`", f.file),
+        (None, []) => "it was deleted".to_owned(),
+        (None, made) => {
+            let named: Vec<String> = made.iter().map(|f| format!("`{}`", f.file)).collect();
+            format!(
+                "it was deleted or moved: that transaction made {}",
+                named.join(", ")
+            )
+        }
+    };
+    format!(
+        "`{rel}` was removed by transaction {} (an edit), and nothing is at that path since: {went}; if this payload was sent before, that part is done; otherwise edit the file where it is now, or write `{rel}` whole to make it again",
+        entry.tx
+    )
 }
 
 /// The hint for a section whose file `rel` does not exist, files of that name
@@ -462,7 +501,7 @@ fn decide(
                 let edit = original
                     .is_none()
                     .then(|| {
-                        deleted_before((store, root), who, &rel, &ops)
+                        deleted_before((store, root), (opts, who), &rel, &ops)
                             .or_else(|| moved_before((store, root), (opts, who), &rel, &ops))
                     })
                     .flatten()
@@ -503,14 +542,28 @@ fn decide(
 /// there, not `not_found`. A path never there, or last removed by other means
 /// (`rm` through the mount), still fails; so does one whose last change the
 /// caller may not see (sight.rs), as the answer would tell a hidden history.
+/// A unified diff lists the lines it deletes: where the file as it was is
+/// kept, they must be all of it, or the section fails as it did.
 fn deleted_before(
     (store, root): (Option<&Store>, Root<'_>),
-    who: &Who,
+    (opts, who): (&Options, &Who),
     rel: &str,
     ops: &Payload,
 ) -> Option<engine::Edit> {
     let edit = engine::deleted_before(rel, ops)?;
-    removed_by_an_edit((store?, root), who, rel).map(|_| edit)
+    let store = store?;
+    let entry = removed_by_an_edit((store, root), who, rel)?;
+    let removals = engine::removals(ops);
+    let was = store
+        .objects()
+        .read(crate::store::objects::Side::Pre, rel, entry.tx);
+    let listed = match (removals.operations.is_empty(), was) {
+        (false, Some(was)) => engine::apply_parsed(rel, Some(&was), removals, opts)
+            .content
+            .is_some_and(|left| left.iter().all(u8::is_ascii_whitespace)),
+        _ => true,
+    };
+    listed.then_some(edit)
 }
 
 /// The last change at `rel`, where it is an edit that removed the file and
