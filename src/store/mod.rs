@@ -41,11 +41,11 @@ mod logfile;
 pub mod logline;
 pub mod objects;
 mod open;
-pub mod reaper;
-pub mod rel;
+pub(crate) mod reaper;
+pub(crate) mod rel;
 pub mod removals;
 mod retention;
-pub mod shared;
+pub(crate) mod shared;
 mod staged;
 #[cfg(test)]
 mod tests;
