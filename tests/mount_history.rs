@@ -1034,3 +1034,33 @@ fn a_resent_patch_deletion_through_the_mount_is_already_applied_but_not_after_an
     assert!(!rm.status.success(), "{rm:?}");
     assert!(m.ok("cat .editfs/status").contains("not_found"));
 }
+
+/// A file made through the mount and edited through its control file at once
+/// (`> new; new.edit`, quicker than the creation settles) is still recorded as
+/// made: a rewind to before it removes it, rather than keeping its first text.
+#[test]
+fn a_file_made_and_edited_at_once_through_the_mount_is_rewound_away() {
+    let m = match Mount::start(&[], project) {
+        Some(m) => m,
+        None => return,
+    };
+    m.ok("echo before-new | cat > .editfs/checkpoint");
+    m.ok(
+        "printf 'a = 1\\n' > fresh.py; \
+         printf '<<<<<<< SEARCH\\na = 1\\n=======\\na = 2\\n>>>>>>> REPLACE\\n' > fresh.py.edit; \
+         echo 'old = 1' > multi.py; \
+         printf 'multi.py\\n<<<<<<< SEARCH\\nold = 1\\n=======\\nold = 2\\n>>>>>>> REPLACE\\n' > .editfs/edit",
+    );
+    assert_eq!(
+        fs::read_to_string(m.src.join("fresh.py")).unwrap(),
+        "a = 2\n"
+    );
+    let src = m.src.to_str().unwrap();
+    let names = editfs(&["diff", src, "--since", "before-new", "--name-status"]);
+    assert!(names.contains("A\tfresh.py"), "{names}");
+    assert!(names.contains("A\tmulti.py"), "{names}");
+    let rewound = m.ok("echo '--to before-new' > .editfs/rewind; cat .editfs/status");
+    assert!(rewound.starts_with("OK"), "{rewound}");
+    assert!(!m.src.join("fresh.py").exists(), "{rewound}");
+    assert!(!m.src.join("multi.py").exists(), "{rewound}");
+}

@@ -623,6 +623,10 @@ impl Core {
         let rel = self.path(parent)?.join(base);
         let report = match self.edited_file((parent, base), &rel) {
             Ok(file) => {
+                // A file made through the mount a moment ago is recorded as
+                // made before it is edited, or the edit would take it for one
+                // that was there before (and a rewind would keep it).
+                self.record_creation_of(&file);
                 // F itself is found in the directory node the kernel looked up.
                 let dir = (file == rel).then(|| self.real_dir(parent)).transpose()?;
                 let at = Edited {
@@ -811,6 +815,9 @@ impl Core {
         // Direct writes to these files wait while they commit, as for one file.
         let named = plan.files();
         let rels: Vec<&str> = named.iter().map(String::as_str).collect();
+        for rel in &rels {
+            self.record_creation_of(std::path::Path::new(rel));
+        }
         let gate = Gate::new(self, &rels);
         let hold = || gate.take();
         let engine = (
