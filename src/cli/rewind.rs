@@ -192,7 +192,7 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
         let (mut changes, mut pruned) = rewind::net(&Objects::new(&state), &entries, root, point);
         changes.retain(|c| wanted(&c.rel));
         pruned.retain(|r| wanted(r));
-        let since_point = rewind::changed_since(&entries, point);
+        let since_point = rewind::written_since(&entries, point);
         let recorded: HashSet<&str> = since_point.iter().map(|(rel, _)| rel.as_str()).collect();
         let since = rewind::time_of(&entries, point).unwrap_or(std::time::UNIX_EPOCH);
         let state_real = fs::canonicalize(&state).unwrap_or(state.clone());

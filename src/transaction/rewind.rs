@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::{Root, Who};
-use crate::store::logline::{Kind, LogEntry, Outcome};
+use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome};
 use crate::store::objects::{Objects, Side};
 use crate::store::{Store, StoreError};
 
@@ -191,6 +191,24 @@ pub fn marked(result: &Result<LogEntry, MarkError>) -> (String, String) {
 /// Each file a transaction after `point` changed, with the first of them to
 /// change it, in the order they were first changed.
 pub fn changed_since(entries: &[LogEntry], point: u64) -> Vec<(String, u64)> {
+    first_since(entries, point, FileEntry::touched)
+}
+
+/// Every file a transaction after `point` wrote, a write that left it as it
+/// was (`sed -i` of a file it did not match) included, with the first such
+/// transaction: the log vouches for what each holds, so none of them is a
+/// change "with no record".
+pub fn written_since(entries: &[LogEntry], point: u64) -> Vec<(String, u64)> {
+    first_since(entries, point, |_| true)
+}
+
+/// The files of transactions after `point` that `counts`, each with the
+/// first transaction to name it, in that order.
+fn first_since(
+    entries: &[LogEntry],
+    point: u64,
+    counts: impl Fn(&FileEntry) -> bool,
+) -> Vec<(String, u64)> {
     let mut first: BTreeMap<&str, u64> = BTreeMap::new();
     let mut order = Vec::new();
     // By id: a file made through a mount is logged a moment after its id.
@@ -200,7 +218,7 @@ pub fn changed_since(entries: &[LogEntry], point: u64) -> Vec<(String, u64)> {
         .collect();
     after.sort_by_key(|e| e.tx);
     for e in after {
-        for f in e.files.iter().filter(|f| f.touched()) {
+        for f in e.files.iter().filter(|f| counts(f)) {
             if !first.contains_key(f.file.as_str()) {
                 first.insert(&f.file, e.tx);
                 order.push((f.file.clone(), e.tx));
@@ -362,7 +380,8 @@ pub fn left(
     point: u64,
 ) -> Left {
     let changed = changed_since(entries, point);
-    let covered: HashSet<&str> = changed.iter().map(|(rel, _)| rel.as_str()).collect();
+    let written = written_since(entries, point);
+    let covered: HashSet<&str> = written.iter().map(|(rel, _)| rel.as_str()).collect();
     let first = |rel: &str, tx: u64| {
         entries
             .iter()
@@ -388,7 +407,7 @@ pub fn left(
         &shown,
         UNRECORDED_MOST,
     );
-    let modes = changed
+    let modes = written
         .iter()
         .filter_map(|(rel, tx)| {
             let then = first(rel, *tx).filter(|f| !f.created)?.access?;
