@@ -185,7 +185,17 @@ impl Core {
         }
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let mut file = File::from(rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?);
-        match self.store.objects().put_from(&mut file) {
+        // Only the file that was looked at, whose owner and mode the version
+        // will carry: one renamed onto the name since (another user's) is not
+        // read. And no further than the size room was made for.
+        let now = rustix::fs::fstat(&file).ok()?;
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
+            || now.st_mode & libc::S_IFMT != libc::S_IFREG
+        {
+            log::info!("{rel}: replaced while its directory moved: not kept");
+            return None;
+        }
+        match self.store.objects().put_from(&mut file, st.st_size as u64) {
             Ok(sha) => Some(Kept {
                 above: Access::above(dir.as_fd(), &rel),
                 sub,

@@ -98,6 +98,8 @@ pub enum StoreError {
         "the versions this change would keep are {bytes} bytes, more than all kept versions may take ({cap} bytes, --keep-bytes)"
     )]
     OverCap { bytes: u64, cap: u64 },
+    #[error("{} grew past the {limit} bytes room was made for while it was copied", path.display())]
+    Grew { path: PathBuf, limit: u64 },
     #[error("{} is {size} bytes, over the {limit} bytes a transaction reads (--max-file-size)", path.display())]
     TooLarge {
         path: PathBuf,

@@ -336,7 +336,7 @@ impl Objects {
     /// by their hash only once complete, and an object already stored under
     /// that name is the same bytes. Unsynced, as the pre-images of direct writes
     /// are (see the store's commit.rs).
-    pub fn put_from(&self, from: &mut impl Read) -> Result<String, StoreError> {
+    pub fn put_from(&self, from: &mut impl Read, most: u64) -> Result<String, StoreError> {
         use sha2::{Digest, Sha256};
         let dir = self.state.join("objects");
         fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
@@ -348,6 +348,8 @@ impl Objects {
         let mut out = File::from(fd);
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 1 << 16];
+        // One byte past `most` tells a file that grew from one that did not.
+        let mut from = from.take(most.saturating_add(1));
         let copied = (|| -> std::io::Result<u64> {
             let mut len = 0;
             loop {
@@ -363,6 +365,13 @@ impl Objects {
             }
         })();
         let len = match copied {
+            Ok(len) if len > most => {
+                let _ = fs::remove_file(&tmp);
+                return Err(StoreError::Grew {
+                    path: tmp,
+                    limit: most,
+                });
+            }
             Ok(len) => len,
             Err(e) => {
                 let _ = fs::remove_file(&tmp);

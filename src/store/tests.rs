@@ -139,7 +139,7 @@ fn layout_ids_snapshots_and_log() {
     let lock = store.lock().unwrap();
     assert_eq!(store.next_tx(&lock).unwrap(), 1);
     assert_eq!(store.next_tx(&lock).unwrap(), 2);
-    let sha = store.objects().put_from(&mut &b"pre"[..]).unwrap();
+    let sha = store.objects().put_from(&mut &b"pre"[..], 3).unwrap();
     let name = store.keep_pre_image(&lock, 2, "src/a.rs", &sha).unwrap();
     assert_eq!(name.as_deref(), Some("snapshots/src/a.rs/2"));
     let name = name.unwrap();
@@ -1042,4 +1042,20 @@ impl Store {
         self.journal.abandon();
         std::mem::forget(self);
     }
+}
+
+#[test]
+fn a_copy_stops_at_the_size_room_was_made_for_and_keeps_nothing_of_a_file_that_grew() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(&tmp.path().join(".editfs")).unwrap();
+    let grown = store.objects().put_from(&mut &b"0123456789"[..], 5);
+    assert!(
+        matches!(grown, Err(StoreError::Grew { limit: 5, .. })),
+        "{grown:?}"
+    );
+    let objects = tmp.path().join(".editfs/objects");
+    let left: Vec<_> = fs::read_dir(&objects).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let whole = store.objects().put_from(&mut &b"01234"[..], 5).unwrap();
+    assert_eq!(store.objects().content(&whole).unwrap(), b"01234");
 }

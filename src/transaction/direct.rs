@@ -87,20 +87,26 @@ pub fn begin<F: Read + Seek>(
     (file, access, above): (&mut F, Option<Access>, Vec<Access>),
     who: &Who,
 ) -> Result<Pending, StoreError> {
-    // What cannot seek (a pipe) has no size to make room for beforehand.
-    if let Ok(size) = file.seek(SeekFrom::End(0)) {
-        file.seek(SeekFrom::Start(0))
-            .map_err(crate::store::io_err("read", std::path::Path::new(rel)))?;
-        store.make_room(size)?;
-    }
-    let sha = store.objects().put_from(file)?;
+    // What cannot seek (a pipe) has no size to make room for beforehand. A
+    // file is copied no further than the size room was made for: one a
+    // writer makes grow meanwhile is not kept (`StoreError::Grew`).
+    let most = match file.seek(SeekFrom::End(0)) {
+        Ok(size) => {
+            file.seek(SeekFrom::Start(0))
+                .map_err(crate::store::io_err("read", std::path::Path::new(rel)))?;
+            store.make_room(size)?;
+            size
+        }
+        Err(_) => u64::MAX,
+    };
+    let sha = store.objects().put_from(file, most)?;
     let lock = store.lock()?;
     let tx = store.next_tx(&lock)?;
     if store.keep_pre_image(&lock, tx, rel, &sha)?.is_none() {
         // The copy went with the last version naming the same bytes: made again.
         file.seek(SeekFrom::Start(0))
             .map_err(crate::store::io_err("read", std::path::Path::new(rel)))?;
-        let again = store.objects().put_from(file)?;
+        let again = store.objects().put_from(file, most)?;
         store.keep_pre_image(&lock, tx, rel, &again)?;
     }
     Ok(Pending {

@@ -234,7 +234,8 @@ impl Plan {
 /// taken, as an edit is decided: an undo or rewind of many files holds up no
 /// other caller while it reads its files and the kept versions. Under the
 /// lock each planned file must still read as it was planned; if one was
-/// changed meanwhile, it is planned again (and at last under the lock).
+/// changed meanwhile, it is planned again, and it fails as `stale` when a
+/// writer outside transactions changed one each time.
 pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     let label = req.label();
     let fail = |e: StoreError| wrap(req, vec![stamp(io_failure(e, String::new()), &label)]);
@@ -258,9 +259,17 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         },
         || store.last_tx(),
     );
+    // Files a writer outside transactions kept changing at every planning
+    // fail it, as they fail an edit: planning again under the lock would
+    // hold every other caller for as long as it reads them all.
     let (lock, (entries, plans, staged)) = match decided {
         Ok((lock, Some(decided))) => (lock, decided),
-        Ok((lock, None)) => (lock, planned()),
+        Ok((_, None)) => {
+            return fail(StoreError::Changing {
+                path: label.clone().into(),
+                times: super::DECISIONS,
+            });
+        }
         Err(e) => return fail(e),
     };
     let tx = match store.next_tx(&lock) {
