@@ -24,6 +24,12 @@ struct Logical {
     indent: Indent,
     /// The header's first words (`if`, `def greet`), when it opens a block.
     opens: Option<String>,
+    /// The header's first words when the line starts with a compound
+    /// statement's keyword, whether or not it ends with its `:`.
+    keyword: Option<String>,
+    /// Just past its last byte of code (0-based line, byte column): where a
+    /// header's missing `:` belongs.
+    end: (usize, usize),
 }
 
 /// Where the bytes stand as a tokenizer reads them.
@@ -51,11 +57,17 @@ fn logical_lines(src: &[u8]) -> Vec<Logical> {
             continue;
         }
         let (end, physical, last) = logical_end(src, body);
-        let opens = (last == Some(b':')).then(|| header(&src[body..end]));
+        let last_at = last.map_or(body, |(_, at)| at + 1);
+        let opens = matches!(last, Some((b':', _))).then(|| header(&src[body..end]));
+        let keyword = starts_block(&src[body..end]).then(|| header(&src[body..end]));
+        let end_line = line + memchr::memchr_iter(b'\n', &src[body..last_at]).count();
+        let end_column = last_at - memchr::memrchr(b'\n', &src[..last_at]).map_or(0, |n| n + 1);
         out.push(Logical {
             line,
             indent,
             opens,
+            keyword,
+            end: (end_line, end_column),
         });
         line += physical;
         i = end;
@@ -86,8 +98,9 @@ fn indentation(src: &[u8], start: usize) -> (Indent, usize) {
 }
 
 /// From `start`, the end of the logical line (after its newline), the
-/// physical lines it spans, and its last byte of code outside comments.
-fn logical_end(src: &[u8], start: usize) -> (usize, usize, Option<u8>) {
+/// physical lines it spans, and its last byte of code outside comments with
+/// where it stands.
+fn logical_end(src: &[u8], start: usize) -> (usize, usize, Option<(u8, usize)>) {
     let mut state = In::Code;
     let mut depth = 0usize;
     let mut physical = 1;
@@ -116,8 +129,8 @@ fn logical_end(src: &[u8], start: usize) -> (usize, usize, Option<u8>) {
                     }
                 } else if c == quote && (!triple || src[i..].starts_with(&[quote; 3])) {
                     state = In::Code;
-                    last = Some(quote);
                     i += if triple { 3 } else { 1 };
+                    last = Some((quote, i - 1));
                     continue;
                 }
             }
@@ -129,7 +142,7 @@ fn logical_end(src: &[u8], start: usize) -> (usize, usize, Option<u8>) {
                 b'\'' | b'"' => {
                     let triple = src[i..].starts_with(&[c; 3]);
                     state = In::Str { quote: c, triple };
-                    last = Some(c);
+                    last = Some((c, i));
                     i += if triple { 3 } else { 1 };
                     continue;
                 }
@@ -151,11 +164,38 @@ fn logical_end(src: &[u8], start: usize) -> (usize, usize, Option<u8>) {
             },
         }
         if !c.is_ascii_whitespace() {
-            last = Some(c);
+            last = Some((c, i));
         }
         i += 1;
     }
     (src.len(), physical, last)
+}
+
+/// Whether a logical line starts with the keyword of a compound statement,
+/// which opens a block and so must end with `:` (`match` and `case` are
+/// keywords only there, which is where this is asked).
+fn starts_block(text: &[u8]) -> bool {
+    let word_end = text
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .unwrap_or(text.len());
+    matches!(
+        &text[..word_end],
+        b"if"
+            | b"elif"
+            | b"else"
+            | b"for"
+            | b"while"
+            | b"def"
+            | b"class"
+            | b"try"
+            | b"except"
+            | b"finally"
+            | b"with"
+            | b"async"
+            | b"match"
+            | b"case"
+    )
 }
 
 /// A header's first words as a reading names it: `if`, `def greet`, `async def load`.
@@ -187,6 +227,7 @@ pub fn problems(src: &[u8]) -> Vec<Problem> {
     // Each level: its indentation, and the header line that opened it.
     let mut levels: Vec<(Indent, Option<usize>)> = vec![(flush, None)];
     let mut opener: Option<&Logical> = None;
+    let mut previous: Option<&Logical> = None;
     for l in &lines {
         let (top, within) = levels.last().copied().unwrap_or((flush, None));
         let column = l.indent.narrow;
@@ -195,7 +236,10 @@ pub fn problems(src: &[u8]) -> Vec<Problem> {
             if l.indent.narrow <= top.narrow {
                 out.push(tabs(l.line, column));
             } else if head.is_none() {
-                out.push(Problem::at(l.line, column, "unexpected indent").related(within));
+                out.push(match previous.filter(|p| p.keyword.is_some()) {
+                    Some(header) => no_colon(header),
+                    None => Problem::at(l.line, column, "unexpected indent").related(within),
+                });
             }
             levels.push((l.indent, head.map(|h| h.line).or(within)));
         } else {
@@ -205,6 +249,7 @@ pub fn problems(src: &[u8]) -> Vec<Problem> {
             dedent(&mut levels, l, &mut out);
         }
         opener = l.opens.as_ref().map(|_| l);
+        previous = Some(l);
     }
     if let Some(head) = opener {
         let end = src.iter().filter(|&&b| b == b'\n').count();
@@ -247,6 +292,22 @@ fn unindented_body(head: &Logical, line: usize, column: usize) -> Problem {
         ),
     )
     .related(Some(head.line))
+}
+
+/// A compound statement's header without its `:`, followed by an indented
+/// body: Python reads "expected ':'" at the header's end, not the indent.
+fn no_colon(header: &Logical) -> Problem {
+    let what = header.keyword.as_deref().unwrap_or_default();
+    let (line, column) = header.end;
+    Problem::at(
+        line,
+        column,
+        format!(
+            "expected `:` at the end of the `{what}` header on line {}",
+            header.line + 1
+        ),
+    )
+    .related(Some(header.line))
 }
 
 fn tabs(line: usize, column: usize) -> Problem {

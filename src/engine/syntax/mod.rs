@@ -354,6 +354,21 @@ fn hint(lang: &Lang, p: &Problem, src: &[u8]) -> String {
             layout::step(src)
         );
     }
+    if p.reading.starts_with("expected `:`") {
+        return format!(
+            "add the `:` at the end of line {}: a line that opens a block (`if`, `else`, `for`, \
+             `def`, …) ends with a colon; the indentation below it is right as it is",
+            p.line + 1
+        );
+    }
+    if let Some(token) = p.reading.strip_prefix("expected `") {
+        let token = token.split('`').next().unwrap_or_default();
+        return format!(
+            "the parser expected `{token}` at line {}, column {}: REPLACE left it out; add it there",
+            p.line + 1,
+            p.column + 1
+        );
+    }
     if p.reading.contains("indent") {
         return "make the changed lines' indentation match a level the surrounding block opened; \
                 resend the block with the file's own indentation"
@@ -739,5 +754,40 @@ mod tests {
         let f = broken("A.java", &old, &new);
         // The parser reads on into the next method, and stops at its header.
         assert_eq!(f.line, 57, "{f:?}");
+    }
+
+    /// `body_encode` of the Python standard library's `email/base64mime.py`.
+    const BODY_ENCODE: &str = "def body_encode(s, maxlinelen=76, eol=NL):\n    if not s:\n        return \"\"\n\n    encvec = []\n    max_unencoded = maxlinelen * 3 // 4\n    for i in range(0, len(s), max_unencoded):\n        # BAW: should encode() inherit b2a_base64()'s dubious behavior in\n        # adding a newline to the encoded string?\n        enc = b2a_base64(s[i:i + max_unencoded]).decode(\"ascii\")\n        if enc.endswith(NL) and eol != NL:\n            enc = enc[:-1] + eol\n        encvec.append(enc)\n    return EMPTYSTRING.join(encvec)\n";
+
+    #[test]
+    fn a_header_that_lost_its_colon_is_read_as_python_reads_it() {
+        let header = "        if enc.endswith(NL) and eol != NL:";
+        let new = BODY_ENCODE.replace(header, header.trim_end_matches(':'));
+        let f = broken("base64mime.py", BODY_ENCODE, &new);
+        assert_eq!((f.line, f.column), (11, 42), "{f:?}");
+        assert_eq!(
+            f.reading,
+            "expected `:` at the end of the `if` header on line 11"
+        );
+        assert!(
+            f.hint.starts_with("add the `:` at the end of line 11"),
+            "{}",
+            f.hint
+        );
+        assert!(!f.hint.contains("indentation match"), "{}", f.hint);
+        let old = "def f(a):\n    if a:\n        x = 1\n    else:\n        x = 2\n    return x\n";
+        let f = broken("a.py", old, &old.replace("    else:", "    else"));
+        assert_eq!((f.line, f.column), (4, 9), "{f:?}");
+        assert_eq!(
+            f.reading,
+            "expected `:` at the end of the `else` header on line 4"
+        );
+        // A line indented under no header at all is still an indent problem.
+        let f = broken(
+            "a.py",
+            old,
+            &old.replace("    return x", "        return x\n  y = 1"),
+        );
+        assert!(f.hint.contains("indentation"), "{f:?}");
     }
 }
