@@ -1350,3 +1350,24 @@ fn an_edit_of_a_file_a_patch_moved_is_told_where_it_went() {
     assert!(!text.contains("an empty SEARCH would create"), "{text}");
     assert!(text.contains("it moved to `c.txt`"), "{text}");
 }
+
+#[test]
+fn a_checkpoints_answer_gives_the_commands_for_this_project_not_a_placeholder() {
+    let p = project();
+    let src = p.path().to_str().unwrap();
+    let o = editfs(&["checkpoint", src, "start"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    let text = out(&o);
+    assert!(
+        text.contains(&format!("editfs rewind {src} --to start")),
+        "{text}"
+    );
+    assert!(!text.contains("SOURCE"), "{text}");
+    let o = editfs(&["rewind", src, "--to", "nowhere"], "", p.path());
+    assert!(!out(&o).contains("SOURCE"), "{}", out(&o));
+    assert!(
+        out(&o).contains(&format!("editfs history {src}")),
+        "{}",
+        out(&o)
+    );
+}

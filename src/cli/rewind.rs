@@ -116,7 +116,8 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<Ended, CommandError> {
         caller: None,
     };
     let result = rewind::mark(&store, args.name.as_deref(), &who);
-    let (text, json) = rewind::marked(&result);
+    let source = rewind::shell_word(&args.source);
+    let (text, json) = rewind::marked(&result, Some(&source));
     print!("{}", if args.json { json + "\n" } else { text });
     Ok(if result.is_ok() {
         Ended::Done

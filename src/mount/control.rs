@@ -942,7 +942,7 @@ impl Core {
         // Files made just before are on its side of the point.
         self.record_creations(true);
         let result = rewind::mark(&self.store, name, who);
-        let (text, json) = rewind::marked(&result);
+        let (text, json) = rewind::marked(&result, None);
         *self.state_report.lock() = Some(StateReport {
             text: text.clone(),
             json: json + "\n",

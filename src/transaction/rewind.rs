@@ -143,22 +143,41 @@ pub fn mark(store: &Store, name: Option<&str>, who: &Who) -> Result<LogEntry, Ma
     Ok(entry)
 }
 
+/// `path` as one word of a shell command line, quoted when it needs to be,
+/// for hints that give a command to run.
+pub fn shell_word(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 /// What a checkpoint request answers, as text and as JSON: its id and name,
 /// or why it was not recorded, with a hint.
-pub fn marked(result: &Result<LogEntry, MarkError>) -> (String, String) {
+/// `source` is the project's path for a command line's answer; `None` in a
+/// mount, whose answer names its control file instead.
+pub fn marked(result: &Result<LogEntry, MarkError>, source: Option<&str>) -> (String, String) {
     match result {
         Ok(e) => {
             let named = e
                 .name
                 .as_deref()
                 .map_or(String::new(), |n| format!(", named {n}"));
-            let text = format!(
-                "OK: checkpoint {}{named}\n\
-                 later: editfs diff SOURCE --since {point} shows what changed since, \
-                 editfs rewind SOURCE --to {point} puts it back\n",
-                e.tx,
-                point = e.name.clone().unwrap_or_else(|| e.tx.to_string()),
-            );
+            let point = e.name.clone().unwrap_or_else(|| e.tx.to_string());
+            let later = match source {
+                Some(s) => format!(
+                    "editfs diff {s} --since {point} shows what changed since, \
+                     editfs rewind {s} --to {point} puts it back"
+                ),
+                None => format!(
+                    "echo '--to {point} --dry-run' > .editfs/rewind shows what a rewind would \
+                     do, echo '--to {point}' > .editfs/rewind puts it back"
+                ),
+            };
+            let text = format!("OK: checkpoint {}{named}\nlater: {later}\n", e.tx);
             let json = serde_json::json!({
                 "outcome": "ok", "kind": "checkpoint", "tx": e.tx, "name": e.name, "time": e.time,
             });
@@ -527,6 +546,13 @@ pub fn time_of(entries: &[LogEntry], point: u64) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_in_a_hint_is_one_shell_word() {
+        assert_eq!(shell_word(Path::new("/srv/app-1/src")), "/srv/app-1/src");
+        assert_eq!(shell_word(Path::new("/srv/my app")), "'/srv/my app'");
+        assert_eq!(shell_word(Path::new("it's")), r"'it'\''s'");
+    }
     use crate::store::logline::FileEntry;
 
     fn line(tx: u64, kind: Kind, files: &[(&str, bool)]) -> LogEntry {

@@ -476,12 +476,16 @@ fn plan_rewind(
     point: &Point,
     force: bool,
 ) -> Result<Vec<Plan>, Refusal> {
+    let root = at.0;
     let p = point.resolve(entries).map_err(|why| {
-        refuse(
-            ErrorKind::NotFound,
-            why,
-            "editfs history lists the transactions and checkpoints (editfs checkpoint SOURCE NAME makes one)",
-        )
+        let hint = match root.mount {
+            Some(_) => "cat .editfs/history lists the transactions and checkpoints (echo NAME > .editfs/checkpoint makes one)".to_owned(),
+            None => format!(
+                "editfs history {0} lists the transactions and checkpoints (editfs checkpoint {0} NAME makes one)",
+                rewind::shell_word(root.path)
+            ),
+        };
+        refuse(ErrorKind::NotFound, why, &hint)
     })?;
     let mut plans = Vec::new();
     let mut outside = Vec::new();
@@ -501,13 +505,21 @@ fn plan_rewind(
                 outside.len(),
                 outside.join("; ")
             ),
-            &format!(
-                "to overwrite them anyway, add --force (editfs rewind SOURCE --to {point_arg} --force, or `--to {point_arg} --force` in .editfs/rewind)",
-                point_arg = match point {
+            &{
+                let point_arg = match point {
                     Point::Tx(tx) => tx.to_string(),
                     Point::Name(n) => n.clone(),
+                };
+                match root.mount {
+                    Some(_) => format!(
+                        "`editfs diff` on the project shows them; to overwrite them anyway: echo '--to {point_arg} --force' > .editfs/rewind"
+                    ),
+                    None => format!(
+                        "editfs diff {0} --since {point_arg} shows them; to overwrite them anyway: editfs rewind {0} --to {point_arg} --force",
+                        rewind::shell_word(root.path)
+                    ),
                 }
-            ),
+            },
         ));
     }
     Ok(plans)
