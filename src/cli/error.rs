@@ -16,9 +16,9 @@ pub enum Ended {
     Done,
     /// It ran a transaction (or said what one would do), which ended so.
     Transaction(Outcome),
-    /// It answered, but what it was asked for did not happen (a checkpoint
-    /// name taken): exit 1, its answer already printed.
-    Refused,
+    /// What it was asked for did not happen, and it said why itself (a
+    /// checkpoint's refusal printed, a daemon's failure in its log): exit 1.
+    Failed,
 }
 
 /// Why a command could not run.
@@ -81,7 +81,7 @@ impl From<StoreError> for CommandError {
 pub fn finish(cmd: &str, result: Result<Ended, CommandError>) -> ExitCode {
     match result {
         Ok(Ended::Done) => ExitCode::SUCCESS,
-        Ok(Ended::Refused) => ExitCode::FAILURE,
+        Ok(Ended::Failed) => ExitCode::FAILURE,
         Ok(Ended::Transaction(outcome)) => ExitCode::from(match outcome {
             Outcome::Ok => 0,
             Outcome::Failed => 1,
@@ -101,7 +101,7 @@ pub fn finish(cmd: &str, result: Result<Ended, CommandError>) -> ExitCode {
 }
 
 /// Exit code for a usage error, as clap uses.
-pub const USAGE: u8 = 2;
+const USAGE: u8 = 2;
 
 #[cfg(test)]
 mod tests {
@@ -111,7 +111,7 @@ mod tests {
     fn each_end_has_the_exit_code_the_contract_gives() {
         let code = |r| format!("{:?}", finish("test", r));
         assert_eq!(code(Ok(Ended::Done)), format!("{:?}", ExitCode::from(0)));
-        assert_eq!(code(Ok(Ended::Refused)), format!("{:?}", ExitCode::from(1)));
+        assert_eq!(code(Ok(Ended::Failed)), format!("{:?}", ExitCode::from(1)));
         let tx = |o| code(Ok(Ended::Transaction(o)));
         assert_eq!(tx(Outcome::Ok), format!("{:?}", ExitCode::from(0)));
         assert_eq!(tx(Outcome::Failed), format!("{:?}", ExitCode::from(1)));

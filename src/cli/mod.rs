@@ -65,15 +65,13 @@ enum Command {
     Rescue(mount::RescueArgs),
 }
 
-pub use error::USAGE;
-
 pub fn main() -> ExitCode {
     logging::init();
     let cli = Cli::parse_from(args());
     let (name, result) = match cli.command {
-        Command::Mount(args) => return mount::run(args),
-        Command::Unmount(args) => return mount::unmount(args),
-        Command::Rescue(args) => return mount::rescue(args),
+        Command::Mount(args) => ("mount", mount::run(args)),
+        Command::Unmount(args) => ("unmount", mount::unmount(args)),
+        Command::Rescue(args) => ("rescue", mount::rescue(args)),
         Command::Apply(args) => ("apply", apply::run(args)),
         Command::History(args) => ("history", history::history(args)),
         Command::Show(args) => ("show", history::show(args)),

@@ -4,7 +4,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,6 +13,7 @@ use clap::ArgAction;
 use editfs::mount::{self, BufferCaps, MountConfig, Policy, Settings, Suffixes};
 use editfs::store::Retention;
 
+use super::error::{CommandError, Ended};
 use super::options::EngineArgs;
 
 const MOUNT_HELP: &str = "\
@@ -141,7 +142,7 @@ pub struct RescueArgs {
 }
 
 /// Runs the watcher a daemon starts for itself; see `editfs::mount::rescue`.
-pub fn rescue(args: RescueArgs) -> ExitCode {
+pub fn rescue(args: RescueArgs) -> Result<Ended, CommandError> {
     // An inherited descriptor could be the connection itself, which would then
     // never close.
     // SAFETY: nothing in this process has opened a descriptor above 2 yet, so no
@@ -150,7 +151,7 @@ pub fn rescue(args: RescueArgs) -> ExitCode {
         libc::close_range(3, libc::c_uint::MAX, 0);
     }
     mount::rescue(args.pid, args.mountpoint);
-    ExitCode::SUCCESS
+    Ok(Ended::Done)
 }
 
 impl MountArgs {
@@ -253,15 +254,11 @@ fn absolute(p: &PathBuf) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.clone())
 }
 
-pub fn run(args: MountArgs) -> ExitCode {
+pub fn run(args: MountArgs) -> Result<Ended, CommandError> {
     // A usage error is told before any process starts.
-    let config = match args.config() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("editfs mount: {e}");
-            return ExitCode::from(super::USAGE);
-        }
-    };
+    let config = args
+        .config()
+        .map_err(|e| CommandError::usage(e.to_string()))?;
     if args.daemon {
         return daemonize(&args);
     }
@@ -306,7 +303,7 @@ pub fn run(args: MountArgs) -> ExitCode {
                 "editfs (pid {}) stopped: {why}",
                 std::process::id()
             ));
-            ExitCode::SUCCESS
+            Ok(Ended::Done)
         }
         Err(e) => {
             if report_ready {
@@ -318,9 +315,9 @@ pub fn run(args: MountArgs) -> ExitCode {
             } else if report_ready {
                 log_line(&format!("editfs (pid {pid}) did not start: {e}"));
             } else {
-                eprintln!("editfs mount: {e}");
+                return Err(CommandError::failed(e.to_string()));
             }
-            ExitCode::FAILURE
+            Ok(Ended::Failed)
         }
     }
 }
@@ -344,37 +341,22 @@ fn log_line(what: &str) {
 }
 
 /// Starts the mount in a new process and waits until it is ready or has failed.
-fn daemonize(args: &MountArgs) -> ExitCode {
-    let (source, mountpoint) = match mount::check_paths(&args.source, &args.mountpoint) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("editfs mount: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let state = match mount::state_dir(&source, args.state_dir.as_ref().map(absolute).as_deref()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("editfs mount: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+fn daemonize(args: &MountArgs) -> Result<Ended, CommandError> {
+    let failed = |e: &dyn std::fmt::Display| CommandError::failed(e.to_string());
+    let (source, mountpoint) =
+        mount::check_paths(&args.source, &args.mountpoint).map_err(|e| failed(&e))?;
+    let state = mount::state_dir(&source, args.state_dir.as_ref().map(absolute).as_deref())
+        .map_err(|e| failed(&e))?;
     let log = fs::create_dir_all(&state).and_then(|()| {
         OpenOptions::new()
             .create(true)
             .append(true)
             .open(state.join("daemon.log"))
     });
-    let log = match log {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!(
-                "editfs mount: cannot write {}: {e}",
-                state.join("daemon.log").display()
-            );
-            return ExitCode::FAILURE;
-        }
-    };
+    let log = log.map_err(|e| {
+        let log = state.join("daemon.log");
+        CommandError::failed(format!("cannot write {}: {e}", log.display()))
+    })?;
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("editfs"));
     let mut cmd = Command::new(exe);
     cmd.args(args.daemon_args(&source, &mountpoint))
@@ -396,24 +378,20 @@ fn daemonize(args: &MountArgs) -> ExitCode {
             Ok(())
         });
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("editfs mount: cannot start the daemon: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CommandError::failed(format!("cannot start the daemon: {e}")))?;
     let mut said = String::new();
     if let Some(mut out) = child.stdout.take() {
         let _ = out.read_to_string(&mut said);
     }
     if said.trim() == "ready" && !in_mount_table(&mountpoint) {
-        eprintln!(
-            "editfs mount: the daemon said ready, but {} is not in the mount table; see {}",
-            mountpoint.display(),
-            state.join("daemon.log").display()
+        let message = format!(
+            "the daemon said ready, but {} is not in the mount table",
+            mountpoint.display()
         );
-        return ExitCode::FAILURE;
+        let log = state.join("daemon.log");
+        return Err(CommandError::failed(message).hint(format!("see {}", log.display())));
     }
     if said.trim() == "ready" {
         println!(
@@ -424,7 +402,7 @@ fn daemonize(args: &MountArgs) -> ExitCode {
             state.join("daemon.log").display(),
             mountpoint.display()
         );
-        return ExitCode::SUCCESS;
+        return Ok(Ended::Done);
     }
     let _ = child.wait();
     let why = if said.trim().is_empty() {
@@ -435,8 +413,7 @@ fn daemonize(args: &MountArgs) -> ExitCode {
     } else {
         said.trim().to_owned()
     };
-    eprintln!("editfs mount: {why}");
-    ExitCode::FAILURE
+    Err(CommandError::failed(why))
 }
 
 /// Whether a FUSE mount stands at `mountpoint` as this process sees the mount
@@ -445,12 +422,8 @@ fn in_mount_table(mountpoint: &std::path::Path) -> bool {
     mount::mounted_at(mountpoint).is_some_and(|what| what.starts_with("fuse"))
 }
 
-pub fn unmount(args: UnmountArgs) -> ExitCode {
-    match mount::unmount(&args.mountpoint) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("editfs unmount: {}: {e}", args.mountpoint.display());
-            ExitCode::FAILURE
-        }
-    }
+pub fn unmount(args: UnmountArgs) -> Result<Ended, CommandError> {
+    mount::unmount(&args.mountpoint)
+        .map_err(|e| CommandError::failed(format!("{}: {e}", args.mountpoint.display())))?;
+    Ok(Ended::Done)
 }

@@ -122,7 +122,7 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<Ended, CommandError> {
     Ok(if result.is_ok() {
         Ended::Done
     } else {
-        Ended::Refused
+        Ended::Failed
     })
 }
 
