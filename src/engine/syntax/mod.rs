@@ -178,9 +178,9 @@ fn place(lang: &Lang, p: &Problem, src: &[u8]) -> SyntaxPlace {
 /// What the items around the change (window.rs) say on their own.
 enum Windowed {
     /// They settle it: they parse cleanly, their indentation too for Python
-    /// (an item starts flush left, where no block is open), or their
-    /// problems were all there in the same items of the old content. Then
-    /// the whole file need not be parsed.
+    /// (an item starts flush left, where no block is open). Then the whole
+    /// file need not be parsed. Problems they share with the old content
+    /// settle nothing: the window may have cut a string or comment in two.
     Settled(Verdict),
     /// Whole top-level items that parsed cleanly before the edit do not
     /// after it: the edit broke them, whatever the rest of the file holds.
@@ -203,16 +203,13 @@ fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Windowed> {
         first: offset + 1,
         last: offset + lines + 1,
     };
-    let clean = |kept, before| {
-        Windowed::Settled(Verdict::Clean {
-            parser: lang.parser,
-            kept,
-            before,
-            scope,
-        })
-    };
     if problems(lang, &new[range.clone()])?.is_empty() {
-        return Some(clean(0, None));
+        return Some(Windowed::Settled(Verdict::Clean {
+            parser: lang.parser,
+            kept: 0,
+            before: None,
+            scope,
+        }));
     }
     // An indented item read on its own may show what the whole file would
     // not; only whole top-level items are compared with the old ones.
@@ -227,13 +224,13 @@ fn in_window(lang: &Lang, old: &[u8], new: &[u8]) -> Option<Windowed> {
     let before = problems(lang, &old_part)?;
     let changes = Changes::between(&old_part, &part);
     let fresh = compare::fresh(&found, &before, &changes);
+    // Problems the old window had too may be the window's own (a docstring
+    // or block comment with a blank line and a flush-left line inside reads
+    // as an item's start and is cut in two): whether the file was already
+    // broken is for the full parse to say.
     match first_of(&fresh, &changes) {
         Some(p) if before.is_empty() => Some(Windowed::Broke(finding(lang, p, &part))),
-        None => Some(clean(
-            found.len(),
-            found.first().map(|p| place(lang, p, &part)),
-        )),
-        Some(_) => None,
+        _ => None,
     }
 }
 
@@ -455,18 +452,13 @@ mod tests {
         let (b, scope) = before("m.py", old, new);
         assert_eq!((b.line, b.column, scope), (2, 8, Scope::File));
         assert_eq!(b.reading, "the `(` on line 2 is never closed");
-        // In a long file, an edit to the broken item itself: read around the
-        // change alone, and named by the file's lines.
+        // In a long file, an edit to the broken item itself: the items around
+        // the change may have cut a string in two, so the whole file is read
+        // before it is said to have been broken.
         let old = python_functions(40).replace("    return 3\n", "    return print(3\n");
         let new = old.replace("if x > 3:", "if x > 33:");
         let (b, scope) = before("long.py", &old, &new);
-        assert_eq!(
-            scope,
-            Scope::Change {
-                first: 19,
-                last: 24
-            }
-        );
+        assert_eq!(scope, Scope::File);
         assert_eq!(b.line, 22);
         assert!(
             b.reading.starts_with("the `(` on line 22 "),
@@ -789,5 +781,28 @@ mod tests {
             &old.replace("    return x", "        return x\n  y = 1"),
         );
         assert!(f.hint.contains("indentation"), "{f:?}");
+    }
+
+    /// The head of the Python standard library's `email/base64mime.py`: its
+    /// docstring has blank lines followed by lines flush left.
+    const BASE64MIME_HEAD: &str = "# Copyright (C) 2002-2007 Python Software Foundation\n# Author: Ben Gertzfield\n# Contact: email-sig@python.org\n\n\"\"\"Base64 content transfer encoding per RFCs 2045-2047.\n\nThis module handles the content transfer encoding method defined in RFC 2045\nto encode arbitrary 8-bit data using the three 8-bit bytes in four 7-bit\ncharacters encoding known as Base64.\n\nIt is used in the MIME standards for email to attach images, audio, and text\nusing some 8-bit character sets to messages.\n\nThis module provides an interface to encode and decode both headers and bodies\nwith Base64 encoding.\n\nRFC 2045 defines a method for including character set information in an\n`encoded-word' in a header.  This method is commonly used for 8-bit real names\nin To:, From:, Cc:, etc. fields, as well as Subject: lines.\n\nThis module does not do the line wrapping or end-of-line character conversion\nnecessary for proper internationalized headers; it only does dumb encoding and\ndecoding.  To deal with the various line wrapping issues, use the email.header\nmodule.\n\"\"\"\n\n__all__ = [\n    'body_decode',\n    'body_encode',\n    'decode',\n    'decodestring',\n    'header_encode',\n    'header_length',\n    ]\n\n\nfrom base64 import b64encode\nfrom binascii import b2a_base64, a2b_base64\n\nCRLF = '\\r\\n'\nNL = '\\n'\nEMPTYSTRING = ''\n\n# See also Charset.py\nMISC_LEN = 7\n\n\n";
+
+    #[test]
+    fn an_edit_inside_a_docstring_of_a_sound_file_never_says_it_was_broken() {
+        let old = format!("{BASE64MIME_HEAD}{BODY_ENCODE}");
+        let line = "This module handles the content transfer encoding method defined in RFC 2045";
+        let new = old.replace(line, &format!("{line} (edited)"));
+        let verdict = check("base64mime.py", Some(old.as_bytes()), new.as_bytes());
+        assert!(
+            matches!(
+                verdict,
+                Verdict::Clean {
+                    kept: 0,
+                    before: None,
+                    ..
+                }
+            ),
+            "{verdict:?}"
+        );
     }
 }
