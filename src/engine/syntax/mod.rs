@@ -259,7 +259,9 @@ fn problems(lang: &Lang, src: &[u8]) -> Option<Vec<Problem>> {
     let tree = parse(lang, src)?;
     let mut found = match lang.layout {
         Layout::Offside => layout::problems(src),
-        Layout::None => Vec::new(),
+        // A shell's `case` patterns end with a `)` nothing opened.
+        Layout::None if lang.name == "Bash" => Vec::new(),
+        Layout::None => problem::stray_closer(&tree, src).into_iter().collect(),
     };
     found.extend(problem::of_tree(&tree, src));
     found.sort_by_key(|p| p.line);
@@ -349,6 +351,14 @@ fn hint(lang: &Lang, p: &Problem, src: &[u8]) -> String {
              REPLACE's lines keep the indentation they were sent with, relative to SEARCH",
             p.related.map_or(p.line, |r| r + 1),
             layout::step(src)
+        );
+    }
+    if let Some(rest) = p.reading.strip_prefix("an extra `") {
+        let bracket = rest.split('`').next().unwrap_or_default();
+        return format!(
+            "remove the `{bracket}` at line {} (or add the bracket it was meant to close): \
+             REPLACE has one more closing bracket than it opens",
+            p.line + 1
         );
     }
     if p.reading.starts_with("expected `:`") {
@@ -804,5 +814,35 @@ mod tests {
             ),
             "{verdict:?}"
         );
+    }
+
+    /// `file_name` of the `globset` crate's `src/pathutil.rs`, and the doc
+    /// comment after it, which holds backticks.
+    const GLOBSET_FILE_NAME: &str = "/// The final component of the path, if it is a normal file.\n///\n/// If the path terminates in `..`, or consists solely of a root of prefix,\n/// file_name will return `None`.\npub(crate) fn file_name<'a>(path: &Cow<'a, [u8]>) -> Option<Cow<'a, [u8]>> {\n    if path.is_empty() {\n        return None;\n    }\n    let last_slash = path.rfind_byte(b'/').map(|i| i + 1).unwrap_or(0);\n    let got = match *path {\n        Cow::Borrowed(path) => Cow::Borrowed(&path[last_slash..]),\n        Cow::Owned(ref path) => Cow::Owned(path[last_slash..].to_vec()),\n    };\n    if got == &b\"..\"[..] {\n        return None;\n    }\n    Some(got)\n}\n\n/// Return a file extension given a path's file name.\n///\n/// Note that this does NOT match the semantics of std::path::Path::extension.\n/// Namely, the extension includes the `.` and matching is otherwise more\n/// liberal. Specifically, the extension is:\n///\n/// * None, if the file name given is empty;\n/// * None, if there is no embedded `.`;\n/// * Otherwise, the portion of the file name starting with the final `.`.\npub(crate) fn file_name_ext<'a>(\n    name: &Cow<'a, [u8]>,\n) -> Option<Cow<'a, [u8]>> {\n    if name.is_empty() {\n        return None;\n    }\n    let last_dot_at = match name.rfind_byte(b'.') {\n        None => return None,\n        Some(i) => i,\n    };\n    Some(match *name {\n        Cow::Borrowed(name) => Cow::Borrowed(&name[last_dot_at..]),\n        Cow::Owned(ref name) => Cow::Owned(name[last_dot_at..].to_vec()),\n    })\n}\n";
+
+    #[test]
+    fn an_extra_closing_brace_is_told_at_its_own_line() {
+        let old = GLOBSET_FILE_NAME;
+        let at = "        return None;\n    }\n    Some(got)";
+        let new = old.replace(at, "        return None;\n    }\n    }\n    Some(got)");
+        let f = broken("pathutil.rs", old, &new);
+        assert_eq!((f.line, f.column), (17, 5), "{f:?}");
+        assert!(f.reading.starts_with("an extra `}`"), "{f:?}");
+        assert!(
+            f.hint.starts_with("remove the `}` at line 17"),
+            "{}",
+            f.hint
+        );
+        // One more after the function's own: that one closes nothing.
+        let new = old.replace("    Some(got)\n}\n", "    Some(got)\n}\n}\n");
+        let f = broken("pathutil.rs", old, &new);
+        assert_eq!((f.line, f.column), (19, 1), "{f:?}");
+    }
+
+    #[test]
+    fn quoted_text_with_backticks_keeps_its_quotes_whole() {
+        assert_eq!(problem::code("x = 1"), "`x = 1`");
+        assert_eq!(problem::code(".`"), "`` .` ``");
+        assert_eq!(problem::code("the `.` and"), "``the `.` and``");
     }
 }

@@ -102,15 +102,17 @@ fn unexpected(node: Node<'_>, src: &[u8]) -> Problem {
         Some(next) => (
             next.start_position(),
             format!(
-                "unexpected `{}` after `{before}`{}",
-                first_word(&src[next.start_byte()..]),
+                "unexpected {} after {}{}",
+                code(&first_word(&src[next.start_byte()..])),
+                code(&before),
                 open_part(node)
             ),
         ),
         None => (
             node.end_position(),
             format!(
-                "unexpected end of the file after `{before}`{}",
+                "unexpected end of the file after {}{}",
+                code(&before),
                 open_part(node)
             ),
         ),
@@ -306,6 +308,100 @@ fn article(noun: &str) -> String {
         true => format!("an {noun}"),
         false => format!("a {noun}"),
     }
+}
+
+/// `text` as code in a reading: between backticks, more of them than any run
+/// inside it, and a space inside them where it starts or ends with one (as
+/// Markdown reads it), so the backticks of a doc comment do not end it early.
+pub fn code(text: &str) -> String {
+    let longest = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or_default();
+    let fence = "`".repeat(longest + 1);
+    match longest > 0 && (text.starts_with('`') || text.ends_with('`')) {
+        true => format!("{fence} {text} {fence}"),
+        false => format!("{fence}{text}{fence}"),
+    }
+}
+
+/// A closing bracket that closes nothing, in a tree the parser could not
+/// read: the bracket an edit added too many. It is told where the parser
+/// would not see it (error recovery may report far below, at the first
+/// text it cannot fit): the closing brackets are paired with the opening
+/// ones, and when one is left over, the extra one is the last before it
+/// that closed a bracket opened at another indentation (a `}` that ends a
+/// function early), or else the one left over.
+pub fn stray_closer(tree: &Tree, src: &[u8]) -> Option<Problem> {
+    let root = tree.root_node();
+    if !root.has_error() {
+        return None;
+    }
+    let mut leaves = Vec::new();
+    collect_leaves(root, &mut leaves);
+    let mut open: Vec<Node<'_>> = Vec::new();
+    let mut suspect: Option<(Node<'_>, Node<'_>)> = None;
+    for leaf in leaves.into_iter().filter(|l| !l.is_missing()) {
+        match leaf.kind() {
+            "(" | "[" | "{" => open.push(leaf),
+            k @ (")" | "]" | "}") => match open.pop() {
+                Some(o) if counterpart(k) == Some(o.kind()) => {
+                    if first_on_line(leaf, src) && indent_of(leaf, src) != indent_of(o, src) {
+                        suspect = Some((leaf, o));
+                    }
+                }
+                Some(_) => return None,
+                None => return Some(extra(leaf, suspect)),
+            },
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The reading of closing bracket `left`, which closes nothing: the extra one
+/// is `suspect`'s, where one closed an opener at another indentation.
+fn extra(left: Node<'_>, suspect: Option<(Node<'_>, Node<'_>)>) -> Problem {
+    let at = |n: Node<'_>| n.start_position().row + 1;
+    let (line, reading) = match suspect {
+        Some((close, o)) => (
+            close.start_position(),
+            format!(
+                "an extra `{}`: this one closes the `{}` on line {}, which is indented otherwise, so the `{}` on line {} closes nothing",
+                close.kind(),
+                o.kind(),
+                at(o),
+                left.kind(),
+                at(left)
+            ),
+        ),
+        None => (
+            left.start_position(),
+            format!("an extra `{}`: it closes nothing", left.kind()),
+        ),
+    };
+    Problem {
+        line: line.row,
+        column: line.column,
+        span: (line.row, left.start_position().row),
+        reading,
+        related: suspect.map(|(_, o)| o.start_position().row),
+    }
+}
+
+/// The columns of blanks the line of `node` starts with.
+fn indent_of(node: Node<'_>, src: &[u8]) -> usize {
+    let start = node.start_byte() - node.start_position().column;
+    src[start..]
+        .iter()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count()
+}
+
+/// Whether `node` is the first text on its line.
+fn first_on_line(node: Node<'_>, src: &[u8]) -> bool {
+    indent_of(node, src) == node.start_position().column
 }
 
 /// `text` shortened for a reading, on a char boundary.
