@@ -51,7 +51,7 @@ the mount, .git/, paths editfs keeps no version of) are listed as not covered. O
 pub struct DiffArgs {
     /// The project directory (the one that was mounted)
     source: PathBuf,
-    /// The point: a checkpoint's name or a transaction id
+    /// The point: a checkpoint's name or a transaction id (0: the start of the history)
     #[arg(long, value_name = "TXID|NAME")]
     since: String,
     /// Only these files (relative to SOURCE, or absolute paths inside it)
@@ -87,7 +87,7 @@ not record is named and the rewind refused, unless --force. Inside a mount, writ
 pub struct RewindArgs {
     /// The project directory (the one that was mounted)
     source: PathBuf,
-    /// The point: a checkpoint's name or a transaction id
+    /// The point: a checkpoint's name or a transaction id (0: the start of the history)
     #[arg(long, value_name = "TXID|NAME")]
     to: String,
     /// Print what it would do (a diff per file) and change nothing

@@ -38,9 +38,11 @@ impl Point {
         }
     }
 
-    /// The id of the point in `entries`, or why it names none.
+    /// The id of the point in `entries`, or why it names none. Transaction 0
+    /// is the start of the history, before the first transaction.
     pub fn resolve(&self, entries: &[LogEntry]) -> Result<u64, String> {
         match self {
+            Point::Tx(0) => Ok(0),
             Point::Tx(tx) if entries.iter().any(|e| e.tx == *tx) => Ok(*tx),
             Point::Tx(tx) => Err(format!("no transaction {tx} in the log")),
             Point::Name(name) => entries
@@ -55,6 +57,7 @@ impl Point {
 impl std::fmt::Display for Point {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Point::Tx(0) => write!(f, "the start of the history"),
             Point::Tx(tx) => write!(f, "transaction {tx}"),
             Point::Name(name) => write!(f, "checkpoint {name}"),
         }
@@ -546,6 +549,13 @@ pub fn time_of(entries: &[LogEntry], point: u64) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transaction_0_is_the_start_of_the_history_and_other_ids_must_be_logged() {
+        assert_eq!(Point::Tx(0).resolve(&[]), Ok(0));
+        assert!(Point::Tx(7).resolve(&[]).is_err());
+        assert_eq!(Point::Tx(0).to_string(), "the start of the history");
+    }
 
     #[test]
     fn a_path_in_a_hint_is_one_shell_word() {
