@@ -245,23 +245,7 @@ fn a_committed_record_cut_short_is_no_commit_point() {
     let (root, state) = (p.root(), p.state());
     fs::write(state.join("tmp/t1"), "new").unwrap();
     journal::Journal::new(&state)
-        .write(&journal::Record {
-            tx: 3,
-            root: root.to_owned(),
-            committed: false,
-            files: vec![journal::Entry {
-                rel: "a".into(),
-                tmp: "t1".into(),
-                beside: false,
-                in_place: false,
-                inode: None,
-                remove: false,
-                sha256: None,
-                made: None,
-            }],
-            log: line(3),
-            inline: Vec::new(),
-        })
+        .write(&record(3, &root, false, vec![written("a", "t1")]))
         .unwrap();
     fs::write(state.join("journal/3.commit.json"), "{\"tx\": 3, \"ro").unwrap();
     let store = p.open();
@@ -321,16 +305,7 @@ fn recovery_rolls_a_committed_record_forward_and_a_prepared_one_back() {
     fs::write(root.join("a"), "old").unwrap();
     fs::write(state.join("tmp/t1"), "new").unwrap();
     fs::write(state.join("tmp/t2"), "never").unwrap();
-    let entry = |tmp: &str, rel: &str| journal::Entry {
-        rel: rel.into(),
-        tmp: tmp.into(),
-        beside: false,
-        in_place: false,
-        inode: None,
-        remove: false,
-        sha256: None,
-        made: None,
-    };
+    let entry = |tmp: &str, rel: &str| written(rel, tmp);
     let j = journal::Journal::new(&state);
     let log = line(1);
     j.write(&journal::Record {
@@ -406,14 +381,9 @@ fn committed_record(
     made: Option<journal::Made>,
 ) {
     let entry = |&(tmp, rel): &(&str, &str)| journal::Entry {
-        rel: rel.into(),
-        tmp: tmp.into(),
-        beside: false,
-        in_place: false,
-        inode: None,
-        remove: false,
         sha256: Some(sha256_hex(new)),
         made,
+        ..written(rel, tmp)
     };
     journal::Journal::new(state)
         .write(&journal::Record {
@@ -678,44 +648,43 @@ fn a_committed_removal_is_finished_by_recovery() {
     let (root, state) = (p.root(), p.state());
     fs::write(root.join("made"), "by tx 1").unwrap();
     journal::Journal::new(&state)
-        .write(&journal::Record {
-            tx: 2,
-            root: root.to_owned(),
-            committed: true,
-            files: vec![journal::Entry {
-                rel: "made".into(),
-                tmp: String::new(),
-                beside: false,
-                in_place: false,
-                inode: None,
-                remove: true,
-                sha256: None,
-                made: None,
-            }],
-            log: line(2),
-            inline: Vec::new(),
-        })
+        .write(&removal(2, "made", &root))
         .unwrap();
     let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [2]);
     assert!(!root.join("made").exists());
 }
 
+/// A committed record of `tx` that removes `rel`.
 fn removal(tx: u64, rel: &str, root: &Path) -> journal::Record {
+    let gone = journal::Entry {
+        remove: true,
+        ..written(rel, "")
+    };
+    record(tx, root, true, vec![gone])
+}
+
+/// The journal entry of `rel` written from the temporary file `tmp`.
+fn written(rel: &str, tmp: &str) -> journal::Entry {
+    journal::Entry {
+        rel: rel.into(),
+        tmp: tmp.into(),
+        beside: false,
+        in_place: false,
+        inode: None,
+        remove: false,
+        sha256: None,
+        made: None,
+    }
+}
+
+/// The record of `tx` under `root` for `files`, with its log line.
+fn record(tx: u64, root: &Path, committed: bool, files: Vec<journal::Entry>) -> journal::Record {
     journal::Record {
         tx,
         root: root.to_owned(),
-        committed: true,
-        files: vec![journal::Entry {
-            rel: rel.into(),
-            tmp: String::new(),
-            beside: false,
-            in_place: false,
-            inode: None,
-            remove: true,
-            sha256: None,
-            made: None,
-        }],
+        committed,
+        files,
         log: line(tx),
         inline: Vec::new(),
     }
