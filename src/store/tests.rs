@@ -245,7 +245,7 @@ fn a_committed_record_cut_short_is_no_commit_point() {
     let (root, state) = (p.root(), p.state());
     fs::write(state.join("tmp/t1"), "new").unwrap();
     journal::Journal::new(&state)
-        .write(&record(3, &root, false, vec![written("a", "t1")]))
+        .write(&record(3, root, false, vec![written("a", "t1")]))
         .unwrap();
     fs::write(state.join("journal/3.commit.json"), "{\"tx\": 3, \"ro").unwrap();
     let store = p.open();
@@ -648,7 +648,7 @@ fn a_committed_removal_is_finished_by_recovery() {
     let (root, state) = (p.root(), p.state());
     fs::write(root.join("made"), "by tx 1").unwrap();
     journal::Journal::new(&state)
-        .write(&removal(2, "made", &root))
+        .write(&removal(2, "made", root))
         .unwrap();
     let store = p.open();
     assert_eq!(store.recovered().rolled_forward, [2]);
