@@ -15,10 +15,13 @@ use crate::store::objects::{Objects, Side};
 pub const HEADER: &str =
     "TX     TIME                  OUTCOME   KIND    LINES       FILES  (WHO)\n";
 
-/// One line per transaction (on `path` only, if given), oldest first.
+/// One line per transaction (on `path` only, if given), by id: a line is
+/// logged when its transaction ends, which may be after a later one's.
 pub fn table(entries: &[LogEntry], path: Option<&str>) -> String {
+    let mut by_id: Vec<&LogEntry> = entries.iter().collect();
+    by_id.sort_by_key(|e| e.tx);
     let mut out = String::from(HEADER);
-    for e in entries {
+    for e in by_id {
         out.push_str(&row(e, path));
     }
     out

@@ -1371,3 +1371,26 @@ fn a_checkpoints_answer_gives_the_commands_for_this_project_not_a_placeholder() 
         out(&o)
     );
 }
+
+#[test]
+fn history_lists_transactions_by_id_whatever_order_their_lines_were_logged_in() {
+    let p = project();
+    for (from, to) in [("bee", "BEE"), ("BEE", "bee")] {
+        let payload = format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n");
+        let o = editfs(&["apply", "b.txt", "-"], &payload, p.path());
+        assert!(o.status.success(), "{}", out(&o));
+    }
+    let log = p.path().join(".editfs/log");
+    let text = fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    // As a file made through a mount is logged after a later transaction.
+    fs::write(&log, format!("{}\n{}\n", lines[1], lines[0])).unwrap();
+    let shown = out(&editfs(&["history", "."], "", p.path()));
+    let ids: Vec<&str> = shown
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(ids, ["1", "2"], "{shown}");
+}

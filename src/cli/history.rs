@@ -241,6 +241,10 @@ impl LogTail {
         self.ino = Some(meta.ino());
         out.extend(lines_from(Some(file), &mut self.read));
         out.retain(|e| self.printed.insert(e.tx));
+        // A line is appended when its transaction ends, which may be after a
+        // later one's (a file made through a mount is logged a moment after
+        // it took its id): shown by id, as the history is numbered.
+        out.sort_by_key(|e| e.tx);
         out
     }
 }
