@@ -2645,3 +2645,46 @@ fn spaces_added_to_a_tab_indented_file_warn_of_python_too() {
         warnings(&r)
     );
 }
+
+/// `unquote` of the Python standard library's `email/utils.py`.
+const EMAIL_UNQUOTE: &str = "def unquote(str):\n    \"\"\"Remove quotes from a string.\"\"\"\n    if len(str) > 1:\n        if str.startswith('\"') and str.endswith('\"'):\n            return str[1:-1].replace('\\\\\\\\', '\\\\').replace('\\\\\"', '\"')\n        if str.startswith('<') and str.endswith('>'):\n            return str[1:-1]\n    return str\n";
+
+/// A comment that only sounds like a placeholder is refused by default, and
+/// the hint names the per-payload override, which the marker line and the
+/// JSON field both give; the report notes it.
+#[test]
+fn a_comment_that_reads_as_a_placeholder_is_written_when_the_payload_says_so() {
+    let search = "        if str.startswith('<') and str.endswith('>'):\n            return str[1:-1]\n    return str\n";
+    let replace = "    # Strings without quotes are returned unchanged, the same as before.\n    return str\n";
+    let payload = block(search, replace);
+    let e = refused(EMAIL_UNQUOTE, &payload, "placeholder");
+    let hint = e.hint.unwrap_or_default();
+    assert!(hint.contains(":placeholder_check: off"), "{hint}");
+    assert!(hint.contains("\"placeholder_check\": \"off\""), "{hint}");
+    let want = EMAIL_UNQUOTE.replace(search, replace);
+    for payload in [
+        format!(":placeholder_check: off\n{payload}"),
+        payload.replace("SEARCH\n", "SEARCH\n:placeholder_check: off\n"),
+        serde_json::json!({"search": search, "replace": replace, "placeholder_check": "off"})
+            .to_string(),
+    ] {
+        let r = run(EMAIL_UNQUOTE, &payload);
+        assert_eq!(r.report.outcome, Outcome::Ok, "{payload}: {:?}", r.report);
+        assert_eq!(text(&r), want);
+        assert!(
+            r.report
+                .notes
+                .iter()
+                .any(|n| n.contains("placeholder_check")),
+            "{:?}",
+            r.report.notes
+        );
+    }
+    // Any other value is a mistake the payload is told of.
+    let wrong =
+        serde_json::json!({"search": search, "replace": replace, "placeholder_check": "no"});
+    let r = run(EMAIL_UNQUOTE, &wrong.to_string());
+    assert_eq!((r.report.outcome, r.written), (Outcome::Rejected, false));
+    let message = r.report.error.map(|e| e.message).unwrap_or_default();
+    assert!(message.contains("`placeholder_check` is `no`"), "{message}");
+}

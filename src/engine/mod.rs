@@ -324,6 +324,12 @@ fn run_parsed(
         }
         _ => opts,
     };
+    if parsed.operations.iter().any(|op| op.placeholders_kept) {
+        parsed.notes.push(
+            "the payload turned the placeholder rule off (`placeholder_check`): REPLACE lines that read as placeholders were written as sent"
+                .to_owned(),
+        );
+    }
     let budget = Budget::for_file(body.len(), opts.max_file);
     let mut tx = Transaction::new(name, doc, body, original.is_some(), opts, &budget);
     let mut ops: Vec<OpReport> = Vec::with_capacity(parsed.operations.len());

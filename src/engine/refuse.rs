@@ -40,7 +40,11 @@ type ShapeRule = fn(&Transaction<'_, '_>, &Operation) -> Result<(), Failure>;
 /// The rules read from an operation's shape, in the order they run.
 const SHAPE_RULES: &[ShapeRule] = &[
     // In prose, `#` opens a heading: only the plain placeholders are read.
-    |tx, op| refuse_placeholders(op, !tx.prose),
+    // The payload may say its placeholder-like lines are content.
+    |tx, op| match op.placeholders_kept {
+        true => Ok(()),
+        false => refuse_placeholders(op, !tx.prose),
+    },
     |_, op| refuse_diff_prefixes(op),
     |_, op| refuse_numbered_replace(op),
     // A prose file's own fence lines are content an edit may add or cut.
@@ -123,6 +127,9 @@ pub(super) enum Edge {
     After,
 }
 
+/// How a payload says a line that reads as a placeholder is content.
+const PLACEHOLDER_OFF: &str = "if that line is content, not a stand-in, send the payload again with `\"placeholder_check\": \"off\"` (JSON) or a line `:placeholder_check: off` above the first block";
+
 /// Refuses a REPLACE whose placeholder line stands for SEARCH lines it would
 /// delete, or for code beyond SEARCH that new lines were meant to pass.
 fn refuse_placeholders(op: &Operation, wide: bool) -> Result<(), Failure> {
@@ -154,7 +161,9 @@ fn refuse_placeholders(op: &Operation, wide: bool) -> Result<(), Failure> {
             loss.line + 1,
             quote(replace[loss.line])
         ),
-        "write out in REPLACE every line it keeps, or leave the unchanged lines out of both SEARCH and REPLACE; to elide, put the same `...` line in SEARCH and REPLACE at the same place",
+        format!(
+            "write out in REPLACE every line it keeps, or leave the unchanged lines out of both SEARCH and REPLACE; to elide, put the same `...` line in SEARCH and REPLACE at the same place; {PLACEHOLDER_OFF}"
+        ),
     ))
 }
 
@@ -171,7 +180,9 @@ fn misplaced(replace: &[&str], m: &placeholder::Misplaced) -> Failure {
             m.line + 1,
             replace[m.line].trim()
         ),
-        "include the code the placeholder stands for in both SEARCH and REPLACE, or drop the placeholder and anchor SEARCH on the lines around the place where the new code goes",
+        format!(
+            "include the code the placeholder stands for in both SEARCH and REPLACE, or drop the placeholder and anchor SEARCH on the lines around the place where the new code goes; {PLACEHOLDER_OFF}"
+        ),
     )
 }
 

@@ -31,6 +31,7 @@ const KNOWN: &[&str] = &[
     "expected_replacements",
     "if_match",
     "syntax_check",
+    "placeholder_check",
 ];
 
 pub fn parse(text: &str) -> Result<Payload, PayloadError> {
@@ -66,8 +67,17 @@ pub fn from_values(objects: Vec<Value>) -> Result<Payload, PayloadError> {
             return Err(field(index, "is not an object"));
         };
         let mut ops = object(index, &map, &mut payload.notes)?;
-        if syntax_off(index, &map)? {
+        if off(
+            index,
+            &map,
+            "syntax_check",
+            "write the file even if it no longer parses",
+        )? {
             ops.iter_mut().for_each(|op| op.syntax_off = true);
+        }
+        let kept = "write REPLACE lines that read as placeholders as they are";
+        if off(index, &map, "placeholder_check", kept)? {
+            ops.iter_mut().for_each(|op| op.placeholders_kept = true);
         }
         payload.operations.extend(ops);
     }
@@ -75,16 +85,21 @@ pub fn from_values(objects: Vec<Value>) -> Result<Payload, PayloadError> {
 }
 
 /// `"syntax_check": "off"` writes the object's file even if it no longer
-/// parses; `"on"` (the default) leaves the check as the mount or `apply` set it.
-fn syntax_off(index: usize, map: &Map<String, Value>) -> Result<bool, PayloadError> {
-    match string(index, map, &["syntax_check"])?.as_deref() {
+/// parses, `"placeholder_check": "off"` writes REPLACE lines that read as
+/// placeholders as they are; `"on"` (the default) leaves the check as it is.
+/// `does`: what `off` does, for the error of another value.
+fn off(
+    index: usize,
+    map: &Map<String, Value>,
+    name: &str,
+    does: &str,
+) -> Result<bool, PayloadError> {
+    match string(index, map, &[name])?.as_deref() {
         None | Some("on") => Ok(false),
         Some("off") => Ok(true),
         Some(other) => Err(field(
             index,
-            format!(
-                "`syntax_check` is `{other}`: it is `off` (write the file even if it no longer parses) or `on`"
-            ),
+            format!("`{name}` is `{other}`: it is `off` ({does}) or `on`"),
         )),
     }
 }

@@ -64,9 +64,14 @@ fn is_marker_like(line: &str) -> bool {
 
 fn hint_name(line: &str) -> Option<&'static str> {
     let t = line.trim_start();
-    [":start_line:", ":end_line:", SYNTAX_CHECK]
-        .into_iter()
-        .find(|h| t.starts_with(h))
+    [
+        ":start_line:",
+        ":end_line:",
+        SYNTAX_CHECK,
+        PLACEHOLDER_CHECK,
+    ]
+    .into_iter()
+    .find(|h| t.starts_with(h))
 }
 
 fn len_fits(n: usize, want: usize) -> bool {
@@ -122,10 +127,32 @@ pub fn has_blocks(text: &str) -> bool {
 /// of a SEARCH section, where `:start_line:` goes.
 const SYNTAX_CHECK: &str = ":syntax_check:";
 
-fn syntax_off(line: &str) -> bool {
-    line.trim()
-        .strip_prefix(SYNTAX_CHECK)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("off"))
+/// The hint that writes a REPLACE line that reads as a placeholder as it is
+/// (`:placeholder_check: off`, placed as `:syntax_check:` is): a comment that
+/// only sounds like one, such as a note that something is "the same as before".
+const PLACEHOLDER_CHECK: &str = ":placeholder_check:";
+
+/// The checks a payload's `:syntax_check: off` and `:placeholder_check: off`
+/// lines turned off.
+#[derive(Default)]
+struct Off {
+    syntax: bool,
+    placeholders: bool,
+}
+
+impl Off {
+    /// Whether `line` turns a check off; if so, it is noted.
+    fn read(&mut self, line: &str) -> bool {
+        let off = |name: &str| {
+            line.trim()
+                .strip_prefix(name)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("off"))
+        };
+        let (syntax, placeholders) = (off(SYNTAX_CHECK), off(PLACEHOLDER_CHECK));
+        self.syntax |= syntax;
+        self.placeholders |= placeholders;
+        syntax || placeholders
+    }
 }
 
 /// Reads a `:start_line:N` or `:end_line:N` hint line.
@@ -172,15 +199,12 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
     // The info string of the fence the next block stands in, if it has one.
     let mut info: Option<String> = None;
     let mut state = State::Outside;
-    let mut unchecked = false;
+    let mut off = Off::default();
     for (i, raw) in text.split('\n').enumerate() {
         let at = i + 1;
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         state = match state {
-            State::Outside if syntax_off(line) => {
-                unchecked = true;
-                State::Outside
-            }
+            State::Outside if off.read(line) => State::Outside,
             State::Outside => {
                 let next = outside(line, at, same_length, &mut ignored)
                     .map_err(|e| name_miswritten(e, text, at, "SEARCH"))?;
@@ -229,16 +253,10 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                             closer_for(text, open)
                         ),
                     ));
-                } else if lines.is_empty() && !ruled && syntax_off(line) {
-                    unchecked = true;
-                    State::Search {
-                        open,
-                        len,
-                        lines,
-                        near,
-                        ruled,
-                    }
-                } else if lines.is_empty() && !ruled && read_hint(line, at, &mut near)? {
+                } else if lines.is_empty()
+                    && !ruled
+                    && (off.read(line) || read_hint(line, at, &mut near)?)
+                {
                     State::Search {
                         open,
                         len,
@@ -248,7 +266,7 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
                     }
                 } else if lines.is_empty()
                     && !ruled
-                    && (near.is_some() || unchecked)
+                    && (near.is_some() || off.syntax || off.placeholders)
                     && is_hint_rule(line)
                 {
                     State::Search {
@@ -347,11 +365,9 @@ fn parse_with(text: &str, same_length: bool) -> Result<Payload, PayloadError> {
     if let Some(note) = ignored_note(&ignored) {
         payload.notes.push(note);
     }
-    if unchecked {
-        payload
-            .operations
-            .iter_mut()
-            .for_each(|op| op.syntax_off = true);
+    for op in &mut payload.operations {
+        op.syntax_off |= off.syntax;
+        op.placeholders_kept |= off.placeholders;
     }
     Ok(payload)
 }

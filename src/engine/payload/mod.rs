@@ -93,6 +93,10 @@ pub struct Operation {
     /// The payload said to write its file even if it no longer parses (JSON
     /// `"syntax_check": "off"`, a `:syntax_check: off` line in a block).
     pub syntax_off: bool,
+    /// The payload said its REPLACE lines that read as placeholders are
+    /// content (JSON `"placeholder_check": "off"`, a `:placeholder_check: off`
+    /// line in a block).
+    pub placeholders_kept: bool,
 }
 
 impl Operation {
@@ -117,6 +121,7 @@ impl Operation {
             end_of_file: false,
             insert_after: None,
             syntax_off: false,
+            placeholders_kept: false,
         }
     }
 }
