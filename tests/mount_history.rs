@@ -1064,3 +1064,32 @@ fn a_file_made_and_edited_at_once_through_the_mount_is_rewound_away() {
     assert!(!m.src.join("fresh.py").exists(), "{rewound}");
     assert!(!m.src.join("multi.py").exists(), "{rewound}");
 }
+
+/// A git diff sent to `.editfs/edit` again: its rename (`rename from`/`rename
+/// to`, with a hunk) and its deletion (`deleted file mode`, the file's lines
+/// listed) are already applied, as the `*** Begin Patch` form is; an edit of
+/// the file moved away is told where it went, not that it could be created.
+#[test]
+fn a_resent_git_diff_with_a_rename_and_a_deletion_through_the_mount_is_already_applied() {
+    let m = mount!();
+    let send = |patch: &str| m.sh(&format!("cat > .editfs/edit <<'PATCH'\n{patch}PATCH"));
+    let diff = "diff --git a/lib/util.txt b/lib/tools.txt\nsimilarity index 80%\nrename from lib/util.txt\nrename to lib/tools.txt\n--- a/lib/util.txt\n+++ b/lib/tools.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\ndiff --git a/lib/deep/a.txt b/lib/deep/a.txt\ndeleted file mode 100644\n--- a/lib/deep/a.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-alpha\n";
+    assert!(send(diff).status.success());
+    assert!(!m.src.join("lib/deep/a.txt").exists());
+    assert_eq!(m.ok("cat lib/tools.txt"), "one\nTWO\nthree\n");
+    let again = send(diff);
+    assert!(again.status.success(), "{again:?}");
+    let status = m.ok("cat .editfs/status");
+    assert!(status.starts_with("OK "), "{status}");
+    assert!(status.contains("an edit removed it"), "{status}");
+    assert!(status.contains("it was moved before"), "{status}");
+    let edit = send("lib/util.txt\n<<<<<<< SEARCH\ntwo\n=======\n2\n>>>>>>> REPLACE\n");
+    assert!(!edit.status.success(), "{edit:?}");
+    let status = m.ok("cat .editfs/status");
+    assert!(!status.contains("an empty SEARCH would create"), "{status}");
+    assert!(
+        status.contains("`lib/util.txt` was removed by transaction"),
+        "{status}"
+    );
+    assert!(status.contains("`lib/tools.txt`"), "{status}");
+}
