@@ -1394,3 +1394,32 @@ fn history_lists_transactions_by_id_whatever_order_their_lines_were_logged_in() 
         .collect();
     assert_eq!(ids, ["1", "2"], "{shown}");
 }
+
+#[test]
+fn a_rewind_is_logged_as_a_rewind_and_an_undo_as_an_undo() {
+    let p = project();
+    let src = p.path().to_str().unwrap();
+    assert!(
+        editfs(&["checkpoint", src, "start"], "", p.path())
+            .status
+            .success()
+    );
+    let payload = "<<<<<<< SEARCH\nbee\n=======\nBEE\n>>>>>>> REPLACE\n";
+    assert!(
+        editfs(&["apply", "b.txt", "-"], payload, p.path())
+            .status
+            .success()
+    );
+    let o = editfs(&["rewind", src, "--to", "start"], "", p.path());
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(
+        editfs(&["undo", src, "b.txt"], "", p.path())
+            .status
+            .success()
+    );
+    let kinds: Vec<String> = log_lines(p.path())
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(kinds, ["checkpoint", "edit", "rewind", "undo"], "{kinds:?}");
+}

@@ -15,6 +15,9 @@ pub enum Kind {
     Edit,
     /// A kept version restored.
     Undo,
+    /// Every file changed since a point restored as it was then, as one
+    /// transaction (an undo of many files, named for what was asked).
+    Rewind,
     /// A write that bypassed the control files (`sed -i`, an editor's save).
     Direct,
     /// A file removed through the mount.
@@ -29,6 +32,7 @@ impl Kind {
         match self {
             Kind::Edit => "edit",
             Kind::Undo => "undo",
+            Kind::Rewind => "rewind",
             Kind::Direct => "direct",
             Kind::Delete => "delete",
             Kind::Checkpoint => "checkpoint",

@@ -102,6 +102,14 @@ impl Request {
     }
 
     /// What a report names when the undo fails before it reaches a file.
+    /// The kind its log line says: a rewind, or an undo.
+    fn kind(&self) -> Kind {
+        match self.what {
+            What::Rewind(_) => Kind::Rewind,
+            _ => Kind::Undo,
+        }
+    }
+
     fn label(&self) -> String {
         match &self.what {
             What::File { rel, .. } => rel.clone(),
@@ -279,7 +287,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
     let reports = match plans {
         Ok(plans) if plans.is_empty() => {
             let undone = nothing_to_rewind(tx, req);
-            let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &[], who));
+            let _ = store.log(&log_entry(req.kind(), &undone.head(), &[], who));
             drop(lock);
             return left_as_is(undone, store.objects().state(), &entries, at, req);
         }
@@ -289,13 +297,13 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
             r.error = Some(*e);
             r.tx = tx;
             let undone = wrap(req, vec![r]);
-            log_failure(store, &undone, who);
+            log_failure(store, &undone, req, who);
             return undone;
         }
     };
     let undone = wrap(req, reports);
     if undone.head().outcome != Outcome::Ok {
-        log_failure(store, &undone, who);
+        log_failure(store, &undone, req, who);
         return undone;
     }
     // The walk of the project for what is left takes no lock a transaction waits for.
@@ -441,13 +449,13 @@ fn wrap(req: &Request, mut reports: Vec<Report>) -> Undone {
     }
 }
 
-fn log_failure(store: &Store, undone: &Undone, who: &Who) {
+fn log_failure(store: &Store, undone: &Undone, req: &Request, who: &Who) {
     let files: Vec<(&str, &Report)> = undone
         .files()
         .into_iter()
         .map(|r| (r.file.as_str(), r))
         .collect();
-    let _ = store.log(&log_entry(Kind::Undo, &undone.head(), &files, who));
+    let _ = store.log(&log_entry(req.kind(), &undone.head(), &files, who));
 }
 
 /// How each file `req` names is restored, or why the undo is refused.
@@ -843,7 +851,7 @@ fn commit(
         Undone::File(r) => r,
         Undone::Tx(m) => m.head(),
     };
-    let mut entry = log_entry(Kind::Undo, &head, &files, who);
+    let mut entry = log_entry(req.kind(), &head, &files, who);
     // A file recreated in directories made again for it: an undo of this undo
     // removes those directories with it.
     for (p, made) in plans.iter().zip(made) {
