@@ -1,6 +1,7 @@
 //! The README and the pages under `docs/` stay true: every link and `#anchor`
 //! resolves, the README stays short and gives the command CI runs, the code layout
-//! names every source file, and the configuration page every option `--help` has.
+//! names every source file, the configuration page every option `--help` has, and
+//! no folder of src/ imports itself in a circle (`scripts/check-import-cycles`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -283,6 +284,55 @@ fn the_code_layout_lists_every_source_file_and_no_other() {
     assert!(
         missing.is_empty() && gone.is_empty(),
         "docs/architecture.md's code layout misses {missing:?} and names files that do not exist: {gone:?}"
+    );
+}
+
+/// Runs `scripts/check-import-cycles` on the repository at `root`.
+fn check_import_cycles(root: &Path) -> std::process::Output {
+    std::process::Command::new("python3")
+        .arg(self::root().join("scripts/check-import-cycles"))
+        .arg(root)
+        .output()
+        .expect("python3 runs scripts/check-import-cycles")
+}
+
+#[test]
+fn no_folder_of_src_imports_itself_in_a_circle() {
+    let out = check_import_cycles(&root());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_import_circle_is_found_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("src/layer");
+    std::fs::create_dir_all(&folder).unwrap();
+    let files = [
+        ("lib.rs", "mod layer;\n"),
+        ("layer/mod.rs", "mod one;\nmod two;\nmod three;\n"),
+        ("layer/one.rs", "use super::{two::{self, Two}};\n"),
+        (
+            "layer/two.rs",
+            "pub struct Two;\nfn f() { crate::layer::three::g() }\n",
+        ),
+        (
+            "layer/three.rs",
+            "pub fn g() {}\n#[cfg(test)]\nmod tests {\n    use super::super::one;\n}\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.path().join("src").join(name), text).unwrap();
+    }
+    let out = check_import_cycles(dir.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "no circle found: {said}");
+    assert!(
+        said.contains("layer: import circle one -> two -> three -> one"),
+        "{said}"
     );
 }
 
