@@ -6,12 +6,13 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use editfs::engine::{Options, Outcome, Received};
-use editfs::store::trust::{self, Came, Held};
+use editfs::store::trust::Held;
 use editfs::store::{Retention, Store, atomic};
 use editfs::transaction::{self, Root, Target, Who, multi};
 
 use super::error::{CommandError, Ended};
 use super::options::EngineArgs;
+use super::state::state_for;
 
 const PAYLOAD_HELP: &str = "\
 Payload formats (detected automatically):
@@ -129,40 +130,6 @@ fn who() -> Who {
         pid: std::process::id(),
         command: "editfs apply".into(),
         caller: None,
-    }
-}
-
-/// The state directory an apply uses, held open: the one named with
-/// `--state-dir` (made if missing; an error if it cannot be used), else the
-/// nearest ancestor's `.editfs/` when it may be trusted (see trust.rs), else
-/// none. A found one passed over comes with a note for the report saying which
-/// and why: the edit goes on without snapshots, as with no state directory.
-fn state_for(
-    given: Option<&Path>,
-    file: &Path,
-) -> Result<(Option<Held>, Option<String>), CommandError> {
-    if let Some(dir) = given {
-        fs::create_dir_all(dir).map_err(|e| {
-            CommandError::failed(format!(
-                "cannot make the state directory {}: {e}",
-                dir.display()
-            ))
-        })?;
-        let held =
-            trust::hold(dir, Came::Given, true).map_err(|e| CommandError::failed(e.to_string()))?;
-        return Ok((Some(held), None));
-    }
-    let Some(found) = Store::find_for(file) else {
-        return Ok((None, None));
-    };
-    match trust::hold(&found, Came::Found, true) {
-        Ok(held) => Ok((Some(held), None)),
-        Err(why) => Ok((
-            None,
-            Some(format!(
-                "state directory not used: {why}; name it with --state-dir to use it anyway"
-            )),
-        )),
     }
 }
 

@@ -11,12 +11,12 @@ use editfs::engine::Outcome;
 use editfs::history;
 use editfs::store::logline::LogEntry;
 use editfs::store::objects::Objects;
-use editfs::store::trust::{self, Came, Held};
-use editfs::store::{STATE_DIR, Store, atomic, entries_in, removals};
+use editfs::store::{atomic, entries_in};
 use editfs::transaction::{Root, Who, undo};
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};
+use super::state::{note_interrupted, open, state_dir, undo_state_dir};
 
 #[derive(clap::Args)]
 #[command(
@@ -94,78 +94,6 @@ pub struct UndoArgs {
     state_dir: Option<PathBuf>,
     #[command(flatten)]
     color: ColorArg,
-}
-
-/// The state directory of `source`, which must exist, held open: the one named
-/// with `--state-dir`, else `SOURCE/.editfs` when it may be trusted (see
-/// trust.rs). With `written`, the store will be written: nothing inside may be
-/// a symbolic link.
-pub(super) fn state_dir(
-    source: &Path,
-    state: Option<&Path>,
-    written: bool,
-) -> Result<Held, CommandError> {
-    let (dir, came) = match state {
-        Some(d) => (d.to_owned(), Came::Given),
-        None => (source.join(STATE_DIR), Came::Found),
-    };
-    let held = trust::hold(&dir, came, written).map_err(|e| {
-        if e.missing() {
-            CommandError::failed(format!(
-                "{} has no state directory ({} does not exist)",
-                source.display(),
-                dir.display()
-            ))
-            .hint("a mount, an apply or a checkpoint of the project makes one")
-        } else {
-            CommandError::failed(format!("state directory not used: {e}"))
-                .hint("name it with --state-dir to use it anyway")
-        }
-    })?;
-    if !removals::wait_filed(&held.path(), FILING_WAIT) {
-        eprintln!(
-            "editfs: removals made through a mount are not in the history yet: the mount, or the next mount, apply or undo, files them"
-        );
-    }
-    Ok(held)
-}
-
-/// How long history waits for a mount to file the removals it has just made.
-const FILING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The state directory an undo works on: never the mount's read-only view of
-/// it, which has the control file `undo` but no lock.
-pub(super) fn undo_state_dir(source: &Path, state: Option<&Path>) -> Result<Held, CommandError> {
-    let dir = state.map_or_else(|| source.join(STATE_DIR), Path::to_owned);
-    if dir.join("undo").exists() && !dir.join("lock").exists() {
-        let message = format!("{} is an editfs mount point", source.display());
-        return Err(CommandError::failed(message).hint(format!(
-            "give the project directory, or work through the mount: `echo 'PATH [TXID]' | cat > {}`, `echo NAME | cat > {}`, `echo '--to NAME' | cat > {}`",
-            dir.join("undo").display(),
-            dir.join("checkpoint").display(),
-            dir.join("rewind").display()
-        )));
-    }
-    state_dir(source, state, true)
-}
-
-pub(super) fn open(dir: &Path) -> Result<Store, CommandError> {
-    let store = Store::open(dir)?;
-    if !store.recovered().is_empty() {
-        eprintln!("editfs: {}", store.recovered());
-    }
-    Ok(store)
-}
-
-/// Says so when a commit was cut short: history only reads, so it leaves the
-/// recovery to the next command that writes.
-fn note_interrupted(dir: &Path) {
-    let pending = editfs::store::journal::Journal::new(dir).interrupted();
-    if pending > 0 {
-        eprintln!(
-            "editfs: {pending} interrupted commit(s) in the journal: the next mount, apply or undo completes or discards them"
-        );
-    }
 }
 
 pub fn history(args: HistoryArgs) -> Result<Ended, CommandError> {

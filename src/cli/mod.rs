@@ -16,6 +16,7 @@ mod mount;
 mod options;
 mod prompt;
 mod rewind;
+mod state;
 
 use std::process::ExitCode;
 

@@ -17,7 +17,8 @@ use editfs::transaction::{Root, Who, undo};
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};
-use super::history::{Restore, open, restore, state_dir, undo_state_dir};
+use super::history::{Restore, restore};
+use super::state::{made_state_dir, open, state_dir, undo_state_dir};
 
 #[derive(clap::Args)]
 #[command(
@@ -124,26 +125,6 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<Ended, CommandError> {
     } else {
         Ended::Failed
     })
-}
-
-/// Makes the state directory a checkpoint goes in when it does not exist yet:
-/// a checkpoint is what one takes before the first change, maybe before any
-/// mount. Only its owner may open it, as a mount makes it.
-fn made_state_dir(source: &Path, given: Option<&Path>) -> Result<(), CommandError> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = given.map_or_else(|| source.join(editfs::store::STATE_DIR), Path::to_owned);
-    if !source.is_dir() {
-        let message = format!("{} is not a directory", source.display());
-        return Err(CommandError::failed(message).hint("give the project's directory"));
-    }
-    match fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(CommandError::failed(format!(
-            "cannot make the state directory {}: {e}",
-            dir.display()
-        ))),
-    }
 }
 
 pub fn rewind(args: RewindArgs) -> Result<Ended, CommandError> {
