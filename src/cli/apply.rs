@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use editfs::engine::{Options, Outcome, Received};
 use editfs::store::trust::Held;
 use editfs::store::{Retention, Store, atomic};
-use editfs::transaction::{self, Root, Target, Who, multi};
+use editfs::transaction::{self, Root, Target, multi};
 
 use super::error::{CommandError, Ended};
 use super::options::EngineArgs;
-use super::state::state_for;
+use super::state::{StateArgs, open};
 
 const PAYLOAD_HELP: &str = "\
 Payload formats (detected automatically):
@@ -57,7 +57,8 @@ none are kept.";
 #[derive(clap::Args)]
 #[command(
     about = "Apply a payload of edits to FILE (or, with --multi, to files under ROOT); print the report",
-    after_help = PAYLOAD_HELP
+    after_help = PAYLOAD_HELP,
+    mut_arg("state_dir", |a| a.help("Where versions and the log are kept (default: the nearest ancestor's .editfs/)"))
 )]
 pub struct Args {
     /// The file to edit (an empty SEARCH creates it); with --multi, the payload
@@ -79,9 +80,8 @@ pub struct Args {
     dry_run: bool,
     #[command(flatten)]
     engine: EngineArgs,
-    /// Where to keep snapshots and the log (default: the nearest ancestor's .editfs/)
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    state: StateArgs,
     /// Versions kept per file, before and after (the oldest go first)
     #[arg(long, value_name = "N", default_value_t = 100)]
     keep: usize,
@@ -125,34 +125,17 @@ pub fn run(args: Args) -> Result<Ended, CommandError> {
     ))
 }
 
-fn who() -> Who {
-    Who {
-        pid: std::process::id(),
-        command: "editfs apply".into(),
-        caller: None,
-    }
-}
-
-/// Opens the state directory, saying what it recovered from a crash.
-/// The store a run keeps its versions and log in; none for a dry run, which
-/// writes nothing there (not even a recovery).
+/// The store a run keeps its versions and log in; none without a state
+/// directory, or for a dry run, which writes nothing there (not even a recovery).
 fn stored(args: &Args, state: Option<&Path>) -> Result<Option<Store>, CommandError> {
-    match args.dry_run {
-        true => Ok(None),
-        false => open_store(state, args.keep),
-    }
-}
-
-fn open_store(state: Option<&Path>, keep: usize) -> Result<Option<Store>, CommandError> {
     let retention = Retention {
-        keep,
+        keep: args.keep,
         ..Retention::default()
     };
-    let store = state.map(|d| Store::open_with(d, retention)).transpose()?;
-    if let Some(s) = store.as_ref().filter(|s| !s.recovered().is_empty()) {
-        eprintln!("editfs: {}", s.recovered());
+    match state {
+        Some(dir) if !args.dry_run => open(dir, retention).map(Some),
+        _ => Ok(None),
     }
-    Ok(store)
 }
 
 fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
@@ -162,7 +145,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
         .ok_or_else(|| CommandError::usage("FILE is missing").hint("see editfs apply --help"))?;
     let path = resolve(given)?;
     let payload = read_payload(args.payload.as_deref(), opts.max_payload)?;
-    let (held, passed_over) = state_for(args.state_dir.as_deref(), &path)?;
+    let (held, passed_over) = args.state.for_file(&path)?;
     let state = held.as_ref().map(Held::path);
     let store = stored(args, state.as_deref())?;
     // Inside the project that holds the state directory, paths (in reports too) are
@@ -189,7 +172,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
         }
     };
     let dir = atomic::open_dir(&root)?;
-    let who = who();
+    let who = super::who("editfs apply");
     let target = Target {
         root: Root {
             fd: dir.as_fd(),
@@ -231,7 +214,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, Co
     let root = fs::canonicalize(root)
         .map_err(|e| CommandError::usage(format!("ROOT {}: {e}", root.display())))?;
     let payload = read_payload(args.file.as_deref(), opts.max_payload)?;
-    let (held, passed_over) = state_for(args.state_dir.as_deref(), &root.join("x"))?;
+    let (held, passed_over) = args.state.for_file(&root.join("x"))?;
     let state = held.as_ref().map(Held::path);
     let store = stored(args, state.as_deref())?;
     // ROOT inside the project that holds the state directory: the payload's
@@ -251,8 +234,16 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, Co
     };
     let payload = Received::cut(&payload.0, payload.1);
     let mut report = match args.dry_run {
-        true => multi::Plan::parse(root, payload, opts).dry_run(root, opts, &who()),
-        false => multi::run(store.as_ref(), root, payload, opts, &who()),
+        true => {
+            multi::Plan::parse(root, payload, opts).dry_run(root, opts, &super::who("editfs apply"))
+        }
+        false => multi::run(
+            store.as_ref(),
+            root,
+            payload,
+            opts,
+            &super::who("editfs apply"),
+        ),
     };
     report.notes.splice(0..0, passed_over);
     if let Some(s) = store.as_ref() {

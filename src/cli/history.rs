@@ -3,20 +3,19 @@
 use std::collections::HashSet;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use editfs::engine::Outcome;
 use editfs::history;
 use editfs::store::logline::LogEntry;
 use editfs::store::objects::Objects;
-use editfs::store::{atomic, entries_in};
-use editfs::transaction::{Root, Who, undo};
+use editfs::store::{Retention, entries_in};
+use editfs::transaction::undo;
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};
-use super::state::{note_interrupted, open, state_dir, undo_state_dir};
+use super::state::{ProjectArgs, note_interrupted, open};
+use super::who;
 
 #[derive(clap::Args)]
 #[command(
@@ -25,13 +24,10 @@ use super::state::{note_interrupted, open, state_dir, undo_state_dir};
 (MOUNT/.editfs is the state seen through the mount)."
 )]
 pub struct HistoryArgs {
-    /// The project directory (the one that was mounted), or its mount point
-    source: PathBuf,
+    #[command(flatten)]
+    project: ProjectArgs,
     /// A file: relative to SOURCE (`src/x.rs`, `./src/x.rs`) or an absolute path inside it
     path: Option<String>,
-    /// The state directory, when it is not SOURCE/.editfs
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
     /// After the table, print each new transaction as it is logged, until interrupted
     #[arg(long, short = 'f')]
     follow: bool,
@@ -40,16 +36,13 @@ pub struct HistoryArgs {
 #[derive(clap::Args)]
 #[command(
     about = "Show transaction TXID as a diff of the files it changed",
-    after_help = "Only reads, as history does."
+    after_help = "Only reads, as history does: SOURCE may be a mount point."
 )]
 pub struct ShowArgs {
-    /// The project directory (the one that was mounted), or its mount point
-    source: PathBuf,
+    #[command(flatten)]
+    project: ProjectArgs,
     /// The transaction id, as `history` lists it
     txid: u64,
-    /// The state directory, when it is not SOURCE/.editfs
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
     #[command(flatten)]
     color: ColorArg,
 }
@@ -69,8 +62,8 @@ mount, write `PATH [TXID] [--force]` or `--tx TXID [--force]` to .editfs/undo an
 editfs undo SOURCE --tx TXID [--force] [--json] [--dry-run]"
 )]
 pub struct UndoArgs {
-    /// The project directory (the one that was mounted)
-    source: PathBuf,
+    #[command(flatten)]
+    project: ProjectArgs,
     /// The file: relative to SOURCE or an absolute path inside it
     path: Option<String>,
     /// Restore PATH as it was before this transaction (default: its latest)
@@ -79,30 +72,35 @@ pub struct UndoArgs {
     /// Restore every file of this transaction as it was before it, as one transaction
     #[arg(long, value_name = "TXID", conflicts_with_all = ["path", "to"])]
     tx: Option<u64>,
-    /// Overwrite changes made outside editfs since its latest recorded transaction
+    #[command(flatten)]
+    how: RestoreArgs,
+}
+
+/// The options undo and rewind share.
+#[derive(clap::Args)]
+pub(super) struct RestoreArgs {
+    /// Overwrite changes made outside editfs since its latest record of a file (without
+    /// it, such a file is named and nothing is restored)
     #[arg(long)]
     force: bool,
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
-    /// Print what the undo would change (a diff per file) and change nothing: no file,
-    /// no transaction id, no log line; exit 1 if it would be refused
+    /// Print what it would change (a diff per file) and change nothing: no file, no
+    /// transaction id, no log line; exit 1 if it would be refused
     #[arg(long)]
     dry_run: bool,
-    /// The state directory, when it is not SOURCE/.editfs
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
     #[command(flatten)]
     color: ColorArg,
 }
 
 pub fn history(args: HistoryArgs) -> Result<Ended, CommandError> {
-    let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+    let held = args.project.read()?;
     let dir = held.path();
     let path = args
         .path
         .as_deref()
-        .map(|p| history::project_path(&args.source, p))
+        .map(|p| args.project.path(p))
         .transpose()
         .map_err(CommandError::usage)?;
     note_interrupted(&dir);
@@ -196,7 +194,7 @@ fn lines_from(file: Option<fs::File>, read: &mut u64) -> Vec<LogEntry> {
 }
 
 pub fn show(args: ShowArgs) -> Result<Ended, CommandError> {
-    let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+    let held = args.project.read()?;
     let dir = held.path();
     note_interrupted(&dir);
     let text = history::show(&entries_in(&dir), &dir, args.txid).map_err(CommandError::failed)?;
@@ -208,7 +206,7 @@ pub fn undo(args: UndoArgs) -> Result<Ended, CommandError> {
     let rel = args
         .path
         .as_deref()
-        .map(|p| history::project_path(&args.source, p))
+        .map(|p| args.project.path(p))
         .transpose()
         .map_err(CommandError::failed)?;
     let what = match (rel, args.tx) {
@@ -219,57 +217,36 @@ pub fn undo(args: UndoArgs) -> Result<Ended, CommandError> {
             return Err(e.hint("give PATH or --tx TXID (editfs history lists them)"));
         }
     };
+    restore(&args.project, what, &args.how, "editfs undo")
+}
+
+/// Runs the undo or rewind of `what` on the project (or, with `--dry-run`,
+/// says what it would do, opening no store) for `command`, the command line
+/// the log names; prints the report as text or JSON.
+pub(super) fn restore(
+    project: &ProjectArgs,
+    what: undo::What,
+    how: &RestoreArgs,
+    command: &str,
+) -> Result<Ended, CommandError> {
+    let held = project.write()?;
+    let state = held.path();
+    let opened = project.root()?;
+    let root = opened.root();
     let req = undo::Request {
         what,
-        force: args.force,
-    };
-    let how = Restore {
-        command: "editfs undo",
-        dry_run: args.dry_run,
-        json: args.json,
-    };
-    let (text, outcome) = restore(&args.source, args.state_dir.as_deref(), &req, how)?;
-    let _ = args.color.print(&text);
-    Ok(Ended::Transaction(outcome))
-}
-
-/// How `restore` runs and answers.
-pub(super) struct Restore {
-    /// The command line the log names.
-    pub command: &'static str,
-    pub dry_run: bool,
-    pub json: bool,
-}
-
-/// Runs the undo or rewind `req` on `source` (or, with `dry_run`, says what it
-/// would do, opening no store); returns the report as text or JSON, and its outcome.
-pub(super) fn restore(
-    source: &Path,
-    state_dir: Option<&Path>,
-    req: &undo::Request,
-    how: Restore,
-) -> Result<(String, Outcome), CommandError> {
-    let held = undo_state_dir(source, state_dir)?;
-    let state = held.path();
-    let root = fs::canonicalize(source)
-        .map_err(|e| CommandError::failed(format!("{}: {e}", source.display())))?;
-    let dir = atomic::open_dir(&root)?;
-    let root = Root {
-        fd: dir.as_fd(),
-        path: &root,
-        mount: None,
-        from: Path::new(""),
+        force: how.force,
     };
     let undone = if how.dry_run {
-        undo::preview(&Objects::new(&state), entries_in(&state), (root, None), req)
+        undo::preview(
+            &Objects::new(&state),
+            entries_in(&state),
+            (root, None),
+            &req,
+        )
     } else {
-        let store = open(&state)?;
-        let who = Who {
-            pid: std::process::id(),
-            command: how.command.into(),
-            caller: None,
-        };
-        let undone = undo::run(&store, root, req, &who);
+        let store = open(&state, Retention::default())?;
+        let undone = undo::run(&store, root, &req, &who(command));
         for r in undone.files().into_iter().filter(|r| r.tx > 0) {
             store.share_report(&r.file, r);
         }
@@ -280,5 +257,6 @@ pub(super) fn restore(
     } else {
         undone.to_string()
     };
-    Ok((text, undone.head().outcome))
+    let _ = how.color.print(&text);
+    Ok(Ended::Transaction(undone.head().outcome))
 }

@@ -88,6 +88,15 @@ pub fn main() -> ExitCode {
     error::finish(name, result)
 }
 
+/// This process, as the log names the transactions `command` makes.
+fn who(command: &str) -> editfs::transaction::Who {
+    editfs::transaction::Who {
+        pid: std::process::id(),
+        command: command.into(),
+        caller: None,
+    }
+}
+
 /// The process's arguments, with the form mount(8) uses rewritten into `editfs mount`.
 fn args() -> Vec<std::ffi::OsString> {
     let cmd = Cli::command();

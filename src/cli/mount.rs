@@ -15,6 +15,7 @@ use editfs::store::Retention;
 
 use super::error::{CommandError, Ended};
 use super::options::EngineArgs;
+use super::state::StateArgs;
 
 const MOUNT_HELP: &str = "\
 Every regular file F under MOUNT gets three virtual siblings, not shown by ls:
@@ -66,9 +67,8 @@ pub struct MountArgs {
     mountpoint: PathBuf,
     #[command(flatten)]
     engine: EngineArgs,
-    /// Where to keep snapshots and the log (default: SOURCE/.editfs)
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    state: StateArgs,
     /// Refuse direct writes to existing files, and removing, renaming or replacing them
     /// (EROFS): every change goes through F.edit; new files may still be created
     #[arg(long)]
@@ -173,7 +173,7 @@ impl MountArgs {
         Ok(MountConfig {
             source: self.source.clone(),
             mountpoint: self.mountpoint.clone(),
-            state_dir: self.state_dir.clone(),
+            state_dir: self.state.given().map(Path::to_owned),
             settings: Settings {
                 suffixes: Suffixes {
                     edit: self.edit_suffix.clone(),
@@ -216,7 +216,7 @@ impl MountArgs {
             mountpoint.display().to_string(),
         ];
         a.extend(self.engine.to_args());
-        if let Some(d) = &self.state_dir {
+        if let Some(d) = self.state.given() {
             a.push(format!("--state-dir={}", absolute(d).display()));
         }
         for (on, flag) in [
@@ -250,8 +250,8 @@ impl MountArgs {
     }
 }
 
-fn absolute(p: &PathBuf) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.clone())
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
 }
 
 pub fn run(args: MountArgs) -> Result<Ended, CommandError> {
@@ -345,7 +345,7 @@ fn daemonize(args: &MountArgs) -> Result<Ended, CommandError> {
     let failed = |e: &dyn std::fmt::Display| CommandError::failed(e.to_string());
     let (source, mountpoint) =
         mount::check_paths(&args.source, &args.mountpoint).map_err(|e| failed(&e))?;
-    let state = mount::state_dir(&source, args.state_dir.as_ref().map(absolute).as_deref())
+    let state = mount::state_dir(&source, args.state.given().map(absolute).as_deref())
         .map_err(|e| failed(&e))?;
     let log = fs::create_dir_all(&state).and_then(|()| {
         OpenOptions::new()

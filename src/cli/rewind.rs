@@ -4,21 +4,20 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs;
-use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
 
 use editfs::engine::diff::file_diff;
 use editfs::engine::report::shown_name;
-use editfs::store::entries_in;
 use editfs::store::logline::count_changes;
 use editfs::store::objects::Objects;
+use editfs::store::{Retention, entries_in};
 use editfs::transaction::rewind::{self, NetChange, Point};
-use editfs::transaction::{Root, Who, undo};
+use editfs::transaction::undo;
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};
-use super::history::{Restore, restore};
-use super::state::{made_state_dir, open, state_dir, undo_state_dir};
+use super::history::{RestoreArgs, restore};
+use super::state::{ProjectArgs, open};
+use super::who;
 
 #[derive(clap::Args)]
 #[command(
@@ -29,16 +28,13 @@ the same handle or .editfs/status. Later: `editfs diff SOURCE --since NAME` show
 since, `editfs rewind SOURCE --to NAME` puts it back."
 )]
 pub struct CheckpointArgs {
-    /// The project directory (the one that was mounted)
-    source: PathBuf,
+    #[command(flatten)]
+    project: ProjectArgs,
     /// A name for it: one word, not digits alone, unique in the history
     name: Option<String>,
     /// Print the answer as JSON
     #[arg(long)]
     json: bool,
-    /// The state directory, when it is not SOURCE/.editfs
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -50,8 +46,8 @@ similarity, with the changes between them). Files the history has no record of c
 the mount, .git/, paths editfs keeps no version of) are listed as not covered. Only reads."
 )]
 pub struct DiffArgs {
-    /// The project directory (the one that was mounted)
-    source: PathBuf,
+    #[command(flatten)]
+    project: ProjectArgs,
     /// The point: a checkpoint's name or a transaction id (0: the start of the history)
     #[arg(long, value_name = "TXID|NAME")]
     since: String,
@@ -66,9 +62,6 @@ pub struct DiffArgs {
     /// Print the changes as JSON
     #[arg(long)]
     json: bool,
-    /// The state directory, when it is not SOURCE/.editfs
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
     #[command(flatten)]
     color: ColorArg,
 }
@@ -86,38 +79,20 @@ not record is named and the rewind refused, unless --force. Inside a mount, writ
 `--to TXID|NAME [--dry-run] [--force]` to .editfs/rewind."
 )]
 pub struct RewindArgs {
-    /// The project directory (the one that was mounted)
-    source: PathBuf,
+    #[command(flatten)]
+    project: ProjectArgs,
     /// The point: a checkpoint's name or a transaction id (0: the start of the history)
     #[arg(long, value_name = "TXID|NAME")]
     to: String,
-    /// Print what it would do (a diff per file) and change nothing
-    #[arg(long)]
-    dry_run: bool,
-    /// Overwrite changes made outside editfs
-    #[arg(long)]
-    force: bool,
-    /// Print the report as JSON
-    #[arg(long)]
-    json: bool,
-    /// The state directory, when it is not SOURCE/.editfs
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
     #[command(flatten)]
-    color: ColorArg,
+    how: RestoreArgs,
 }
 
 pub fn checkpoint(args: CheckpointArgs) -> Result<Ended, CommandError> {
-    made_state_dir(&args.source, args.state_dir.as_deref())?;
-    let held = undo_state_dir(&args.source, args.state_dir.as_deref())?;
-    let store = open(&held.path())?;
-    let who = Who {
-        pid: std::process::id(),
-        command: "editfs checkpoint".into(),
-        caller: None,
-    };
-    let result = rewind::mark(&store, args.name.as_deref(), &who);
-    let source = rewind::shell_word(&args.source);
+    let held = args.project.made()?;
+    let store = open(&held.path(), Retention::default())?;
+    let result = rewind::mark(&store, args.name.as_deref(), &who("editfs checkpoint"));
+    let source = rewind::shell_word(&args.project.source);
     let (text, json) = rewind::marked(&result, Some(&source));
     print!("{}", if args.json { json + "\n" } else { text });
     Ok(if result.is_ok() {
@@ -128,41 +103,23 @@ pub fn checkpoint(args: CheckpointArgs) -> Result<Ended, CommandError> {
 }
 
 pub fn rewind(args: RewindArgs) -> Result<Ended, CommandError> {
-    let req = undo::Request {
-        what: undo::What::Rewind(Point::parse(&args.to)),
-        force: args.force,
-    };
-    let how = Restore {
-        command: "editfs rewind",
-        dry_run: args.dry_run,
-        json: args.json,
-    };
-    let (text, outcome) = restore(&args.source, args.state_dir.as_deref(), &req, how)?;
-    let _ = args.color.print(&text);
-    Ok(Ended::Transaction(outcome))
+    let what = undo::What::Rewind(Point::parse(&args.to));
+    restore(&args.project, what, &args.how, "editfs rewind")
 }
 
 pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
     let run = || -> Result<String, CommandError> {
-        let held = state_dir(&args.source, args.state_dir.as_deref(), false)?;
+        let held = args.project.read()?;
         let state = held.path();
         let entries = entries_in(&state);
         let point = Point::parse(&args.since)
             .resolve(&entries)
             .map_err(|e| CommandError::failed(e).hint("editfs history lists the points"))?;
-        let root_path = fs::canonicalize(&args.source)
-            .map_err(|e| CommandError::failed(format!("{}: {e}", args.source.display())))?;
-        let dir = editfs::store::atomic::open_dir(&root_path)?;
-        let root = Root {
-            fd: dir.as_fd(),
-            path: &root_path,
-            mount: None,
-            from: Path::new(""),
-        };
+        let opened = args.project.root()?;
         let only: Vec<String> = args
             .paths
             .iter()
-            .map(|p| editfs::history::project_path(&args.source, p))
+            .map(|p| args.project.path(p))
             .collect::<Result<_, _>>()
             .map_err(CommandError::failed)?;
         let wanted = |rel: &str| {
@@ -171,7 +128,8 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
                     .iter()
                     .any(|p| rel == p || rel.starts_with(&format!("{p}/")))
         };
-        let (mut changes, mut pruned) = rewind::net(&Objects::new(&state), &entries, root, point);
+        let (mut changes, mut pruned) =
+            rewind::net(&Objects::new(&state), &entries, opened.root(), point);
         changes.retain(|c| wanted(&c.rel));
         pruned.retain(|r| wanted(r));
         let since_point = rewind::written_since(&entries, point);
@@ -179,7 +137,7 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
         let since = rewind::time_of(&entries, point).unwrap_or(std::time::UNIX_EPOCH);
         let state_real = fs::canonicalize(&state).unwrap_or(state.clone());
         let found = rewind::unrecorded(
-            (&root_path, &state_real),
+            (opened.path(), &state_real),
             since,
             (&recorded, &[]),
             &wanted,
