@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::budget::Charge;
+use super::commit_gate::Telling;
 use super::fs::{Core, Handle, Job, file_type};
 use super::names::Control;
 use super::nodes::Kind;
@@ -431,7 +432,7 @@ impl Core {
             // Only an edit handle needs the caller's groups and capabilities
             // (read from /proc), to check its commit against them.
             Control::Edit => {
-                let since = self.lineage.lock().mark();
+                let since = self.commit_gate.mark();
                 let (meant, setid) = self.meant(parent, base).unzip();
                 let caller = who.editor(setid.unwrap_or(false));
                 let meant = meant.map(|m| (m, since));
@@ -537,21 +538,10 @@ impl Core {
     /// file replaced while its stripe was awaited (a new inode, maybe another
     /// stripe) has its stripes taken again. Returns what the files were once
     /// their stripes were held.
-    fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, super::fs::Telling<'_>, Vec<Meant>) {
-        let telling = self.told(rels);
+    fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, Telling<'_>, Vec<Meant>) {
+        let telling = self.commit_gate.told(rels);
         let (held, now) = self.stripes_now(rels);
         (held, telling, now)
-    }
-
-    /// Waits until the latest commit on the files at `rels` has told the
-    /// kernel, and holds their `Telling` for this commit.
-    fn told(&self, rels: &[&str]) -> super::fs::Telling<'_> {
-        loop {
-            self.await_told(rels);
-            if let Some(telling) = self.telling(rels) {
-                return telling;
-            }
-        }
     }
 
     /// The stripes of the files at `rels`, exclusively, and what the files
@@ -563,14 +553,14 @@ impl Core {
         const TRIES: usize = 8;
         let mut ids = self.identities(rels);
         for _ in 1..TRIES {
-            let held = self.stripes_for(&node_ids(&self.ids, &ids));
+            let held = self.commit_gate.stripes_for(&node_ids(&self.ids, &ids));
             let now = self.identities(rels);
             if now == ids {
                 return (held, now);
             }
             ids = now;
         }
-        let held = self.stripes_for(&node_ids(&self.ids, &ids));
+        let held = self.commit_gate.stripes_for(&node_ids(&self.ids, &ids));
         (held, self.identities(rels))
     }
 
@@ -582,7 +572,7 @@ impl Core {
         &self,
         rels: &[&str],
         transaction: impl FnOnce() -> (R, bool),
-    ) -> (R, super::fs::Telling<'_>) {
+    ) -> (R, Telling<'_>) {
         let (_excl, telling, before) = self.lock_files(rels);
         let (done, committed) = transaction();
         if committed {
@@ -683,7 +673,7 @@ impl Core {
             // What its own earlier transactions made of the file is still
             // it, and so is what another process's transaction made of it.
             meant: meant.map(|(m, since)| {
-                let m = self.lineage.lock().now(&name, m, since);
+                let m = self.commit_gate.now(&name, m, since);
                 self.or_installed_by_another(&name, m)
             }),
             hold: Some(&hold),
@@ -783,10 +773,7 @@ impl Core {
     /// on them comes between.
     fn record_lineage(&self, rels: &[&str], before: Vec<Meant>) {
         let after = self.identities(rels);
-        let mut lineage = self.lineage.lock();
-        for ((rel, b), a) in rels.iter().zip(before).zip(after) {
-            lineage.record(rel, b, a);
-        }
+        self.commit_gate.replaced(rels, before, after);
     }
 
     /// The file an edit of `rel` changes: `rel` itself (existing or to be made), or
@@ -1191,7 +1178,7 @@ fn identity(st: Option<&rustix::fs::Stat>) -> Meant {
 struct Gate<'c, 'r> {
     core: &'c Core,
     rels: &'r [&'r str],
-    telling: super::fs::Telling<'c>,
+    telling: Telling<'c>,
     /// What the files were when their stripes were last taken.
     before: Mutex<Option<Vec<Meant>>>,
 }
@@ -1201,7 +1188,7 @@ impl<'c, 'r> Gate<'c, 'r> {
         Gate {
             core,
             rels,
-            telling: core.told(rels),
+            telling: core.commit_gate.told(rels),
             before: Mutex::new(None),
         }
     }
@@ -1215,7 +1202,7 @@ impl<'c, 'r> Gate<'c, 'r> {
 
     /// Records what a committed transaction made of the files; the `Telling`
     /// is for the caller to keep until it has told the kernel.
-    fn done(self, committed: bool) -> super::fs::Telling<'c> {
+    fn done(self, committed: bool) -> Telling<'c> {
         if let (true, Some(before)) = (committed, self.before.into_inner()) {
             self.core.record_lineage(self.rels, before);
         }

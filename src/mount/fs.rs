@@ -7,7 +7,7 @@
 //!
 //! 1. a transaction's turn at its paths (`transaction::serial`), held while
 //!    its engine decides, which the stripes and the store's lock never are;
-//!    then its files' stripes (`stripes_for`: ascending index; only commit
+//!    then its files' stripes (`commit_gate.rs`: ascending index; only commit
 //!    threads take them exclusively, a direct write shares one), taken by an
 //!    edit only from its last check of its files to their install
 //!    (`control::Gate`, `transaction::Hold`), so a write of the file never
@@ -72,7 +72,7 @@
 //! any other process writing F natively, it lands in the inode it opened, and a
 //! commit renames a new inode over the name.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
@@ -83,6 +83,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::commit_gate::CommitGate;
 use super::commits::Commits;
 use super::control::EditBuffer;
 use super::names::Suffixes;
@@ -91,13 +92,9 @@ use super::source::Source;
 use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, Timed, errno};
 use crate::engine;
 use crate::store::Store;
-use crate::transaction::Meant;
 
 pub const REAL_TTL: Duration = Duration::from_secs(1);
 pub const VIRTUAL_TTL: Duration = Duration::ZERO;
-
-/// Striped locks that keep a direct write from landing in the middle of a transaction.
-const STRIPES: usize = 64;
 
 /// Directories kept open for `*at` calls: far below any descriptor limit, and each
 /// saves an `openat2` walk on every lookup and getattr in a busy directory.
@@ -455,6 +452,8 @@ pub struct Core {
     pub(super) store: Store,
     pub(super) settings: Settings,
     pub(super) nodes: RwLock<Nodes>,
+    /// What keeps commits on a file apart from its direct writes and from each other.
+    pub(super) commit_gate: CommitGate,
     /// Node ids of real files, by device and inode number.
     pub(super) ids: Ids,
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
@@ -469,7 +468,6 @@ pub struct Core {
     /// Who may read each kept version, from the log.
     pub(super) kept: Mutex<super::state::KeptAccess>,
     pub(super) notifier: Arc<OnceLock<Box<dyn Kernel>>>,
-    stripes: Vec<RwLock<()>>,
     dirs: Mutex<DirCache>,
     sent: Mutex<Sent>,
     /// SOURCE's watcher, where its file system lets every change be seen.
@@ -506,141 +504,16 @@ pub struct Core {
     pub(super) budget: Arc<super::budget::Budget>,
     /// How each open real file reaches its data: passed through by the kernel or not.
     pub(super) backings: super::passthrough::Backings,
-    /// What editfs's own transactions made of the files they replaced.
-    pub(super) lineage: Mutex<Lineage>,
     /// Threads whose open of a replaced node was just answered ESTALE.
     pub(super) retries: super::replaced::StaleRetries,
     /// The last process a removal was recorded for, and when: `rm -r` removes
     /// thousands of files, and its command line is read once a second, not
     /// once a file.
     pub(super) remover: Mutex<Option<(Instant, crate::transaction::Who)>>,
-    /// Files whose latest commit has not told the kernel yet (see `Telling`).
-    untold: Mutex<std::collections::HashSet<String>>,
-    /// Signalled whenever a commit has told the kernel.
-    told: parking_lot::Condvar,
     /// Held to wait for, or announce, the end of a handle's commit (`settled`).
     pub(super) settling: Mutex<()>,
     /// Signalled whenever a commit thread has put a handle's outcome in place.
     pub(super) settled: parking_lot::Condvar,
-}
-
-/// Which version of a file replaced which, by editfs's own transactions. An
-/// `F.edit` handle acts on the file its name meant when it was opened; a
-/// version a transaction installed since (a new inode, renamed over the old)
-/// is still that file, whereas anything else put under the name is not.
-///
-/// Replacements are kept in the order they happened, per path, and followed
-/// from the handle's opening on: an inode number the file system hands out
-/// again cannot make a chain loop back.
-///
-/// The table is bounded by bytes (`BYTES`): past it, the paths replaced
-/// longest ago are forgotten, and a handle opened before their last
-/// replacement then finds its file replaced by something else and refuses,
-/// which is safe. Paths are an agent's to choose (up to 4 KiB each), so a
-/// bound by count alone would let long names take 16 MiB.
-#[derive(Default)]
-pub struct Lineage {
-    by_rel: HashMap<String, VecDeque<(u64, Meant, Meant)>>,
-    /// Each path's latest replacement, oldest first: the order paths are forgotten in.
-    latest: BTreeMap<u64, String>,
-    bytes: usize,
-    tick: u64,
-}
-
-impl Lineage {
-    /// Replacements kept per path: far more than happen while a handle is open.
-    const PER_FILE: usize = 64;
-    /// The table's bytes, its paths (kept twice) and replacements counted.
-    pub const BYTES: usize = 4 << 20;
-    /// What a path costs beside its name's bytes: its entries in both maps.
-    const PATH: usize = 96;
-    const STEP: usize = std::mem::size_of::<(u64, Meant, Meant)>();
-
-    /// The point in the history a handle opened now starts from.
-    pub fn mark(&self) -> u64 {
-        self.tick
-    }
-
-    /// What `meant` at `rel` became through the replacements recorded after `since`.
-    pub fn now(&self, rel: &str, meant: Meant, since: u64) -> Meant {
-        let Some(list) = self.by_rel.get(rel) else {
-            return meant;
-        };
-        list.iter()
-            .filter(|(tick, _, _)| *tick > since)
-            .fold(
-                meant,
-                |at, (_, before, after)| {
-                    if *before == at { *after } else { at }
-                },
-            )
-    }
-
-    /// A transaction replaced `before` at `rel` with `after`.
-    pub fn record(&mut self, rel: &str, before: Meant, after: Meant) {
-        if before == after {
-            return;
-        }
-        self.tick += 1;
-        let tick = self.tick;
-        let mut added = Self::STEP;
-        let list = match self.by_rel.get_mut(rel) {
-            Some(list) => list,
-            None => {
-                added += Self::cost_of_path(rel);
-                self.by_rel.entry(rel.to_owned()).or_default()
-            }
-        };
-        if let Some((last, _, _)) = list.back() {
-            self.latest.remove(last);
-        }
-        list.push_back((tick, before, after));
-        if list.len() > Self::PER_FILE {
-            list.pop_front();
-            added -= Self::STEP;
-        }
-        self.latest.insert(tick, rel.to_owned());
-        self.bytes += added;
-        self.forget_past_bound();
-    }
-
-    fn cost_of_path(rel: &str) -> usize {
-        2 * rel.len() + Self::PATH
-    }
-
-    /// Forgets the paths replaced longest ago until the table is within `BYTES`.
-    fn forget_past_bound(&mut self) {
-        while self.bytes > Self::BYTES {
-            let Some((_, rel)) = self.latest.pop_first() else {
-                return;
-            };
-            if let Some(list) = self.by_rel.remove(&rel) {
-                self.bytes -= Self::cost_of_path(&rel) + list.len() * Self::STEP;
-            }
-        }
-    }
-}
-
-/// Held by a commit from taking its files' stripes until it has told the kernel
-/// what it replaced; dropped, it lets the next commit on those files in. So
-/// commits on one file run strictly one after the other, each recording what
-/// it replaced (`Lineage`) before the next begins, and the kernel hears of each
-/// replacement before the next one is made, as when one thread committed
-/// everything: a process opening the file between two of them does not meet
-/// one replaced twice under its cached entry.
-pub struct Telling<'a> {
-    core: &'a Core,
-    rels: Vec<String>,
-}
-
-impl Drop for Telling<'_> {
-    fn drop(&mut self) {
-        let mut untold = self.core.untold.lock();
-        for r in &self.rels {
-            untold.remove(r);
-        }
-        self.core.told.notify_all();
-    }
 }
 
 fn time(sec: i64, nsec: i64) -> SystemTime {
@@ -716,6 +589,7 @@ impl Core {
             store,
             settings,
             nodes: RwLock::new(Nodes::new()),
+            commit_gate: CommitGate::default(),
             ids,
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -724,7 +598,6 @@ impl Core {
             state_report: Mutex::new(None),
             kept: Mutex::new(super::state::KeptAccess::default()),
             notifier,
-            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             dirs: Mutex::new(DirCache::default()),
             sent: Mutex::new(Sent::default()),
             watches,
@@ -741,11 +614,8 @@ impl Core {
             writes: Mutex::new(HashMap::new()),
             created: Mutex::new(Vec::new()),
             backings: Default::default(),
-            lineage: Mutex::new(Lineage::default()),
             retries: Default::default(),
             remover: Mutex::new(None),
-            untold: Mutex::new(std::collections::HashSet::new()),
-            told: parking_lot::Condvar::new(),
             settling: Mutex::new(()),
             settled: parking_lot::Condvar::new(),
             running: Mutex::new(HashMap::new()),
@@ -914,41 +784,6 @@ impl Core {
         self.handles.lock().remove(&fh)
     }
 
-    /// The stripe lock of a file: direct writes share it, a transaction takes it alone.
-    pub(super) fn stripe(&self, ino: u64) -> &RwLock<()> {
-        &self.stripes[(ino % STRIPES as u64) as usize]
-    }
-
-    /// The stripes of several files, taken alone, in ascending order (so two
-    /// multi-file commits never wait on each other crosswise).
-    pub(super) fn stripes_for(&self, inos: &[u64]) -> Vec<parking_lot::RwLockWriteGuard<'_, ()>> {
-        let mut idx: Vec<usize> = inos.iter().map(|i| (i % STRIPES as u64) as usize).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        idx.into_iter().map(|i| self.stripes[i].write()).collect()
-    }
-
-    /// Waits, holding nothing, until the latest commit on any of the files at
-    /// `rels` has told the kernel what it replaced.
-    pub(super) fn await_told(&self, rels: &[&str]) {
-        let mut untold = self.untold.lock();
-        while rels.iter().any(|r| untold.contains(*r)) {
-            self.told.wait(&mut untold);
-        }
-    }
-
-    /// Marks the files at `rels` as being committed and not yet told, unless
-    /// another commit's are (`None`: wait for it and try again).
-    pub(super) fn telling(&self, rels: &[&str]) -> Option<Telling<'_>> {
-        let mut untold = self.untold.lock();
-        if rels.iter().any(|r| untold.contains(*r)) {
-            return None;
-        }
-        let rels: Vec<String> = rels.iter().map(|r| (*r).to_owned()).collect();
-        untold.extend(rels.iter().cloned());
-        Some(Telling { core: self, rels })
-    }
-
     /// Tells the kernel to forget what it cached of `name` in `parent` (node
     /// `old`), and `parent`'s listing: a commit made the name anew or gave it
     /// another inode, and the kernel keeps listings across opens
@@ -1020,10 +855,6 @@ impl Core {
 mod tests {
     use super::*;
 
-    fn file(ino: u64) -> Meant {
-        Meant::File { dev: 1, ino }
-    }
-
     #[test]
     fn attributes_given_longer_ago_than_a_ttl_do_not_pile_up_over_a_walk() {
         let mut sent = Sent::default();
@@ -1068,50 +899,5 @@ mod tests {
             sent.fresh(8, start).is_none(),
             "too little left to hand out"
         );
-    }
-
-    #[test]
-    fn a_handle_follows_the_replacements_made_after_it_opened_even_when_inodes_come_back() {
-        let mut l = Lineage::default();
-        l.record("a", file(1), file(2));
-        let since = l.mark();
-        // The file system hands inode 1 out again.
-        l.record("a", file(2), file(1));
-        l.record("a", file(1), file(2));
-        l.record("a", file(2), file(3));
-        assert_eq!(l.now("a", file(2), since), file(3));
-        assert_eq!(l.now("a", file(9), since), file(9), "not ours: unchanged");
-        assert_eq!(l.now("b", file(2), since), file(2));
-        assert_eq!(l.now("a", Meant::Absent, 0), Meant::Absent);
-        l.record("new", Meant::Absent, file(7));
-        assert_eq!(l.now("new", Meant::Absent, since), file(7));
-    }
-
-    #[test]
-    fn the_lineage_stays_within_its_bytes_and_forgets_the_oldest_paths_first() {
-        let mut l = Lineage::default();
-        let long = "d/".repeat(2000);
-        for n in 0..10_000u64 {
-            l.record(&format!("{long}{n}"), file(n), file(n + 1));
-            assert!(l.bytes <= Lineage::BYTES, "{} bytes after {n}", l.bytes);
-        }
-        let since = 0;
-        assert_eq!(
-            l.now(&format!("{long}9999"), file(9999), since),
-            file(10_000)
-        );
-        assert_eq!(
-            l.now(&format!("{long}0"), file(0), since),
-            file(0),
-            "forgotten"
-        );
-        let names: usize = l.by_rel.keys().map(|k| k.len()).sum();
-        assert!(2 * names <= Lineage::BYTES, "the names alone fit the bound");
-        for _ in 0..200 {
-            l.record("one", file(1), file(2));
-            l.record("one", file(2), file(1));
-        }
-        assert_eq!(l.by_rel["one"].len(), Lineage::PER_FILE);
-        assert!(l.bytes <= Lineage::BYTES);
     }
 }

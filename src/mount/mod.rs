@@ -6,6 +6,7 @@
 
 mod attach;
 mod budget;
+mod commit_gate;
 mod commits;
 mod control;
 mod dirs;
