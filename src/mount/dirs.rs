@@ -11,14 +11,16 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::fs::{Core, Entry, Handle, Loc, VIRTUAL_TTL, attr, file_type};
+use super::fs::{Core, Handle, Loc, attr, file_type};
 use super::listings::Reader;
 use super::names::Control;
 use super::nodes::{Kind, ROOT};
 use super::ops::Register;
 use super::real::chmod_nofollow;
 use super::state;
-use super::types::{Errno, FileType, Opened, Requester, Res, Served, Timed, errno};
+use super::types::{
+    Entry, Errno, FileType, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
+};
 use super::watch::Lease;
 use crate::store::STATE_DIR;
 
@@ -230,7 +232,10 @@ impl Core {
             let nodes = self.nodes.read();
             [nodes.child(old.0, old.1), nodes.child(new.0, new.1)]
         };
-        moved.into_iter().flatten().for_each(|id| self.touched(id));
+        moved
+            .into_iter()
+            .flatten()
+            .for_each(|id| self.cache.touched(id));
         let mut nodes = self.nodes.write();
         if exchange {
             nodes.exchanged(old, new);
@@ -316,7 +321,7 @@ impl Core {
             (true, Some(dir)) => {
                 let st = rustix::fs::statat(dir, &e.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
                 let a = attr(&st, self.ids.of(&st));
-                Some(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
+                Some(self.cache.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
             _ => self.getattr(e.ino, None).ok(),
         }
@@ -386,7 +391,7 @@ impl Core {
         // Its other names, if any, now count one link fewer.
         let id = self.nodes.write().unlinked(parent, name);
         if let Some(id) = id {
-            self.touched(id);
+            self.cache.touched(id);
         }
         if let Some(gone) = gone {
             self.move_report(gone, None, false);
@@ -401,7 +406,7 @@ impl Core {
         let removed = self.nodes.write().unlinked(parent, name);
         if let (Some(ino), Ok(mut st)) = (removed, before) {
             st.st_nlink = 0;
-            self.removed_dirs.lock().insert(ino, st);
+            self.cache.keep_removed_dir(ino, st);
         }
         Ok(())
     }
@@ -490,7 +495,7 @@ impl Core {
         // Recovery would write a torn new content again under one name only.
         self.store.settle_before_move();
         rustix::fs::linkat(loc.dir(), &loc.name, &dir, newname, AtFlags::empty()).map_err(errno)?;
-        self.touched(ino);
+        self.cache.touched(ino);
         self.entry_at(newparent, &dir, newname)
     }
 
@@ -553,7 +558,7 @@ impl Core {
     /// listed again, and that listing's one readdirplus refreshes them all.
     /// Told holding no lock: the kernel's drop of a listing waits for no request.
     pub(super) fn opening_in(&self, dir: u64) {
-        let first = self.opened_in.lock().insert(dir);
+        let first = self.cache.first_open_in(dir);
         if let (true, Some(kernel)) = (first, self.notifier.get()) {
             kernel.forget_node(dir);
         }
@@ -564,12 +569,12 @@ impl Core {
     /// that process is part way through (`listings.rs`).
     fn entries(&self, (ino, pid): Reader, offset: u64) -> Res<Arc<Vec<Entry>>> {
         if offset > 0
-            && let Some(kept) = self.listings.lock().get((ino, pid))
+            && let Some(kept) = self.cache.listing((ino, pid))
         {
             return Ok(kept);
         }
         let read = Arc::new(self.list(ino)?);
-        self.listings.lock().put((ino, pid), read.clone());
+        self.cache.keep_listing((ino, pid), read.clone());
         Ok(read)
     }
 
@@ -601,7 +606,7 @@ impl Core {
         let starts = offset == 0 && matches!(self.kind(ino)?, Kind::Real);
         if starts {
             self.ttl_in(ino);
-            self.opened_in.lock().remove(&ino);
+            self.cache.listing_from_start(ino);
         }
         let mut any = false;
         let mut subdirs = Vec::new();
@@ -620,7 +625,9 @@ impl Core {
             self.walk_kept(reader, offset, &mut seen)?;
         }
         if !subdirs.is_empty() {
-            self.prefetch.listed(|| self.dir_of(ino).ok(), subdirs);
+            self.cache
+                .prefetch()
+                .listed(|| self.dir_of(ino).ok(), subdirs);
         }
         if !any {
             self.listed_to_end(reader);
@@ -701,7 +708,7 @@ impl Core {
     /// Told holding no lock: the kernel waits for no request to drop a
     /// listing, this one's included.
     fn listed_to_end(&self, reader: Reader) {
-        self.listings.lock().done(reader);
+        self.cache.listing_done(reader);
         let ino = reader.0;
         let watched = self.watches.as_ref().is_some_and(|w| w.covers(ino));
         if !watched

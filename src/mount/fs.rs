@@ -26,10 +26,11 @@
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
 //!    watch goes with its node);
-//!    `reports`, `state_report`, `kept`, `created`, `dirs`, `sent`, `backings`, `lineage`,
-//!    `retries`, `untold`, `remover`, `opened_in`, `listings`, `removed_dirs`,
-//!    `primed`'s set, `prefetch`'s and the commit threads' lines
-//!    (`commits.rs`) are taken alone and briefly.
+//!    `reports`, `state_report`, `kept`, `created`, `backings`, `retries`,
+//!    `remover`, the commit gate's `untold` and `lineage` (`commit_gate.rs`),
+//!    every table of the kernel cache (`kernel_cache.rs`: `dirs`, `sent`,
+//!    `opened_in`, `listings`, `removed_dirs`, `primed`'s set, `prefetch`'s)
+//!    and the commit threads' lines (`commits.rs`) are taken alone and briefly.
 //!
 //! A worker that drops a directory's listing in the kernel at the first open
 //! of a file there (`Core::opening_in`) holds no lock. One that stores a
@@ -86,113 +87,13 @@ use parking_lot::{Mutex, RwLock};
 use super::commit_gate::CommitGate;
 use super::commits::Commits;
 use super::control::EditBuffer;
+use super::kernel_cache::KernelCache;
 use super::names::Suffixes;
 use super::nodes::{Ids, Kind, Nodes, ROOT};
 use super::source::Source;
-use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, Timed, errno};
+use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, errno};
 use crate::engine;
 use crate::store::Store;
-
-pub const REAL_TTL: Duration = Duration::from_secs(1);
-pub const VIRTUAL_TTL: Duration = Duration::ZERO;
-
-/// Directories kept open for `*at` calls: far below any descriptor limit, and each
-/// saves an `openat2` walk on every lookup and getattr in a busy directory.
-const DIR_CACHE: usize = 256;
-
-/// Open directories by node id. A node id is the directory's inode, so the
-/// descriptor stays right across renames; it goes when the kernel forgets the node.
-#[derive(Default)]
-struct DirCache {
-    fds: HashMap<u64, (Arc<OwnedFd>, u64)>,
-    tick: u64,
-}
-
-impl DirCache {
-    fn get(&mut self, ino: u64) -> Option<Arc<OwnedFd>> {
-        self.tick += 1;
-        let tick = self.tick;
-        self.fds.get_mut(&ino).map(|(fd, used)| {
-            *used = tick;
-            fd.clone()
-        })
-    }
-
-    fn put(&mut self, ino: u64, fd: Arc<OwnedFd>) {
-        let oldest = self
-            .fds
-            .iter()
-            .min_by_key(|(_, (_, used))| *used)
-            .map(|(k, _)| *k);
-        if let (true, Some(k)) = (self.fds.len() >= DIR_CACHE, oldest) {
-            self.fds.remove(&k);
-        }
-        self.fds.insert(ino, (fd, self.tick));
-    }
-}
-
-/// The attributes each real node was last given to the kernel, when, and until
-/// when the kernel may keep them. A listing hands them out again for the rest
-/// of that TTL instead of reading every entry anew (`git status` lists the
-/// directories whose every file it has just looked up); their expiry stays the
-/// same, so a change made directly in SOURCE still shows when it would have.
-/// Anything written through the mount, and every change the watcher sees,
-/// drops them.
-///
-/// Only what was given less than a second ago is kept, so whatever is older is
-/// swept out whenever the table has doubled since the last sweep: a walk over
-/// 50,000 files leaves the last second's worth, not one entry per file.
-#[derive(Default)]
-struct Sent {
-    given: HashMap<u64, Given>,
-    /// The size at which the next sweep runs.
-    sweep_at: usize,
-}
-
-#[derive(Clone, Copy)]
-struct Given {
-    attr: FileAttr,
-    at: Instant,
-    until: Instant,
-}
-
-impl Sent {
-    /// Entries below which no sweep runs: a small table costs nothing to keep.
-    const FLOOR: usize = 1024;
-
-    /// How long attributes given are kept to be handed out again.
-    const KEPT: Duration = REAL_TTL;
-
-    fn insert(&mut self, attr: FileAttr, at: Instant, ttl: Duration) {
-        let until = at + ttl;
-        self.given.insert(attr.ino, Given { attr, at, until });
-        if self.given.len() >= self.sweep_at.max(Self::FLOOR) {
-            self.sweep(at);
-        }
-    }
-
-    /// Drops what is older than `KEPT` by `now`, and the room it took.
-    fn sweep(&mut self, now: Instant) {
-        self.given
-            .retain(|_, g| now.saturating_duration_since(g.at) < Self::KEPT);
-        self.given.shrink_to(self.given.len() * 2);
-        self.sweep_at = self.given.len() * 2;
-    }
-
-    /// `ino`'s attributes given less than `KEPT` ago, and what is left of their TTL.
-    fn fresh(&self, ino: u64, now: Instant) -> Option<(FileAttr, Duration)> {
-        let g = self.given.get(&ino)?;
-        if now.saturating_duration_since(g.at) >= Self::KEPT {
-            return None;
-        }
-        let left = g.until.checked_duration_since(now)?;
-        (left > Duration::from_millis(50)).then_some((g.attr, left))
-    }
-
-    fn remove(&mut self, ino: u64) {
-        self.given.remove(&ino);
-    }
-}
 
 /// How the mount behaves; set on the command line.
 #[derive(Clone, Debug)]
@@ -235,14 +136,6 @@ pub enum Handle {
         bytes: Vec<u8>,
         _charge: Option<super::budget::Charge>,
     },
-}
-
-/// One directory entry, as listed.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    pub ino: u64,
-    pub kind: FileType,
-    pub name: OsString,
 }
 
 /// The file system as the kernel sees it: the shared state, and the threads that
@@ -468,22 +361,10 @@ pub struct Core {
     /// Who may read each kept version, from the log.
     pub(super) kept: Mutex<super::state::KeptAccess>,
     pub(super) notifier: Arc<OnceLock<Box<dyn Kernel>>>,
-    dirs: Mutex<DirCache>,
-    sent: Mutex<Sent>,
+    /// What the kernel was given and what is kept to answer it fast.
+    pub(super) cache: KernelCache,
     /// SOURCE's watcher, where its file system lets every change be seen.
     pub(super) watches: Option<Arc<super::watch::Watches>>,
-    /// Directories a file was opened in since their listing was last read (see
-    /// `Core::opening_in`).
-    pub(super) opened_in: Mutex<std::collections::HashSet<u64>>,
-    /// Listings the kernel is part way through reading (`listings.rs`).
-    pub(super) listings: Mutex<super::listings::Listings>,
-    /// Directories removed through the mount that the kernel still holds, as
-    /// they were: `fstat` of one still open asks with no handle and no name.
-    pub(super) removed_dirs: Mutex<HashMap<u64, rustix::fs::Stat>>,
-    /// Small files whose first read was served at their open (`primed.rs`).
-    pub(super) primed: super::primed::Primed,
-    /// Directories whose files were read ahead (`prefetch.rs`).
-    pub(super) prefetch: super::prefetch::Prefetch,
     /// Owner of virtual files: whoever runs the daemon.
     pub(super) owner: (u32, u32),
     /// The daemon's own umask, which the system applies to every node it makes
@@ -598,14 +479,8 @@ impl Core {
             state_report: Mutex::new(None),
             kept: Mutex::new(super::state::KeptAccess::default()),
             notifier,
-            dirs: Mutex::new(DirCache::default()),
-            sent: Mutex::new(Sent::default()),
+            cache: KernelCache::new(),
             watches,
-            opened_in: Mutex::default(),
-            listings: Mutex::default(),
-            removed_dirs: Mutex::default(),
-            primed: Default::default(),
-            prefetch: super::prefetch::Prefetch::start(),
             owner: (
                 rustix::process::geteuid().as_raw(),
                 rustix::process::getegid().as_raw(),
@@ -678,30 +553,12 @@ impl Core {
             Kind::State(_) => return Err(Errno::EROFS),
             Kind::Control { .. } => return Err(Errno::ENOTDIR),
         }
-        if let Some(fd) = self.dirs.lock().get(ino) {
+        if let Some(fd) = self.cache.dir(ino) {
             return Ok(fd);
         }
         let fd = Arc::new(self.source.dir(&self.path(ino)?).map_err(errno)?);
-        self.dirs.lock().put(ino, fd.clone());
+        self.cache.keep_dir(ino, fd.clone());
         Ok(fd)
-    }
-
-    /// The kernel forgot a node: its directory descriptor, if any, is closed.
-    pub(super) fn forgot(&self, ino: u64) {
-        self.dirs.lock().fds.remove(&ino);
-        self.sent.lock().remove(ino);
-        self.opened_in.lock().remove(&ino);
-        self.listings.lock().forgot(ino);
-        self.removed_dirs.lock().remove(&ino);
-        self.primed.forgot(ino);
-        self.prefetch.forgot(ino);
-    }
-
-    /// Records the attributes of a real node as just given to the kernel, to
-    /// be kept for `ttl`.
-    pub(super) fn sent(&self, a: FileAttr, ttl: Duration) -> Timed {
-        self.sent.lock().insert(a, Instant::now(), ttl);
-        (a, ttl)
     }
 
     /// Attributes the kernel was given lately, with what is left of their TTL.
@@ -711,12 +568,7 @@ impl Core {
         if self.backings.written(ino) {
             return None;
         }
-        self.sent.lock().fresh(ino, Instant::now())
-    }
-
-    /// The node changed through the mount: what the kernel was given is stale.
-    pub(super) fn touched(&self, ino: u64) {
-        self.sent.lock().remove(ino);
+        self.cache.fresh(ino)
     }
 
     pub(super) fn add_handle(&self, h: Handle) -> u64 {
@@ -748,10 +600,10 @@ impl Core {
     /// mounted over it in SOURCE: the kernel, which opens directories itself,
     /// still shows the directory it knew, as it did when it opened them here).
     pub(super) fn stat_open(&self, ino: u64) -> Option<rustix::fs::Stat> {
-        if let Some(st) = self.removed_dirs.lock().get(&ino) {
-            return Some(*st);
+        if let Some(st) = self.cache.removed_dir(ino) {
+            return Some(st);
         }
-        if let Some(dir) = self.dirs.lock().get(ino) {
+        if let Some(dir) = self.cache.dir(ino) {
             return rustix::fs::fstat(&*dir).ok();
         }
         let file = self.open_on(ino)?;
@@ -848,56 +700,5 @@ impl Core {
             rdev: 0,
             blksize: 4096,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn attributes_given_longer_ago_than_a_ttl_do_not_pile_up_over_a_walk() {
-        let mut sent = Sent::default();
-        let start = Instant::now();
-        // A walk of 50,000 files, 10,000 a second.
-        for i in 0..50_000u64 {
-            sent.insert(
-                FileAttr::regular(i + 2),
-                start + Duration::from_micros(100 * i),
-                REAL_TTL,
-            );
-        }
-        let end = start + Duration::from_secs(5);
-        assert!(
-            sent.given.len() <= 4 * 10_000,
-            "{} entries kept, far more than a second's worth",
-            sent.given.len()
-        );
-        assert!(sent.given.capacity() <= 8 * 10_000);
-        assert!(
-            sent.fresh(50_001, end).is_some(),
-            "the newest is still handed out"
-        );
-        assert!(sent.fresh(2, end).is_none(), "the oldest has expired");
-    }
-
-    #[test]
-    fn attributes_given_for_a_minute_are_handed_out_again_with_what_is_left_of_it() {
-        let mut sent = Sent::default();
-        let start = Instant::now();
-        sent.insert(FileAttr::regular(7), start, Duration::from_secs(60));
-        let (_, left) = sent
-            .fresh(7, start + Duration::from_millis(400))
-            .expect("given 400 ms ago");
-        assert_eq!(left, Duration::from_millis(59_600), "the expiry stays");
-        assert!(
-            sent.fresh(7, start + Sent::KEPT).is_none(),
-            "kept only a short while, however long their TTL"
-        );
-        sent.insert(FileAttr::regular(8), start, Duration::from_millis(40));
-        assert!(
-            sent.fresh(8, start).is_none(),
-            "too little left to hand out"
-        );
     }
 }

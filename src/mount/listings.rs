@@ -41,7 +41,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::fs::Entry;
+use super::types::Entry;
 
 /// The most listings kept part way through: readers listing at once.
 const KEPT: usize = 64;

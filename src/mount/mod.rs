@@ -15,6 +15,7 @@ mod fuse;
 mod ignored;
 #[cfg(test)]
 mod in_process;
+mod kernel_cache;
 mod listings;
 mod moved;
 mod names;

@@ -6,13 +6,14 @@
 use std::ffi::OsStr;
 
 use super::control::{EditBuffer, slice};
-use super::fs::{Core, Handle, VIRTUAL_TTL};
+use super::fs::{Core, Handle};
 use super::names::Control;
 use super::nodes::Kind;
 use super::real::{Set, is_write, read_at, truncates};
 use super::state;
 use super::types::{
-    Backing, Done, Errno, FileType, Found, Opened, Requester, Res, Served, Timed, errno,
+    Backing, Done, Errno, FileType, Found, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL,
+    errno,
 };
 
 /// Asks the kernel for a backing id of an open file, to pass it through.
@@ -81,7 +82,7 @@ impl Core {
             gone
         };
         if gone {
-            self.forgot(ino);
+            self.cache.forgot(ino);
         }
     }
 
@@ -165,7 +166,8 @@ impl Core {
             (parent, Kind::Real) => {
                 self.opening_in(parent);
                 if !is_write(flags) {
-                    self.prefetch
+                    self.cache
+                        .prefetch()
                         .reading_in(parent, || self.dir_of(parent).ok());
                 }
                 return self.open_file(who, ino, flags, register);
@@ -237,7 +239,7 @@ impl Core {
         {
             drop(self.backings.release(node, writer));
             if writer {
-                self.touched(node);
+                self.cache.touched(node);
             }
         }
         self.running.lock().remove(&fh);

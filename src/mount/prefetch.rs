@@ -43,7 +43,7 @@ use rustix::fs::{Advice, AtFlags, Mode, OFlags};
 
 /// How much of each file is read ahead: what the daemon serves from the page
 /// cache (larger files are passed through, and the kernel reads them ahead itself).
-const PER_FILE: u64 = super::real::PASS_FROM;
+const PER_FILE: u64 = super::passthrough::PASS_FROM;
 
 /// The most entries of one directory read ahead (files, subdirectories, or
 /// entries of a subdirectory): a huge directory costs at most this many.

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::fs::{Core, Handle, Loc, VIRTUAL_TTL, attr, file_type};
+use super::fs::{Core, Handle, Loc, attr, file_type};
 use super::nodes::ROOT;
 use super::ops::Register;
+use super::passthrough::PASS_FROM;
 use super::state;
-use super::types::{Backing, Errno, FileType, Requester, Res, Served, Timed, errno};
+use super::types::{Backing, Errno, FileType, Requester, Res, Served, Timed, VIRTUAL_TTL, errno};
 
 /// chmod of `name` in `dir` without following it: the kernel has no such call, so
 /// the file is pinned with `O_PATH` and changed through its `/proc/self/fd` link,
@@ -71,15 +72,6 @@ const OMIT: Timespec = Timespec {
     tv_nsec: rustix::fs::UTIME_OMIT,
 };
 
-/// The size from which a file opened only to read is passed through too. A
-/// smaller one is read from the kernel's page cache of the mount, whose warm
-/// opens cost the daemon no backing file (two calls into the kernel per open,
-/// and the kernel opens the file once more); but each cold read is a request
-/// to the daemon, and its pages are cached twice. Measured on files of one
-/// size read with `cat`: at 16 and 32 KiB the page cache was faster cold and
-/// warm, at 64 KiB slower cold (a fifth), at 256 KiB twice as slow cold.
-pub const PASS_FROM: u64 = 64 << 10;
-
 /// How a real file that is not passed through is served: its pages stay cached
 /// across opens (dropped when attributes show a change). A read-only open has
 /// nothing to flush; one that writes does (pages written through a shared map).
@@ -115,13 +107,15 @@ impl Core {
         // Watched before it is read: a change from now on is told to the kernel.
         let lease = self.lease_in(parent);
         let found = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW);
-        self.prefetch.looked_up(parent, name, || Some(dir.clone()));
+        self.cache
+            .prefetch()
+            .looked_up(parent, name, || Some(dir.clone()));
         match found {
             Ok(st) => {
                 let id = self.ids.of(&st);
                 self.nodes.write().remember(id, parent, name);
                 let a = attr(&st, id);
-                Ok(self.sent(a, self.ttl_after(lease, st.st_dev, &a)))
+                Ok(self.cache.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
             Err(e) => Err(errno(e)),
         }
@@ -131,7 +125,7 @@ impl Core {
         if let Some(Handle::File { file, .. }) = self.file_of(ino, fh).as_deref() {
             let st = rustix::fs::fstat(file).map_err(errno)?;
             let a = attr(&st, ino);
-            return Ok(self.sent(a, self.ttl_of(ino, st.st_dev, &a)));
+            return Ok(self.cache.sent(a, self.ttl_of(ino, st.st_dev, &a)));
         }
         let st = match self.stat_real(ino) {
             // Replaced or unlinked under its name, but still open: the
@@ -140,7 +134,7 @@ impl Core {
             other => other?,
         };
         let a = attr(&st, ino);
-        Ok(self.sent(a, self.ttl_of(ino, st.st_dev, &a)))
+        Ok(self.cache.sent(a, self.ttl_of(ino, st.st_dev, &a)))
     }
 
     /// A real node's status, checked to still be the same file.
@@ -196,7 +190,7 @@ impl Core {
         fh: Option<u64>,
         set: Set,
     ) -> Res<()> {
-        self.touched(ino);
+        self.cache.touched(ino);
         let Set {
             mode,
             owner,
@@ -288,7 +282,7 @@ impl Core {
     /// handle was opened, and the write waits while a transaction on it commits.
     pub(super) fn direct_write<T>(&self, ino: u64, write: impl FnOnce() -> Res<T>) -> Res<T> {
         let _shared = self.commit_gate.stripe(ino).read();
-        self.touched(ino);
+        self.cache.touched(ino);
         write()
     }
 
@@ -363,7 +357,7 @@ impl Core {
         if is_write(flags) {
             pending = self.keep_before_write(&self.path(ino)?, &loc, pid);
             // O_TRUNC changes the size without a write.
-            self.touched(ino);
+            self.cache.touched(ino);
         }
         let opened = early.unwrap_or_else(open);
         let (fd, size) = match opened {
@@ -430,7 +424,7 @@ impl Core {
         if size == 0 || size >= PASS_FROM {
             return;
         }
-        let Some(_turn) = self.primed.first_open(ino) else {
+        let Some(_turn) = self.cache.primed().first_open(ino) else {
             return;
         };
         let (Ok(h), Some(kernel)) = (self.handle(fh), self.notifier.get()) else {

@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 
-use super::fs::{Core, Handle, Loc, VIRTUAL_TTL, attr};
+use super::fs::{Core, Handle, Loc, attr};
 use super::nodes::ROOT;
 use super::ops::Register;
 use super::real::{EXEC_OPEN, truncates};
-use super::types::{Errno, Opened, Requester, Res, Served, Timed, errno};
+use super::types::{Errno, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL, errno};
 use crate::transaction::Caller;
 
 /// The kernel retries at once; an answer older than this was not retried.

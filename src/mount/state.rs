@@ -18,9 +18,9 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::AtFlags;
 
-use super::fs::{Core, Entry};
+use super::fs::Core;
 use super::nodes::{Kind, ROOT};
-use super::types::{Errno, FileAttr, FileType, Res, errno};
+use super::types::{Entry, Errno, FileAttr, FileType, Res, errno};
 use crate::store::logline::{Access, LogEntry};
 use crate::transaction::Caller;
 use crate::transaction::sight::Now;

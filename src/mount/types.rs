@@ -4,11 +4,17 @@
 //! fuser's types, so the logic can be driven (and tested) without a kernel.
 
 use std::any::Any;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::transaction::Caller;
+
+/// How long the kernel may keep a real node's entry and attributes, unless a
+/// watch covers its directory (`watch.rs`).
+pub const REAL_TTL: Duration = Duration::from_secs(1);
+/// Virtual files are never cached: a status is never stale.
+pub const VIRTUAL_TTL: Duration = Duration::ZERO;
 
 /// An error number a request answers with.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -201,4 +207,12 @@ pub trait Kernel: Send + Sync {
     fn forget_attributes(&self, ino: u64);
     /// Puts `data`, node `ino`'s content from its start, in its pages.
     fn store(&self, ino: u64, data: &[u8]);
+}
+
+/// One directory entry, as listed.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub ino: u64,
+    pub kind: FileType,
+    pub name: OsString,
 }

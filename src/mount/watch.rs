@@ -43,9 +43,9 @@ use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
 
 use rustix::fs::AtFlags;
 
-use super::fs::{Core, REAL_TTL};
+use super::fs::Core;
 use super::nodes::{Kind, ROOT};
-use super::types::{FileAttr, FileType, Kernel};
+use super::types::{FileAttr, FileType, Kernel, REAL_TTL};
 
 /// How long the kernel keeps what a watched directory told it.
 pub const LONG_TTL: Duration = Duration::from_secs(3600);
@@ -547,7 +547,7 @@ impl Core {
             }
         }
         for ino in nodes.keys() {
-            self.touched(*ino);
+            self.cache.touched(*ino);
         }
         // Entries first: dropping one waits for a lookup of it in flight, whose
         // node the kernel then holds, so the node's drop below reaches it.
@@ -590,7 +590,7 @@ impl Core {
         let mut held: HashMap<u64, HashSet<&OsStr>> = HashMap::from([(ROOT, HashSet::new())]);
         for (ino, parent, name) in &known {
             held.entry(*parent).or_default().insert(name);
-            self.touched(*ino);
+            self.cache.touched(*ino);
             let fd = self.dir_of(*parent).ok();
             let now =
                 fd.and_then(|fd| rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW).ok());
