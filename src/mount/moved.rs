@@ -21,6 +21,7 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::fs::{Core, Loc};
+use crate::store::Keys;
 use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
 use crate::transaction::{Who, direct, now};
 
@@ -126,7 +127,10 @@ impl Core {
             });
         }
         let who = self.remover(pid);
-        let lock = match self.store.lock() {
+        let keys = kept
+            .iter()
+            .fold(Keys::new(), |keys, k: &Kept| keys.path(&k.rel));
+        let lock = match self.store.lock(&keys) {
             Ok(lock) => lock,
             Err(e) => {
                 log::error!("{source} moved without a record of its files: {e}");
@@ -135,7 +139,7 @@ impl Core {
         };
         let mut named = Vec::new();
         for mut k in kept {
-            let Ok(tx) = self.store.next_tx(&lock) else {
+            let Ok(tx) = self.store.next_tx() else {
                 break;
             };
             k.tx = tx;

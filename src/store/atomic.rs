@@ -336,16 +336,29 @@ pub fn create_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreEr
     file.sync_data().map_err(io_err("sync", path))
 }
 
-/// Removes temporary files a crash left in `dir`; returns how many.
-pub fn sweep(dir: &Path) -> usize {
+/// Removes the temporary files a crash left in `dir`, those of a process
+/// `dead` says is gone (a name that tells no process counts as one);
+/// returns how many.
+pub fn sweep(dir: &Path, dead: impl Fn(u32) -> bool) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(TMP_PREFIX))
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.strip_prefix(TMP_PREFIX)
+                .is_some_and(|rest| maker(rest).is_none_or(&dead))
+        })
         .filter(|e| fs::remove_file(e.path()).is_ok())
         .count()
+}
+
+/// The process that made a temporary file, from what its name holds after
+/// `TMP_PREFIX` (see `tmp_name`).
+fn maker(rest: &str) -> Option<u32> {
+    rest.split_once('-')?.0.parse().ok()
 }
 
 #[cfg(test)]
@@ -448,11 +461,21 @@ mod tests {
     }
 
     #[test]
-    fn sweep_removes_leftovers_only() {
+    fn sweep_removes_leftovers_of_dead_processes_only() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(format!("{TMP_PREFIX}1-1")), "").unwrap();
-        fs::write(dir.path().join("keep"), "").unwrap();
-        assert_eq!(sweep(dir.path()), 1);
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        for name in [
+            &format!("{TMP_PREFIX}1-1"),
+            &format!("{TMP_PREFIX}2-1"),
+            "keep",
+        ] {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
+        assert_eq!(sweep(dir.path(), |pid| pid == 1), 1);
+        let mut left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, [format!("{TMP_PREFIX}2-1").as_str(), "keep"]);
     }
 }

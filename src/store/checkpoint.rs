@@ -49,6 +49,10 @@ pub(super) struct Unsettled {
     /// (a retry on the same descriptor may say 0 for bytes that never reached
     /// the disk, as Linux reports a writeback error once).
     pub(super) kept: Vec<u64>,
+    /// Transactions of this process between their first kept version and
+    /// their `settle` (or their failure): commits on other files run
+    /// meanwhile, and their size cap must spare these versions too.
+    pub(super) flying: std::collections::BTreeSet<u64>,
 }
 
 impl Unsettled {
@@ -60,6 +64,20 @@ impl Unsettled {
 
     fn is_empty(&self) -> bool {
         self.records.is_empty() && !self.lines
+    }
+}
+
+/// A transaction committing (see `Store::flying`).
+pub(super) struct Flying<'s> {
+    store: &'s Store,
+    tx: u64,
+}
+
+impl Drop for Flying<'_> {
+    fn drop(&mut self) {
+        let mut u = self.store.unsettled.lock();
+        u.flying.remove(&self.tx);
+        self.store.spare_unsettled(&u);
     }
 }
 
@@ -86,18 +104,28 @@ impl Store {
             .chain(&u.kept)
             .copied()
             .chain(u.syncing)
+            .chain(u.flying.first().copied())
             .min();
         self.objects.spare_from(first.unwrap_or(u64::MAX));
+    }
+
+    /// Marks `tx` as committing until the returned guard drops (see
+    /// `Unsettled::flying`).
+    pub(super) fn flying(&self, tx: u64) -> Flying<'_> {
+        let mut u = self.unsettled.lock();
+        u.flying.insert(tx);
+        self.spare_unsettled(&u);
+        Flying { store: self, tx }
     }
 
     /// Leaves the record of `tx`, whose files went into `dirs` with the new
     /// contents `files`, to the next checkpoint, due at once when enough
     /// records wait for one.
     ///
-    /// A commit runs under the store's lock, so a checkpoint made here (tens
+    /// A commit runs under its files' locks, so a checkpoint made here (tens
     /// of syncs, for any user's commits) would hold every other transaction
-    /// for as long: with a checkpointer, the commit only wakes it; a
-    /// checkpointer far behind is caught up after the lock (`catch_up`).
+    /// on them for as long: with a checkpointer, the commit only wakes it; a
+    /// checkpointer far behind is caught up after the locks (`catch_up`).
     pub(super) fn settle<'d>(
         &self,
         tx: u64,
@@ -168,6 +196,7 @@ impl Store {
             let mut u = self.unsettled.lock();
             let mut due = std::mem::take(&mut *u);
             u.kept = std::mem::take(&mut due.kept);
+            u.flying = std::mem::take(&mut due.flying);
             u.syncing = due.records.iter().min().copied();
             u.syncing_files = due.files.iter().map(|t| t.ino).collect();
             due

@@ -196,6 +196,7 @@ impl Store {
         log: LogEntry,
         mut staged: Staged,
     ) -> Result<Vec<Option<String>>, StoreError> {
+        let _flying = self.flying(tx);
         let incoming = changes
             .iter()
             .map(|c| c.new.len() + c.pre.map_or(0, <[u8]>::len))

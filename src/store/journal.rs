@@ -114,6 +114,20 @@ pub struct Record {
     pub inline: Vec<Inline>,
 }
 
+impl Record {
+    /// The locks its files take (see the store's lock.rs): by path, and by
+    /// inode where it writes into a file in place.
+    pub fn keys(&self) -> super::Keys {
+        self.files.iter().fold(super::Keys::new(), |keys, e| {
+            let keys = keys.path(&e.rel);
+            match e.inode {
+                Some((dev, ino)) => keys.inode(dev, ino),
+                None => keys,
+            }
+        })
+    }
+}
+
 /// A version the record carries the bytes of: they follow its line, raw,
 /// `len` bytes each, so the one sync of the record makes them durable too.
 /// The store's copy of such a version is synced later, by the checkpoint,
@@ -268,18 +282,27 @@ impl Journal {
             line.reserve(carried.iter().map(|c| c.len()).sum());
             carried.iter().for_each(|c| line.extend_from_slice(c));
         }
-        let mut wal = self.wal.lock();
-        if wal.file.is_none() {
-            wal.file = Some(self.create()?);
-            wal.len = 0;
+        let syncing = {
+            let mut wal = self.wal.lock();
+            if wal.file.is_none() {
+                wal.file = Some(self.create()?);
+                wal.len = 0;
+            }
+            self.append(&mut wal, &line)?;
+            wal.live.insert(record.tx);
+            match &wal.file {
+                Some((file, path)) if record.committed => Some((
+                    file.try_clone().map_err(io_err("open again", path))?,
+                    path.clone(),
+                )),
+                _ => None,
+            }
+        };
+        // Synced outside the file's mutex: the commits of other threads
+        // append meanwhile, and one sync covers whatever came before it.
+        if let Some((file, path)) = syncing {
+            file.sync_data().map_err(io_err("sync", &path))?;
         }
-        self.append(&mut wal, &line)?;
-        if record.committed
-            && let Some((file, path)) = &wal.file
-        {
-            file.sync_data().map_err(io_err("sync", path))?;
-        }
-        wal.live.insert(record.tx);
         Ok(())
     }
 

@@ -1,50 +1,188 @@
-//! The store's lock: held for the whole of each transaction, it serializes
-//! writers across every process sharing the state directory.
+//! The store's locks: one per file a transaction touches, across every
+//! process sharing the state directory, so that transactions on different
+//! files never wait for each other.
+//!
+//! Each lock is a write lock on one byte of the file `lock`, taken as an
+//! open file description lock (`F_OFD_SETLKW`): the byte is a hash of what
+//! it guards (a path relative to the project, or a file's device and inode,
+//! so two names of one file share a lock), and one descriptor, opened per
+//! transaction, holds all of a transaction's bytes. Two transactions that
+//! share a file exclude each other whichever thread or process runs them;
+//! two that share none go side by side. A transaction takes its bytes in
+//! ascending order, so two of them never wait for each other crosswise; a
+//! hash shared by two files by chance only makes their transactions take
+//! turns. The kernel lets the locks go when the descriptor closes, a
+//! process that dies included: nothing is left to clean up.
+//!
+//! What is global is held for microseconds, and outside these locks: the
+//! next id (`txid.rs`), an append to the journal and one to the log.
+//!
+//! The same file also tells which processes have the store open: each holds
+//! a read lock on the byte `LIVE + pid` while it does, so that sweeping the
+//! temporary files of a crashed process spares those of a live one.
 
-use std::fs::{self, File, OpenOptions};
-use std::path::PathBuf;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{FcntlArg, fcntl};
+use sha2::{Digest, Sha256};
 
 use super::{Store, StoreError, io_err};
 
-/// Held while a transaction runs; dropping it lets the next one in.
+/// The first byte of the range a process marks itself live in (see the top).
+const LIVE: i64 = 1 << 62;
+
+/// Held while a transaction commits: its files' locks, let go when dropped.
 pub struct Lock {
     _file: File,
 }
 
-impl Store {
-    /// Waits for and takes the transaction lock, once the removals this
-    /// process began are filed: whatever runs under it sees them in the history.
-    pub fn lock(&self) -> Result<Lock, StoreError> {
-        self.settle_removals();
-        self.lock_only()
+/// What a transaction locks: the files it reads, writes, makes or removes.
+#[derive(Clone, Debug, Default)]
+pub struct Keys(Vec<i64>);
+
+impl Keys {
+    pub fn new() -> Keys {
+        Keys::default()
     }
 
-    /// `lock`, but only if no transaction holds it now: `None` then.
-    pub fn try_lock(&self) -> Result<Option<Lock>, StoreError> {
-        self.settle_removals();
-        let (file, path) = self.lock_file()?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Lock { _file: file })),
-            Err(fs::TryLockError::WouldBlock) => Ok(None),
-            Err(fs::TryLockError::Error(e)) => Err(io_err("lock", &path)(e)),
+    /// The file at `rel` in the project, whatever inode it is now: a file
+    /// made or removed has no other key.
+    pub fn path(mut self, rel: &str) -> Keys {
+        self.0.push(key(b"path", rel.as_bytes()));
+        self
+    }
+
+    /// The file `file` is open on, whatever its name: two names of one file
+    /// share this key.
+    pub fn file(self, file: Option<&File>) -> Keys {
+        match file.and_then(|f| rustix::fs::fstat(f).ok()) {
+            Some(st) => self.inode(st.st_dev, st.st_ino),
+            None => self,
         }
     }
 
-    /// Waits for and takes the transaction lock as it is.
-    pub(super) fn lock_only(&self) -> Result<Lock, StoreError> {
-        let (file, path) = self.lock_file()?;
-        file.lock().map_err(io_err("lock", &path))?;
-        Ok(Lock { _file: file })
+    /// The file of inode `ino` on device `dev`, as `file` keys it.
+    pub fn inode(mut self, dev: u64, ino: u64) -> Keys {
+        let id = [dev.to_le_bytes(), ino.to_le_bytes()].concat();
+        self.0.push(key(b"inode", &id));
+        self
     }
 
-    fn lock_file(&self) -> Result<(File, PathBuf), StoreError> {
-        let path = self.dir.join("lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_err("open", &path))?;
-        Ok((file, path))
+    /// The names of checkpoints: one is given at a time, so no two take
+    /// one name.
+    pub fn checkpoint_names(self) -> Keys {
+        self.store_wide("checkpoint names")
+    }
+
+    /// What the store holds for one user at a time, named `what`, apart
+    /// from every file's lock.
+    pub(super) fn store_wide(mut self, what: &str) -> Keys {
+        self.0.push(key(b"store", what.as_bytes()));
+        self
+    }
+
+    /// These keys and those of `other`.
+    pub fn and(mut self, other: Keys) -> Keys {
+        self.0.extend(other.0);
+        self
+    }
+}
+
+/// The byte of `lock` that guards `what`: a SHA-256, so that every process,
+/// whatever its build, picks the same byte for the same file.
+fn key(kind: &[u8], what: &[u8]) -> i64 {
+    let hash = Sha256::new()
+        .chain_update(kind)
+        .chain_update([0])
+        .chain_update(what)
+        .finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash[..8]);
+    (u64::from_le_bytes(first) % LIVE as u64) as i64
+}
+
+/// One byte of `lock`, at `start`, of lock type `kind` (`F_WRLCK`, `F_RDLCK`).
+fn byte(kind: libc::c_short, start: i64) -> libc::flock {
+    libc::flock {
+        l_type: kind,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: start,
+        l_len: 1,
+        l_pid: 0,
+    }
+}
+
+impl Store {
+    /// Waits for and takes the locks of `keys`, once the removals this
+    /// process began are filed: whatever runs under them sees those in the
+    /// history.
+    pub fn lock(&self, keys: &Keys) -> Result<Lock, StoreError> {
+        self.settle_removals();
+        self.lock_only(keys)
+    }
+
+    /// Waits for and takes the locks of `keys` as the store is.
+    pub(super) fn lock_only(&self, keys: &Keys) -> Result<Lock, StoreError> {
+        let (file, path) = open_lock_file(&self.dir)?;
+        let mut bytes = keys.0.clone();
+        bytes.sort_unstable();
+        bytes.dedup();
+        for start in bytes {
+            let wanted = byte(libc::F_WRLCK as libc::c_short, start);
+            retry_interrupted(|| fcntl(file.as_fd(), FcntlArg::F_OFD_SETLKW(&wanted)))
+                .map_err(|e| io_err("lock", &path)(e.into()))?;
+        }
+        Ok(Lock { _file: file })
+    }
+}
+
+/// A process's mark that it has the store open (see the top): a read lock
+/// on its own byte, held as long as the returned file is.
+pub(super) fn live(dir: &Path) -> Result<File, StoreError> {
+    let (file, path) = open_lock_file(dir)?;
+    let mark = byte(
+        libc::F_RDLCK as libc::c_short,
+        LIVE + i64::from(std::process::id()),
+    );
+    retry_interrupted(|| fcntl(file.as_fd(), FcntlArg::F_OFD_SETLKW(&mark)))
+        .map_err(|e| io_err("lock", &path)(e.into()))?;
+    Ok(file)
+}
+
+/// Whether process `pid` has the store in `dir` open, as far as its mark
+/// tells (see `live`); `true` when that cannot be told, so nothing of it is
+/// swept.
+pub(super) fn is_live(dir: &Path, pid: u32) -> bool {
+    let Ok((file, _)) = open_lock_file(dir) else {
+        return true;
+    };
+    let mut probe = byte(libc::F_WRLCK as libc::c_short, LIVE + i64::from(pid));
+    match fcntl(file.as_fd(), FcntlArg::F_OFD_GETLK(&mut probe)) {
+        Ok(_) => probe.l_type != libc::F_UNLCK as libc::c_short,
+        Err(_) => true,
+    }
+}
+
+fn open_lock_file(dir: &Path) -> Result<(File, PathBuf), StoreError> {
+    let path = dir.join("lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .read(true)
+        .open(&path)
+        .map_err(io_err("open", &path))?;
+    Ok((file, path))
+}
+
+/// `op`, again as long as a signal interrupts it.
+fn retry_interrupted<T>(mut op: impl FnMut() -> nix::Result<T>) -> nix::Result<T> {
+    loop {
+        match op() {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => return other,
+        }
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! .gitignore                  `*`, so the project's git never sees any of this
-//! lock                        locked for the whole of each transaction (serializes writers)
-//! txid                        the last transaction id handed out
+//! lock                        one byte locked per file a transaction holds, and one
+//!                             per process with the store open (see lock.rs)
+//! txid                        the last transaction id handed out (locked while one is)
 //! log                         one JSON line per transaction, whatever its outcome
 //! journal/<pid>-<n>.wal       records of commits in progress or not yet checkpointed,
 //!                             one JSON line each, one file per process (see journal.rs)
@@ -21,7 +22,7 @@
 //! ```
 //!
 //! The store, by file: `open.rs` opens a state directory and recovers it,
-//! `lock.rs` holds the store's lock, `txid.rs` hands out ids, `commit.rs`
+//! `lock.rs` holds the files' locks, `txid.rs` hands out ids, `commit.rs`
 //! commits a transaction (and says what is synced when, and why that is
 //! enough), `checkpoint.rs` syncs what commits left and drops their records,
 //! `logfile.rs` appends to and reads the log, `retention.rs` keeps versions
@@ -54,7 +55,7 @@ mod txid;
 
 pub use checkpoint::CHECKPOINT_AFTER;
 pub use commit::{Change, Removal};
-pub use lock::Lock;
+pub use lock::{Keys, Lock};
 pub use logfile::{entries_in, log_files};
 pub use logline::LogEntry;
 pub use retention::Retention;
@@ -125,9 +126,14 @@ pub struct Store {
     dir: PathBuf,
     /// `tmp/`, held open so commits name their temporary files relative to it.
     tmp: OwnedFd,
-    /// `txid`, held open: read and written in place under the lock, never
-    /// replaced, so every process sharing the state directory counts in it.
+    /// `txid`, held open: read and written in place under its own lock,
+    /// never replaced, so every process sharing the state directory counts in it.
     counter: File,
+    /// This process's turn at `counter` (see txid.rs). Taken alone and briefly.
+    counting: parking_lot::Mutex<()>,
+    /// This process's mark that it has the store open (see lock.rs), held
+    /// as long as the store is.
+    _live: File,
     objects: objects::Objects,
     journal: journal::Journal,
     retention: Retention,

@@ -5,7 +5,9 @@ use std::fs::{self, OpenOptions};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use super::{Retention, STATE_DIR, Store, StoreError, atomic, io_err, journal, objects, removals};
+use super::{
+    Retention, STATE_DIR, Store, StoreError, atomic, io_err, journal, lock, objects, removals,
+};
 
 /// Makes the state directory its owner's alone (0700): it keeps every version of
 /// every file, whatever those files' modes, so no other user may look in.
@@ -46,6 +48,8 @@ impl Store {
             dir: dir.to_owned(),
             tmp,
             counter,
+            counting: parking_lot::Mutex::default(),
+            _live: lock::live(dir)?,
             objects: objects::Objects::new(dir),
             journal: journal::Journal::new(dir),
             retention,
@@ -58,7 +62,6 @@ impl Store {
             log_file: parking_lot::Mutex::default(),
             spare: parking_lot::Mutex::default(),
         };
-        let lock = store.lock()?;
         let mut logged: Option<std::collections::HashSet<u64>> = None;
         let (recovered, handled) = store.journal.recover(
             store.tmp.as_fd(),
@@ -75,11 +78,14 @@ impl Store {
                 store.log(line)?;
                 Ok(true)
             },
-            |record| {
-                for f in &record.files {
-                    store.objects.forget(&f.rel, record.tx);
-                }
-            },
+            (
+                |record: &journal::Record| {
+                    for f in &record.files {
+                        store.objects.forget(&f.rel, record.tx);
+                    }
+                },
+                |record: &journal::Record| store.lock_only(&record.keys()),
+            ),
         )?;
         store.recovered = recovered;
         store.sync_log()?;
@@ -87,12 +93,13 @@ impl Store {
         store.journal.remove_handled(handled)?;
         store.objects.reaper().drain();
         // Temporary files of writes a crash cut short: the commit's, and those of
-        // the journal, objects and counter (written whole or not at all).
+        // the journal, objects and counter (written whole or not at all). Those
+        // of a process still live are its own, on their way.
+        let dead = |pid| !lock::is_live(dir, pid);
         let swept: usize = ["tmp", "journal", "objects", ""]
             .iter()
-            .map(|d| atomic::sweep(&dir.join(d)))
+            .map(|d| atomic::sweep(&dir.join(d), dead))
             .sum();
-        drop(lock);
         // Removals a crash left moved aside; a line already in the log is not
         // appended again.
         let mut logged: Option<std::collections::HashSet<_>> = None;
@@ -103,7 +110,7 @@ impl Store {
             });
             removals::removal_key(line).is_some_and(|k| logged.contains(&k))
         }));
-        store.counter_past_the_log(&store.lock_only()?)?;
+        store.counter_past_the_log()?;
         if swept > 0 {
             log::info!("removed {swept} temporary file(s) left by an interrupted commit");
         }

@@ -45,7 +45,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::logline::{Access, LogEntry};
-use super::{Lock, Store, StoreError, atomic, io_err};
+use super::{Keys, Lock, Store, StoreError, atomic, io_err};
 use crate::engine::sha256_hex;
 
 /// The directory moved files wait in, beside the other stores of the state directory.
@@ -443,14 +443,17 @@ impl Store {
             if dropping.len() >= DROP_AFTER {
                 return true;
             }
-            let lock = match self.lock_only() {
-                Ok(l) => l,
-                Err(e) => {
-                    log::error!("cannot file removals: {e}");
-                    return false;
-                }
-            };
-            let (intents, end, count) = match self.removals.take() {
+            // One filer at a time, whatever its thread or process, and each
+            // removal filed holding its file's lock, as a transaction would.
+            let taken = self
+                .lock_only(&Keys::new().store_wide("removals"))
+                .and_then(|filing| {
+                    let (intents, end, count) = self.removals.take()?;
+                    let files = intents.iter().filter_map(|i| i.line.files.first());
+                    let keys = files.fold(Keys::new(), |keys, f| keys.path(&f.file));
+                    Ok((filing, self.lock_only(&keys)?, (intents, end, count)))
+                });
+            let (_filing, lock, (intents, end, count)) = match taken {
                 Ok(t) => t,
                 Err(e) => {
                     log::error!("cannot file removals: {e}");
@@ -499,7 +502,7 @@ impl Store {
     /// with the lock held.
     fn file_one(
         &self,
-        lock: &Lock,
+        _lock: &Lock,
         mut line: LogEntry,
         (file, name): (&File, &str),
         copy: bool,
@@ -523,7 +526,7 @@ impl Store {
         let adopt = !copy && meta.is_file() && meta.nlink() == 1;
         let moved = (self.removals.dir.as_fd(), OsStr::new(name), file);
         self.objects.keep_moved(moved, &bytes, &sha, adopt)?;
-        line.tx = self.next_tx(lock)?;
+        line.tx = self.next_tx()?;
         self.objects
             .link_removed(&rel, line.tx, &sha, self.retention)?;
         if let Some(entry) = line.files.first_mut() {
@@ -701,11 +704,11 @@ mod tests {
                 adopt,
             )
             .unwrap();
-        let lock = store.lock().unwrap();
+        let _lock = store.lock(&Keys::new().path("gone.txt")).unwrap();
         let logged = deletes(&store);
         assert_eq!(logged.len(), 1);
         assert!(
-            store.next_tx(&lock).unwrap() > logged[0].tx,
+            store.next_tx().unwrap() > logged[0].tx,
             "a removal takes its id before any transaction after it"
         );
     }

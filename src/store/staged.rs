@@ -202,7 +202,7 @@ mod tests {
     }
 
     fn commit(store: &Store, root: (&OwnedFd, &Path), c: Change<'_>, staged: Staged) {
-        let lock = store.lock().unwrap();
+        let lock = store.lock(&crate::store::Keys::new().path(c.rel)).unwrap();
         let line = LogEntry {
             tx: 1,
             ..LogEntry::default()
@@ -285,6 +285,11 @@ mod tests {
         assert_eq!(left_in_tmp(&root), 0);
         std::mem::forget(store.stage(&[change(rootfd.as_fd(), old.as_ref(), b"crashed")]));
         assert_eq!(left_in_tmp(&root), 1);
+        // As a process that crashed left it: named by its own pid.
+        let tmp = root.join(".editfs/tmp");
+        let left = fs::read_dir(&tmp).unwrap().next().unwrap().unwrap().path();
+        let dead = crate::store::tests::tmp_name_of(crate::store::tests::dead_pid());
+        fs::rename(left, tmp.join(dead)).unwrap();
         drop(Store::open(&root.join(".editfs")).unwrap());
         assert_eq!(left_in_tmp(&root), 0);
         assert_eq!(fs::read(root.join("a")).unwrap(), b"old a");

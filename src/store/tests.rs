@@ -59,7 +59,7 @@ fn line(tx: u64) -> LogEntry {
 /// Commits `text` as the new content of `a` under `root`.
 fn commit_text(store: &Store, root: &Path, tx: u64, pre: Option<&[u8]>, text: &[u8]) {
     let rootfd = atomic::open_dir(root).unwrap();
-    let lock = store.lock().unwrap();
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
     let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
     let change = Change {
         rel: "a",
@@ -112,10 +112,39 @@ fn an_object_pruned_and_stored_again_at_once_stays() {
 fn a_file_a_crash_left_in_tmp_before_its_unlink_is_removed_at_the_next_open() {
     let p = Project::made();
     let state = p.state();
-    let aside = state.join("tmp").join(atomic::tmp_name());
+    let aside = state.join("tmp").join(tmp_name_of(dead_pid()));
     fs::write(&aside, "a dropped object, not unlinked yet").unwrap();
     drop(p.open());
     assert!(!aside.exists());
+}
+
+#[test]
+fn opening_spares_the_temporary_files_of_a_process_that_has_the_store_open() {
+    let p = Project::made();
+    let live = p.open();
+    let staged = p.state().join("tmp").join(atomic::tmp_name());
+    fs::write(&staged, "a new content staged before its commit").unwrap();
+    drop(p.open());
+    assert!(
+        staged.exists(),
+        "another opening swept a live commit's file"
+    );
+    drop(live);
+}
+
+/// The id of a process that has ended.
+pub(crate) fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// A temporary file's name as process `pid` makes it (see `atomic::tmp_name`).
+pub(crate) fn tmp_name_of(pid: u32) -> String {
+    let own = atomic::tmp_name().to_string_lossy().into_owned();
+    let n = own.rsplit('-').next().unwrap().to_owned();
+    format!("{}{pid}-{n}", atomic::TMP_PREFIX)
 }
 
 #[test]
@@ -136,9 +165,9 @@ fn the_filer_with_nothing_to_file_takes_no_lock() {
 fn layout_ids_snapshots_and_log() {
     let p = Project::new();
     let store = p.open();
-    let lock = store.lock().unwrap();
-    assert_eq!(store.next_tx(&lock).unwrap(), 1);
-    assert_eq!(store.next_tx(&lock).unwrap(), 2);
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(store.next_tx().unwrap(), 1);
+    assert_eq!(store.next_tx().unwrap(), 2);
     let sha = store.objects().put_from(&mut &b"pre"[..], 3).unwrap();
     let name = store.keep_pre_image(&lock, 2, "src/a.rs", &sha).unwrap();
     assert_eq!(name.as_deref(), Some("snapshots/src/a.rs/2"));
@@ -161,7 +190,7 @@ fn a_commit_replaces_every_file_and_keeps_both_versions() {
     fs::create_dir_all(root.join("d")).unwrap();
     fs::write(root.join("a"), "old a").unwrap();
     let store = p.open();
-    let lock = store.lock().unwrap();
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
     let rootfd = atomic::open_dir(root).unwrap();
     let d = atomic::open_dir(&root.join("d")).unwrap();
     let a = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
@@ -211,7 +240,7 @@ fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() 
     fs::write(root.join("a"), "old").unwrap();
     let state = p.state();
     let store = p.open();
-    let lock = store.lock().unwrap();
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
     let rootfd = atomic::open_dir(root).unwrap();
     let a = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
     let change = Change {
@@ -224,7 +253,7 @@ fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() 
         by: None,
         fresh: None,
     };
-    let tx = store.next_tx(&lock).unwrap();
+    let tx = store.next_tx().unwrap();
     store
         .commit(&lock, tx, (rootfd.as_fd(), root), &[change], line(tx))
         .unwrap();
@@ -235,8 +264,8 @@ fn a_crash_before_the_checkpoint_leaves_a_record_that_recovery_finds_finished() 
     assert_eq!(fs::read(root.join("a")).unwrap(), b"new");
     assert_eq!(store.entries().len(), 1, "its line is not logged twice");
     assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
-    let lock = store.lock().unwrap();
-    assert_eq!(store.next_tx(&lock).unwrap(), tx + 1);
+    let _lock = store.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(store.next_tx().unwrap(), tx + 1);
 }
 
 #[test]
@@ -263,8 +292,8 @@ fn a_counter_a_machine_crash_left_empty_is_moved_past_the_log() {
     drop(store);
     fs::write(dir.join("txid"), "\0\0\0").unwrap();
     let store = p.open();
-    let lock = store.lock().unwrap();
-    assert_eq!(store.next_tx(&lock).unwrap(), 10);
+    let _lock = store.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(store.next_tx().unwrap(), 10);
 }
 
 #[test]
@@ -274,7 +303,7 @@ fn a_commit_installs_in_the_directory_it_holds_whatever_its_path_names_by_then()
     fs::create_dir_all(root.join("d")).unwrap();
     fs::write(root.join("d/f"), "old").unwrap();
     let store = p.open();
-    let lock = store.lock().unwrap();
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
     let rootfd = atomic::open_dir(root).unwrap();
     let held = atomic::open_dir(&root.join("d")).unwrap();
     // The directory is moved away and another takes its name.
@@ -692,7 +721,7 @@ fn record(tx: u64, root: &Path, committed: bool, files: Vec<journal::Entry>) -> 
 
 /// Commits `f{tx}` holding `v{tx}`, a new file, as transaction `tx`.
 fn commit_new_file(store: &Store, root: (BorrowedFd<'_>, &Path), tx: u64) {
-    let lock = store.lock().unwrap();
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
     let (rel, text) = (format!("f{tx}"), format!("v{tx}"));
     let change = Change {
         rel: &rel,
@@ -742,7 +771,7 @@ fn a_commit_leaving_too_many_files_unsynced_checkpoints_at_once() {
             fresh: None,
         })
         .collect();
-    let lock = store.lock().unwrap();
+    let lock = store.lock(&Keys::new().path("a")).unwrap();
     store
         .commit(&lock, 1, (rootfd.as_fd(), root), &changes, line(1))
         .unwrap();
@@ -905,26 +934,43 @@ fn stores_sharing_a_directory_never_hand_out_an_id_twice() {
     fs::write(dir.join("txid"), "7\n").unwrap();
     // Another process opens the directory and moves the counter past the log.
     let second = p.open();
-    let lock = first.lock().unwrap();
-    assert_eq!(first.next_tx(&lock).unwrap(), 42);
+    let lock = first.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(first.next_tx().unwrap(), 42);
     drop(lock);
-    let lock = second.lock().unwrap();
-    assert_eq!(second.next_tx(&lock).unwrap(), 43);
+    let _lock = second.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(second.next_tx().unwrap(), 43);
 }
 
 #[test]
-fn try_lock_takes_the_lock_only_while_no_store_holds_it() {
+fn a_files_lock_holds_up_only_transactions_on_that_file_by_any_name() {
     let p = Project::new();
+    fs::write(p.root().join("a"), "a").unwrap();
+    fs::hard_link(p.root().join("a"), p.root().join("b")).unwrap();
     let first = p.open();
     let second = p.open();
-    let held = first.try_lock().unwrap().expect("a free lock is taken");
-    assert!(second.try_lock().unwrap().is_none());
+    let a = File::open(p.root().join("a")).unwrap();
+    let held = first.lock(&Keys::new().path("a").file(Some(&a))).unwrap();
+    // Another file goes by at once, as does the id counter.
+    drop(second.lock(&Keys::new().path("c")).unwrap());
+    second.next_tx().unwrap();
+    let (done, waited) = std::sync::mpsc::channel();
+    let b = File::open(p.root().join("b")).unwrap();
+    let other_name = std::thread::spawn(move || {
+        let lock = second.lock(&Keys::new().path("b").file(Some(&b)));
+        done.send(()).unwrap();
+        lock.map(drop)
+    });
     assert!(
-        first.try_lock().unwrap().is_none(),
-        "not even by its holder"
+        waited
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err(),
+        "the file's other name took its lock while it was held"
     );
     drop(held);
-    assert!(second.try_lock().unwrap().is_some());
+    waited
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the lock was let go");
+    other_name.join().unwrap().unwrap();
 }
 
 #[test]
@@ -936,8 +982,8 @@ fn opening_moves_a_counter_that_fell_behind_the_log() {
     fs::write(dir.join("txid"), "7\n").unwrap();
     drop(store);
     let store = p.open();
-    let lock = store.lock().unwrap();
-    assert_eq!(store.next_tx(&lock).unwrap(), 42);
+    let _lock = store.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(store.next_tx().unwrap(), 42);
 }
 
 #[test]

@@ -1,19 +1,38 @@
-//! The transaction counter (`txid`): ids handed out under the store's lock,
+//! The transaction counter (`txid`): ids handed out one at a time across
+//! every process (the counter's own lock, held for a read and a write),
 //! written in place and unsynced, and moved past the log at open.
 
 use std::io;
 
 use super::logfile::last_logged_tx;
-use super::{Lock, Store, StoreError, io_err};
+use std::fs::File;
+use std::path::Path;
+
+use super::{Store, StoreError, io_err};
+
+/// The counter held by one thread of one process (see `Store::counting`).
+struct Counting<'s> {
+    counter: &'s File,
+    _turn: parking_lot::MutexGuard<'s, ()>,
+}
+
+impl Drop for Counting<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.counter.unlock() {
+            log::error!("cannot unlock the transaction counter: {e}");
+        }
+    }
+}
 
 impl Store {
     /// Moves the counter past the last id in the log, should a machine crash
     /// have lost an unsynced counter but not the log lines written under it.
-    pub(super) fn counter_past_the_log(&self, _lock: &Lock) -> Result<(), StoreError> {
+    pub(super) fn counter_past_the_log(&self) -> Result<(), StoreError> {
         let Some(last) = last_logged_tx(&self.dir.join("log")) else {
             return Ok(());
         };
         let path = self.dir.join("txid");
+        let _counting = self.counting(&path)?;
         let counter = self.read_counter().ok();
         let behind = match counter.as_deref().map(counter_text) {
             None | Some("") => true,
@@ -39,11 +58,14 @@ impl Store {
         counter_text(&text).parse().unwrap_or(0)
     }
 
-    /// Hands out the next transaction id; call with the lock held. It is written
-    /// in place and unsynced: at open the counter is moved past the log (see
-    /// commit.rs), and no new inode is made per id (what made `rm -r` slow).
-    pub fn next_tx(&self, _lock: &Lock) -> Result<u64, StoreError> {
+    /// Hands out the next transaction id. It is written in place and
+    /// unsynced: at open the counter is moved past the log (see commit.rs),
+    /// and no new inode is made per id (what made `rm -r` slow). A
+    /// transaction takes its id holding its files' locks, so the ids of one
+    /// file's transactions follow the order they commit in.
+    pub fn next_tx(&self) -> Result<u64, StoreError> {
         let path = self.dir.join("txid");
+        let _counting = self.counting(&path)?;
         let last = match self.read_counter().map_err(io_err("read", &path))? {
             s if counter_text(&s).is_empty() => 0,
             s => counter_text(&s)
@@ -58,6 +80,17 @@ impl Store {
         std::os::unix::fs::FileExt::write_all_at(&self.counter, format!("{next}\n").as_bytes(), 0)
             .map_err(io_err("write", &path))?;
         Ok(next)
+    }
+
+    /// The counter to itself: this process's threads take turns at its
+    /// mutex, processes at its `flock`, let go when the guard drops.
+    fn counting(&self, path: &Path) -> Result<Counting<'_>, StoreError> {
+        let turn = self.counting.lock();
+        self.counter.lock().map_err(io_err("lock", path))?;
+        Ok(Counting {
+            counter: &self.counter,
+            _turn: turn,
+        })
     }
 
     /// The counter's text: one read, as it is a few bytes.

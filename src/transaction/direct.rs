@@ -17,7 +17,7 @@ use crate::engine::sha256_hex;
 use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
 use crate::store::objects::Side;
 use crate::store::removals::Verdict;
-use crate::store::{Store, StoreError};
+use crate::store::{Keys, Store, StoreError};
 
 /// A direct write whose pre-image is kept and whose result is not known yet.
 #[derive(Clone, Debug)]
@@ -100,8 +100,8 @@ pub fn begin<F: Read + Seek>(
         Err(_) => u64::MAX,
     };
     let sha = store.objects().put_from(file, most)?;
-    let lock = store.lock()?;
-    let tx = store.next_tx(&lock)?;
+    let lock = store.lock(&Keys::new().path(rel))?;
+    let tx = store.next_tx()?;
     if store.keep_pre_image(&lock, tx, rel, &sha)?.is_none() {
         // The copy went with the last version naming the same bytes: made again.
         file.seek(SeekFrom::Start(0))
@@ -132,8 +132,8 @@ pub fn begin_created(
     (access, above): (Option<Access>, Vec<Access>),
     who: &Who,
 ) -> Result<Pending, StoreError> {
-    let lock = store.lock()?;
-    let tx = store.next_tx(&lock)?;
+    let _lock = store.lock(&Keys::new().path(rel))?;
+    let tx = store.next_tx()?;
     Ok(Pending {
         tx,
         rel: rel.to_owned(),
@@ -202,8 +202,8 @@ pub fn skipped(
     who: &Who,
 ) -> Result<(), StoreError> {
     log::info!("{rel}: {size} bytes, over the pre-image limit: not kept");
-    let lock = store.lock()?;
-    let tx = store.next_tx(&lock)?;
+    let _lock = store.lock(&Keys::new().path(rel))?;
+    let tx = store.next_tx()?;
     let file = FileEntry {
         file: rel.to_owned(),
         removed: kind == Kind::Delete,
@@ -230,7 +230,7 @@ pub fn finish(store: &Store, p: &Pending, after: Option<&[u8]>) -> Result<(), St
         store.make_room(a.len() as u64)?;
     }
     let sha = after.map(|a| store.objects().put(a, false)).transpose()?;
-    let _lock = store.lock()?;
+    let _lock = store.lock(&Keys::new().path(&p.rel))?;
     if let (Some(after), Some(sha)) = (after, &sha)
         && store
             .objects()
@@ -283,8 +283,8 @@ pub fn remove<E>(
             uid: st.st_uid,
             gid: st.st_gid,
         });
-    let kept = store.lock().and_then(|lock| {
-        let tx = store.next_tx(&lock)?;
+    let kept = store.lock(&Keys::new().path(rel)).and_then(|lock| {
+        let tx = store.next_tx()?;
         let bytes = store.keep_removed(tx, rel, dir, name, open)?;
         Ok((lock, tx, bytes))
     });

@@ -35,7 +35,7 @@ pub use paths::Refused;
 use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::journal::parent_beneath_with;
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
-use crate::store::{Change, Lock, Staged, Store, StoreError, atomic, io_err};
+use crate::store::{Change, Keys, Lock, Staged, Store, StoreError, atomic, io_err};
 
 /// Where a transaction acts: paths are resolved beneath `root` (no `..` or
 /// symlink leads out of it) and never follow their last component.
@@ -294,27 +294,27 @@ pub fn run<'p>(
 /// several take their lock this way; the caller holds the turn of every path
 /// it edits (see serial.rs), so transactions of this process take turns.
 pub(crate) fn decided_under_lock<L, D>(
-    lock: impl Fn() -> Result<L, StoreError>,
+    lock: impl Fn(&D) -> Result<L, StoreError>,
     decide: impl Fn() -> D,
     current: impl Fn(&D) -> bool,
     committed: impl Fn() -> u64,
 ) -> Result<(L, Option<D>), StoreError> {
-    let mut outside = 0;
-    for _ in 0..ROUNDS {
+    let (mut outside, mut round) = (0, 0);
+    loop {
+        round += 1;
         let seen = committed();
         let decided = decide();
-        let lock = lock()?;
+        let lock = lock(&decided)?;
         if current(&decided) {
             return Ok((lock, Some(decided)));
         }
         if committed() == seen {
             outside += 1;
-            if outside == DECISIONS {
-                return Ok((lock, None));
-            }
+        }
+        if outside == DECISIONS || round == ROUNDS {
+            return Ok((lock, None));
         }
     }
-    Ok((lock()?, None))
 }
 
 /// Times a transaction decides on its files, changed each time by a writer
@@ -368,9 +368,11 @@ fn decided_with_lock<'a>(
     opts: &Options,
 ) -> Result<(Held<'a>, Decided), StoreError> {
     let (lock, decided) = decided_under_lock(
-        || {
+        |(d, _): &Decided| {
+            let file = d.as_ref().ok().and_then(|d| d.opened.file.as_ref());
+            let keys = Keys::new().path(target.rel).file(file);
             let held = target.hold.map(|h| h());
-            store.lock().map(|l| (held, l))
+            store.lock(&keys).map(|l| (held, l))
         },
         || {
             let decided = decide(target, store.buffer(), payload, opts);
@@ -453,7 +455,7 @@ fn stored(
     max: u64,
 ) -> Report {
     // Every outcome, even a file that cannot be read, has an id and a log line.
-    let tx = match store.next_tx(lock) {
+    let tx = match store.next_tx() {
         Ok(tx) => tx,
         Err(e) => return stamp(io_failure(e, sha_now(target, max)), target.label),
     };
@@ -498,9 +500,8 @@ fn stored(
 /// `rel` is no file to edit (a directory, a link out of the project): it still
 /// takes the next id and one log line, as every transaction does.
 pub fn refused(store: &Store, mut report: Report, rel: &str, who: &Who) -> Report {
-    let lock = store.lock();
-    match lock.and_then(|lock| Ok((store.next_tx(&lock)?, lock))) {
-        Ok((tx, _lock)) => unchanged(store, tx, Kind::Edit, report, rel, who),
+    match store.next_tx() {
+        Ok(tx) => unchanged(store, tx, Kind::Edit, report, rel, who),
         Err(e) => {
             report.notes.push(format!("not numbered or logged: {e}"));
             report

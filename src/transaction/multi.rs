@@ -23,7 +23,7 @@ use crate::engine::{
 };
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
-use crate::store::{Change, Removal, Staged, Store, StoreError};
+use crate::store::{Change, Keys, Removal, Staged, Store, StoreError};
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]
@@ -184,9 +184,10 @@ impl Plan {
         let _turn = super::serial::turn(rels.iter().map(|rel| root.path.join(rel)));
         let decided = match store {
             Some(s) => super::decided_under_lock(
-                || {
+                |(_, d, _): &(MultiReport, Vec<Decided>, Staged)| {
+                    let keys = d.iter().fold(Keys::new(), |keys, d| keys.and(d.keys()));
                     let held = hold.map(|h| h());
-                    s.lock().map(|l| ((Some(l), held), Vec::new()))
+                    s.lock(&keys).map(|l| ((Some(l), held), Vec::new()))
                 },
                 || {
                     let (report, decided) = self.prepare(store, root, opts, who);
@@ -414,8 +415,8 @@ fn numbered(
     who: &Who,
 ) -> MultiReport {
     // A rejected payload is numbered and logged like a single-file one.
-    if let (Some(s), Some(l)) = (store, lock) {
-        match s.next_tx(l) {
+    if let (Some(s), Some(_)) = (store, lock) {
+        match s.next_tx() {
             Ok(tx) => report.tx = tx,
             Err(e) => {
                 let mut r = MultiReport::new(Outcome::Failed);
@@ -647,6 +648,17 @@ impl Decided {
     /// whose directory was missing is checked again when the commit makes it.
     fn current(&self) -> bool {
         self.opened.as_ref().is_none_or(|o| o.current(&self.rel))
+    }
+
+    /// The store's locks its commit takes: its path, where it moves to,
+    /// and the file it read.
+    fn keys(&self) -> Keys {
+        let file = self.opened.as_ref().and_then(|o| o.file.as_ref());
+        let keys = Keys::new().path(&self.rel).file(file);
+        match &self.moved_to {
+            Some(to) => keys.path(to),
+            None => keys,
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use super::{Root, Who};
 use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome};
 use crate::store::objects::{Objects, Side};
-use crate::store::{Store, StoreError};
+use crate::store::{Keys, Store, StoreError};
 
 /// A point of the history: a transaction id, or a checkpoint's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,10 +114,10 @@ pub fn mark(store: &Store, name: Option<&str>, who: &Who) -> Result<LogEntry, Ma
     if let Some(n) = name {
         valid_name(n)?;
     }
-    store.settle_removals();
-    // Read without the store's lock, which every transaction waits for: the
-    // log may be long. Two checkpoints given one name at the same moment may
-    // both be recorded; a name then names the first.
+    // The names are read under their own lock, which no edit waits for:
+    // the log may be long, and two checkpoints given one name at once must
+    // not both be recorded.
+    let _names = store.lock(&Keys::new().checkpoint_names())?;
     if let Some(n) = name
         && let Some(e) = store
             .entries()
@@ -129,9 +129,8 @@ pub fn mark(store: &Store, name: Option<&str>, who: &Who) -> Result<LogEntry, Ma
             tx: e.tx,
         });
     }
-    let lock = store.lock()?;
     let entry = LogEntry {
-        tx: store.next_tx(&lock)?,
+        tx: store.next_tx()?,
         // To the microsecond: what changed since is told by file times, and a
         // write in the same second before the point is no change since.
         time: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),

@@ -28,7 +28,7 @@ use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report
 use crate::store::logline::{FileEntry, Kind, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
-use crate::store::{Change, Lock, Removal, Staged, Store, StoreError, io_err};
+use crate::store::{Change, Keys, Lock, Removal, Staged, Store, StoreError, io_err};
 
 /// What to restore.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -215,6 +215,11 @@ struct Plan {
 }
 
 impl Plan {
+    /// The store's locks its restore takes: its path, and the file it read.
+    fn keys(&self) -> Keys {
+        Keys::new().path(&self.rel).file(self.file.as_ref())
+    }
+
     /// Whether the file still reads as it was planned: what was planned
     /// without the store's lock still holds under it.
     fn current(&self, root: Root<'_>) -> bool {
@@ -258,7 +263,10 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         (entries, plans, staged)
     };
     let decided = super::decided_under_lock(
-        || store.lock(),
+        |(_, plans, _)| {
+            let plans = plans.as_deref().unwrap_or_default();
+            store.lock(&plans.iter().fold(Keys::new(), |keys, p| keys.and(p.keys())))
+        },
         planned,
         |(_, plans, _)| {
             plans
@@ -280,7 +288,7 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
         }
         Err(e) => return fail(e),
     };
-    let tx = match store.next_tx(&lock) {
+    let tx = match store.next_tx() {
         Ok(tx) => tx,
         Err(e) => return fail(e),
     };
@@ -424,8 +432,8 @@ pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report
         ".editfs/undo",
     );
     r.error = Some(ErrorReport::plain(ErrorKind::Malformed, message, hint));
-    let logged = store.lock().and_then(|lock| {
-        r.tx = store.next_tx(&lock)?;
+    let logged = store.next_tx().and_then(|tx| {
+        r.tx = tx;
         store.log(&log_entry(Kind::Undo, &r, &[], who))
     });
     if let Err(e) = logged {

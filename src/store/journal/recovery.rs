@@ -30,6 +30,8 @@ use crate::store::{LogEntry, StoreError, atomic, io_err};
 #[derive(Debug, Default)]
 pub struct Handled {
     files: Vec<PathBuf>,
+    /// The files, locked until they are removed.
+    held: Vec<File>,
 }
 
 /// What recovery did, for the user.
@@ -68,7 +70,8 @@ impl std::fmt::Display for Recovered {
 impl Journal {
     /// Removes the files recovery read (see `recover`).
     pub fn remove_handled(&self, handled: Handled) -> Result<(), StoreError> {
-        for path in handled.files {
+        let Handled { files, held } = handled;
+        for path in files {
             match fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(io_err("remove", &path)(e));
@@ -76,6 +79,7 @@ impl Journal {
                 _ => {}
             }
         }
+        drop(held);
         Ok(())
     }
 
@@ -103,9 +107,10 @@ impl Journal {
                 continue;
             }
             let path = e.path();
-            let Some(bytes) = unheld(&path) else {
+            let Some((held, bytes)) = unheld(&path) else {
                 continue;
             };
+            handled.held.push(held);
             for (line, bytes) in lines(&bytes, &path) {
                 match line {
                     Line::Record(r) => {
@@ -139,10 +144,11 @@ impl Journal {
     /// `restore` makes the store hold, durably, each content a live record
     /// carries (its copy may be torn: only the record was synced); `log` appends a log line
     /// unless the log already has it (and says whether it did); `forget` drops the
-    /// kept versions of a transaction rolled back. A committed record whose files
+    /// kept versions of a transaction rolled back; `hold` takes the locks of
+    /// a record's files (see the store's lock.rs) while it is handled. A committed record whose files
     /// were all in place and whose line was logged (a crash before the checkpoint
     /// dropped it) is finished already: it is not counted as rolled forward.
-    pub fn recover(
+    pub fn recover<L>(
         &self,
         tmp: BorrowedFd<'_>,
         (stored, restore): (
@@ -150,7 +156,7 @@ impl Journal {
             impl Fn(&str, &[u8]) -> Result<(), StoreError>,
         ),
         mut log: impl FnMut(&LogEntry) -> Result<bool, StoreError>,
-        forget: impl Fn(&Record),
+        (forget, hold): (impl Fn(&Record), impl Fn(&Record) -> Result<L, StoreError>),
     ) -> Result<(Recovered, Handled), StoreError> {
         let mut done = Recovered::default();
         let (records, carried, handled) = self.records();
@@ -160,6 +166,8 @@ impl Journal {
         }
         let stored = |sha: &str| carried.get(sha).cloned().or_else(|| stored(sha));
         for record in records {
+            // Live processes go on meanwhile: the record's files wait for it.
+            let _held = hold(&record)?;
             let root = atomic::open_dir(&record.root)?;
             let repairs = record
                 .committed
@@ -341,9 +349,10 @@ fn holds(mut file: &File, sha: &str) -> bool {
     file.read_to_end(&mut bytes).is_ok() && crate::engine::sha256_hex(&bytes) == sha
 }
 
-/// The bytes of the journal file at `path`; `None` when a live process holds
-/// the file, or it cannot be read.
-fn unheld(path: &Path) -> Option<Vec<u8>> {
+/// The journal file at `path`, locked (so a process opening the store at
+/// the same time leaves it to this one), and its bytes; `None` when a live
+/// process holds the file, or it cannot be read.
+fn unheld(path: &Path) -> Option<(File, Vec<u8>)> {
     let file = File::open(path).ok()?;
     if let Err(e) = file.try_lock() {
         log::debug!("{}: held by a live process ({e})", path.display());
@@ -351,7 +360,7 @@ fn unheld(path: &Path) -> Option<Vec<u8>> {
     }
     let mut bytes = Vec::new();
     (&file).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    Some((file, bytes))
 }
 
 /// The lines of a journal file, each with the bytes it carries, up to the
