@@ -12,16 +12,20 @@
 //!    edit only from its last check of its files to their install
 //!    (`control::Gate`, `transaction::Hold`), so a write of the file never
 //!    waits for an engine, and by an undo, which takes no turn, for all of it;
-//! 2. the store's lock (a transaction's id, commit record and log line, and
-//!    a direct write's pre-image id; never an engine's decision);
-//!    then the store's removal gate (a removal's log line, move and its
-//!    verdict on what it moved, which looks at `handles`; the filer's read
-//!    of those lines); then its `checkpointing`, held across a checkpoint's
-//!    syncs (the checkpoint thread makes them holding nothing, a commit under
-//!    the store's lock only once that thread is far behind, a worker about to
-//!    change a file not yet synced holding nothing), then its `unsettled` (the
-//!    checkpoint thread waits on it to be woken) or the journal's file; the
-//!    reaper's queue alone;
+//! 2. the store's locks of a transaction's files (its id, commit record and
+//!    log line, and a direct write's pre-image id; never an engine's
+//!    decision; one per file, taken together in ascending order, so
+//!    transactions on other files never wait: `store/lock.rs`), the
+//!    filer of removals taking its own store-wide lock before its files';
+//!    then the id counter, alone and briefly; then the store's removal gate
+//!    (a removal's log line, move and its verdict on what it moved, which
+//!    looks at `handles`; the filer's read of those lines); then its
+//!    `checkpointing`, held across a checkpoint's syncs (the checkpoint
+//!    thread makes them holding nothing, a commit far behind it only after
+//!    letting go of its files' locks, a worker about to change a file not
+//!    yet synced holding nothing), then its `unsettled` (the checkpoint
+//!    thread waits on it to be woken) or the journal's file (its append;
+//!    the commit point's sync is made outside it); the reaper's queue alone;
 //! 3. `nodes`, then `handles`, then `settling`, then a handle's own
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's

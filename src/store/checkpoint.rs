@@ -149,11 +149,11 @@ impl Store {
     }
 
     /// Called once a transaction that wrote `files` files has let go of the
-    /// store's lock: when the checkpointer is `CHECKPOINT_BEHIND` behind, a
+    /// store's locks: when the checkpointer is `CHECKPOINT_BEHIND` behind, a
     /// transaction of more than `OWN_SHARE` files makes the checkpoint
     /// itself, and waits for it, so whoever makes the backlog pays for it;
     /// at twice that, any transaction does, which bounds the journal and
-    /// the descriptors held. No other caller waits: the lock is free.
+    /// the descriptors held. No other caller waits: the locks are free.
     pub fn catch_up(&self, files: usize) {
         /// Files a transaction writes below which it leaves a backlog it
         /// did not make to the checkpointer, until the hard bound.

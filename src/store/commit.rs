@@ -60,7 +60,7 @@
 //! - The files' new contents and names in the project, and the log line, ride
 //!   on the next checkpoint (`Store::checkpoint`: at most a second later in a
 //!   mount, when `editfs apply` ends, or every `CHECKPOINT_AFTER` commits, by
-//!   the mount's checkpoint thread, woken then, and not under the store's lock),
+//!   the mount's checkpoint thread, woken then, and not under any file's lock),
 //!   which syncs the new contents, the versions their records carry, the log
 //!   and the directories the files went into, and only then drops the records
 //!   of the transactions it covered.
@@ -177,9 +177,9 @@ impl Store {
         self.commit_with(lock, tx, root, (changes, &[]), log, Staged::default())
     }
 
-    /// Writes the new contents of `changes` before the lock is taken, for
+    /// Writes the new contents of `changes` before the locks are taken, for
     /// `commit_with` to take as they are (see staged.rs): a transaction of
-    /// many files then holds the lock for its record, not for making files.
+    /// many files then holds their locks for its record, not for making files.
     pub fn stage(&self, changes: &[Change<'_>]) -> Staged {
         Staged::write(self.tmp.as_fd(), changes)
     }

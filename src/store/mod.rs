@@ -146,7 +146,7 @@ pub struct Store {
     /// enough commits wait for one; waited on with `unsettled`.
     due: parking_lot::Condvar,
     /// A thread makes checkpoints when woken: commits leave them to it
-    /// instead of syncing under the store's lock (see `settle`).
+    /// instead of syncing under their files' locks (see `settle`).
     checkpointer: std::sync::atomic::AtomicBool,
     /// Removals moved aside and not filed yet (see removals.rs).
     removals: removals::Removals,

@@ -239,8 +239,28 @@ impl Objects {
         sha: Option<&str>,
     ) -> Result<(String, Option<Later>), StoreError> {
         let sha = sha.map_or_else(|| sha256_hex(bytes), str::to_owned);
-        let later = self.put_later(bytes, &sha)?;
-        Ok((self.link_object(side, rel, tx, &sha)?, later))
+        self.stored_and_linked(&sha, || self.put_later(bytes, &sha), (side, rel, tx))
+    }
+
+    /// What `put` gives, and the object `sha` it stores linked as version
+    /// `side` of `rel` at `tx`. Stored again once if the object went before
+    /// its link: a commit on another file, sharing these bytes, may drop
+    /// their last other version meanwhile (transactions on different files
+    /// run side by side).
+    fn stored_and_linked<T>(
+        &self,
+        sha: &str,
+        put: impl Fn() -> Result<T, StoreError>,
+        (side, rel, tx): (Side, &str, u64),
+    ) -> Result<(String, T), StoreError> {
+        let put_first = put()?;
+        match self.link_object(side, rel, tx, sha) {
+            Err(_) if !self.object(sha).exists() => {
+                let put_again = put()?;
+                Ok((self.link_object(side, rel, tx, sha)?, put_again))
+            }
+            linked => Ok((linked?, put_first)),
+        }
     }
 
     fn put_later(&self, bytes: &[u8], sha: &str) -> Result<Option<Later>, StoreError> {
@@ -395,9 +415,9 @@ impl Objects {
     }
 
     /// Links the stored object `sha` as version `side` of `rel` at `tx` and
-    /// returns the name; `false` when no such object is stored (any more: the
-    /// last version naming it was dropped meanwhile). Call with the store's lock
-    /// held, which every dropping of a version takes too.
+    /// returns the name; `None` when no such object is stored (any more: the
+    /// last version naming it was dropped meanwhile, by a commit on another
+    /// file, or by the size cap).
     pub fn link(
         &self,
         side: Side,
@@ -405,10 +425,10 @@ impl Objects {
         tx: u64,
         sha: &str,
     ) -> Result<Option<String>, StoreError> {
-        if !self.object(sha).exists() {
-            return Ok(None);
+        match self.link_object(side, rel, tx, sha) {
+            Err(_) if !self.object(sha).exists() => Ok(None),
+            linked => linked.map(Some),
         }
-        self.link_object(side, rel, tx, sha).map(Some)
     }
 
     /// The name of version `side` of `rel` at transaction `tx`, relative to the state directory.
@@ -431,11 +451,9 @@ impl Objects {
         bytes: &[u8],
         sha: Option<&str>,
     ) -> Result<String, StoreError> {
-        let sha = match sha {
-            Some(sha) => self.put_hashed(bytes, sha.to_owned(), true)?,
-            None => self.put(bytes, true)?,
-        };
-        self.link_object(side, rel, tx, &sha)
+        let sha = sha.map_or_else(|| sha256_hex(bytes), str::to_owned);
+        let put = || self.put_hashed(bytes, sha.clone(), true);
+        Ok(self.stored_and_linked(&sha, put, (side, rel, tx))?.0)
     }
 
     /// Keeps `bytes` as version `side` of `rel` at `tx`, synced if `sync`; returns
@@ -449,12 +467,13 @@ impl Objects {
         bytes: &[u8],
         sync: bool,
     ) -> Result<String, StoreError> {
-        let sha = self.put(bytes, sync)?;
-        self.link_object(side, rel, tx, &sha)
+        let sha = sha256_hex(bytes);
+        let put = || self.put_hashed(bytes, sha.clone(), sync);
+        Ok(self.stored_and_linked(&sha, put, (side, rel, tx))?.0)
     }
 
-    /// Links the stored object `sha` as version `side` of `rel` at `tx`; call
-    /// with the store's lock held, the object known to be there.
+    /// Links the stored object `sha` as version `side` of `rel` at `tx`, the
+    /// object known to be there (it may go meanwhile: see `stored_and_linked`).
     pub(super) fn link_object(
         &self,
         side: Side,

@@ -5,11 +5,11 @@
 //! to `removed/intents` and renames the file into `removed/` under a name of
 //! its own: one `write` and one `rename`, and the name is gone from the project
 //! as `unlink` leaves it. The filer (`Store::file_removals`: a thread of the
-//! mount, and first of all whatever takes the store's lock or reads history)
+//! mount, and first of all whatever takes the store's locks or reads history)
 //! then gives each removal its id, hashes the moved file, makes its inode the
 //! object when it is new to the store (a link: nothing is copied), links its
 //! snapshot, and appends the log lines of a batch in one write. Only once it
-//! has caught up, and outside the store's lock, does it drop the moved names:
+//! has caught up, and outside the store's locks, does it drop the moved names:
 //! dropping the last name of a file frees its inode and blocks, the slowest
 //! step on some file systems, and each free makes the file system's next inode
 //! allocations slower for a while (ext4 without a journal skips recently freed
@@ -53,8 +53,8 @@ pub const DIR: &str = "removed";
 const INTENTS: &str = "intents";
 const COPY: &str = ".copy";
 
-/// Lines filed under one hold of the store's lock: a transaction waits for at
-/// most this many filings.
+/// Lines filed under one hold of the filer's lock and their files' locks: a
+/// transaction on one of those files waits for at most this many filings.
 const BATCH: usize = 64;
 
 /// Moved names filed and not dropped yet, past which they are dropped before
@@ -364,7 +364,7 @@ pub(super) fn removal_key(line: &LogEntry) -> Option<(String, u32, String, Optio
 impl Store {
     /// Files the removals this process began and has not filed yet, so a
     /// reader of history, snapshots or the log sees every removal made before.
-    /// Never call it with the lock held: it takes the lock.
+    /// Never call it holding a file's lock: it takes files' locks.
     pub fn settle_removals(&self) {
         if self.removals.pending() {
             self.file_removals_with(None);
@@ -420,7 +420,8 @@ impl Store {
     }
 
     /// Files every removal begun and not filed yet (see the module doc), in
-    /// batches, each under one hold of the lock. `logged`: recovery's check
+    /// batches, each under one hold of the filer's lock (one filer at a time,
+    /// whatever its process) and of its files' locks. `logged`: recovery's check
     /// that a line is in the log already (a crash between the log write and
     /// the drop of the moved file).
     pub(super) fn file_removals_with(&self, mut logged: Option<&mut dyn FnMut(&LogEntry) -> bool>) {
@@ -499,7 +500,7 @@ impl Store {
 
     /// Keeps the moved `file` (`name` in `removed/`) as the pre-image of its
     /// removal `line` under a new id, and returns the line completed; call
-    /// with the lock held.
+    /// with the file's lock held.
     fn file_one(
         &self,
         _lock: &Lock,

@@ -39,7 +39,7 @@ impl Store {
     }
 
     /// Keeps the stored object `sha` (see `Objects::put_from`) as the pre-image
-    /// of `rel` at `tx`, unsynced (as its log line); call with the lock held.
+    /// of `rel` at `tx`, unsynced (as its log line); call with its file's lock held.
     /// `None` when the object went meanwhile (its last version was dropped):
     /// the caller stores it again.
     pub fn keep_pre_image(

@@ -51,7 +51,7 @@ impl Store {
         Ok(())
     }
 
-    /// The last transaction id handed out so far, read without the lock (0 when
+    /// The last transaction id handed out so far, read without its lock (0 when
     /// the counter cannot be read).
     pub fn last_tx(&self) -> u64 {
         let text = self.read_counter().unwrap_or_default();

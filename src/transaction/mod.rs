@@ -5,11 +5,11 @@
 //! versions.
 //!
 //! Transaction ids follow one rule for all of them: once a request holds the
-//! store's lock it takes the next id, before anything can fail, and leaves one log
-//! line under it, whatever its outcome (ok, failed or rejected). An id is never
-//! reused. Edits read their files and let the engine decide before they take the
-//! lock (a slow edit holds up no other), and decide again under it if a file
-//! changed meanwhile. A report with id 0 had none: there is no state directory, or the
+//! store's locks of its files it takes the next id, before anything can fail, and
+//! leaves one log line under them, whatever its outcome (ok, failed or rejected).
+//! An id is never reused. Edits read their files and let the engine decide before
+//! they take the locks (a slow edit holds up no other), and decide again under
+//! them if a file changed meanwhile; transactions on other files never wait. A report with id 0 had none: there is no state directory, or the
 //! counter itself could not be advanced.
 
 pub mod direct;
@@ -278,12 +278,14 @@ pub fn run<'p>(
     report
 }
 
-/// What `decide` finds, with the store's lock, taken by `lock`, held, or
-/// `None` when the files changed every time they were decided.
+/// What `decide` finds, with the store's locks of its files, taken by
+/// `lock` for what was decided, held, or `None` when the files changed
+/// every time they were decided.
 ///
-/// The files are read and the engine decides without the lock, so a slow
+/// The files are read and the engine decides without the locks, so a slow
 /// decision (a huge file, a payload of thousands of blocks) holds up no
-/// transaction on another file; the lock is taken to number and commit only.
+/// transaction on its file either; the locks are taken to number and commit
+/// only, and no transaction on another file ever waits for them.
 /// What no longer holds under it (`current`: a file changed meanwhile) is
 /// decided again, without the lock too. A change another transaction made
 /// (`committed`, the last id handed out, moved on: another process's

@@ -1,6 +1,6 @@
 //! Transactions of this process on one file, one at a time.
 //!
-//! The engine decides without the store's lock (a slow decision must hold up
+//! The engine decides without the store's locks (a slow decision must hold up
 //! no transaction on another file), so two transactions on the same file
 //! would both decide on the same bytes, and the second would find its file
 //! changed under the lock and decide again. Holding the file's path here from
@@ -10,8 +10,9 @@
 //!
 //! Lock order: the paths of a transaction (taken together, all or none, so two
 //! transactions on overlapping sets of files never wait for each other in a
-//! cycle), then what a mount holds of its files (`Hold`), then the store's lock. Never the other way round: a transaction
-//! that holds the store's lock takes no path.
+//! cycle), then what a mount holds of its files (`Hold`), then the store's
+//! locks of its files. Never the other way round: a transaction that holds
+//! the store's locks takes no path.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
