@@ -90,7 +90,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::commit_gate::CommitGate;
 use super::commits::Commits;
-use super::control::EditBuffer;
+use super::edit_buffer::EditBuffer;
 use super::kernel_cache::KernelCache;
 use super::names::Suffixes;
 use super::nodes::{Ids, Kind, Nodes, ROOT};

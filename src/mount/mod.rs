@@ -10,6 +10,7 @@ mod commit_gate;
 mod commits;
 mod control;
 mod dirs;
+mod edit_buffer;
 mod fs;
 mod fuse;
 mod ignored;

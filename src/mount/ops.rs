@@ -5,7 +5,8 @@
 
 use std::ffi::OsStr;
 
-use super::control::{EditBuffer, slice};
+use super::control::slice;
+use super::edit_buffer::EditBuffer;
 use super::fs::{Core, Handle};
 use super::names::Control;
 use super::nodes::Kind;
