@@ -2,7 +2,7 @@
 //! written but leaves the file unparsable where it changed it is refused
 //! (`syntax`), unless the mount or the payload says to write it anyway.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

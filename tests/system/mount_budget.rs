@@ -6,7 +6,7 @@
 //! versions. How long others wait meanwhile is measured by
 //! `scripts/bench-isolation.sh`, not here.
 
-mod common;
+use crate::common;
 
 use common::{as_nobody, text};
 

@@ -1,7 +1,7 @@
 //! Cold walks: files the kernel has not cached yet cost as few round trips
 //! to the daemon, and as few waits for the disk, as they can.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File};
 use std::io::Read;

@@ -1,7 +1,7 @@
 //! Kept versions, history and undo of changes made through a real mount with
 //! plain shell commands: removals, direct writes, ignored paths, `.editfs/undo`.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

@@ -2,7 +2,7 @@
 //! files used after their name is gone, and the modes new nodes get. The full
 //! conformance run is `scripts/posix.sh`; these pin what it once found broken.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -324,7 +324,7 @@ struct Case {
 }
 
 fn peer_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer-cases")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/engine/peer-cases")
 }
 
 fn load_cases() -> Vec<Case> {

@@ -1,7 +1,7 @@
 //! Real files passed through by the kernel: an open file's data never crosses
 //! the daemon, and the contract holds as before.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;

@@ -2,7 +2,7 @@
 //! after the kernel cached the names, attributes, listings and pages they change:
 //! real shell commands on a real mount, the change made beside it.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

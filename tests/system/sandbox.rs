@@ -3,7 +3,7 @@
 //!
 //! Skips loudly where bwrap or FUSE cannot run, except with `CI` set: there it fails.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

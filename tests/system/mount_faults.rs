@@ -1,6 +1,6 @@
 //! Faults inside the daemon cost the request they hit, never the mount.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

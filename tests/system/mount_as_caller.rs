@@ -2,7 +2,7 @@
 //! the daemon runs as root with `allow_other`, the agent as `nobody`, and each
 //! test is an attack that reached root's files before.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

@@ -2,7 +2,7 @@
 //! `allow_other`, the agent as `nobody`, and nothing the agent sends may reach
 //! editfs's own state or stall other files.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,6 @@
 //! One slow transaction never blocks transactions on other files.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! `allow_other`, the agent as `nobody`, and each test is an attack that got
 //! root's text, names or hashes through `.editfs/` before.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

@@ -2,7 +2,7 @@
 //! `nobody`: what the mount's view of editfs's state shows to whom, how much an
 //! open `F.edit` may buffer, and how the log stays bounded.
 
-mod common;
+use crate::common;
 
 use common::{as_nobody, text};
 

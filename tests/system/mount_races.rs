@@ -2,7 +2,7 @@
 //! over a file, and a mixed stress run. Every workload runs under a watchdog: a
 //! hang aborts the FUSE connection and fails the test instead of hanging the machine.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

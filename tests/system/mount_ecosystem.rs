@@ -4,7 +4,7 @@
 //! Where FUSE (or a private mount namespace) is unavailable these tests skip with
 //! a loud message, except when `CI` is set: there they fail.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::net::UnixDatagram;

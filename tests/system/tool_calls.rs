@@ -3,7 +3,7 @@
 //! checked byte for byte. The examples follow each tool's documentation, in our
 //! own words and files.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

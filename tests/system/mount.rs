@@ -1,6 +1,6 @@
 //! `editfs mount` as an agent and its tools use it: real shell commands on a real mount.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `editfs mount --daemon`, `editfs unmount`, start-up errors, and a tree larger than
 //! the open-file limit.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::process::Command;
