@@ -15,12 +15,12 @@ cd "$(dirname "$0")/.."
 total=${1:-1000000}
 jobs=${JOBS:-$(nproc)}
 per=$(((total + jobs - 1) / jobs))
-cargo test --release --test properties --no-run
+cargo test --release --test engine --no-run
 echo "fuzzing: $jobs processes x $per cases per property"
 pids=()
 for _ in $(seq "$jobs"); do
-  EDITFS_FUZZ_CASES=$per cargo test --release -q --test properties -- \
-    --exact never_panics_never_writes_on_failure never_partly_applies &
+  EDITFS_FUZZ_CASES=$per cargo test --release -q --test engine -- \
+    --exact properties::never_panics_never_writes_on_failure properties::never_partly_applies &
   pids+=("$!")
 done
 status=0

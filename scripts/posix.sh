@@ -11,7 +11,7 @@
 # daemon/daemon, and the mount uses allow_other). Installs what is missing:
 # fuse3, and the two checkers from the crate registry (pjdfstest's build needs
 # libacl1-dev). Exits non-zero when either checker reports a failure; the logs
-# stay in the printed work directory. `cargo test` runs it (tests/posix.rs).
+# stay in the printed work directory. `cargo test` runs it (tests/system/posix.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export EDITFS_STRESS_SECS="${1:-300}"
 echo "stress: ${EDITFS_STRESS_SECS}s of mixed load on a real mount"
-cargo test --test mount_races -- --nocapture stress_
+cargo test --test system -- --nocapture mount_races::stress_

@@ -3,9 +3,6 @@
 //! Where FUSE cannot mount, tests skip with a loud message, except when `CI` is
 //! set: there a mount that fails is a failed test.
 
-// Shared by several test crates, each using a part of it.
-#![allow(dead_code)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};

@@ -33,4 +33,5 @@ mod mount_syntax;
 mod posix;
 mod readme;
 mod sandbox;
+mod test_files;
 mod tool_calls;
