@@ -46,6 +46,23 @@ impl Mount {
     /// Mounts a fresh SOURCE (filled by `fill`) with extra `args`; `None` when FUSE
     /// is unavailable outside CI.
     pub fn start(args: &[&str], fill: impl FnOnce(&Path)) -> Option<Mount> {
+        Self::launch(Command::new(env!("CARGO_BIN_EXE_editfs")), args, fill)
+    }
+
+    /// As `start`, with the daemon started under `umask`. The test process's own
+    /// umask is left alone: every test running beside this one shares it.
+    pub fn start_with_umask(umask: u32, args: &[&str], fill: impl FnOnce(&Path)) -> Option<Mount> {
+        let mut daemon = Command::new("bash");
+        daemon
+            .arg("-c")
+            .arg(format!(r#"umask {umask:03o}; exec "$0" "$@""#))
+            .arg(env!("CARGO_BIN_EXE_editfs"));
+        Self::launch(daemon, args, fill)
+    }
+
+    /// Runs `daemon` (editfs, or a command that execs it) with `mount SOURCE MOUNT
+    /// args` and waits until the mount answers.
+    fn launch(mut daemon: Command, args: &[&str], fill: impl FnOnce(&Path)) -> Option<Mount> {
         let root = tempfile::tempdir().unwrap();
         let src = root.path().join("src");
         let mnt = root.path().join("mnt");
@@ -55,7 +72,7 @@ impl Mount {
         // The daemon's log goes to a file: a pipe nobody drains would fill up and
         // stall the daemon in the middle of a request.
         let log = root.path().join("daemon.log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        let mut child = daemon
             .arg("mount")
             .arg(&src)
             .arg(&mnt)

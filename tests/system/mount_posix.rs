@@ -75,9 +75,12 @@ EOF"#;
 
 #[test]
 fn new_nodes_get_the_callers_mode_whatever_the_daemons_umask() {
-    // The daemon inherits this umask; the caller's below is 0.
-    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
-    let m = mount!();
+    // The daemon runs under umask 022; the caller's below is 0.
+    let Some(m) = Mount::start_with_umask(0o022, &[], |_| {}) else {
+        return;
+    };
+    let status = fs::read_to_string(format!("/proc/{}/status", m.pid().unwrap())).unwrap();
+    assert!(status.contains("\nUmask:\t0022\n"), "{status}");
     m.ok("umask 0; mkdir -m 777 d; touch f; mkfifo -m 666 p");
     let mode = |p: &str| fs::metadata(m.mnt.join(p)).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode("d"), 0o777);
