@@ -8,8 +8,9 @@ use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 
 use crate::engine::diff::file_diff;
+use crate::store::View;
 use crate::store::logline::{Kind, LogEntry, Outcome};
-use crate::store::objects::{Objects, Side};
+use crate::store::objects::Side;
 
 /// The first line of `table`.
 pub const HEADER: &str =
@@ -114,8 +115,9 @@ fn one_line(command: &str) -> String {
 }
 
 /// Transaction `tx` as a diff of each file it changed, from the log and kept
-/// versions of state directory `state`.
-pub fn show(entries: &[LogEntry], state: &Path, tx: u64) -> Result<String, String> {
+/// versions of a state directory.
+pub fn show(view: &View, tx: u64) -> Result<String, String> {
+    let entries = view.entries();
     let e = entries
         .iter()
         .find(|e| e.tx == tx)
@@ -143,11 +145,10 @@ pub fn show(entries: &[LogEntry], state: &Path, tx: u64) -> Result<String, Strin
         out.push('\n');
         return Ok(out);
     }
-    let objects = Objects::new(state);
     for f in &e.files {
         let rel = f.file.as_str();
-        let before = objects.read(Side::Pre, rel, tx);
-        let after = objects.read(Side::Post, rel, tx);
+        let before = view.read(Side::Pre, rel, tx);
+        let after = view.read(Side::Post, rel, tx);
         match (before, after) {
             (Some(b), None) if f.removed => {
                 let _ = writeln!(

@@ -6,8 +6,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use editfs::engine::{Options, Outcome, Received};
-use editfs::store::trust::Held;
-use editfs::store::{Retention, Store, atomic};
+use editfs::store::{Held, Retention, Store, open_dir};
 use editfs::transaction::{self, Root, Target, multi};
 
 use super::error::{CommandError, Ended};
@@ -171,7 +170,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
             )
         }
     };
-    let dir = atomic::open_dir(&root)?;
+    let dir = open_dir(&root)?;
     let who = super::who("editfs apply");
     let target = Target {
         root: Root {
@@ -225,7 +224,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, Co
         Some(inside) => inside,
         None => (root, PathBuf::new()),
     };
-    let dir = atomic::open_dir(&root)?;
+    let dir = open_dir(&root)?;
     let root = Root {
         fd: dir.as_fd(),
         path: &root,

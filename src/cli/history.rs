@@ -1,15 +1,9 @@
 //! `editfs history`, `editfs show` and `editfs undo`: what happened, and taking it back.
 
-use std::collections::HashSet;
-use std::fs;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::io::Write;
 
 use editfs::history;
-use editfs::store::logline::LogEntry;
-use editfs::store::objects::Objects;
-use editfs::store::{Retention, entries_in};
+use editfs::store::{Retention, Tail, View};
 use editfs::transaction::undo;
 
 use super::color::ColorArg;
@@ -96,20 +90,20 @@ pub(super) struct RestoreArgs {
 
 pub fn history(args: HistoryArgs) -> Result<Ended, CommandError> {
     let held = args.project.read()?;
-    let dir = held.path();
+    let view = View::new(&held.path());
     let path = args
         .path
         .as_deref()
         .map(|p| args.project.path(p))
         .transpose()
         .map_err(CommandError::usage)?;
-    note_interrupted(&dir);
-    let mut log = LogTail::default();
+    note_interrupted(&view);
+    let mut log = Tail::default();
     let mut text = history::HEADER.to_owned();
     let mut out = std::io::stdout();
     loop {
         text.extend(
-            log.new_entries(&dir)
+            log.new_entries(&view)
                 .iter()
                 .map(|e| history::row(e, path.as_deref())),
         );
@@ -127,77 +121,11 @@ pub fn history(args: HistoryArgs) -> Result<Ended, CommandError> {
 /// How often `history --follow` looks for new lines in the log.
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// The log read as it grows. Lines are only appended, whole; past a bound the
-/// store moves the log to `log.1` and starts a new one, and the mount's view of
-/// it is rendered anew, so a file that changed or shrank is read again from its
-/// start, and transactions already printed are skipped.
-#[derive(Default)]
-struct LogTail {
-    /// Bytes of the log already read, up to the end of a complete line.
-    read: u64,
-    /// The inode of the log being read; none before the first read.
-    ino: Option<u64>,
-    printed: HashSet<u64>,
-}
-
-impl LogTail {
-    /// The entries logged since the last call (at the first, every one kept).
-    fn new_entries(&mut self, state: &Path) -> Vec<LogEntry> {
-        let Ok(file) = fs::File::open(state.join("log")) else {
-            return Vec::new();
-        };
-        let Ok(meta) = file.metadata() else {
-            return Vec::new();
-        };
-        let old = state.join("log.1");
-        let mut out = Vec::new();
-        match self.ino {
-            None => out.extend(lines_from(fs::File::open(&old).ok(), &mut 0)),
-            Some(ino) if ino != meta.ino() => {
-                // The log moved to log.1: first the rest of it, then the new one.
-                let moved = fs::File::open(&old)
-                    .ok()
-                    .filter(|f| f.metadata().is_ok_and(|m| m.ino() == ino));
-                out.extend(lines_from(moved, &mut self.read));
-                self.read = 0;
-            }
-            Some(_) if meta.len() < self.read => self.read = 0,
-            Some(_) => {}
-        }
-        self.ino = Some(meta.ino());
-        out.extend(lines_from(Some(file), &mut self.read));
-        out.retain(|e| self.printed.insert(e.tx));
-        // A line is appended when its transaction ends, which may be after a
-        // later one's (a file made through a mount is logged a moment after
-        // it took its id): shown by id, as the history is numbered.
-        out.sort_by_key(|e| e.tx);
-        out
-    }
-}
-
-/// The entries of the complete lines of `file` past byte `read`, which moves
-/// to the end of the last of them.
-fn lines_from(file: Option<fs::File>, read: &mut u64) -> Vec<LogEntry> {
-    let mut bytes = Vec::new();
-    let Some(mut file) = file else {
-        return Vec::new();
-    };
-    if file.seek(SeekFrom::Start(*read)).is_err() || file.read_to_end(&mut bytes).is_err() {
-        return Vec::new();
-    }
-    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    *read += complete as u64;
-    String::from_utf8_lossy(&bytes[..complete])
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 pub fn show(args: ShowArgs) -> Result<Ended, CommandError> {
     let held = args.project.read()?;
-    let dir = held.path();
-    note_interrupted(&dir);
-    let text = history::show(&entries_in(&dir), &dir, args.txid).map_err(CommandError::failed)?;
+    let view = View::new(&held.path());
+    note_interrupted(&view);
+    let text = history::show(&view, args.txid).map_err(CommandError::failed)?;
     let _ = args.color.print(&text);
     Ok(Ended::Done)
 }
@@ -238,12 +166,8 @@ pub(super) fn restore(
         force: how.force,
     };
     let undone = if how.dry_run {
-        undo::preview(
-            &Objects::new(&state),
-            entries_in(&state),
-            (root, None),
-            &req,
-        )
+        let view = View::new(&state);
+        undo::preview(view.objects(), view.entries(), (root, None), &req)
     } else {
         let store = open(&state, Retention::default())?;
         let undone = undo::run(&store, root, &req, &who(command));

@@ -7,9 +7,7 @@ use std::fs;
 
 use editfs::engine::diff::file_diff;
 use editfs::engine::report::shown_name;
-use editfs::store::logline::count_changes;
-use editfs::store::objects::Objects;
-use editfs::store::{Retention, entries_in};
+use editfs::store::{Retention, View, count_changes};
 use editfs::transaction::rewind::{self, NetChange, Point};
 use editfs::transaction::undo;
 
@@ -111,7 +109,8 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
     let run = || -> Result<String, CommandError> {
         let held = args.project.read()?;
         let state = held.path();
-        let entries = entries_in(&state);
+        let view = View::new(&state);
+        let entries = view.entries();
         let point = Point::parse(&args.since)
             .resolve(&entries)
             .map_err(|e| CommandError::failed(e).hint("editfs history lists the points"))?;
@@ -128,8 +127,7 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
                     .iter()
                     .any(|p| rel == p || rel.starts_with(&format!("{p}/")))
         };
-        let (mut changes, mut pruned) =
-            rewind::net(&Objects::new(&state), &entries, opened.root(), point);
+        let (mut changes, mut pruned) = rewind::net(view.objects(), &entries, opened.root(), point);
         changes.retain(|c| wanted(&c.rel));
         pruned.retain(|r| wanted(r));
         let since_point = rewind::written_since(&entries, point);

@@ -7,8 +7,7 @@ use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use editfs::store::trust::{self, Came, Held};
-use editfs::store::{STATE_DIR, Store, removals};
+use editfs::store::{Came, Held, STATE_DIR, Store, View, hold};
 use editfs::transaction::Root;
 
 use super::error::CommandError;
@@ -50,14 +49,14 @@ impl StateArgs {
                     dir.display()
                 ))
             })?;
-            let held = trust::hold(dir, Came::Given, true)
-                .map_err(|e| CommandError::failed(e.to_string()))?;
+            let held =
+                hold(dir, Came::Given, true).map_err(|e| CommandError::failed(e.to_string()))?;
             return Ok((Some(held), None));
         }
         let Some(found) = Store::find_for(file) else {
             return Ok((None, None));
         };
-        match trust::hold(&found, Came::Found, true) {
+        match hold(&found, Came::Found, true) {
             Ok(held) => Ok((Some(held), None)),
             Err(why) => Ok((
                 None,
@@ -101,7 +100,7 @@ impl ProjectArgs {
     pub fn root(&self) -> Result<Opened, CommandError> {
         let path = fs::canonicalize(&self.source)
             .map_err(|e| CommandError::failed(format!("{}: {e}", self.source.display())))?;
-        let dir = editfs::store::atomic::open_dir(&path)?;
+        let dir = editfs::store::open_dir(&path)?;
         Ok(Opened { path, dir })
     }
 
@@ -167,7 +166,7 @@ impl ProjectArgs {
             Some(_) => Came::Given,
             None => Came::Found,
         };
-        let held = trust::hold(&dir, came, written).map_err(|e| {
+        let held = hold(&dir, came, written).map_err(|e| {
             if e.missing() {
                 CommandError::failed(format!(
                     "{} has no state directory ({} does not exist)",
@@ -180,7 +179,7 @@ impl ProjectArgs {
                     .hint("name it with --state-dir to use it anyway")
             }
         })?;
-        if !removals::wait_filed(&held.path(), FILING_WAIT) {
+        if !View::new(&held.path()).wait_filed(FILING_WAIT) {
             eprintln!(
                 "editfs: removals made through a mount are not in the history yet: the mount, or the next mount, apply or undo, files them"
             );
@@ -203,8 +202,8 @@ pub fn open(dir: &Path, retention: editfs::store::Retention) -> Result<Store, Co
 
 /// Says so when a commit was cut short: history only reads, so it leaves the
 /// recovery to the next command that writes.
-pub fn note_interrupted(dir: &Path) {
-    let pending = editfs::store::journal::Journal::new(dir).interrupted();
+pub fn note_interrupted(view: &View) {
+    let pending = view.interrupted();
     if pending > 0 {
         eprintln!(
             "editfs: {pending} interrupted commit(s) in the journal: the next mount, apply or undo completes or discards them"

@@ -319,23 +319,6 @@ pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<File, StoreErro
     result
 }
 
-/// Creates `path` with `bytes` and syncs it: one sync for its bytes and its new
-/// name together (see the store's commit.rs). Whatever was under the name
-/// before goes first. A crash before this returns may leave the file cut short,
-/// so its reader must tell a whole one from a partial one.
-pub fn create_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err("remove", path)(e)),
-        _ => {}
-    }
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(mode))
-        .map_err(|e| io_err("create", path)(e.into()))?;
-    let mut file = File::from(fd);
-    file.write_all(bytes).map_err(io_err("write", path))?;
-    file.sync_data().map_err(io_err("sync", path))
-}
-
 /// Removes the temporary files a crash left in `dir`, those of a process
 /// `dead` says is gone (a name that tells no process counts as one);
 /// returns how many.

@@ -35,7 +35,7 @@ use super::{STATE_DIR, StoreError, io_err};
 
 mod recovery;
 
-pub use recovery::{Handled, Recovered};
+pub use recovery::Recovered;
 
 /// One file of a transaction.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -27,39 +27,47 @@
 //! enough), `checkpoint.rs` syncs what commits left and drops their records,
 //! `logfile.rs` appends to and reads the log, `retention.rs` keeps versions
 //! outside a commit and bounds them, `buffers.rs` keeps read buffers for
-//! reuse; `journal.rs`, `objects.rs`, `removals.rs`, `shared.rs`,
-//! `staged.rs`, `atomic.rs`, `caller.rs`, `reaper.rs`, `trust.rs`, `rel.rs`
-//! and `logline.rs` each say what they own at their top.
+//! reuse, `view.rs` is all that history, show and diff read (the rest of the
+//! store is private to it); `journal.rs`, `objects.rs`, `removals.rs`,
+//! `shared.rs`, `staged.rs`, `atomic.rs`, `caller.rs`, `reaper.rs`, `trust.rs`,
+//! `rel.rs` and `logline.rs` each say what they own at their top.
 
-pub mod atomic;
+pub(crate) mod atomic;
 mod buffers;
-pub mod caller;
+pub(crate) mod caller;
 mod checkpoint;
 mod commit;
-pub mod journal;
+pub(crate) mod journal;
 mod lock;
 mod logfile;
-pub mod logline;
-pub mod objects;
+pub(crate) mod logline;
+pub(crate) mod objects;
 mod open;
 pub(crate) mod reaper;
 pub(crate) mod rel;
-pub mod removals;
+pub(crate) mod removals;
 mod retention;
 pub(crate) mod shared;
 mod staged;
 #[cfg(test)]
 mod tests;
-pub mod trust;
+pub(crate) mod trust;
 mod txid;
+mod view;
 
+pub use atomic::open_dir;
+pub use caller::Caller;
 pub use checkpoint::CHECKPOINT_AFTER;
 pub use commit::{Change, Removal};
+pub use journal::Recovered;
 pub use lock::{Keys, Lock};
-pub use logfile::{entries_in, log_files};
-pub use logline::LogEntry;
+pub(crate) use logfile::{entries_in, log_files};
+pub use logline::{Kind as LogKind, LogEntry, count_changes};
+pub use objects::{Objects, Side};
 pub use retention::Retention;
 pub use staged::Staged;
+pub use trust::{Came, Held, Untrusted, hold};
+pub use view::{Tail, View};
 
 use std::fs::File;
 use std::io;

@@ -133,7 +133,7 @@ const RECENT_BYTES: usize = 4 << 20;
 const RECENT_FILE_BYTES: usize = 1 << 20;
 
 impl Objects {
-    pub fn new(state: &Path) -> Objects {
+    pub(crate) fn new(state: &Path) -> Objects {
         Objects {
             state: state.to_owned(),
             total: Mutex::new(None),
@@ -153,7 +153,7 @@ impl Objects {
     /// Remembers that a commit left `bytes`, whose SHA-256 is `sha`, in `rel`
     /// (see `recent`), in place of what was remembered of `rel` before; returns
     /// the contents no longer remembered, for the caller to reuse or free.
-    pub fn remember(&self, rel: &str, sha: &str, bytes: Vec<u8>) -> Vec<Vec<u8>> {
+    pub(crate) fn remember(&self, rel: &str, sha: &str, bytes: Vec<u8>) -> Vec<Vec<u8>> {
         let mut gone = Vec::new();
         let mut recent = self.recent.lock();
         if let Some(i) = recent.files.iter().position(|c| c.rel == rel) {
@@ -181,7 +181,7 @@ impl Objects {
     /// The SHA-256 of `bytes`, read from `rel`, if they are what a commit
     /// left there (compared byte for byte, so a change made meanwhile, even
     /// one that kept the file's size and times, is hashed anew).
-    pub fn known_sha(&self, rel: &str, bytes: &[u8]) -> Option<String> {
+    pub(crate) fn known_sha(&self, rel: &str, bytes: &[u8]) -> Option<String> {
         let recent = self.recent.lock();
         recent
             .files
@@ -191,7 +191,7 @@ impl Objects {
     }
 
     /// What frees blocks in the background for this store.
-    pub fn reaper(&self) -> &Reaper {
+    pub(crate) fn reaper(&self) -> &Reaper {
         &self.reaper
     }
 
@@ -200,7 +200,7 @@ impl Objects {
     }
 
     /// Stores `bytes` (once, synced if `sync`) and returns their SHA-256.
-    pub fn put(&self, bytes: &[u8], sync: bool) -> Result<String, StoreError> {
+    pub(crate) fn put(&self, bytes: &[u8], sync: bool) -> Result<String, StoreError> {
         self.put_hashed(bytes, sha256_hex(bytes), sync)
     }
 
@@ -230,7 +230,7 @@ impl Objects {
     /// already, checked whole), and handed back for the caller to carry its
     /// bytes in the record that names it and to have the checkpoint sync it;
     /// once that record is synced, `carried` marks it durable.
-    pub fn keep_later(
+    pub(crate) fn keep_later(
         &self,
         side: Side,
         rel: &str,
@@ -293,7 +293,7 @@ impl Objects {
     }
 
     /// Marks the versions `later` durable: the record carrying their bytes is synced.
-    pub fn carried(&self, later: &[Later]) {
+    pub(crate) fn carried(&self, later: &[Later]) {
         for l in later {
             self.durable_now(&l.sha, l.ino);
         }
@@ -302,7 +302,7 @@ impl Objects {
     /// Makes the object `sha` hold `bytes`, synced, where a crash left it torn
     /// or lost it (recovery, from the bytes a record carried). A torn one is
     /// written again in place, so every version linked to it holds them too.
-    pub fn restore(&self, sha: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    pub(crate) fn restore(&self, sha: &str, bytes: &[u8]) -> Result<(), StoreError> {
         if self.content(sha).is_some() {
             return Ok(());
         }
@@ -356,7 +356,7 @@ impl Objects {
     /// by their hash only once complete, and an object already stored under
     /// that name is the same bytes. Unsynced, as the pre-images of direct writes
     /// are (see the store's commit.rs).
-    pub fn put_from(&self, from: &mut impl Read, most: u64) -> Result<String, StoreError> {
+    pub(crate) fn put_from(&self, from: &mut impl Read, most: u64) -> Result<String, StoreError> {
         use sha2::{Digest, Sha256};
         let dir = self.state.join("objects");
         fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
@@ -418,7 +418,7 @@ impl Objects {
     /// returns the name; `None` when no such object is stored (any more: the
     /// last version naming it was dropped meanwhile, by a commit on another
     /// file, or by the size cap).
-    pub fn link(
+    pub(crate) fn link(
         &self,
         side: Side,
         rel: &str,
@@ -432,18 +432,25 @@ impl Objects {
     }
 
     /// The name of version `side` of `rel` at transaction `tx`, relative to the state directory.
-    pub fn name(side: Side, rel: &str, tx: u64) -> String {
+    pub(crate) fn name(side: Side, rel: &str, tx: u64) -> String {
         format!("{}/{}/{tx}", side.dir(), safe_rel(rel))
     }
 
     /// Keeps `bytes` as version `side` of `rel` at `tx`, durably; returns the name.
-    pub fn keep(&self, side: Side, rel: &str, tx: u64, bytes: &[u8]) -> Result<String, StoreError> {
+    #[cfg(test)]
+    pub(crate) fn keep(
+        &self,
+        side: Side,
+        rel: &str,
+        tx: u64,
+        bytes: &[u8],
+    ) -> Result<String, StoreError> {
         self.keep_with(side, rel, tx, bytes, true)
     }
 
     /// `keep` of `bytes` whose SHA-256, if given, is `sha` (computed by editfs
     /// from these bytes: an object is named by it).
-    pub fn keep_hashed(
+    pub(crate) fn keep_hashed(
         &self,
         side: Side,
         rel: &str,
@@ -459,7 +466,7 @@ impl Objects {
     /// Keeps `bytes` as version `side` of `rel` at `tx`, synced if `sync`; returns
     /// the name. A version already under that name is replaced: it can only be a
     /// leftover of an id a machine crash handed out again.
-    pub fn keep_with(
+    pub(crate) fn keep_with(
         &self,
         side: Side,
         rel: &str,
@@ -517,7 +524,7 @@ impl Objects {
     /// removed is cheap; otherwise its bytes are copied. A file still `open`
     /// somewhere is copied too: whoever holds it can still write to it, and a kept
     /// version never changes.
-    pub fn keep_file(
+    pub(crate) fn keep_file(
         &self,
         side: Side,
         rel: &str,

@@ -29,7 +29,8 @@ use std::time::SystemTime;
 
 use rustix::fs::{Access, AtFlags};
 
-pub use crate::store::caller::{self, Caller};
+pub use crate::store::Caller;
+pub(crate) use crate::store::caller;
 pub use paths::Refused;
 
 use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};

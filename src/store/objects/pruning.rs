@@ -44,7 +44,7 @@ impl Objects {
     }
 
     /// Drops the oldest versions of `rel` beyond `keep`; returns the bytes freed.
-    pub fn prune(&self, rel: &str, keep: usize) -> u64 {
+    pub(crate) fn prune(&self, rel: &str, keep: usize) -> u64 {
         self.prune_side(Side::Pre, rel, keep) + self.prune_side(Side::Post, rel, keep)
     }
 
@@ -73,7 +73,7 @@ impl Objects {
     }
 
     /// Drops both versions of `rel` at `tx`: the transaction did not happen.
-    pub fn forget(&self, rel: &str, tx: u64) {
+    pub(crate) fn forget(&self, rel: &str, tx: u64) {
         for side in [Side::Pre, Side::Post] {
             self.drop_version(side, rel, tx);
         }
@@ -132,13 +132,13 @@ impl Objects {
     /// Spares the versions of transactions from `tx` on from the size cap
     /// (`u64::MAX`: none): the store's only durable copy of a new content until
     /// the checkpoint syncs the file it went to.
-    pub fn spare_from(&self, tx: u64) {
+    pub(crate) fn spare_from(&self, tx: u64) {
         self.spared.store(tx, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Drops the oldest versions of every file until the objects take at most
     /// `cap` bytes, but none that is spared (`spare_from`).
-    pub fn cap(&self, cap: u64) {
+    pub(crate) fn cap(&self, cap: u64) {
         let spared = self.spared.load(std::sync::atomic::Ordering::Relaxed);
         let mut total = self.total();
         if total <= cap {
