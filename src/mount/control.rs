@@ -24,7 +24,8 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::commit_gate::Telling;
 use super::edit_buffer::{Committed, EditBuffer, Next, Turn, errno_for, flushed};
-use super::fs::{Core, Handle, Job, file_type};
+use super::fs::{Core, Job, file_type};
+use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;
 use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
@@ -183,12 +184,12 @@ impl Core {
                 let meant = meant.map(|m| (m, since));
                 let account = self.budget.account(who.uid);
                 let buf = EditBuffer::opened(truncate, Some(caller), meant).charged_to(account);
-                Ok(self.add_handle(Handle::Edit(Mutex::new(buf))))
+                Ok(self.handles.add(Handle::Edit(Mutex::new(buf))))
             }
             _ if write => Err(Errno::EACCES),
             _ => {
                 let bytes = self.status_bytes(&self.path(parent)?.join(base), control);
-                Ok(self.add_handle(Handle::Bytes {
+                Ok(self.handles.add(Handle::Bytes {
                     bytes: bytes.to_vec(),
                     _charge: None,
                 }))

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::fs::{Core, Handle, Loc, attr, file_type};
+use super::fs::{Core, Loc, attr, file_type};
+use super::handles::Handle;
 use super::listings::Reader;
 use super::names::Control;
 use super::nodes::{Kind, ROOT};
@@ -531,7 +532,7 @@ impl Core {
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         let id = self.ids.of(&st);
         self.nodes.write().remember(id, parent, name);
-        let fh = self.add_handle(Handle::File {
+        let fh = self.handles.add(Handle::File {
             file: File::from(fd),
             ino: id,
             writer,

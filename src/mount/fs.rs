@@ -79,10 +79,8 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -90,7 +88,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::commit_gate::CommitGate;
 use super::commits::Commits;
-use super::edit_buffer::EditBuffer;
+use super::handles::{Handle, Handles};
 use super::kernel_cache::KernelCache;
 use super::names::Suffixes;
 use super::nodes::{Ids, Kind, Nodes, ROOT};
@@ -122,24 +120,6 @@ impl Loc {
     pub fn dir(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&*self.dir)
     }
-}
-
-/// What an open file handle is.
-pub enum Handle {
-    File {
-        file: File,
-        ino: u64,
-        /// Opened for writing: read from the open's flags, so no request asks
-        /// the descriptor again.
-        writer: bool,
-    },
-    Edit(Mutex<EditBuffer>),
-    /// A virtual file's content, fixed when it was opened; what `.editfs/`
-    /// renders for a reader (a long log) is charged to the reader's buffer budget.
-    Bytes {
-        bytes: Vec<u8>,
-        _charge: Option<super::budget::Charge>,
-    },
 }
 
 /// The file system as the kernel sees it: the shared state, and the threads that
@@ -353,8 +333,8 @@ pub struct Core {
     pub(super) commit_gate: CommitGate,
     /// Node ids of real files, by device and inode number.
     pub(super) ids: Ids,
-    handles: Mutex<HashMap<u64, Arc<Handle>>>,
-    next_fh: AtomicU64,
+    /// The open file handles.
+    pub(super) handles: Handles,
     /// The latest report of each file (by path relative to SOURCE), bounded by bytes.
     pub(super) reports: Mutex<super::reports::Reports>,
     /// The last transaction id when the mount started: a report `editfs apply`
@@ -476,8 +456,7 @@ impl Core {
             nodes: RwLock::new(Nodes::new()),
             commit_gate: CommitGate::default(),
             ids,
-            handles: Mutex::new(HashMap::new()),
-            next_fh: AtomicU64::new(1),
+            handles: Handles::default(),
             reports: Mutex::default(),
             started_after_tx,
             state_report: Mutex::new(None),
@@ -575,28 +554,6 @@ impl Core {
         self.cache.fresh(ino)
     }
 
-    pub(super) fn add_handle(&self, h: Handle) -> u64 {
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.handles.lock().insert(fh, Arc::new(h));
-        fh
-    }
-
-    pub(super) fn handle(&self, fh: u64) -> Res<Arc<Handle>> {
-        self.handles.lock().get(&fh).cloned().ok_or(Errno::EBADF)
-    }
-
-    /// A handle open on real node `ino`, if any.
-    fn open_on(&self, ino: u64) -> Option<Arc<Handle>> {
-        let on = |h: &&Arc<Handle>| matches!(***h, Handle::File { ino: i, .. } if i == ino);
-        self.handles.lock().values().find(on).cloned()
-    }
-
-    /// Every handle open on real node `ino`.
-    pub(super) fn all_open_on(&self, ino: u64) -> Vec<Arc<Handle>> {
-        let on = |h: &&Arc<Handle>| matches!(***h, Handle::File { ino: i, .. } if i == ino);
-        self.handles.lock().values().filter(on).cloned().collect()
-    }
-
     /// The status of real node `ino` through one of its open handles, if any:
     /// a file replaced or unlinked under its name lives on while open, and so
     /// does a directory removed through the mount while the kernel holds it,
@@ -610,7 +567,7 @@ impl Core {
         if let Some(dir) = self.cache.dir(ino) {
             return rustix::fs::fstat(&*dir).ok();
         }
-        let file = self.open_on(ino)?;
+        let file = self.handles.open_on(ino)?;
         match &*file {
             Handle::File { file, .. } => rustix::fs::fstat(file).ok(),
             _ => None,
@@ -621,23 +578,21 @@ impl Core {
     /// (`fh`), or, when the node has no name left (unlinked while open), any
     /// handle open on it, since `fstat` and `fchmod` reach us without one.
     pub(super) fn file_of(&self, ino: u64, fh: Option<u64>) -> Option<Arc<Handle>> {
-        let is_file = |h: &Arc<Handle>| matches!(**h, Handle::File { ino: i, .. } if i == ino);
-        if let Some(h) = fh.and_then(|f| self.handle(f).ok()).filter(is_file) {
+        if let Some(h) = fh
+            .and_then(|f| self.handles.get(f).ok())
+            .filter(|h| h.is_on(ino))
+        {
             return Some(h);
         }
         if self.nodes.read().placed(ino) {
             return None;
         }
-        self.open_on(ino)
+        self.handles.open_on(ino)
     }
 
     /// Whether a descriptor of real node `ino` is open through the mount.
     pub(super) fn is_open(&self, ino: u64) -> bool {
-        self.open_on(ino).is_some()
-    }
-
-    pub(super) fn drop_handle(&self, fh: u64) -> Option<Arc<Handle>> {
-        self.handles.lock().remove(&fh)
+        self.handles.open_on(ino).is_some()
     }
 
     /// Tells the kernel to forget what it cached of `name` in `parent` (node

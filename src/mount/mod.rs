@@ -13,6 +13,7 @@ mod dirs;
 mod edit_buffer;
 mod fs;
 mod fuse;
+mod handles;
 mod ignored;
 #[cfg(test)]
 mod in_process;

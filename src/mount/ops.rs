@@ -7,7 +7,8 @@ use std::ffi::OsStr;
 
 use super::control::slice;
 use super::edit_buffer::EditBuffer;
-use super::fs::{Core, Handle};
+use super::fs::Core;
+use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;
 use super::real::{Set, is_write, read_at, truncates};
@@ -147,7 +148,7 @@ impl Core {
                 }
             }
             (_, Kind::State(rel)) if state::is_control(&rel) => {
-                let fh = self.add_handle(Handle::Edit(parking_lot::Mutex::new(
+                let fh = self.handles.add(Handle::Edit(parking_lot::Mutex::new(
                     EditBuffer::opened(truncates(flags), Some(who.caller()), None)
                         .charged_to(self.budget.account(who.uid)),
                 )));
@@ -157,7 +158,7 @@ impl Core {
                 let bytes = self.state_bytes(&rel, &who.caller())?;
                 let mut charge = self.budget.account(who.uid);
                 charge.hold(bytes.len() as u64)?;
-                let fh = self.add_handle(Handle::Bytes {
+                let fh = self.handles.add(Handle::Bytes {
                     bytes,
                     _charge: Some(charge),
                 });
@@ -187,7 +188,7 @@ impl Core {
         (offset, size): (u64, u32),
         done: Done<Vec<u8>>,
     ) {
-        let h = match self.handle(fh) {
+        let h = match self.handles.get(fh) {
             Ok(h) => h,
             Err(e) => return done(Err(e)),
         };
@@ -200,7 +201,7 @@ impl Core {
     }
 
     pub(super) fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Res<u32> {
-        let h = self.handle(fh)?;
+        let h = self.handles.get(fh)?;
         match &*h {
             Handle::File { file, ino, .. } => self.direct_write(*ino, || {
                 std::os::unix::fs::FileExt::write_at(file, data, offset)
@@ -218,7 +219,7 @@ impl Core {
     /// thread, which then answers. The writer's last close of a real file
     /// records its direct write before `close(2)` returns.
     pub(super) fn flush(&self, who: Requester, ino: u64, fh: u64, done: Done<()>) {
-        match self.handle(fh) {
+        match self.handles.get(fh) {
             Ok(h) if matches!(*h, Handle::File { .. }) => {
                 self.finish_write_at_close(ino, fh, who.pid);
                 done(Ok(()));
@@ -233,7 +234,7 @@ impl Core {
     /// could not rule out). It is answered (`done`) before an edit
     /// handle's unsent empty payload goes to a commit thread.
     pub(super) fn release(&self, who: Requester, ino: u64, fh: u64, done: Done<()>) {
-        let handle = self.drop_handle(fh);
+        let handle = self.handles.remove(fh);
         if let Some(&Handle::File {
             ino: node, writer, ..
         }) = handle.as_deref()
@@ -255,7 +256,7 @@ impl Core {
     }
 
     pub(super) fn fsync(&self, fh: u64, datasync: bool) -> Res<()> {
-        match &*self.handle(fh)? {
+        match &*self.handles.get(fh)? {
             Handle::File { file, .. } if datasync => file.sync_data().map_err(errno),
             Handle::File { file, .. } => file.sync_all().map_err(errno),
             _ => Ok(()),

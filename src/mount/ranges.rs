@@ -5,7 +5,8 @@
 
 use rustix::fs::SeekFrom;
 
-use super::fs::{Core, Handle};
+use super::fs::Core;
+use super::handles::Handle;
 use super::types::{Errno, Res, errno};
 
 /// The most one `copy_file_range` request copies. A copy holds the target file's
@@ -21,7 +22,7 @@ impl Core {
             return Err(Errno::EINVAL);
         }
         let offset = u64::try_from(offset).map_err(|_| Errno::ENXIO)?;
-        let handle = self.handle(fh)?;
+        let handle = self.handles.get(fh)?;
         if let Handle::File { file, .. } = &*handle {
             let to = if whence == libc::SEEK_DATA {
                 SeekFrom::Data(offset)
@@ -50,7 +51,7 @@ impl Core {
         (fh_out, off_out): (u64, u64),
         len: u64,
     ) -> Res<u32> {
-        let (from, to) = (self.handle(fh_in)?, self.handle(fh_out)?);
+        let (from, to) = (self.handles.get(fh_in)?, self.handles.get(fh_out)?);
         let (Handle::File { file: from, .. }, Handle::File { file: to, ino, .. }) = (&*from, &*to)
         else {
             return Err(Errno::EOPNOTSUPP);

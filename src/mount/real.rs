@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::fs::{Core, Handle, Loc, attr, file_type};
+use super::fs::{Core, Loc, attr, file_type};
+use super::handles::Handle;
 use super::nodes::ROOT;
 use super::ops::Register;
 use super::passthrough::PASS_FROM;
@@ -376,7 +377,7 @@ impl Core {
         {
             self.store.settle_before_change(st.st_ino);
         }
-        let fh = self.add_handle(Handle::File {
+        let fh = self.handles.add(Handle::File {
             file: File::from(fd),
             ino,
             writer: writer(flags),
@@ -427,7 +428,7 @@ impl Core {
         let Some(_turn) = self.cache.primed().first_open(ino) else {
             return;
         };
-        let (Ok(h), Some(kernel)) = (self.handle(fh), self.notifier.get()) else {
+        let (Ok(h), Some(kernel)) = (self.handles.get(fh), self.notifier.get()) else {
             return;
         };
         if let Handle::File { file, .. } = &*h
@@ -451,7 +452,7 @@ impl Core {
     /// The backing id of handle `fh` on `ino`, if it is passed through; `pass`:
     /// whether it should be, when its inode is free to choose.
     fn route(&self, ino: u64, fh: u64, pass: bool, register: Register<'_>) -> Option<Arc<Backing>> {
-        let h = self.handle(fh).ok()?;
+        let h = self.handles.get(fh).ok()?;
         let Handle::File { file, writer, .. } = &*h else {
             return None;
         };
@@ -466,7 +467,7 @@ impl Core {
     }
 
     pub(super) fn fallocate(&self, fh: u64, (offset, length): (u64, u64), mode: i32) -> Res<()> {
-        match &*self.handle(fh)? {
+        match &*self.handles.get(fh)? {
             Handle::File { file, ino, .. } => self.direct_write(*ino, || {
                 let how = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
                 rustix::fs::fallocate(file, how, offset, length).map_err(errno)

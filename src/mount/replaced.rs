@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 
-use super::fs::{Core, Handle, Loc, attr};
+use super::fs::{Core, Loc, attr};
+use super::handles::Handle;
 use super::nodes::ROOT;
 use super::ops::Register;
 use super::real::{EXEC_OPEN, truncates};
@@ -251,7 +252,7 @@ impl Core {
         let flags = OFlags::from_bits_retain((flags & !strip) as u32) | OFlags::CLOEXEC;
         if let Some(file) = self.reopen(ino, flags) {
             log::debug!("open of replaced node {ino:#x}: its own file, still open");
-            return Ok((self.add_handle(Handle::File { file, ino, writer }), None));
+            return Ok((self.handles.add(Handle::File { file, ino, writer }), None));
         }
         let loc = self.retry_loc(ino, retry)?;
         // Nothing there, or not a file: the kernel's own lookup says what is.
@@ -269,7 +270,7 @@ impl Core {
         // The kernel checked the caller's access to the replaced file, not to this one.
         caller.may(fd.as_fd(), Access::READ_OK).map_err(errno)?;
         log::debug!("open of replaced node {ino:#x}: the file its name holds now");
-        let fh = self.add_handle(Handle::File {
+        let fh = self.handles.add(Handle::File {
             file: File::from(fd),
             ino,
             writer,
@@ -304,7 +305,7 @@ impl Core {
                 .then(|| file.as_raw_fd()),
             _ => None,
         };
-        let handles = self.all_open_on(ino);
+        let handles = self.handles.all_open_on(ino);
         let fd = handles.iter().find_map(own)?;
         // The descriptor's link in /proc leads to exactly its file, unlinked or not.
         let link = format!("/proc/self/fd/{fd}");
