@@ -27,10 +27,11 @@
 //! enough), `checkpoint.rs` syncs what commits left and drops their records,
 //! `logfile.rs` appends to and reads the log, `retention.rs` keeps versions
 //! outside a commit and bounds them, `buffers.rs` keeps read buffers for
-//! reuse, `view.rs` is all that history, show and diff read (the rest of the
-//! store is private to it); `journal.rs`, `objects.rs`, `removals.rs`,
-//! `shared.rs`, `staged.rs`, `atomic.rs`, `caller.rs`, `reaper.rs`, `trust.rs`,
-//! `rel.rs` and `logline.rs` each say what they own at their top.
+//! reuse, `view.rs` is what history, show and diff read; `journal.rs`,
+//! `objects.rs`, `removals.rs`, `shared.rs`, `staged.rs`, `atomic.rs`,
+//! `caller.rs`, `reaper.rs`, `trust.rs`, `rel.rs` and `logline.rs` each say
+//! what they own at their top. The files are private to the crate: the command
+//! line sees only what is re-exported here (`Store` to write, `View` to read).
 
 pub(crate) mod atomic;
 mod buffers;
