@@ -1,20 +1,25 @@
 //! The commit gate: what keeps a commit on a file apart from direct writes of
-//! it (the stripes) and from other commits on it (the commits not yet told to
-//! the kernel), and what editfs's own transactions made of the files they
-//! replaced (the lineage). Its place in the lock order is written in `fs.rs`.
+//! it (each file held alone by a commit, shared by writes) and from other
+//! commits on it (the commits not yet told to the kernel), and what editfs's
+//! own transactions made of the files they replaced (the lineage). Its place
+//! in the lock order is written in `fs.rs`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-use parking_lot::{Condvar, Mutex, RwLock, RwLockWriteGuard};
+use parking_lot::{Condvar, Mutex};
 
 use crate::transaction::Meant;
 
-/// Striped locks that keep a direct write from landing in the middle of a transaction.
-const STRIPES: usize = 64;
-
-/// The stripes, the commits not yet told and the lineage.
+/// The files held, the commits not yet told and the lineage.
+#[derive(Default)]
 pub struct CommitGate {
-    stripes: Vec<RwLock<()>>,
+    /// Real files held now, by node id: an entry only while one is held or
+    /// awaited, so the table grows with the requests running, not with the
+    /// files. One file's commit holds up nothing but that file (a commit of
+    /// 300 files, no edit of a 301st).
+    held: Mutex<HashMap<u64, Use>>,
+    /// Signalled whenever a file is let go.
+    freed: Condvar,
     /// Files whose latest commit has not told the kernel yet (see `Telling`).
     untold: Mutex<HashSet<String>>,
     /// Signalled whenever a commit has told the kernel.
@@ -23,30 +28,65 @@ pub struct CommitGate {
     lineage: Mutex<Lineage>,
 }
 
-impl Default for CommitGate {
-    fn default() -> Self {
-        CommitGate {
-            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
-            untold: Mutex::default(),
-            told: Condvar::new(),
-            lineage: Mutex::default(),
-        }
+/// How a file is held: by direct writes, any number at once, or by one commit.
+#[derive(Default)]
+struct Use {
+    writes: usize,
+    commit: bool,
+    /// Commits waiting for the file: a write that comes meanwhile waits
+    /// behind them, so a stream of writes never keeps a commit out.
+    waiting: usize,
+}
+
+impl Use {
+    fn is_free(&self) -> bool {
+        self.writes == 0 && !self.commit && self.waiting == 0
     }
 }
 
 impl CommitGate {
-    /// The stripe lock of a file: direct writes share it, a transaction takes it alone.
-    pub fn stripe(&self, ino: u64) -> &RwLock<()> {
-        &self.stripes[(ino % STRIPES as u64) as usize]
+    /// Holds real file `ino` for a direct write, shared with other writes,
+    /// once no commit holds it or waits for it.
+    pub fn writing(&self, ino: u64) -> Writing<'_> {
+        let mut held = self.held.lock();
+        while held.get(&ino).is_some_and(|u| u.commit || u.waiting > 0) {
+            self.freed.wait(&mut held);
+        }
+        held.entry(ino).or_default().writes += 1;
+        Writing { gate: self, ino }
     }
 
-    /// The stripes of several files, taken alone, in ascending order (so two
-    /// multi-file commits never wait on each other crosswise).
-    pub fn stripes_for(&self, inos: &[u64]) -> Vec<RwLockWriteGuard<'_, ()>> {
-        let mut idx: Vec<usize> = inos.iter().map(|i| (i % STRIPES as u64) as usize).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        idx.into_iter().map(|i| self.stripes[i].write()).collect()
+    /// Holds the real files `inos` for one commit, alone: each in ascending
+    /// order, once no write or other commit holds it, so two multi-file
+    /// commits never wait on each other crosswise.
+    pub fn committing(&self, inos: &[u64]) -> Committing<'_> {
+        let mut inos = inos.to_vec();
+        inos.sort_unstable();
+        inos.dedup();
+        let mut held = self.held.lock();
+        for &ino in &inos {
+            held.entry(ino).or_default().waiting += 1;
+            while held.get(&ino).is_some_and(|u| u.commit || u.writes > 0) {
+                self.freed.wait(&mut held);
+            }
+            let u = held.entry(ino).or_default();
+            u.waiting -= 1;
+            u.commit = true;
+        }
+        Committing { gate: self, inos }
+    }
+
+    /// Lets go of what `release` says of file `ino`.
+    fn let_go(&self, ino: u64, release: impl FnOnce(&mut Use)) {
+        let mut held = self.held.lock();
+        if let Some(u) = held.get_mut(&ino) {
+            release(u);
+            if u.is_free() {
+                held.remove(&ino);
+            }
+        }
+        drop(held);
+        self.freed.notify_all();
     }
 
     /// Waits, holding nothing, until the latest commit on the files at `rels`
@@ -179,7 +219,33 @@ impl Lineage {
     }
 }
 
-/// Held by a commit from taking its files' stripes until it has told the kernel
+/// A direct write's hold on its file (see `CommitGate::writing`).
+pub struct Writing<'a> {
+    gate: &'a CommitGate,
+    ino: u64,
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.gate.let_go(self.ino, |u| u.writes -= 1);
+    }
+}
+
+/// A commit's hold on its files (see `CommitGate::committing`).
+pub struct Committing<'a> {
+    gate: &'a CommitGate,
+    inos: Vec<u64>,
+}
+
+impl Drop for Committing<'_> {
+    fn drop(&mut self) {
+        for &ino in &self.inos {
+            self.gate.let_go(ino, |u| u.commit = false);
+        }
+    }
+}
+
+/// Held by a commit from taking its files until it has told the kernel
 /// what it replaced; dropped, it lets the next commit on those files in. So
 /// commits on one file run strictly one after the other, each recording what
 /// it replaced (`Lineage`) before the next begins, and the kernel hears of each
@@ -203,7 +269,95 @@ impl Drop for Telling<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
     use super::*;
+
+    /// Runs `take` on another thread; the receiver hears once it got through.
+    fn got_through(gate: &Arc<CommitGate>, take: fn(&CommitGate)) -> mpsc::Receiver<()> {
+        let (done, got) = mpsc::channel();
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            take(&gate);
+            let _ = done.send(());
+        });
+        got
+    }
+
+    const SOON: Duration = Duration::from_millis(200);
+    const AT_ALL: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn a_commit_holds_up_only_its_own_files() {
+        let gate = Arc::new(CommitGate::default());
+        let held = gate.committing(&[3, 1, 2, 3]);
+        assert!(
+            got_through(&gate, |g| drop(g.committing(&[4])))
+                .recv_timeout(SOON)
+                .is_ok()
+        );
+        assert!(
+            got_through(&gate, |g| drop(g.writing(5)))
+                .recv_timeout(SOON)
+                .is_ok()
+        );
+        let write = got_through(&gate, |g| drop(g.writing(2)));
+        let commit = got_through(&gate, |g| drop(g.committing(&[9, 1])));
+        assert!(write.recv_timeout(SOON).is_err(), "a write passed a commit");
+        assert!(
+            commit.recv_timeout(SOON).is_err(),
+            "two commits held one file"
+        );
+        drop(held);
+        write.recv_timeout(AT_ALL).expect("the write went on");
+        commit.recv_timeout(AT_ALL).expect("the commit went on");
+        assert!(gate.held.lock().is_empty(), "nothing is left held");
+    }
+
+    #[test]
+    fn a_waiting_commit_goes_before_writes_that_come_after_it() {
+        let gate = Arc::new(CommitGate::default());
+        let writing = gate.writing(1);
+        let commit = got_through(&gate, |g| drop(g.committing(&[1])));
+        while gate.held.lock().get(&1).is_none_or(|u| u.waiting == 0) {
+            std::thread::yield_now();
+        }
+        let later = got_through(&gate, |g| drop(g.writing(1)));
+        assert!(
+            later.recv_timeout(SOON).is_err(),
+            "a write went before a waiting commit"
+        );
+        drop(writing);
+        commit.recv_timeout(AT_ALL).expect("the commit went on");
+        later
+            .recv_timeout(AT_ALL)
+            .expect("the write went on after it");
+    }
+
+    #[test]
+    fn commits_of_crossing_sets_of_files_never_wait_for_each_other_in_a_cycle() {
+        let gate = Arc::new(CommitGate::default());
+        let (done, finished) = mpsc::channel();
+        for t in 0..8u64 {
+            let (gate, done) = (gate.clone(), done.clone());
+            std::thread::spawn(move || {
+                for n in 0..500u64 {
+                    let a = (t + n) % 5;
+                    let b = (t * 3 + n * 7) % 5;
+                    drop(gate.committing(&[a, b]));
+                    drop(gate.writing(b));
+                }
+                let _ = done.send(());
+            });
+        }
+        for _ in 0..8 {
+            finished
+                .recv_timeout(AT_ALL)
+                .expect("no commit waits forever");
+        }
+    }
 
     fn file(ino: u64) -> Meant {
         Meant::File { dev: 1, ino }

@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use super::commit_gate::Telling;
+use super::commit_gate::{Committing, Telling};
 use super::edit_buffer::{Committed, EditBuffer, Next, Turn, errno_for, flushed};
 use super::fs::{Core, Job, file_type};
 use super::handles::Handle;
@@ -48,9 +48,6 @@ enum CommitTarget {
     /// `.editfs/checkpoint`: a named point of the history.
     Checkpoint,
 }
-
-/// Stripes held exclusively by a commit.
-type Stripes<'a> = Vec<parking_lot::RwLockWriteGuard<'a, ()>>;
 
 /// The file an `F.edit` handle's transaction edits.
 struct Edited<'a> {
@@ -269,33 +266,31 @@ impl Core {
 
     /// Takes the files at `rels` for one commit: once the latest commit on them
     /// has told the kernel (`Telling`, kept until this commit has told it in
-    /// turn), and then their stripes, exclusively, against direct writes. A
-    /// file replaced while its stripe was awaited (a new inode, maybe another
-    /// stripe) has its stripes taken again. Returns what the files were once
-    /// their stripes were held.
-    fn lock_files(&self, rels: &[&str]) -> (Stripes<'_>, Telling<'_>, Vec<Meant>) {
+    /// turn), and then the files themselves, alone, against direct writes. A
+    /// file replaced while it was awaited (a new inode) is taken again.
+    /// Returns what the files were once they were held.
+    fn lock_files(&self, rels: &[&str]) -> (Committing<'_>, Telling<'_>, Vec<Meant>) {
         let telling = self.commit_gate.told(rels);
-        let (held, now) = self.stripes_now(rels);
+        let (held, now) = self.files_now(rels);
         (held, telling, now)
     }
 
-    /// The stripes of the files at `rels`, exclusively, and what the files
-    /// are once they are held (a file replaced while its stripe was awaited
-    /// has its stripes taken again).
-    fn stripes_now(&self, rels: &[&str]) -> (Stripes<'_>, Vec<Meant>) {
+    /// The files at `rels`, held alone, and what they are once they are
+    /// held (a file replaced while it was awaited is taken again).
+    fn files_now(&self, rels: &[&str]) -> (Committing<'_>, Vec<Meant>) {
         /// Enough for any honest run of replacements; past it the store's own
         /// check (`Opened::current`, under its lock) still keeps every edit.
         const TRIES: usize = 8;
         let mut ids = self.identities(rels);
         for _ in 1..TRIES {
-            let held = self.commit_gate.stripes_for(&node_ids(&self.ids, &ids));
+            let held = self.commit_gate.committing(&node_ids(&self.ids, &ids));
             let now = self.identities(rels);
             if now == ids {
                 return (held, now);
             }
             ids = now;
         }
-        let held = self.commit_gate.stripes_for(&node_ids(&self.ids, &ids));
+        let held = self.commit_gate.committing(&node_ids(&self.ids, &ids));
         (held, self.identities(rels))
     }
 
@@ -382,7 +377,7 @@ impl Core {
         Ok(committed)
     }
 
-    /// Runs the transaction on `at.file` (reached as `at.rel`), its stripe held
+    /// Runs the transaction on `at.file` (reached as `at.rel`), the file held
     /// from its last check of the file to its install (`Gate`), then drops what
     /// the kernel cached of both names, with no lock held.
     fn commit_file(&self, at: Edited<'_>, payload: Received<'_>, who: &Who) -> Report {
@@ -894,7 +889,7 @@ fn identity(st: Option<&rustix::fs::Stat>) -> Meant {
 
 /// A commit's hold on its files, taken by the transaction itself (see
 /// `transaction::Hold`) only from its last check of them to its install: their
-/// stripes, so direct writes wait for the install and never for the engine's
+/// files, alone, so direct writes wait for the install and never for the engine's
 /// decision, which may be slow and which the transaction makes again if a
 /// write changed the file meanwhile. Its `Telling` is taken at once, so two
 /// commits on one file still tell the kernel in turn.
@@ -902,7 +897,7 @@ struct Gate<'c, 'r> {
     core: &'c Core,
     rels: &'r [&'r str],
     telling: Telling<'c>,
-    /// What the files were when their stripes were last taken.
+    /// What the files were when they were last taken.
     before: Mutex<Option<Vec<Meant>>>,
 }
 
@@ -916,9 +911,9 @@ impl<'c, 'r> Gate<'c, 'r> {
         }
     }
 
-    /// The files' stripes, held until the returned value is dropped.
+    /// The files, held until the returned value is dropped.
     fn take(&self) -> Box<dyn transaction::Hold + 'c> {
-        let (held, now) = self.core.stripes_now(self.rels);
+        let (held, now) = self.core.files_now(self.rels);
         *self.before.lock() = Some(now);
         Box::new(held)
     }
@@ -933,7 +928,7 @@ impl<'c, 'r> Gate<'c, 'r> {
     }
 }
 
-/// The node ids of the files among `ids` (their stripes are taken by node id).
+/// The node ids of the files among `ids` (they are held by node id).
 fn node_ids(nodes: &super::nodes::Ids, ids: &[Meant]) -> Vec<u64> {
     let id = |m: &Meant| match m {
         Meant::File { dev, ino } => Some(nodes.real(*dev, *ino)),

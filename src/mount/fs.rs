@@ -6,9 +6,10 @@
 //! Requests run on several threads. Lock order, the one place it is written:
 //!
 //! 1. a transaction's turn at its paths (`transaction::serial`), held while
-//!    its engine decides, which the stripes and the store's lock never are;
-//!    then its files' stripes (`commit_gate.rs`: ascending index; only commit
-//!    threads take them exclusively, a direct write shares one), taken by an
+//!    its engine decides, which its files' holds and the store's locks never
+//!    are; then its files' holds in the mount (`commit_gate.rs`: one per file,
+//!    by node id, in ascending order; only commit threads take them alone, a
+//!    direct write shares its file's), taken by an
 //!    edit only from its last check of its files to their install
 //!    (`control::Gate`, `transaction::Hold`), so a write of the file never
 //!    waits for an engine, and by an undo, which takes no turn, for all of it;
@@ -53,7 +54,7 @@
 //! into the kernel for the mount (`invalidate`, `invalidate_path`): the kernel
 //! may have to wait for a page or directory lock held by a process whose own
 //! request waits for a FUSE worker, and that worker for our lock. And a commit
-//! thread never waits for a FUSE worker: workers hold a stripe or an
+//! thread never waits for a FUSE worker: workers hold a file's share or an
 //! `EditBuffer` only while copying bytes or calling into SOURCE, never while
 //! waiting on the kernel, and never run a transaction themselves (a flush or
 //! read that must commit is handed over, decided under the `EditBuffer` lock).
@@ -73,7 +74,7 @@
 //! Where the kernel allows it, real files open for writing or of 64 KiB or
 //! more are passed through (`passthrough.rs`, `real.rs`): their reads, writes
 //! and maps go from the kernel to SOURCE with no request here and no page cache
-//! of the mount's own. Such a write takes no stripe: like
+//! of the mount's own. Such a write takes no share of its file: like
 //! any other process writing F natively, it lands in the inode it opened, and a
 //! commit renames a new inode over the name.
 

@@ -9,8 +9,8 @@ use super::fs::Core;
 use super::handles::Handle;
 use super::types::{Errno, Res, errno};
 
-/// The most one `copy_file_range` request copies. A copy holds the target file's
-/// stripe, like a write, so a commit waits for it; callers loop on short counts.
+/// The most one `copy_file_range` request copies. A copy holds a share of the
+/// target file, like a write, so a commit waits for it; callers loop on short counts.
 const MAX_COPY: u64 = 64 << 20;
 
 impl Core {

@@ -248,7 +248,7 @@ impl Core {
                 Some(l) => self.keep_before_write(&self.path(ino)?, l, who.pid),
                 None => None,
             };
-            let _shared = self.commit_gate.stripe(ino).read();
+            let _shared = self.commit_gate.writing(ino);
             match (file, &node) {
                 (Some(f), _) => rustix::fs::ftruncate(f, size).map_err(errno)?,
                 (None, Some(n)) => {
@@ -282,7 +282,7 @@ impl Core {
     /// `fallocate`, `copy_file_range`): the file's pre-image was taken when the
     /// handle was opened, and the write waits while a transaction on it commits.
     pub(super) fn direct_write<T>(&self, ino: u64, write: impl FnOnce() -> Res<T>) -> Res<T> {
-        let _shared = self.commit_gate.stripe(ino).read();
+        let _shared = self.commit_gate.writing(ino);
         self.cache.touched(ino);
         write()
     }

@@ -144,7 +144,7 @@ pub struct Target<'a> {
 
 /// What a mount holds of a transaction's files, taken right before the store's
 /// lock for the last check that they are as decided, and kept until the
-/// commit is done: its stripes, which direct writes through the mount wait for.
+/// commit is done: its files, alone, which direct writes through the mount wait for.
 /// Taken there, not before the decision, so writers of the file wait for an
 /// install, never for the engine.
 pub trait Hold {}
@@ -327,7 +327,7 @@ pub(crate) const DECISIONS: usize = 3;
 /// Times a transaction decides on its files at most, whoever changed them:
 /// a direct write takes an id too, so a writer that keeps appending to the
 /// file looks like progress, and each decision holds the file's place in
-/// the mount (its stripe) for as long as it takes.
+/// the mount (its hold on the file) for as long as it takes.
 const ROUNDS: usize = 2 * DECISIONS;
 
 /// This process's turn at the file of `target` (see serial.rs).

@@ -143,7 +143,7 @@ pub fn run<'p>(
 }
 
 /// A multi-file payload parsed once: the files it names, for a caller that
-/// must hold them (the mount takes their stripes against direct writes)
+/// must hold them (the mount holds them against direct writes)
 /// before the transaction runs, and then the run.
 pub struct Plan {
     parsed: Result<(payload::Files, Vec<String>), payload::PayloadError>,
