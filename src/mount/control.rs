@@ -17,7 +17,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
@@ -28,6 +28,7 @@ use super::fs::{Core, Job, file_type};
 use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;
+use super::reports::{Shown, StateReport};
 use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
 use crate::engine::{Outcome, Received, Report};
 use crate::transaction::Caller;
@@ -59,14 +60,6 @@ struct Edited<'a> {
     dir: Option<&'a std::os::fd::OwnedFd>,
     /// The file F meant when its handle was opened, and when that was.
     meant: Option<(Meant, u64)>,
-}
-
-/// The latest report of `.editfs/edit` or `.editfs/undo`, and the files it names:
-/// `.editfs/status` shows it only to a user who can read them all.
-pub struct StateReport {
-    text: String,
-    json: String,
-    files: Vec<String>,
 }
 
 /// Whether process `pid`, closing a descriptor of node `ino`, holds no other one:
@@ -126,12 +119,12 @@ impl Core {
 
     /// The bytes `F.status` or `F.status.json` shows for the file at `rel`.
     pub(super) fn status_bytes(&self, rel: &Path, control: Control) -> Arc<[u8]> {
-        let shown = self.reports.lock().get(rel).cloned();
+        let shown = self.reports.of_file(rel);
         let name = rel.to_string_lossy();
         // A transaction `editfs apply` made since is the most recent one.
         let mine = shown
             .as_ref()
-            .map_or(self.started_after_tx, |r| r.report.tx);
+            .map_or(self.reports.started_after_tx(), |r| r.report.tx);
         if let Some(s) = self.store.shared_report_after(&name, mine) {
             return match control {
                 Control::StatusJson => s.json + "\n",
@@ -316,8 +309,7 @@ impl Core {
     fn publish<'r>(&self, reports: impl Iterator<Item = &'r Report>) {
         for r in reports {
             self.reports
-                .lock()
-                .insert(PathBuf::from(&r.file), Arc::new(Shown::new(r.clone())));
+                .show(PathBuf::from(&r.file), Arc::new(Shown::new(r.clone())));
             self.invalidate_path(Path::new(&r.file));
         }
     }
@@ -373,7 +365,7 @@ impl Core {
             rel.display(),
             report.outcome
         );
-        self.reports.lock().insert(rel, Arc::new(shown));
+        self.reports.show(rel, Arc::new(shown));
         Ok(committed)
     }
 
@@ -410,8 +402,7 @@ impl Core {
         let _telling = gate.done(report.outcome == Outcome::Ok);
         if file != rel {
             self.reports
-                .lock()
-                .insert(file.to_owned(), Arc::new(Shown::new(report.clone())));
+                .show(file.to_owned(), Arc::new(Shown::new(report.clone())));
             self.invalidate_path(rel);
         }
         self.invalidate_path(file);
@@ -566,7 +557,7 @@ impl Core {
             ..Report::new(report.outcome, String::new())
         };
         let committed = Committed::new(report.to_string().into_bytes(), errno_for(&head));
-        *self.state_report.lock() = Some(StateReport {
+        self.reports.set_state(StateReport {
             text: report.to_string(),
             json: report.to_json() + "\n",
             files: report.files.iter().map(|r| r.file.clone()).collect(),
@@ -635,7 +626,7 @@ impl Core {
             ),
             None => (head.to_string(), head.to_json(), Vec::new()),
         };
-        *self.state_report.lock() = Some(StateReport {
+        self.reports.set_state(StateReport {
             text: text.clone(),
             json: json + "\n",
             files,
@@ -651,7 +642,7 @@ impl Core {
         self.record_creations(true);
         let result = rewind::mark(&self.store, name, who);
         let (text, json) = rewind::marked(&result, None);
-        *self.state_report.lock() = Some(StateReport {
+        self.reports.set_state(StateReport {
             text: text.clone(),
             json: json + "\n",
             files: Vec::new(),
@@ -692,7 +683,7 @@ impl Core {
     /// for a caller who can read every file it names, or learn that it does not
     /// exist (a payload that named a file wrongly).
     pub(super) fn state_status(&self, json: bool, caller: &Caller) -> Vec<u8> {
-        let latest = self.state_report.lock();
+        let latest = self.reports.state();
         let root = self.source.root();
         let shown = latest.as_ref().filter(|r| {
             r.files
@@ -811,68 +802,6 @@ impl Core {
                 }
             }
         }
-    }
-
-    /// After two names exchanged their files, each report follows its file.
-    pub(super) fn swap_reports(&self, a: PathBuf, b: PathBuf) {
-        let mut reports = self.reports.lock();
-        let (ra, rb) = (reports.remove(&a), reports.remove(&b));
-        if let Some(r) = ra {
-            reports.insert(b, r);
-        }
-        if let Some(r) = rb {
-            reports.insert(a, r);
-        }
-    }
-
-    /// After a rename or unlink of a file, its report follows it (or goes). A
-    /// file renamed over another takes its own report there; without one, the
-    /// replaced file's report stays when `keeps` (the new file shows it to no
-    /// one the old did not: `F.status` follows the new file's mode and owner)
-    /// and goes otherwise.
-    pub(super) fn move_report(&self, from: PathBuf, to: Option<PathBuf>, keeps: bool) {
-        let mut reports = self.reports.lock();
-        let moved = reports.remove(&from);
-        if let Some(to) = to {
-            match moved {
-                Some(r) => {
-                    reports.insert(to, r);
-                }
-                None if keeps => {}
-                None => {
-                    reports.remove(&to);
-                }
-            }
-        }
-    }
-}
-
-/// A report as `F.status` and `F.status.json` show it, each form rendered once,
-/// when first asked for: the kernel asks for the size of a report, so for its
-/// whole text, at every GETATTR, several times per edit round trip.
-pub(super) struct Shown {
-    pub(super) report: Report,
-    text: OnceLock<Arc<[u8]>>,
-    json: OnceLock<Arc<[u8]>>,
-}
-
-impl Shown {
-    pub(super) fn new(report: Report) -> Shown {
-        Shown {
-            report,
-            text: OnceLock::new(),
-            json: OnceLock::new(),
-        }
-    }
-
-    fn text(&self) -> Arc<[u8]> {
-        let render = || self.report.to_string().into_bytes().into();
-        Arc::clone(self.text.get_or_init(render))
-    }
-
-    fn json(&self) -> Arc<[u8]> {
-        let render = || (self.report.to_json() + "\n").into_bytes().into();
-        Arc::clone(self.json.get_or_init(render))
     }
 }
 

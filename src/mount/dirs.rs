@@ -245,8 +245,8 @@ impl Core {
         }
         drop(nodes);
         match (from, to) {
-            (Some(from), Some(to)) if exchange => self.swap_reports(from, to),
-            (Some(from), to) if !exchange => self.move_report(from, to, keeps),
+            (Some(from), Some(to)) if exchange => self.reports.swap(from, to),
+            (Some(from), to) if !exchange => self.reports.follow(from, to, keeps),
             _ => {}
         }
     }
@@ -395,7 +395,7 @@ impl Core {
             self.cache.touched(id);
         }
         if let Some(gone) = gone {
-            self.move_report(gone, None, false);
+            self.reports.follow(gone, None, false);
         }
         Ok(())
     }
@@ -478,7 +478,7 @@ impl Core {
         dir: &impl AsFd,
         name: &OsStr,
     ) -> Option<rustix::fs::Stat> {
-        if !self.reports.lock().contains_key(rel) {
+        if !self.reports.has(rel) {
             return None;
         }
         rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()

@@ -31,7 +31,7 @@
 //!    `EditBuffer` lock;
 //! 4. the watches' table, alone or under `nodes` (a forgotten directory's
 //!    watch goes with its node);
-//!    `reports`, `state_report`, `kept`, `created`, `backings`, `retries`,
+//!    the reports' two tables (`reports.rs`), `kept`, `created`, `backings`, `retries`,
 //!    `remover`, the commit gate's `untold` and `lineage` (`commit_gate.rs`),
 //!    every table of the kernel cache (`kernel_cache.rs`: `dirs`, `sent`,
 //!    `opened_in`, `listings`, `removed_dirs`, `primed`'s set, `prefetch`'s)
@@ -93,6 +93,7 @@ use super::handles::{Handle, Handles};
 use super::kernel_cache::KernelCache;
 use super::names::Suffixes;
 use super::nodes::{Ids, Kind, Nodes, ROOT};
+use super::reports::Reports;
 use super::source::Source;
 use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, errno};
 use crate::engine;
@@ -336,13 +337,8 @@ pub struct Core {
     pub(super) ids: Ids,
     /// The open file handles.
     pub(super) handles: Handles,
-    /// The latest report of each file (by path relative to SOURCE), bounded by bytes.
-    pub(super) reports: Mutex<super::reports::Reports>,
-    /// The last transaction id when the mount started: a report `editfs apply`
-    /// left from before is not the latest on a file the mount may have changed since.
-    pub(super) started_after_tx: u64,
-    /// The latest report of `.editfs/edit` or `.editfs/undo`.
-    pub(super) state_report: Mutex<Option<super::control::StateReport>>,
+    /// The latest reports the control files show.
+    pub(super) reports: Reports,
     /// Who may read each kept version, from the log.
     pub(super) kept: Mutex<super::state::KeptAccess>,
     pub(super) notifier: Arc<OnceLock<Box<dyn Kernel>>>,
@@ -446,7 +442,7 @@ impl Core {
         commits: Arc<Commits<Job>>,
     ) -> Core {
         let watches = super::watch::Watches::new(source.root()).map(Arc::new);
-        let started_after_tx = store.last_tx();
+        let reports = Reports::new(store.last_tx());
         let ids = Ids::new(own_device(&source));
         Core {
             commits,
@@ -458,9 +454,7 @@ impl Core {
             commit_gate: CommitGate::default(),
             ids,
             handles: Handles::default(),
-            reports: Mutex::default(),
-            started_after_tx,
-            state_report: Mutex::new(None),
+            reports,
             kept: Mutex::new(super::state::KeptAccess::default()),
             notifier,
             cache: KernelCache::new(),

@@ -11,10 +11,133 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use super::control::Shown;
+use parking_lot::{Mutex, MutexGuard};
+
 use crate::engine::Report;
+
+/// The latest reports a mount shows: each file's in its `F.status`, and that
+/// of `.editfs/edit` or `.editfs/undo` in `.editfs/status`. Each lock is taken
+/// alone and briefly (the lock order is in `fs.rs`).
+pub struct Reports {
+    files: Mutex<Table>,
+    state: Mutex<Option<StateReport>>,
+    /// The last transaction id when the mount started: a report `editfs apply`
+    /// left from before is not the latest on a file the mount may have changed since.
+    started_after_tx: u64,
+}
+
+impl Reports {
+    /// No report yet, the mount starting after transaction `started_after_tx`.
+    pub fn new(started_after_tx: u64) -> Reports {
+        Reports {
+            files: Mutex::default(),
+            state: Mutex::new(None),
+            started_after_tx,
+        }
+    }
+
+    /// See the field.
+    pub fn started_after_tx(&self) -> u64 {
+        self.started_after_tx
+    }
+
+    /// The latest report on the file at `rel`, if kept.
+    pub fn of_file(&self, rel: &Path) -> Option<Arc<Shown>> {
+        self.files.lock().get(rel).cloned()
+    }
+
+    /// Whether a report on the file at `rel` is kept.
+    pub fn has(&self, rel: &Path) -> bool {
+        self.files.lock().contains_key(rel)
+    }
+
+    /// Makes `shown` the latest report on the file at `rel`.
+    pub fn show(&self, rel: PathBuf, shown: Arc<Shown>) {
+        self.files.lock().insert(rel, shown);
+    }
+
+    /// After two names exchanged their files, each report follows its file.
+    pub fn swap(&self, a: PathBuf, b: PathBuf) {
+        let mut reports = self.files.lock();
+        let (ra, rb) = (reports.remove(&a), reports.remove(&b));
+        if let Some(r) = ra {
+            reports.insert(b, r);
+        }
+        if let Some(r) = rb {
+            reports.insert(a, r);
+        }
+    }
+
+    /// After a rename or unlink of a file, its report follows it (or goes). A
+    /// file renamed over another takes its own report there; without one, the
+    /// replaced file's report stays when `keeps` (the new file shows it to no
+    /// one the old did not: `F.status` follows the new file's mode and owner)
+    /// and goes otherwise.
+    pub fn follow(&self, from: PathBuf, to: Option<PathBuf>, keeps: bool) {
+        let mut reports = self.files.lock();
+        let moved = reports.remove(&from);
+        if let Some(to) = to {
+            match moved {
+                Some(r) => {
+                    reports.insert(to, r);
+                }
+                None if keeps => {}
+                None => {
+                    reports.remove(&to);
+                }
+            }
+        }
+    }
+
+    /// Makes `report` the latest of `.editfs/edit` or `.editfs/undo`.
+    pub fn set_state(&self, report: StateReport) {
+        *self.state.lock() = Some(report);
+    }
+
+    /// The latest report of `.editfs/edit` or `.editfs/undo`, held while it is looked at.
+    pub fn state(&self) -> MutexGuard<'_, Option<StateReport>> {
+        self.state.lock()
+    }
+}
+
+/// A report as `F.status` and `F.status.json` show it, each form rendered once,
+/// when first asked for: the kernel asks for the size of a report, so for its
+/// whole text, at every GETATTR, several times per edit round trip.
+pub struct Shown {
+    pub report: Report,
+    text: OnceLock<Arc<[u8]>>,
+    json: OnceLock<Arc<[u8]>>,
+}
+
+impl Shown {
+    pub fn new(report: Report) -> Shown {
+        Shown {
+            report,
+            text: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+
+    pub fn text(&self) -> Arc<[u8]> {
+        let render = || self.report.to_string().into_bytes().into();
+        Arc::clone(self.text.get_or_init(render))
+    }
+
+    pub fn json(&self) -> Arc<[u8]> {
+        let render = || (self.report.to_json() + "\n").into_bytes().into();
+        Arc::clone(self.json.get_or_init(render))
+    }
+}
+
+/// The latest report of `.editfs/edit` or `.editfs/undo`, and the files it names:
+/// `.editfs/status` shows it only to a user who can read them all.
+pub struct StateReport {
+    pub text: String,
+    pub json: String,
+    pub files: Vec<String>,
+}
 
 /// Bytes the reports of one mount may hold, with their renderings.
 pub const REPORT_BYTES: usize = 64 << 20;
@@ -31,22 +154,22 @@ struct Entry {
 }
 
 /// The reports, by path relative to SOURCE.
-pub struct Reports {
+struct Table {
     entries: HashMap<PathBuf, Entry>,
     bytes: usize,
     cap: usize,
     clock: u64,
 }
 
-impl Default for Reports {
-    fn default() -> Reports {
-        Reports::with_cap(REPORT_BYTES)
+impl Default for Table {
+    fn default() -> Table {
+        Table::with_cap(REPORT_BYTES)
     }
 }
 
-impl Reports {
-    pub fn with_cap(cap: usize) -> Reports {
-        Reports {
+impl Table {
+    fn with_cap(cap: usize) -> Table {
+        Table {
             entries: HashMap::new(),
             bytes: 0,
             cap,
@@ -155,7 +278,7 @@ mod tests {
 
     #[test]
     fn the_least_recently_used_reports_go_past_the_cap() {
-        let mut t = Reports::with_cap(100_000);
+        let mut t = Table::with_cap(100_000);
         for i in 0..1000 {
             t.insert(PathBuf::from(format!("f{i}")), shown(10_000));
             if i > 0 {
@@ -170,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_report_replaced_or_removed_gives_its_bytes_back() {
-        let mut t = Reports::with_cap(usize::MAX);
+        let mut t = Table::with_cap(usize::MAX);
         t.insert(PathBuf::from("a"), shown(1000));
         let one = t.bytes();
         t.insert(PathBuf::from("a"), shown(1000));
@@ -181,7 +304,7 @@ mod tests {
 
     #[test]
     fn the_newest_report_stays_even_when_it_alone_is_over_the_cap() {
-        let mut t = Reports::with_cap(10);
+        let mut t = Table::with_cap(10);
         t.insert(PathBuf::from("old"), shown(1));
         t.insert(PathBuf::from("big"), shown(1000));
         assert!(t.contains_key(Path::new("big")));
