@@ -212,7 +212,7 @@ impl Core {
         // Bound first: the buffer's lock goes before any wait.
         let turn = buf.lock().begin_commit();
         let (data, size, caller, meant) = match turn {
-            Turn::Running => return self.wait_settled(buf),
+            Turn::Running => return self.settling.wait(buf),
             Turn::Done(committed) => return committed,
             Turn::Payload {
                 data,
@@ -239,22 +239,8 @@ impl Core {
             Err(e) => Committed::error(e),
         };
         buf.lock().finish_commit(committed.clone());
-        let _announce = self.settling.lock();
-        self.settled.notify_all();
+        self.settling.announce();
         Some(committed)
-    }
-
-    /// The outcome of a payload another commit thread is running, once it is in
-    /// place. `settling` is held from the look to the wait, and taken by the
-    /// committing thread to announce: no announcement goes unheard.
-    fn wait_settled(&self, buf: &Mutex<EditBuffer>) -> Option<Committed> {
-        let mut waiting = self.settling.lock();
-        loop {
-            if let Some(outcome) = buf.lock().outcome() {
-                return outcome;
-            }
-            self.settled.wait(&mut waiting);
-        }
     }
 
     /// Takes the files at `rels` for one commit: once the latest commit on them

@@ -2,6 +2,8 @@
 //! buffer budget, the state of its one transaction, and the outcome that
 //! transaction left for every later flush and read.
 
+use parking_lot::{Condvar, Mutex};
+
 use super::budget::Charge;
 use super::types::{Errno, Res};
 use crate::engine::{ErrorKind, Outcome, Report};
@@ -323,6 +325,39 @@ impl EditBuffer {
     /// The file offset the report starts at: that of the first read.
     pub fn read_base(&mut self, offset: u64) -> u64 {
         *self.read_base.get_or_insert(offset)
+    }
+}
+
+/// Where commit threads announce that a handle's outcome is in place, and a
+/// request for a payload another commit thread is running waits for it. Its
+/// lock comes after `handles` and before a handle's own `EditBuffer` lock (the
+/// lock order is in `fs.rs`).
+#[derive(Default)]
+pub struct Settling {
+    lock: Mutex<()>,
+    /// Signalled whenever a commit thread has put a handle's outcome in place.
+    settled: Condvar,
+}
+
+impl Settling {
+    /// A commit thread has put a handle's outcome in place.
+    pub fn announce(&self) {
+        let _announce = self.lock.lock();
+        self.settled.notify_all();
+    }
+
+    /// The outcome of `buf`'s payload, which another commit thread is
+    /// running, once it is in place. The lock is held from the look to the
+    /// wait, and taken by the committing thread to announce: no announcement
+    /// goes unheard.
+    pub fn wait(&self, buf: &Mutex<EditBuffer>) -> Option<Committed> {
+        let mut waiting = self.lock.lock();
+        loop {
+            if let Some(outcome) = buf.lock().outcome() {
+                return outcome;
+            }
+            self.settled.wait(&mut waiting);
+        }
     }
 }
 

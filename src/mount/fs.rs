@@ -89,6 +89,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::commit_gate::CommitGate;
 use super::commits::Commits;
+use super::edit_buffer::Settling;
 use super::handles::{Handle, Handles};
 use super::kernel_cache::KernelCache;
 use super::names::Suffixes;
@@ -372,10 +373,8 @@ pub struct Core {
     /// thousands of files, and its command line is read once a second, not
     /// once a file.
     pub(super) remover: Mutex<Option<(Instant, crate::transaction::Who)>>,
-    /// Held to wait for, or announce, the end of a handle's commit (`settled`).
-    pub(super) settling: Mutex<()>,
-    /// Signalled whenever a commit thread has put a handle's outcome in place.
-    pub(super) settled: parking_lot::Condvar,
+    /// Where the end of a handle's commit is announced and waited for.
+    pub(super) settling: Settling,
 }
 
 fn time(sec: i64, nsec: i64) -> SystemTime {
@@ -469,8 +468,7 @@ impl Core {
             backings: Default::default(),
             retries: Default::default(),
             remover: Mutex::new(None),
-            settling: Mutex::new(()),
-            settled: parking_lot::Condvar::new(),
+            settling: Settling::default(),
             running: Mutex::new(HashMap::new()),
         }
     }
