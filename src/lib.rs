@@ -11,7 +11,7 @@
 
 #![forbid(unsafe_code)]
 
-pub mod engine;
+pub use editfs_engine as engine;
 pub mod history;
 pub mod mount;
 pub mod store;

@@ -255,7 +255,8 @@ fn files_under(dir: &Path) -> BTreeSet<String> {
 }
 
 /// The files the code layout of docs/architecture.md names: the first word of each
-/// line of the first fenced block after its "Code layout" heading.
+/// line of the first fenced block after its "Code layout" heading, under `src/` or
+/// a crate's folder.
 fn layout_files() -> BTreeSet<String> {
     let text = read(&root().join("docs/architecture.md"));
     let section = text
@@ -270,14 +271,17 @@ fn layout_files() -> BTreeSet<String> {
     block
         .lines()
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|w| w.starts_with("src/") && !w.ends_with('/'))
+        .filter(|w| (w.starts_with("src/") || w.starts_with("crates/")) && !w.ends_with('/'))
         .map(String::from)
         .collect()
 }
 
 #[test]
 fn the_code_layout_lists_every_source_file_and_no_other() {
-    let real = files_under(&root().join("src"));
+    let mut real = files_under(&root().join("src"));
+    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
+        real.extend(files_under(&krate.unwrap().path().join("src")));
+    }
     let listed = layout_files();
     let missing: Vec<_> = real.difference(&listed).collect();
     let gone: Vec<_> = listed.difference(&real).collect();

@@ -1,14 +1,23 @@
 //! The integration tests stay in few binaries: every test file is a module its
 //! binary's `main.rs` declares. Cargo makes a binary of each file at the top of
-//! `tests/`, linking the whole crate once more, and compiles no file that no
-//! `mod` line names, so a file left there never runs.
+//! a crate's `tests/`, linking the whole crate once more, and compiles no file that
+//! no `mod` line names, so a file left there never runs.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn tests_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+/// The `tests/` folder of the root crate and of each crate under `crates/`.
+fn tests_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("tests")];
+    for krate in fs::read_dir(root.join("crates")).unwrap() {
+        let tests = krate.unwrap().path().join("tests");
+        if tests.is_dir() {
+            dirs.push(tests);
+        }
+    }
+    dirs
 }
 
 /// The names of the `.rs` files directly in `dir`, without the extension.
@@ -31,18 +40,22 @@ fn declared(main: &str) -> BTreeSet<String> {
 
 #[test]
 fn no_test_file_is_a_binary_of_its_own() {
-    let loose = rust_files(&tests_dir());
-    assert!(
-        loose.is_empty(),
-        "tests/ holds {loose:?}: each would be a binary of its own; make it a module of a binary under tests/"
-    );
+    for dir in tests_dirs() {
+        let loose = rust_files(&dir);
+        assert!(
+            loose.is_empty(),
+            "{} holds {loose:?}: each would be a binary of its own; make it a module of a binary under it",
+            dir.display()
+        );
+    }
 }
 
 #[test]
 fn every_test_file_is_a_module_its_binary_declares() {
     let mut binaries = 0;
-    for dir in fs::read_dir(tests_dir())
-        .unwrap()
+    for dir in tests_dirs()
+        .iter()
+        .flat_map(|d| fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
     {
         let Ok(main) = fs::read_to_string(dir.join("main.rs")) else {
@@ -59,5 +72,5 @@ fn every_test_file_is_a_module_its_binary_declares() {
             dir.display()
         );
     }
-    assert!(binaries >= 2, "found {binaries} test binaries under tests/");
+    assert!(binaries >= 2, "found {binaries} test binaries");
 }

@@ -1,7 +1,7 @@
 //! The engine against its rules, one rule per test: docs/payloads.md (formats, what a
 //! transaction does, reports).
 
-use editfs::engine::{
+use editfs_engine::{
     Ambiguity, ErrorReport, OpOutcome, Options, Outcome, Report, apply, sha256_hex,
 };
 
@@ -2504,7 +2504,7 @@ fn spaces_added_to_a_tab_indented_file_warn_of_python_too() {
         Some("def f(x):\n\tif x:\n\t\ty()\n"),
         &block("\tif x:\n\t\ty()\n", "\tif x:\n\t\ty()\n        z()\n"),
         &Options {
-            syntax_check: editfs::engine::SyntaxCheck::Off,
+            syntax_check: editfs_engine::SyntaxCheck::Off,
             ..Options::default()
         },
     );

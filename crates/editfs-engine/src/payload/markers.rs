@@ -109,7 +109,7 @@ fn fence(line: &str) -> bool {
 /// `python src/a.py`, `<source>python` gives `python`, empty for a bare
 /// ```` ``` ```` or `</source>`); `None` for another line.
 fn info_string(line: &str) -> Option<&str> {
-    crate::engine::fence::fence(line)
+    crate::fence::fence(line)
 }
 
 /// Whether `line` opens a block.

@@ -688,8 +688,8 @@ mod tests {
 
     fn edit(file: &str, search: &str, replace: &str, tiers: &[Tier]) -> Option<(Tier, String)> {
         let mut doc = Doc::new(file.as_bytes());
-        let s: Vec<&str> = crate::engine::payload::text_lines(search);
-        let r: Vec<&str> = crate::engine::payload::text_lines(replace);
+        let s: Vec<&str> = crate::payload::text_lines(search);
+        let r: Vec<&str> = crate::payload::text_lines(replace);
         let found = find(&doc, &s, 0..doc.len(), || tiers)?;
         assert_eq!(found.starts.len(), 1, "{found:?}");
         let start = found.starts[0];

@@ -4,7 +4,7 @@
 //! edit the agent meant, or in a failure that says why: never in a success that
 //! wrote something else.
 
-use editfs::engine::{Options, Outcome, Report, apply};
+use editfs_engine::{Options, Outcome, Report, apply};
 
 struct Run {
     content: String,

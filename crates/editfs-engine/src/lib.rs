@@ -30,6 +30,8 @@
 //!  Edit { content, report, act }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod budget;
 mod diagnose;
 pub mod diff;

@@ -788,7 +788,7 @@ mod tests {
 
     fn diagnose(file: &str, search: &str) -> Diagnosis {
         let doc = Doc::new(file.as_bytes());
-        let s = crate::engine::payload::text_lines(search);
+        let s = crate::payload::text_lines(search);
         not_found(&doc, &s, 0..doc.len())
     }
 

@@ -3,7 +3,7 @@
 //! the first failing operations are diagnosed; the replacements matches make
 //! are bounded by the largest file a transaction may write.
 
-use editfs::engine::{ErrorKind, Options, Outcome, apply};
+use editfs_engine::{ErrorKind, Options, Outcome, apply};
 use proptest::prelude::*;
 
 /// A source file of about `bytes` bytes, of distinct lines.

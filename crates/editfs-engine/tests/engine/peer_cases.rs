@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use editfs::engine::{self, Options, Outcome};
+use editfs_engine::{self as engine, Options, Outcome};
 use serde_json::Value;
 
 /// What our engine does with a case.
@@ -560,13 +560,13 @@ const PATH_DEVIATIONS: &[(&str, &str)] = &[
 /// A project holding the files an Aider case had in its chat.
 struct Chat(BTreeSet<String>);
 
-impl editfs::engine::payload::Tree for Chat {
+impl editfs_engine::payload::Tree for Chat {
     fn locate(&self, written: &str) -> Result<String, String> {
         Ok(written.trim_start_matches("./").to_owned())
     }
 
-    fn entry(&self, rel: &str) -> Option<editfs::engine::payload::Entry> {
-        use editfs::engine::payload::Entry;
+    fn entry(&self, rel: &str) -> Option<editfs_engine::payload::Entry> {
+        use editfs_engine::payload::Entry;
         let prefix = format!("{rel}/");
         match () {
             _ if self.0.contains(rel) => Some(Entry::File),
@@ -606,7 +606,7 @@ fn aider_payloads_send_each_block_to_aiders_file_through_the_multi_file_parser()
         if let (Some(t), false) = (v["target"].as_str(), v["original"].is_null()) {
             files.insert(t.to_owned());
         }
-        let parsed = editfs::engine::payload::parse_multi(
+        let parsed = editfs_engine::payload::parse_multi(
             v["payload"].as_str().unwrap().as_bytes(),
             100_000,
             &Chat(files),

@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use crate::engine::diff::{common_prefix, common_suffix};
+use crate::diff::{common_prefix, common_suffix};
 
 /// The part of `new` to parse instead of the whole.
 #[derive(Debug, PartialEq, Eq)]

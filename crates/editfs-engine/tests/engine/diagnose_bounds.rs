@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use editfs::engine::{Options, Outcome, apply};
+use editfs_engine::{Options, Outcome, apply};
 
 /// A bound on growth, not a speed target (the benchmarks measure speed): these
 /// inputs take well under a second, a quadratic diagnosis of them takes minutes,
@@ -29,7 +29,7 @@ fn scattered_changes(line: &str) -> String {
 
 /// Applies a one-block payload whose SEARCH is missing; `tolerant: false` keeps
 /// the match ladder (whose cost is not the diagnosis's) out of the measure.
-fn miss_on(file: &str, search: &str) -> (Duration, editfs::engine::Report) {
+fn miss_on(file: &str, search: &str) -> (Duration, editfs_engine::Report) {
     let payload = format!("<<<<<<< SEARCH\n{search}=======\nx\n>>>>>>> REPLACE\n");
     let opts = Options {
         max_payload: 64 << 20,

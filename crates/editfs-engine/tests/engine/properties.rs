@@ -20,7 +20,7 @@
 //! character that the generated files never contain (`@`, `#`) is the token that
 //! makes a REPLACE text (or a failing SEARCH) unique, or absent, by construction.
 
-use editfs::engine::{Ambiguity, Edit, OpOutcome, Options, Outcome, apply, sha256_hex};
+use editfs_engine::{Ambiguity, Edit, OpOutcome, Options, Outcome, apply, sha256_hex};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
