@@ -4,121 +4,28 @@
 //! written, and then through one journal record, so a crash leaves every file
 //! wholly old or wholly new, all together.
 
-use std::fmt;
+mod before;
+mod moves;
+mod report;
+
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
-use serde::Serialize;
-
-use rustix::fs::AtFlags;
-
 use super::{
-    Opened, Root, Who, caller, failed_commit, file_name, io_failure, log_entry, new_file_dir, now,
+    Opened, Root, Who, caller, failed_commit, file_name, io_failure, log_entry, new_file_dir,
     open_bounded, stamp,
 };
-use crate::engine::payload::{self, Payload, Tree};
+use crate::engine::payload::{self, Payload};
 use crate::engine::{
-    self, ErrorKind, ErrorReport, FileAct, OpOutcome, OpReport, Options, Outcome, Received, Report,
+    self, ErrorKind, ErrorReport, FileAct, OpOutcome, Options, Outcome, Received, Report,
 };
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
 use crate::store::{Change, Keys, Removal, Staged, Store, StoreError};
-
-/// The report of a multi-file transaction: one section per file.
-#[derive(Clone, Debug, Serialize)]
-pub struct MultiReport {
-    pub tx: u64,
-    pub time: String,
-    pub outcome: Outcome,
-    pub files: Vec<Report>,
-    /// The first failure, naming its file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorReport>,
-    pub notes: Vec<String>,
-    /// For a rewind: what it leaves as it is.
-    #[serde(rename = "not_undone", skip_serializing_if = "Option::is_none")]
-    pub left: Option<super::rewind::Left>,
-}
-
-impl MultiReport {
-    pub(crate) fn new(outcome: Outcome) -> MultiReport {
-        MultiReport {
-            tx: 0,
-            time: now(),
-            outcome,
-            files: Vec::new(),
-            error: None,
-            notes: Vec::new(),
-            left: None,
-        }
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-
-    /// The transaction as a whole, in the shape of a one-file report (for the log
-    /// and the errno).
-    pub fn head(&self) -> Report {
-        Report {
-            tx: self.tx,
-            time: self.time.clone(),
-            applied: self.files.iter().map(|r| r.applied).sum(),
-            total: self.files.iter().map(|r| r.total).sum(),
-            error: self.error.clone(),
-            ..Report::new(self.outcome, String::new())
-        }
-    }
-
-    fn fail(&mut self, outcome: Outcome, file: &str, e: &ErrorReport) {
-        if self.error.is_none() {
-            let mut e = e.clone();
-            e.message = format!("{file}: {}", e.message);
-            self.error = Some(e);
-        }
-        self.outcome = outcome;
-    }
-}
-
-impl fmt::Display for MultiReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let word = match self.outcome {
-            Outcome::Ok => "OK",
-            Outcome::Failed => "FAILED",
-            Outcome::Rejected => "REJECTED",
-        };
-        writeln!(
-            f,
-            "{word} {} file(s) (tx {}, {})",
-            self.files.len(),
-            self.tx,
-            self.time
-        )?;
-        if self.outcome != Outcome::Ok {
-            writeln!(f, "nothing was changed: every file is exactly as it was")?;
-        }
-        if let Some(e) = &self.error {
-            // One line, whatever file name the message holds.
-            let message = crate::engine::report::shown_name(&e.message);
-            writeln!(f, "error ({}): {message}", e.kind)?;
-            if let Some(h) = &e.hint {
-                writeln!(f, "hint: {h}")?;
-            }
-        }
-        for n in &self.notes {
-            writeln!(f, "note: {n}")?;
-        }
-        if let Some(left) = &self.left {
-            write!(f, "{left}")?;
-        }
-        for r in &self.files {
-            writeln!(f, "\n==== {}", crate::engine::report::shown_name(&r.file))?;
-            write!(f, "{r}")?;
-        }
-        Ok(())
-    }
-}
+use before::{deleted_before, moved_before, point_to_namesakes};
+use moves::place_moves;
+pub use report::MultiReport;
 
 /// One file's decision, before anything is written.
 struct Decided {
@@ -288,101 +195,6 @@ impl Plan {
     }
 }
 
-/// Files whose sections a failed payload's hint points elsewhere at most: each
-/// costs a walk of the tree.
-const NAMESAKE_FILES: usize = 3;
-
-/// Where a section named a file that does not exist and its SEARCH found
-/// nothing, the hint names the files of that name the payload may have meant
-/// (`Root::namesakes`) instead of inviting a new file. It runs once the locks
-/// are let go: the walk is no business of other edits. A file the history
-/// shows an edit removed is not one to make anew: the hint says where it went.
-fn point_to_namesakes(
-    (store, root): (Option<&Store>, Root<'_>),
-    who: &Who,
-    report: &mut MultiReport,
-) {
-    let missing = |rel: &str| {
-        matches!(
-            rustix::fs::statat(root.fd, rel, AtFlags::SYMLINK_NOFOLLOW),
-            Err(rustix::io::Errno::NOENT)
-        )
-    };
-    let mut walks = 0;
-    for r in &mut report.files {
-        let Some(e) = r.error.as_mut() else {
-            continue;
-        };
-        if e.kind != ErrorKind::NotFound || walks == NAMESAKE_FILES || !missing(&r.file) {
-            continue;
-        }
-        let removed = store.and_then(|s| Some((s, removed_by_an_edit((s, root), who, &r.file)?)));
-        let hint = match removed {
-            Some((s, entry)) => removed_hint(s, &r.file, &entry),
-            None => {
-                walks += 1;
-                let creates = e.hint.as_deref() == Some(engine::EMPTY_FILE);
-                let found = root.namesakes(&r.file, who.caller.as_ref());
-                namesakes_hint(&r.file, &found, creates)
-            }
-        };
-        if let Some(top) = report.error.as_mut()
-            && top.message.starts_with(&format!("{}: ", r.file))
-        {
-            top.hint = Some(hint.clone());
-        }
-        e.hint = Some(hint);
-    }
-}
-
-/// The hint for a section whose file `rel` an edit removed (`entry`): where
-/// it went, if that edit made a file of the same bytes (as kept), or the
-/// files it made, one of which may be where it moved with changes.
-fn removed_hint(store: &Store, rel: &str, entry: &crate::store::LogEntry) -> String {
-    use crate::store::objects::Side;
-    let was = store.objects().read(Side::Pre, rel, entry.tx);
-    let made: Vec<&crate::store::logline::FileEntry> =
-        entry.files.iter().filter(|f| f.created).collect();
-    let moved = made
-        .iter()
-        .find(|f| was.is_some() && store.objects().read(Side::Post, &f.file, entry.tx) == was);
-    let went = match (moved, made.as_slice()) {
-        (Some(f), _) => format!("it moved to `{}`", f.file),
-        (None, []) => "it was deleted".to_owned(),
-        (None, made) => {
-            let named: Vec<String> = made.iter().map(|f| format!("`{}`", f.file)).collect();
-            format!(
-                "it was deleted or moved: that transaction made {}",
-                named.join(", ")
-            )
-        }
-    };
-    format!(
-        "`{rel}` was removed by transaction {} (an edit), and nothing is at that path since: {went}; if this payload was sent before, that part is done; otherwise edit the file where it is now, or write `{rel}` whole to make it again",
-        entry.tx
-    )
-}
-
-/// The hint for a section whose file `rel` does not exist, files of that name
-/// `found`; where SEARCH found nothing (`creates`), it also says how to make
-/// the file, as the engine's own hint did.
-fn namesakes_hint(rel: &str, found: &[String], creates: bool) -> String {
-    let create = if creates {
-        format!("; an empty SEARCH would create `{rel}`")
-    } else {
-        String::new()
-    };
-    if found.is_empty() {
-        return format!("there is no file `{rel}`, nor any of that name in the project{create}");
-    }
-    let listed: Vec<String> = found.iter().map(|f| format!("`{f}`")).collect();
-    format!(
-        "there is no file `{rel}`; the project has {} of that name: {}; name the one meant by its path from the project's root{create}",
-        if found.len() == 1 { "one" } else { "files" },
-        listed.join(", ")
-    )
-}
-
 /// The files sections name, each symlink among those the payload only edits
 /// replaced by the file it leads to, as `F.edit` of a symlink edits its target
 /// (so two sections naming one file by the link and by its own path are one
@@ -537,86 +349,6 @@ fn decide(
     decided
 }
 
-/// A section that only deletes a file that is gone, where the history shows
-/// an edit (a patch's delete or move) removed it with nothing done at that
-/// path since: a patch sent again (after a timeout, say) is `already applied`
-/// there, not `not_found`. A path never there, or last removed by other means
-/// (`rm` through the mount), still fails; so does one whose last change the
-/// caller may not see (sight.rs), as the answer would tell a hidden history.
-/// A unified diff lists the lines it deletes: where the file as it was is
-/// kept, they must be all of it, or the section fails as it did.
-fn deleted_before(
-    (store, root): (Option<&Store>, Root<'_>),
-    (opts, who): (&Options, &Who),
-    rel: &str,
-    ops: &Payload,
-) -> Option<engine::Edit> {
-    let edit = engine::deleted_before(rel, ops)?;
-    let store = store?;
-    let entry = removed_by_an_edit((store, root), who, rel)?;
-    let removals = engine::removals(ops);
-    let was = store
-        .objects()
-        .read(crate::store::objects::Side::Pre, rel, entry.tx);
-    let listed = match (removals.operations.is_empty(), was) {
-        (false, Some(was)) => engine::apply_parsed(rel, Some(&was), removals, opts)
-            .content
-            .is_some_and(|left| left.iter().all(u8::is_ascii_whitespace)),
-        _ => true,
-    };
-    listed.then_some(edit)
-}
-
-/// The last change at `rel`, where it is an edit that removed the file and
-/// the caller may see it (sight.rs): a hidden history reads as none.
-fn removed_by_an_edit(
-    (store, root): (&Store, Root<'_>),
-    who: &Who,
-    rel: &str,
-) -> Option<crate::store::LogEntry> {
-    let last = store.last_change(rel)?;
-    let removed = last.kind == Kind::Edit && last.file(rel).is_some_and(|f| f.removed);
-    let seen = who
-        .caller
-        .as_ref()
-        .is_none_or(|c| c.sees(&root.fd, &last, &mut super::sight::Now::new()));
-    (removed && seen).then_some(last)
-}
-
-/// A section that moves a file that is gone (after its hunks, if any), where
-/// the history shows an edit moved it to the path this move names (the same
-/// transaction removed it and created that file) and the file there already
-/// reads as the hunks make it: a patch sent again is `already applied`. The
-/// hunks run on the file where it went, with the caller's rights; one that
-/// would still change it leaves the section to fail as it did.
-fn moved_before(
-    (store, root): (Option<&Store>, Root<'_>),
-    (opts, who): (&Options, &Who),
-    rel: &str,
-    ops: &Payload,
-) -> Option<engine::Edit> {
-    let (last, hunks) = ops.operations.split_last()?;
-    let Some(FileAct::MoveTo(to)) = &last.act else {
-        return None;
-    };
-    let to = project_path(&root.locate(to).ok()?).ok()?;
-    let entry = removed_by_an_edit((store?, root), who, rel)?;
-    entry.file(&to).filter(|f| f.created)?;
-    let reports = match hunks {
-        [] => Vec::new(),
-        _ => {
-            let opened = open_bounded(root, &to, who.caller.as_ref(), opts.max_file).ok()?;
-            let there = Payload {
-                operations: hunks.to_vec(),
-                notes: Vec::new(),
-            };
-            let edit = engine::apply_parsed(&to, Some(opened.bytes.as_deref()?), there, opts);
-            edit.content.is_none().then_some(edit.report.operations)?
-        }
-    };
-    engine::moved_before(rel, ops, &reports)
-}
-
 /// A file whose directory does not exist yet is absent, as a missing file in
 /// an existing directory is: a first operation that creates it makes the
 /// directory at the commit (as `*** Add File:` into a new package needs), and
@@ -660,88 +392,6 @@ impl Decided {
             None => keys,
         }
     }
-}
-
-/// Checks where each moved file goes: a path inside the root, free, and not
-/// edited by the payload too (its edits belong under the file's old path). A
-/// move that passes gets a section of its own, the new file's.
-fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut MultiReport) {
-    let rels: Vec<String> = decided.iter().map(|d| d.rel.clone()).collect();
-    for d in decided.iter_mut() {
-        let Some(FileAct::MoveTo(to)) = &d.edit.act else {
-            continue;
-        };
-        let checked = root
-            .locate(to)
-            .and_then(|rel| project_path(&rel).map_err(|why| format!("{to}: {why}")));
-        let refusal = match checked {
-            Err(why) => Some((ErrorKind::BadPath, why)),
-            Ok(rel) if rels.contains(&rel) => Some((
-                ErrorKind::Malformed,
-                format!(
-                    "{} moves to {rel}, which the payload also edits: put those edits under the file's old path",
-                    d.rel
-                ),
-            )),
-            Ok(rel) if root.entry(&rel).is_some() => Some((
-                ErrorKind::FileExists,
-                format!(
-                    "{} would move to {rel}, which exists: a move never overwrites",
-                    d.rel
-                ),
-            )),
-            Ok(rel) => {
-                report.files.push(arrived(&d.rel, &rel, &d.edit));
-                d.moved_to = Some(rel);
-                None
-            }
-        };
-        if let Some((kind, why)) = refusal {
-            let mut e =
-                ErrorReport::plain(kind, why, "move the file to a new path inside the project");
-            if let Some(r) = report.files.iter_mut().find(|r| r.file == d.rel) {
-                refuse_move(r, &mut e, d.original());
-            }
-            report.fail(Outcome::Failed, &d.rel, &e);
-        }
-    }
-}
-
-/// The section of a file whose move was refused: the move is the operation that
-/// failed, the others only matched, and nothing was written (no diff), so the
-/// report never reads as `applied` while the file stays as it was.
-fn refuse_move(r: &mut Report, e: &mut ErrorReport, original: Option<&[u8]>) {
-    for op in r.operations.iter_mut() {
-        if op.strategy == Some("move") {
-            e.operation = Some(op.index);
-            op.outcome = OpOutcome::Failed;
-            op.error = Some(e.clone());
-        } else if op.outcome == OpOutcome::Applied {
-            op.outcome = OpOutcome::Matched;
-        }
-    }
-    r.outcome = Outcome::Failed;
-    r.applied = 0;
-    r.diff = None;
-    r.sha256 = engine::sha256_hex(original.unwrap_or_default());
-    r.error = Some(e.clone());
-}
-
-/// The section of a file that a move creates at `to`.
-fn arrived(from: &str, to: &str, edit: &engine::Edit) -> Report {
-    let bytes = edit.content.as_deref().unwrap_or_default();
-    let mut r = stamp(Report::new(Outcome::Ok, engine::sha256_hex(bytes)), to);
-    r.total = 1;
-    r.applied = 1;
-    r.operations = vec![OpReport {
-        index: 1,
-        outcome: OpOutcome::Applied,
-        strategy: Some("move"),
-        lines: None,
-        warnings: vec![format!("moved here from {from}")],
-        error: None,
-    }];
-    r
 }
 
 /// Records that `given` was refused before anything was read.

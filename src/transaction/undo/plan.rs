@@ -81,7 +81,7 @@ pub(super) fn plan(
 /// Every file changed after `point`, each to restore as it was at it: as
 /// before the first transaction after it to change the file. A file made and
 /// removed again since, or already as it was, needs nothing.
-pub(super) fn plan_rewind(
+fn plan_rewind(
     objects: &Objects,
     entries: &[LogEntry],
     at: (Root<'_>, Option<&Caller>),
@@ -138,7 +138,7 @@ pub(super) fn plan_rewind(
 }
 
 /// Every file transaction `n` changed, each to restore as before `n`.
-pub(super) fn plan_tx(
+fn plan_tx(
     objects: &Objects,
     entries: &[LogEntry],
     at: (Root<'_>, Option<&Caller>),
@@ -168,7 +168,7 @@ pub(super) fn plan_tx(
 }
 
 /// `plan`, unless it would restore the absence of a file that is absent.
-pub(super) fn to_do(plan: Plan) -> Result<Plan, Refusal> {
+fn to_do(plan: Plan) -> Result<Plan, Refusal> {
     if plan.restored.is_none() && plan.current.is_none() {
         return Err(refuse(
             ErrorKind::NotFound,
@@ -183,7 +183,7 @@ pub(super) fn to_do(plan: Plan) -> Result<Plan, Refusal> {
 }
 
 /// The log entry of transaction `n`, if it changed files.
-pub(super) fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
+fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
     let hint = "editfs history lists the transactions that changed files";
     match entries.iter().find(|e| e.tx == n) {
         Some(e) if e.changed() => Ok(e),
@@ -204,7 +204,7 @@ pub(super) fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusa
 }
 
 /// Decides how `rel` is restored to what it was before `to` (its latest if `None`).
-pub(super) fn plan_file(
+fn plan_file(
     objects: &Objects,
     entries: &[LogEntry],
     (root, caller): (Root<'_>, Option<&Caller>),
@@ -349,7 +349,7 @@ pub(super) fn plan_file(
 /// and the directories above it) when it was kept. One the log says nothing of
 /// (a store from before owners were recorded) is the daemon's alone, as the
 /// mount shows it.
-pub(super) fn readable(caller: &Caller, kept: Option<&FileEntry>) -> bool {
+fn readable(caller: &Caller, kept: Option<&FileEntry>) -> bool {
     let daemon = rustix::process::geteuid().as_raw();
     caller.is_root()
         || kept
@@ -403,7 +403,7 @@ pub(super) fn outside_change(
 }
 
 /// The exact requests that overwrite what editfs did not record.
-pub(super) fn force_hint(rel: &str) -> String {
+fn force_hint(rel: &str) -> String {
     format!(
         "to overwrite it anyway, undo `{rel} --force` (`echo '{rel} --force' | cat > .editfs/undo` \
          in the mount), or `{rel} TXID --force` for the version before an earlier transaction \
