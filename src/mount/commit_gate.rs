@@ -2,7 +2,7 @@
 //! it (each file held alone by a commit, shared by writes) and from other
 //! commits on it (the commits not yet told to the kernel), and what editfs's
 //! own transactions made of the files they replaced (the lineage). Its place
-//! in the lock order is written in `fs.rs`.
+//! in the lock order is written in `core.rs`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 

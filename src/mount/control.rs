@@ -23,8 +23,8 @@ use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::commit_gate::{Committing, Telling};
+use super::core::{Core, Job, file_type};
 use super::edit_buffer::{Committed, EditBuffer, Next, Turn, errno_for, flushed};
-use super::fs::{Core, Job, file_type};
 use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;

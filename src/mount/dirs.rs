@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::fs::{Core, Loc, attr, file_type};
+use super::core::{Core, Loc, attr, file_type};
 use super::handles::Handle;
 use super::listings::Reader;
 use super::names::Control;
 use super::nodes::{Kind, ROOT};
-use super::ops::Register;
-use super::real::chmod_nofollow;
+use super::real_files::chmod_nofollow;
+use super::requests::Register;
 use super::state;
 use super::types::{
     Entry, Errno, FileType, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
@@ -512,7 +512,7 @@ impl Core {
     ) -> Res<(Timed, Opened)> {
         let dir = self.new_name(who, parent, name)?;
         let lease = self.lease_in(parent);
-        let writer = super::real::writer(flags);
+        let writer = super::real_files::writer(flags);
         let flags = OFlags::from_bits_retain((flags & !libc::O_NOCTTY) as u32)
             | OFlags::CREATE
             | OFlags::NOFOLLOW

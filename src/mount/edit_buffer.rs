@@ -331,7 +331,7 @@ impl EditBuffer {
 /// Where commit threads announce that a handle's outcome is in place, and a
 /// request for a payload another commit thread is running waits for it. Its
 /// lock comes after `handles` and before a handle's own `EditBuffer` lock (the
-/// lock order is in `fs.rs`).
+/// lock order is in `core.rs`).
 #[derive(Default)]
 pub struct Settling {
     lock: Mutex<()>,

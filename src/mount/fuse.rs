@@ -1,5 +1,5 @@
 //! The FUSE adapter, and the only code that knows fuser: each request is
-//! decoded, handed to one logic method of `Core` (`ops.rs` and the files it
+//! decoded, handed to one logic method of `Core` (`requests.rs` and the files it
 //! names), and answered; an error is logged once, here.
 //!
 //! A panic in a request is a bug, but it must cost one request, not the
@@ -22,8 +22,8 @@ use fuser::{
 };
 use rustix::fs::Timespec;
 
-use super::fs::EditFs;
-use super::real::Set;
+use super::core::EditFs;
+use super::real_files::Set;
 use super::types::{
     Backing, Done, Errno, FileAttr, FileType, Found, Kernel, Opened, Requester, Res, Served, Timed,
 };

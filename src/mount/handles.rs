@@ -31,7 +31,7 @@ pub enum Handle {
 }
 
 /// The open handles, by number. Its lock comes after `nodes` and before
-/// `settling` (the lock order is in `fs.rs`).
+/// `settling` (the lock order is in `core.rs`).
 pub struct Handles {
     table: Mutex<HashMap<u64, Arc<Handle>>>,
     next: AtomicU64,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
-use super::fs::{EditFs, Settings};
+use super::core::{EditFs, Settings};
 use super::nodes::ROOT;
 use super::source::Source;
 use super::types::{Backing, Done, Errno, Requester, Res, Served};

@@ -4,7 +4,7 @@
 //! read, directories removed while the kernel holds them, and the small files
 //! primed and directories read ahead. All of it is dropped for a node the
 //! kernel forgets (`forgot`). Each table's lock is taken alone and briefly
-//! (the lock order is in `fs.rs`).
+//! (the lock order is in `core.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::first_read::Primed;
 use super::listings::{Listings, Reader};
 use super::prefetch::Prefetch;
-use super::primed::Primed;
 use super::types::{Entry, FileAttr, REAL_TTL, Timed};
 
 /// The kernel's caches as the mount keeps track of them.
@@ -30,7 +30,7 @@ pub struct KernelCache {
     /// Directories removed through the mount that the kernel still holds, as
     /// they were: `fstat` of one still open asks with no handle and no name.
     removed_dirs: Mutex<HashMap<u64, rustix::fs::Stat>>,
-    /// Small files whose first read was served at their open (`primed.rs`).
+    /// Small files whose first read was served at their open (`first_read.rs`).
     primed: Primed,
     /// Directories whose files were read ahead (`prefetch.rs`).
     prefetch: Prefetch,

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-use super::fs::{Core, Loc};
+use super::core::{Core, Loc};
 use crate::store::Keys;
 use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
 use crate::transaction::{Who, direct, now};

@@ -13,7 +13,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::control::last_close;
-use super::fs::{Core, Loc};
+use super::core::{Core, Loc};
 use super::ignored::GitIgnores;
 use super::types::Requester;
 use crate::store::logline::{Access, Kind};

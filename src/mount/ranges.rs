@@ -5,7 +5,7 @@
 
 use rustix::fs::SeekFrom;
 
-use super::fs::Core;
+use super::core::Core;
 use super::handles::Handle;
 use super::types::{Errno, Res, errno};
 

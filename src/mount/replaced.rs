@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags};
 
-use super::fs::{Core, Loc, attr};
+use super::core::{Core, Loc, attr};
 use super::handles::Handle;
 use super::nodes::ROOT;
-use super::ops::Register;
-use super::real::{EXEC_OPEN, truncates};
+use super::real_files::{EXEC_OPEN, truncates};
+use super::requests::Register;
 use super::types::{Errno, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL, errno};
 use crate::transaction::Caller;
 
@@ -247,7 +247,7 @@ impl Core {
         caller: &Caller,
         retry: Retry,
     ) -> Res<(u64, Option<Served>)> {
-        let writer = super::real::writer(flags);
+        let writer = super::real_files::writer(flags);
         let strip = libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY;
         let flags = OFlags::from_bits_retain((flags & !strip) as u32) | OFlags::CLOEXEC;
         if let Some(file) = self.reopen(ino, flags) {

@@ -19,7 +19,7 @@ use crate::engine::Report;
 
 /// The latest reports a mount shows: each file's in its `F.status`, and that
 /// of `.editfs/edit` or `.editfs/undo` in `.editfs/status`. Each lock is taken
-/// alone and briefly (the lock order is in `fs.rs`).
+/// alone and briefly (the lock order is in `core.rs`).
 pub struct Reports {
     files: Mutex<Table>,
     state: Mutex<Option<StateReport>>,

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::AtFlags;
 
-use super::fs::Core;
+use super::core::Core;
 use super::nodes::{Kind, ROOT};
 use super::types::{Entry, Errno, FileAttr, FileType, Res, errno};
 use crate::store::logline::{Access, LogEntry};

@@ -43,7 +43,7 @@ use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
 
 use rustix::fs::AtFlags;
 
-use super::fs::Core;
+use super::core::Core;
 use super::nodes::{Kind, ROOT};
 use super::types::{FileAttr, FileType, Kernel, REAL_TTL};
 

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::fs::Core;
+use super::core::Core;
 use super::nodes::{Kind, ROOT};
 use super::types::{Errno, Requester, Res, errno};
 
@@ -21,7 +21,7 @@ impl Core {
         // `node_file`): by name, a file renamed over it would take the change.
         let node = self.node_file(ino)?;
         let st = rustix::fs::fstat(&node).map_err(errno)?;
-        if super::fs::file_type(st.st_mode) == super::types::FileType::Symlink {
+        if super::core::file_type(st.st_mode) == super::types::FileType::Symlink {
             return Ok(None);
         }
         let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;

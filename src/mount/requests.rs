@@ -1,17 +1,17 @@
 //! One logic method per FUSE request, dispatched by what the node is: a real
-//! file passes through to SOURCE (`real.rs`, `dirs.rs`, `xattr.rs`) with the
+//! file passes through to SOURCE (`real_files.rs`, `dirs.rs`, `xattr.rs`) with the
 //! errno SOURCE gives; control files (`control.rs`) and `.editfs/` (`state.rs`)
 //! are answered here. `fuse.rs` decodes each request and calls one of these.
 
 use std::ffi::OsStr;
 
 use super::control::slice;
+use super::core::Core;
 use super::edit_buffer::EditBuffer;
-use super::fs::Core;
 use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;
-use super::real::{Set, is_write, read_at, truncates};
+use super::real_files::{Set, is_write, read_at, truncates};
 use super::state;
 use super::types::{
     Backing, Done, Errno, FileType, Found, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL,

@@ -1,6 +1,6 @@
 //! The file system the kernel talks to. `fuse.rs` decodes each FUSE request and
-//! calls one method of `Core` (`ops.rs` dispatches by node), which maps it onto
-//! SOURCE (`real.rs`, `dirs.rs`, `xattr.rs`), a control file (`control.rs`) or
+//! calls one method of `Core` (`requests.rs` dispatches by node), which maps it onto
+//! SOURCE (`real_files.rs`, `dirs.rs`, `xattr.rs`), a control file (`control.rs`) or
 //! the state directory (`state.rs`). Nothing but `fuse.rs` knows fuser.
 //!
 //! Requests run on several threads. Lock order, the one place it is written:
@@ -41,7 +41,7 @@
 //! of a file there (`Core::opening_in`) holds no lock. One that stores a
 //! file's first pages in the kernel at its open holds no lock either, only
 //! `primed`'s turn: a flag taken by compare-and-swap, never waited for
-//! (`primed.rs`).
+//! (`first_read.rs`).
 //!
 //! The watcher's thread (`watch.rs`) calls into the kernel holding nothing, and
 //! no FUSE worker ever waits for it.
@@ -72,7 +72,7 @@
 //! direct I/O, so a status is never stale and never torn.
 //!
 //! Where the kernel allows it, real files open for writing or of 64 KiB or
-//! more are passed through (`passthrough.rs`, `real.rs`): their reads, writes
+//! more are passed through (`passthrough.rs`, `real_files.rs`): their reads, writes
 //! and maps go from the kernel to SOURCE with no request here and no page cache
 //! of the mount's own. Such a write takes no share of its file: like
 //! any other process writing F natively, it lands in the inode it opened, and a

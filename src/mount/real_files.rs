@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 
-use super::fs::{Core, Loc, attr, file_type};
+use super::core::{Core, Loc, attr, file_type};
 use super::handles::Handle;
 use super::nodes::ROOT;
-use super::ops::Register;
 use super::passthrough::PASS_FROM;
+use super::requests::Register;
 use super::state;
 use super::types::{Backing, Errno, FileType, Requester, Res, Served, Timed, VIRTUAL_TTL, errno};
 
@@ -419,7 +419,7 @@ impl Core {
 
     /// Stores small file `ino` (open to read as `fh`, `size` bytes) in the
     /// kernel's cache at its first open, so its first read asks nothing (see
-    /// `primed.rs`). A file that changed size since is stored as it is now,
+    /// `first_read.rs`). A file that changed size since is stored as it is now,
     /// which is what a read would have answered.
     fn prime(&self, ino: u64, fh: u64, size: u64) {
         if size == 0 || size >= PASS_FROM {
