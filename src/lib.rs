@@ -1,7 +1,8 @@
 //! editfs: SEARCH/REPLACE edits as file-system transactions.
 //!
 //! Layers, each importing only those below it (docs/architecture.md#layers):
-//! - [`engine`]: pure; payload text and file bytes in, new bytes and a report out.
+//! - [`engine`]: pure; payload text and file bytes in, new bytes and a report out
+//!   (the `editfs-engine` crate, `crates/editfs-engine/`, usable on its own).
 //! - [`store`]: durable; atomic replacement of files, snapshots of pre-images, the log.
 //! - [`transaction`]: one transaction end to end, through the engine and the store;
 //!   [`history`] reads the log for people.

@@ -1,7 +1,32 @@
-//! The edit engine: payload text and file bytes in, new bytes and a report out.
+//! The edit engine of editfs: payload text and file bytes in, new bytes and a report out.
 //!
-//! Pure by design: no file system, no clock, no FUSE. The store commits what the
-//! engine decides; the CLI and the mount only carry bytes to and from it.
+//! Pure by design: no file system, no clock, no FUSE. In editfs the store commits
+//! what the engine decides, and the command line and the mount only carry bytes to
+//! and from it; an agent harness can call it the same way on bytes it holds, and
+//! write the result (or not) itself. The payload formats, rules and report fields
+//! are those of editfs's docs/payloads.md.
+//!
+//! ```
+//! use editfs_engine::{Options, Outcome, apply};
+//!
+//! let file = b"fn main() {\n    println!(\"hello\");\n}\n";
+//! let payload = b"<<<<<<< SEARCH\n    println!(\"hello\");\n=======\n    println!(\"hello, world\");\n>>>>>>> REPLACE\n";
+//!
+//! let edit = apply("src/main.rs", Some(file), payload, &Options::default());
+//! assert_eq!(edit.report.outcome, Outcome::Ok);
+//! assert_eq!(edit.report.operations[0].lines, Some([2, 2]));
+//! let new = edit.content.expect("an applied edit has new bytes");
+//! assert_eq!(new, b"fn main() {\n    println!(\"hello, world\");\n}\n");
+//!
+//! // A SEARCH that is not in the file changes nothing; the report says why and
+//! // shows the closest region, as text (`F.status`) or JSON (`F.status.json`).
+//! let stale = b"<<<<<<< SEARCH\n    println!(\"bye\");\n=======\n    println!(\"hi\");\n>>>>>>> REPLACE\n";
+//! let edit = apply("src/main.rs", Some(&new), stale, &Options::default());
+//! assert_eq!(edit.report.outcome, Outcome::Failed);
+//! assert!(edit.content.is_none());
+//! assert!(edit.report.to_string().contains("not found"));
+//! assert!(edit.report.to_json().contains("\"kind\": \"not_found\""));
+//! ```
 //!
 //! A transaction runs its operations in order on the running result. If any
 //! fails, the whole transaction fails and no bytes come out, but the remaining
