@@ -1,6 +1,10 @@
 //! The edit engine of editfs: payload text and file bytes in, new bytes and a report out.
 //!
-//! Pure by design: no file system, no clock, no FUSE. In editfs the store commits
+//! Pure by design: no file system, no FUSE, and no clock but one timer: the
+//! character diff that weighs how like SEARCH a region is (diagnose.rs) settles
+//! for an approximate answer after 5 ms, so a missed SEARCH's closest region, and
+//! whether a re-sent edit reads as made already, can differ on a machine too busy
+//! to finish it in time; nothing else reads the time. In editfs the store commits
 //! what the engine decides, and the command line and the mount only carry bytes to
 //! and from it; an agent harness can call it the same way on bytes it holds, and
 //! write the result (or not) itself. The payload formats, rules and report fields
