@@ -91,11 +91,13 @@ use super::commit_gate::CommitGate;
 use super::commits::Commits;
 use super::edit_buffer::Settling;
 use super::handles::{Handle, Handles};
+use super::kept_access::KeptAccess;
 use super::kernel_cache::KernelCache;
 use super::names::Suffixes;
 use super::nodes::{Ids, Kind, Nodes, ROOT};
 use super::reports::Reports;
 use super::source::Source;
+use super::stale_retries::StaleRetries;
 use super::types::{Done, Errno, FileAttr, FileType, Kernel, Res, errno};
 use crate::engine;
 use crate::store::Store;
@@ -341,7 +343,7 @@ pub struct Core {
     /// The latest reports the control files show.
     pub(super) reports: Reports,
     /// Who may read each kept version, from the log.
-    pub(super) kept: Mutex<super::state::KeptAccess>,
+    pub(super) kept: Mutex<KeptAccess>,
     pub(super) notifier: Arc<OnceLock<Box<dyn Kernel>>>,
     /// What the kernel was given and what is kept to answer it fast.
     pub(super) cache: KernelCache,
@@ -368,7 +370,7 @@ pub struct Core {
     /// How each open real file reaches its data: passed through by the kernel or not.
     pub(super) backings: super::passthrough::Backings,
     /// Threads whose open of a replaced node was just answered ESTALE.
-    pub(super) retries: super::replaced::StaleRetries,
+    pub(super) retries: StaleRetries,
     /// The last process a removal was recorded for, and when: `rm -r` removes
     /// thousands of files, and its command line is read once a second, not
     /// once a file.
@@ -454,7 +456,7 @@ impl Core {
             ids,
             handles: Handles::default(),
             reports,
-            kept: Mutex::new(super::state::KeptAccess::default()),
+            kept: Mutex::new(KeptAccess::default()),
             notifier,
             cache: KernelCache::new(),
             watches,

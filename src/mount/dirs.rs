@@ -17,10 +17,9 @@ use super::listings::Reader;
 use super::names::Control;
 use super::nodes::{Kind, ROOT};
 use super::real_files::chmod_nofollow;
-use super::requests::Register;
 use super::state;
 use super::types::{
-    Entry, Errno, FileType, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
+    Entry, Errno, FileType, Opened, Register, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
 };
 use super::watch::Lease;
 use crate::store::STATE_DIR;

@@ -18,6 +18,7 @@ mod handles;
 mod ignored;
 #[cfg(test)]
 mod in_process;
+mod kept_access;
 mod kernel_cache;
 mod listings;
 mod moved;
@@ -35,6 +36,7 @@ mod reports;
 mod requests;
 mod rescue;
 mod source;
+mod stale_retries;
 mod state;
 pub mod table;
 mod types;

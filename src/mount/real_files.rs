@@ -13,9 +13,10 @@ use super::core::{Core, Loc, attr, file_type};
 use super::handles::Handle;
 use super::nodes::ROOT;
 use super::passthrough::PASS_FROM;
-use super::requests::Register;
 use super::state;
-use super::types::{Backing, Errno, FileType, Requester, Res, Served, Timed, VIRTUAL_TTL, errno};
+use super::types::{
+    Backing, Errno, FileType, Register, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
+};
 
 /// chmod of `name` in `dir` without following it: the kernel has no such call, so
 /// the file is pinned with `O_PATH` and changed through its `/proc/self/fd` link,

@@ -14,12 +14,9 @@ use super::nodes::Kind;
 use super::real_files::{Set, is_write, read_at, truncates};
 use super::state;
 use super::types::{
-    Backing, Done, Errno, FileType, Found, Opened, Requester, Res, Served, Timed, VIRTUAL_TTL,
+    Done, Errno, FileType, Found, Opened, Register, Requester, Res, Served, Timed, VIRTUAL_TTL,
     errno,
 };
-
-/// Asks the kernel for a backing id of an open file, to pass it through.
-pub type Register<'a> = &'a dyn Fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<Backing>;
 
 impl Core {
     pub(super) fn lookup(&self, pid: u32, parent: u64, name: &OsStr) -> Res<Found> {

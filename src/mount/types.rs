@@ -216,3 +216,6 @@ pub struct Entry {
     pub kind: FileType,
     pub name: OsString,
 }
+
+/// Asks the kernel for a backing id of an open file, to pass it through.
+pub type Register<'a> = &'a dyn Fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<Backing>;
