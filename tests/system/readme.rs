@@ -310,33 +310,61 @@ fn no_folder_of_src_imports_itself_in_a_circle() {
     );
 }
 
-#[test]
-fn an_import_circle_is_found_and_named() {
+/// A crate whose folder `layer` imports itself in a circle, one -> two ->
+/// three -> one, through a use tree, a path in code and a test module, with
+/// `allowed` as its list of allowed edges.
+fn crate_with_a_circle(allowed: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("src/layer");
-    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::create_dir_all(dir.path().join("src/layer")).unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
     let files = [
-        ("lib.rs", "mod layer;\n"),
-        ("layer/mod.rs", "mod one;\nmod two;\nmod three;\n"),
-        ("layer/one.rs", "use super::{two::{self, Two}};\n"),
+        ("src/lib.rs", "mod layer;\n"),
+        ("src/layer/mod.rs", "mod one;\nmod two;\nmod three;\n"),
+        ("src/layer/one.rs", "use super::{two::{self, Two}};\n"),
         (
-            "layer/two.rs",
+            "src/layer/two.rs",
             "pub struct Two;\nfn f() { crate::layer::three::g() }\n",
         ),
         (
-            "layer/three.rs",
+            "src/layer/three.rs",
             "pub fn g() {}\n#[cfg(test)]\nmod tests {\n    use super::super::one;\n}\n",
         ),
+        ("scripts/import-cycles-allowed", allowed),
     ];
     for (name, text) in files {
-        std::fs::write(dir.path().join("src").join(name), text).unwrap();
+        std::fs::write(dir.path().join(name), text).unwrap();
     }
+    dir
+}
+
+#[test]
+fn an_import_circle_is_found_and_named() {
+    let dir = crate_with_a_circle("");
     let out = check_import_cycles(dir.path());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "no circle found: {said}");
     assert!(
         said.contains("layer: import circle one -> two -> three -> one"),
         "{said}"
+    );
+}
+
+#[test]
+fn a_circle_is_found_while_one_of_its_edges_is_not_allowed() {
+    let dir = crate_with_a_circle("layer: one -> two\nlayer: two -> three\n");
+    let out = check_import_cycles(dir.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "no circle found: {said}");
+    assert!(
+        said.contains("layer: import circle three -> one -> two -> three"),
+        "{said}"
+    );
+    let all = "layer: one -> two\nlayer: two -> three\nlayer: three -> one\n";
+    let out = check_import_cycles(crate_with_a_circle(all).path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
