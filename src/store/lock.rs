@@ -40,7 +40,12 @@ pub struct Lock {
 
 /// What a transaction locks: the files it reads, writes, makes or removes.
 #[derive(Clone, Debug, Default)]
-pub struct Keys(Vec<i64>);
+pub struct Keys {
+    /// The bytes of `lock` to take.
+    bytes: Vec<i64>,
+    /// The paths among them, whose removals are filed first (see `Store::lock`).
+    paths: Vec<String>,
+}
 
 impl Keys {
     pub fn new() -> Keys {
@@ -50,7 +55,8 @@ impl Keys {
     /// The file at `rel` in the project, whatever inode it is now: a file
     /// made or removed has no other key.
     pub fn path(mut self, rel: &str) -> Keys {
-        self.0.push(key(b"path", rel.as_bytes()));
+        self.bytes.push(key(b"path", rel.as_bytes()));
+        self.paths.push(rel.to_owned());
         self
     }
 
@@ -66,7 +72,7 @@ impl Keys {
     /// The file of inode `ino` on device `dev`, as `file` keys it.
     pub fn inode(mut self, dev: u64, ino: u64) -> Keys {
         let id = [dev.to_le_bytes(), ino.to_le_bytes()].concat();
-        self.0.push(key(b"inode", &id));
+        self.bytes.push(key(b"inode", &id));
         self
     }
 
@@ -79,13 +85,14 @@ impl Keys {
     /// What the store holds for one user at a time, named `what`, apart
     /// from every file's lock.
     pub(super) fn store_wide(mut self, what: &str) -> Keys {
-        self.0.push(key(b"store", what.as_bytes()));
+        self.bytes.push(key(b"store", what.as_bytes()));
         self
     }
 
     /// These keys and those of `other`.
     pub fn and(mut self, other: Keys) -> Keys {
-        self.0.extend(other.0);
+        self.bytes.extend(other.bytes);
+        self.paths.extend(other.paths);
         self
     }
 }
@@ -116,17 +123,22 @@ fn byte(kind: libc::c_short, start: i64) -> libc::flock {
 
 impl Store {
     /// Waits for and takes the locks of `keys`, once the removals this
-    /// process began are filed: whatever runs under them sees those in the
-    /// history.
+    /// process began from their paths are filed: whatever runs under them
+    /// sees those in the history. Removals of other paths are left to the
+    /// filer: a user's `rm -r` of a large tree holds up no edit of another
+    /// file (a checkpoint, an undo, a rewind and a reading of the history
+    /// file them all first).
     pub fn lock(&self, keys: &Keys) -> Result<Lock, StoreError> {
-        self.settle_removals();
+        for rel in &keys.paths {
+            self.settle_removals_at(rel);
+        }
         self.lock_only(keys)
     }
 
     /// Waits for and takes the locks of `keys` as the store is.
     pub(super) fn lock_only(&self, keys: &Keys) -> Result<Lock, StoreError> {
         let (file, path) = open_lock_file(&self.dir)?;
-        let mut bytes = keys.0.clone();
+        let mut bytes = keys.bytes.clone();
         bytes.sort_unstable();
         bytes.dedup();
         for start in bytes {

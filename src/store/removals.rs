@@ -15,7 +15,10 @@
 //! allocations slower for a while (ext4 without a journal skips recently freed
 //! inodes one by one), so a burst's snapshot directories are made before any
 //! of its frees. Ids are handed out in the order of the removals, and before
-//! any transaction that comes after them takes one.
+//! any transaction on the same path, any checkpoint, undo or rewind, and any
+//! reading of the history that comes after them takes one. A transaction on
+//! another path does not wait for them (a user's `rm -r` of a large tree holds
+//! up no other user's edit), so its id may come before theirs.
 //!
 //! After a crash, the next open files what is left: a line whose file is still
 //! in `removed/` is filed (and logged, unless the log has it: the same file,
@@ -712,6 +715,27 @@ mod tests {
             store.next_tx().unwrap() > logged[0].tx,
             "a removal takes its id before any transaction after it"
         );
+    }
+
+    #[test]
+    fn a_transaction_on_another_path_does_not_wait_for_the_filer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("gone.txt"), "x\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        store
+            .begin_removal(
+                &removal("gone.txt"),
+                (dir.as_fd(), OsStr::new("gone.txt")),
+                adopt,
+            )
+            .unwrap();
+        drop(store.lock(&Keys::new().path("other.txt")).unwrap());
+        assert!(deletes(&store).is_empty(), "another path's edit filed it");
+        assert!(store.removals.pending());
+        store.settle_removals();
+        assert_eq!(deletes(&store).len(), 1);
     }
 
     #[test]

@@ -114,6 +114,7 @@ pub fn mark(store: &Store, name: Option<&str>, who: &Who) -> Result<LogEntry, Ma
     if let Some(n) = name {
         valid_name(n)?;
     }
+    store.settle_removals();
     // The names are read under their own lock, which no edit waits for:
     // the log may be long, and two checkpoints given one name at once must
     // not both be recorded.

@@ -206,6 +206,8 @@ fn refuse(kind: ErrorKind, message: String, hint: &str) -> Refusal {
 /// changed meanwhile, it is planned again, and it fails as `stale` when a
 /// writer outside transactions changed one each time.
 pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
+    // Planned from the whole history: removals not filed yet are filed first.
+    store.settle_removals();
     let label = req.label();
     let fail = |e: StoreError| wrap(req, vec![stamp(io_failure(e, String::new()), &label)]);
     let at = (root, who.caller.as_ref());
