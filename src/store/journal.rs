@@ -340,6 +340,19 @@ impl Journal {
         }
     }
 
+    /// Whether process `pid` has a journal file here (see the top): its
+    /// records may still need its temporary files.
+    pub fn has_files_of(&self, pid: u32) -> bool {
+        let own = format!("{pid}-");
+        fs::read_dir(&self.dir).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with(&own) && name.ends_with(".wal")
+            })
+        })
+    }
+
     /// Creates this process's journal file, locked while the process lives.
     fn create(&self) -> Result<(File, PathBuf), StoreError> {
         use std::sync::atomic::{AtomicU64, Ordering};

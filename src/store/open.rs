@@ -94,8 +94,10 @@ impl Store {
         store.objects.reaper().drain();
         // Temporary files of writes a crash cut short: the commit's, and those of
         // the journal, objects and counter (written whole or not at all). Those
-        // of a process still live are its own, on their way.
-        let dead = |pid| !lock::is_live(dir, pid);
+        // of a process still live are its own, on their way; those of a dead
+        // one whose journal is still there are its records' new contents, which
+        // another process opening the store now may be recovering.
+        let dead = |pid| !lock::is_live(dir, pid) && !store.journal.has_files_of(pid);
         let swept: usize = ["tmp", "journal", "objects", ""]
             .iter()
             .map(|d| atomic::sweep(&dir.join(d), dead))

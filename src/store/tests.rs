@@ -132,6 +132,27 @@ fn opening_spares_the_temporary_files_of_a_process_that_has_the_store_open() {
     drop(live);
 }
 
+#[test]
+fn opening_spares_the_temporary_files_of_a_dead_process_whose_journal_is_still_there() {
+    let p = Project::made();
+    let dead = dead_pid();
+    let journal = p.state().join("journal").join(format!("{dead}-0.wal"));
+    fs::write(&journal, "").unwrap();
+    let left = p.state().join("tmp").join(tmp_name_of(dead));
+    fs::write(&left, "a new content its record names").unwrap();
+    // As if another process were recovering that journal now: it holds it.
+    let held = File::open(&journal).unwrap();
+    held.lock().unwrap();
+    drop(p.open());
+    assert!(left.exists(), "swept while its journal was being recovered");
+    drop(held);
+    drop(p.open());
+    assert!(
+        !left.exists(),
+        "swept once its journal was recovered and gone"
+    );
+}
+
 /// The id of a process that has ended.
 pub(crate) fn dead_pid() -> u32 {
     let mut child = std::process::Command::new("true").spawn().unwrap();
