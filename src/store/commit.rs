@@ -498,17 +498,26 @@ impl Store {
                 remove: false,
                 sha256: Some(c.new_sha.map_or_else(|| sha256_hex(c.new), str::to_owned)),
                 made: None,
+                found: Some(journal::Found::of(
+                    meta.as_ref().filter(|_| c.pre.is_some()),
+                )),
             });
         }
-        record.files.extend(removals.iter().map(|r| journal::Entry {
-            rel: r.rel.to_owned(),
-            tmp: String::new(),
-            beside: false,
-            in_place: false,
-            inode: None,
-            remove: true,
-            sha256: None,
-            made: None,
+        record.files.extend(removals.iter().map(|r| {
+            journal::Entry {
+                rel: r.rel.to_owned(),
+                tmp: String::new(),
+                beside: false,
+                in_place: false,
+                inode: None,
+                remove: true,
+                sha256: None,
+                made: None,
+                found: r
+                    .file
+                    .and_then(|f| f.metadata().ok())
+                    .map(|m| journal::Found::of(Some(&m))),
+            }
         }));
         record
     }

@@ -65,6 +65,44 @@ pub struct Entry {
     /// The temporary file as written, before the record committed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub made: Option<Made>,
+    /// What the name held when the transaction read it: recovery puts the
+    /// new content in place, or removes the file, only while it still holds
+    /// that, so a file written, replaced or made there after the commit
+    /// point (the process that committed died, and others went on) is left
+    /// as it is. `None` in records written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<Found>,
+}
+
+/// What a name held when a transaction read it (see `Entry::found`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Found {
+    File { dev: u64, ino: u64 },
+    Nothing,
+}
+
+impl Found {
+    /// What `meta`, the file read at the name (`None`: nothing was), is.
+    pub fn of(meta: Option<&fs::Metadata>) -> Found {
+        use std::os::unix::fs::MetadataExt;
+        match meta {
+            Some(m) => Found::File {
+                dev: m.dev(),
+                ino: m.ino(),
+            },
+            None => Found::Nothing,
+        }
+    }
+
+    /// Whether `name` in `dir` still holds it.
+    pub fn is_at(self, dir: BorrowedFd<'_>, name: &OsStr) -> bool {
+        let now = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW);
+        match (self, now) {
+            (Found::Nothing, Err(rustix::io::Errno::NOENT)) => true,
+            (Found::File { dev, ino }, Ok(st)) => (st.st_dev, st.st_ino) == (dev, ino),
+            _ => false,
+        }
+    }
 }
 
 /// What a temporary file was once its new content was written: recovery

@@ -679,6 +679,36 @@ fn a_record_that_says_what_its_files_were_is_finished_though_one_is_lost() {
 }
 
 #[test]
+fn recovery_leaves_a_file_changed_after_the_commit_point_as_it_is() {
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
+    for rel in ["a", "b"] {
+        fs::write(root.join(rel), "read by tx 1").unwrap();
+        fs::write(state.join("tmp").join(rel), "tx 1").unwrap();
+    }
+    let entry = |rel: &str| journal::Entry {
+        found: Some(journal::Found::of(Some(
+            &fs::metadata(root.join(rel)).unwrap(),
+        ))),
+        sha256: Some(sha256_hex(b"tx 1")),
+        ..written(rel, rel)
+    };
+    let committed = record(1, root, true, vec![entry("a"), entry("b")]);
+    journal::Journal::new(&state).write(&committed).unwrap();
+    // The process that committed died; another went on and replaced `b`.
+    fs::write(root.join("b.new"), "tx 2").unwrap();
+    fs::rename(root.join("b.new"), root.join("b")).unwrap();
+    drop(p.open());
+    assert_eq!(fs::read(root.join("a")).unwrap(), b"tx 1");
+    assert_eq!(
+        fs::read(root.join("b")).unwrap(),
+        b"tx 2",
+        "tx 2 was overwritten"
+    );
+    assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
+}
+
+#[test]
 fn a_commit_names_its_new_content_in_its_record_for_recovery_to_check() {
     let p = Project::new();
     let root = p.root();
@@ -725,6 +755,7 @@ fn written(rel: &str, tmp: &str) -> journal::Entry {
         remove: false,
         sha256: None,
         made: None,
+        found: None,
     }
 }
 

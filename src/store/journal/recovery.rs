@@ -447,15 +447,24 @@ pub fn install(root: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<b
 /// as `caller` says). Does nothing if it already is (no temp file left). Says
 /// whether it did anything; the directory is not synced (recovery does that).
 fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<bool, StoreError> {
+    let name = file_name(&e.rel);
     if e.remove {
+        let gone = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_err();
+        if gone || !found_still(dir, e) {
+            return Ok(false);
+        }
         return remove(dir, &e.rel);
     }
     let base = tmp_dir_of(dir, tmp, e)?;
-    let name = file_name(&e.rel);
     match rustix::fs::statat(&base, e.tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
         Err(rustix::io::Errno::NOENT) => return Ok(false),
         Err(err) => return Err(io_err("stat", Path::new(&e.tmp))(err.into())),
         Ok(_) => {}
+    }
+    if !e.in_place && !found_still(dir, e) {
+        rustix::fs::unlinkat(&base, e.tmp.as_str(), AtFlags::empty())
+            .map_err(|err| io_err("remove", Path::new(&e.tmp))(err.into()))?;
+        return Ok(false);
     }
     if e.in_place {
         copy_in_place(base.as_fd(), &e.tmp, (dir, name), e.inode)?;
@@ -466,6 +475,25 @@ fn install_in(dir: BorrowedFd<'_>, tmp: BorrowedFd<'_>, e: &Entry) -> Result<boo
             .map_err(|err| io_err("rename into place", Path::new(&e.rel))(err.into()))?;
     }
     Ok(true)
+}
+
+/// Whether the name of `e` still holds what its transaction read there (see
+/// `Entry::found`), or the file it put there itself (which `repair` found
+/// torn and writes again); said in the log when it does not. A record that
+/// did not record it is taken as it is.
+fn found_still(dir: BorrowedFd<'_>, e: &Entry) -> bool {
+    let name = file_name(&e.rel);
+    let now = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok();
+    let made_here = e.made.zip(now).is_some_and(|(m, st)| m.ino == st.st_ino);
+    let still = made_here || e.found.is_none_or(|f| f.is_at(dir, name));
+    if !still {
+        log::error!(
+            "recovery: {} changed after the interrupted transaction's commit point: \
+             left as it is (its new content is kept as its version)",
+            e.rel
+        );
+    }
+    still
 }
 
 /// Copies the temporary file `tmp` into the file at `name`, through a
@@ -546,6 +574,7 @@ mod tests {
             remove: false,
             sha256: None,
             made: None,
+            found: None,
         }
     }
 
