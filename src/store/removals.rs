@@ -14,11 +14,12 @@
 //! step on some file systems, and each free makes the file system's next inode
 //! allocations slower for a while (ext4 without a journal skips recently freed
 //! inodes one by one), so a burst's snapshot directories are made before any
-//! of its frees. Ids are handed out in the order of the removals, and before
-//! any transaction on the same path, any checkpoint, undo or rewind, and any
-//! reading of the history that comes after them takes one. A transaction on
-//! another path does not wait for them (a user's `rm -r` of a large tree holds
-//! up no other user's edit), so its id may come before theirs.
+//! of its frees. A removal takes its id when it is begun, so ids follow the
+//! order removals and transactions were made in, and its line is logged once
+//! it is filed: before any transaction on the same path, any checkpoint, undo
+//! or rewind, and any reading of the history that comes after it. A
+//! transaction on another path does not wait for the filer (a user's `rm -r`
+//! of a large tree holds up no other user's edit).
 //!
 //! After a crash, the next open files what is left: a line whose file is still
 //! in `removed/` is filed (and logged, unless the log has it: the same file,
@@ -414,7 +415,14 @@ impl Store {
         at: (BorrowedFd<'_>, &std::ffi::OsStr),
         decide: impl FnOnce(&rustix::fs::Stat) -> Verdict,
     ) -> Result<Verdict, rustix::io::Errno> {
-        self.removals.begin(line, at, decide)
+        // Its id now, in the order removals and transactions are made, so no
+        // transaction on another path waits for its filing to take one.
+        let tx = self.next_tx().map_err(|e| {
+            log::error!("cannot number a removal: {e}");
+            rustix::io::Errno::IO
+        })?;
+        let line = LogEntry { tx, ..line.clone() };
+        self.removals.begin(&line, at, decide)
     }
 
     /// Whether a file on the file system `dev` can be removed by `begin_removal`.
@@ -530,7 +538,10 @@ impl Store {
         let adopt = !copy && meta.is_file() && meta.nlink() == 1;
         let moved = (self.removals.dir.as_fd(), OsStr::new(name), file);
         self.objects.keep_moved(moved, &bytes, &sha, adopt)?;
-        line.tx = self.next_tx()?;
+        // Numbered when it was begun; a line of an older version was not.
+        if line.tx == 0 {
+            line.tx = self.next_tx()?;
+        }
         self.objects
             .link_removed(&rel, line.tx, &sha, self.retention)?;
         if let Some(entry) = line.files.first_mut() {
