@@ -24,10 +24,12 @@
 #            in one transaction (a payload just under 100 KiB), there and back
 #   undo     the same transaction, then its undo (MULTI files restored at once)
 #   rewind   a checkpoint, the same transaction, then a rewind to the checkpoint
+#   rmtree   rm -r through the mount of a tree of RMFILES files of 1 MiB each
+#            (put back in SOURCE between rounds): removals the filer hashes
 #
 # Environment: EDITFS=path (a binary to measure instead of building this tree's),
 # ATTACK_S (seconds per attack, default 15), FILES (default 5000), STREAMS
-# (default 16), MULTI (default 300), VICTIM_UID
+# (default 16), MULTI (default 300), RMFILES (default 300), VICTIM_UID
 # (default 4242), ATTACKS="misses sparse" (run only these), KEEP=1 (keep the
 # temp dir). Target: the other user's worst round trip <= 50 ms under each.
 set -euo pipefail
@@ -40,7 +42,8 @@ FILES=${FILES:-5000}
 STREAMS=${STREAMS:-16}
 MULTI=${MULTI:-300}
 VICTIM_UID=${VICTIM_UID:-4242}
-ATTACKS=${ATTACKS:-idle misses regex touched sparse distinct streams multi undo rewind}
+RMFILES=${RMFILES:-300}
+ATTACKS=${ATTACKS:-idle misses regex touched sparse distinct streams multi undo rewind rmtree}
 say() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf 'bench-isolation: %s\n' "$*" >&2; exit 2; }
 
@@ -210,6 +213,16 @@ attack_rewind() {
   as_nobody bash -c 'echo "b$2" >"$1/.editfs/checkpoint"' _ "$mnt" "$rewinds" 2>/dev/null || true
   multi_there
   as_nobody bash -c 'echo "--to b$2" >"$1/.editfs/rewind"' _ "$mnt" "$rewinds" 2>/dev/null || true
+}
+attack_rmtree() {
+  if [ ! -d "$work/tree" ]; then
+    mkdir -p "$work/tree"
+    for ((i = 0; i < RMFILES; i++)); do head -c 1048576 /dev/urandom >"$work/tree/f$i"; done
+  fi
+  cp -a "$work/tree" "$src/att/tree"
+  chown -R 65534:65534 "$src/att/tree"
+  as_nobody rm -rf "$mnt/att/tree" 2>/dev/null || true
+  rm -rf "$src/att/tree"
 }
 attack_idle() { sleep 1; }
 

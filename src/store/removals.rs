@@ -19,7 +19,10 @@
 //! it is filed: before any transaction on the same path, any checkpoint, undo
 //! or rewind, and any reading of the history that comes after it. A
 //! transaction on another path does not wait for the filer (a user's `rm -r`
-//! of a large tree holds up no other user's edit).
+//! of a large tree holds up no other user's edit). The backlog is bounded
+//! (`REMOVER_FILES_AFTER`, `REMOVER_FILES_AFTER_BYTES`): past it, the removal
+//! that adds to it files what waits itself, so whoever removes faster than the
+//! filer files pays for it, and `removed/` never holds more than about that.
 //!
 //! After a crash, the next open files what is left: a line whose file is still
 //! in `removed/` is filed (and logged, unless the log has it: the same file,
@@ -56,6 +59,13 @@ use crate::engine::sha256_hex;
 pub const DIR: &str = "removed";
 const INTENTS: &str = "intents";
 const COPY: &str = ".copy";
+
+/// Removals waiting to be filed past which a removal files them itself.
+const REMOVER_FILES_AFTER: u64 = 4096;
+
+/// Bytes of removed files waiting to be filed past which a removal files them
+/// itself (see `Store::begin_removal`).
+const REMOVER_FILES_AFTER_BYTES: u64 = 256 << 20;
 
 /// Lines filed under one hold of the filer's lock and their files' locks: a
 /// transaction on one of those files waits for at most this many filings.
@@ -98,6 +108,9 @@ pub struct Removals {
     read: Mutex<u64>,
     /// Lines appended by this process and not yet filed.
     outstanding: AtomicU64,
+    /// Bytes of the files those lines moved into `removed/`, as they were
+    /// when moved: what a backlog takes on disk (see `Store::begin_removal`).
+    outstanding_bytes: AtomicU64,
     /// How many of those remove each path: a file made at any other path needs
     /// none of them filed first.
     waiting: Mutex<HashMap<String, usize>>,
@@ -131,6 +144,7 @@ impl Removals {
             gate: RwLock::new(()),
             read: Mutex::new(0),
             outstanding: AtomicU64::new(0),
+            outstanding_bytes: AtomicU64::new(0),
             waiting: Mutex::default(),
             moved: (std::process::id(), AtomicU64::new(0)),
             wake: Mutex::new(()),
@@ -422,7 +436,25 @@ impl Store {
             rustix::io::Errno::IO
         })?;
         let line = LogEntry { tx, ..line.clone() };
-        self.removals.begin(&line, at, decide)
+        let mut size = 0;
+        let verdict = self.removals.begin(&line, at, |st| {
+            size = st.st_size as u64;
+            decide(st)
+        })?;
+        if verdict != Verdict::PutBack {
+            self.removals
+                .outstanding_bytes
+                .fetch_add(size, Ordering::AcqRel);
+        }
+        // Whoever makes the backlog pays for it: past the bound, the remover
+        // files what waits itself, so `removed/` and the work the filer has
+        // left stay bounded however fast removals come.
+        if self.removals.outstanding.load(Ordering::Acquire) >= REMOVER_FILES_AFTER
+            || self.removals.outstanding_bytes.load(Ordering::Acquire) >= REMOVER_FILES_AFTER_BYTES
+        {
+            self.settle_removals();
+        }
+        Ok(verdict)
     }
 
     /// Whether a file on the file system `dev` can be removed by `begin_removal`.
@@ -478,12 +510,14 @@ impl Store {
             }
             let mut filed = Vec::new();
             let mut done = Vec::new();
+            let mut filed_bytes = 0;
             for intent in intents {
                 // Filed now, or never: its line is read past either way.
                 self.removals.count_waiting(&intent.line, -1);
                 let Some((file, name, copy)) = self.removals.moved(&intent.name) else {
                     continue;
                 };
+                filed_bytes += file.metadata().map_or(0, |m| m.len());
                 match self.file_one(&lock, intent.line, (&file, &name), copy) {
                     Ok(line) if !logged.as_mut().is_some_and(|l| l(&line)) => filed.push(line),
                     Ok(_) => {}
@@ -501,10 +535,21 @@ impl Store {
             dropping.append(&mut done);
             *read = end;
             // Lines of an earlier process (filed at open) were never counted.
-            let _ = self.removals.outstanding.fetch_update(
+            let left = self.removals.outstanding.fetch_update(
                 Ordering::AcqRel,
                 Ordering::Acquire,
                 |left| Some(left.saturating_sub(count)),
+            );
+            let _ = self.removals.outstanding_bytes.fetch_update(
+                Ordering::AcqRel,
+                Ordering::Acquire,
+                |bytes| {
+                    Some(if left.is_ok_and(|l| l <= count) {
+                        0
+                    } else {
+                        bytes.saturating_sub(filed_bytes)
+                    })
+                },
             );
         }
     }
@@ -726,6 +771,28 @@ mod tests {
             store.next_tx().unwrap() > logged[0].tx,
             "a removal takes its id before any transaction after it"
         );
+    }
+
+    #[test]
+    fn a_removal_past_the_backlog_bound_files_the_backlog_itself() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("small.txt"), "x\n").unwrap();
+        // Sparse: as large as the bound says, without the disk it would take.
+        let big = fs::File::create(root.join("big.bin")).unwrap();
+        big.set_len(REMOVER_FILES_AFTER_BYTES).unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        for name in ["small.txt", "big.bin"] {
+            store
+                .begin_removal(&removal(name), (dir.as_fd(), OsStr::new(name)), adopt)
+                .unwrap();
+        }
+        assert!(
+            !store.removals.pending(),
+            "the backlog is left to the filer"
+        );
+        assert_eq!(deletes(&store).len(), 2);
     }
 
     #[test]
