@@ -163,6 +163,28 @@ pub(super) fn live(dir: &Path) -> Result<File, StoreError> {
     Ok(file)
 }
 
+/// Whether a process other than this one has the store in `dir` open, as
+/// far as the marks tell (see `live`); `true` when that cannot be told.
+pub(super) fn others_live(dir: &Path) -> bool {
+    let Ok((file, _)) = open_lock_file(dir) else {
+        return true;
+    };
+    let own = LIVE + i64::from(std::process::id());
+    let end = LIVE + (1 << 32);
+    [(LIVE, own - LIVE), (own + 1, end - own - 1)]
+        .into_iter()
+        .any(|(start, len)| {
+            let mut probe = libc::flock {
+                l_len: len,
+                ..byte(libc::F_WRLCK as libc::c_short, start)
+            };
+            match fcntl(file.as_fd(), FcntlArg::F_OFD_GETLK(&mut probe)) {
+                Ok(_) => probe.l_type != libc::F_UNLCK as libc::c_short,
+                Err(_) => true,
+            }
+        })
+}
+
 /// Whether process `pid` has the store in `dir` open, as far as its mark
 /// tells (see `live`); `true` when that cannot be told, so nothing of it is
 /// swept.

@@ -103,15 +103,22 @@ impl Store {
             .map(|d| atomic::sweep(&dir.join(d), dead))
             .sum();
         // Removals a crash left moved aside; a line already in the log is not
-        // appended again.
-        let mut logged: Option<std::collections::HashSet<_>> = None;
-        store.file_removals_with(Some(&mut |line| {
-            let logged = logged.get_or_insert_with(|| {
-                let entries = store.entries();
-                entries.iter().filter_map(removals::removal_key).collect()
-            });
-            removals::removal_key(line).is_some_and(|k| logged.contains(&k))
-        }));
+        // appended again. Only when no other process has the store open: the
+        // lines of a live mount are its own filer's, which files them and
+        // drops their moved files in two steps another process would see
+        // half done (and file again).
+        if lock::others_live(dir) {
+            log::debug!("another process has the store open: its removals are its own to file");
+        } else {
+            let mut logged: Option<std::collections::HashSet<_>> = None;
+            store.file_removals_with(Some(&mut |line| {
+                let logged = logged.get_or_insert_with(|| {
+                    let entries = store.entries();
+                    entries.iter().filter_map(removals::removal_key).collect()
+                });
+                removals::removal_key(line).is_some_and(|k| logged.contains(&k))
+            }));
+        }
         store.counter_past_the_log()?;
         if swept > 0 {
             log::info!("removed {swept} temporary file(s) left by an interrupted commit");

@@ -796,6 +796,57 @@ mod tests {
     }
 
     #[test]
+    fn an_opening_leaves_the_removals_of_a_store_another_process_has_open_to_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        fs::write(root.join("gone.txt"), "x\n").unwrap();
+        let store = Store::open(&state).unwrap();
+        let dir = atomic::open_dir(root).unwrap();
+        store
+            .begin_removal(
+                &removal("gone.txt"),
+                (dir.as_fd(), OsStr::new("gone.txt")),
+                adopt,
+            )
+            .unwrap();
+        // This process's filer never runs; another process marks the store
+        // open, as a mount does (see the store's lock.rs).
+        std::mem::forget(store);
+        let mark = "import fcntl, os, sys, time\n\
+                    f = open(sys.argv[1], 'r+')\n\
+                    fcntl.lockf(f, fcntl.LOCK_SH, 1, (1 << 62) + os.getpid(), 0)\n\
+                    print('marked', flush=True)\n\
+                    time.sleep(60)\n";
+        let mut other = std::process::Command::new("python3")
+            .args(["-c", mark])
+            .arg(state.join("lock"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut said = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(other.stdout.take().unwrap()),
+            &mut said,
+        )
+        .unwrap();
+        assert_eq!(said.trim(), "marked");
+        let store = Store::open(&state).unwrap();
+        assert!(
+            deletes(&store).is_empty(),
+            "filed another live process's removal"
+        );
+        drop(store);
+        other.kill().unwrap();
+        other.wait().unwrap();
+        let store = Store::open(&state).unwrap();
+        assert_eq!(
+            deletes(&store).len(),
+            1,
+            "filed once no other process had it open"
+        );
+    }
+
+    #[test]
     fn a_transaction_on_another_path_does_not_wait_for_the_filer() {
         let tmp = tempfile::tempdir().unwrap();
         let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
