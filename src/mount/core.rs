@@ -244,6 +244,8 @@ fn checkpoints(core: std::sync::Weak<Core>) {
                     if let Err(e) = core.store.checkpoint() {
                         log::error!("checkpoint: {e}");
                     }
+                    // What an `editfs apply` that died mid-commit left.
+                    core.store.recover_dead();
                 }
             }
         });

@@ -35,7 +35,7 @@ use super::{STATE_DIR, StoreError, io_err};
 
 mod recovery;
 
-pub use recovery::Recovered;
+pub use recovery::{Handled, Recovered};
 
 /// One file of a transaction.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -399,19 +399,36 @@ impl Journal {
         loop {
             let n = FILES.fetch_add(1, Ordering::Relaxed);
             let path = self.dir.join(format!("{}-{n}.wal", std::process::id()));
-            let made = fs::OpenOptions::new()
+            if path.exists() {
+                continue;
+            }
+            // Made under a temporary name, which recovery passes by, and
+            // locked before it takes its own: a recovery running meanwhile
+            // (another process opening the store, or this one's, of a dead
+            // process's journal) never finds it unlocked and takes it for
+            // a dead process's.
+            let made = self.dir.join(super::atomic::tmp_name());
+            let file = fs::OpenOptions::new()
                 .append(true)
                 .create_new(true)
                 .mode(0o600)
-                .open(&path);
-            match made {
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_err("create", &path)(e)),
-                Ok(file) => {
-                    file.lock().map_err(io_err("lock", &path))?;
-                    return Ok((file, path));
+                .open(&made)
+                .map_err(io_err("create", &made))?;
+            file.lock().map_err(io_err("lock", &made))?;
+            if let Err(e) = rustix::fs::renameat_with(
+                rustix::fs::CWD,
+                &made,
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::RenameFlags::NOREPLACE,
+            ) {
+                let _ = fs::remove_file(&made);
+                if e == rustix::io::Errno::EXIST {
+                    continue;
                 }
+                return Err(io_err("name", &path)(e.into()));
             }
+            return Ok((file, path));
         }
     }
 

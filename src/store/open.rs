@@ -62,31 +62,7 @@ impl Store {
             log_file: parking_lot::Mutex::default(),
             spare: parking_lot::Mutex::default(),
         };
-        let mut logged: Option<std::collections::HashSet<u64>> = None;
-        let (recovered, handled) = store.journal.recover(
-            store.tmp.as_fd(),
-            (
-                |sha: &str| store.objects.content(sha),
-                |sha: &str, bytes: &[u8]| store.objects.restore(sha, bytes),
-            ),
-            |line| {
-                let known =
-                    logged.get_or_insert_with(|| store.entries().iter().map(|e| e.tx).collect());
-                if known.contains(&line.tx) {
-                    return Ok(false);
-                }
-                store.log(line)?;
-                Ok(true)
-            },
-            (
-                |record: &journal::Record| {
-                    for f in &record.files {
-                        store.objects.forget(&f.rel, record.tx);
-                    }
-                },
-                |record: &journal::Record| store.lock_only(&record.keys()),
-            ),
-        )?;
+        let (recovered, handled) = store.recover_interrupted()?;
         store.recovered = recovered;
         store.sync_log()?;
         store.unsettled.lock().lines = false;
@@ -135,5 +111,60 @@ impl Store {
             .skip(1)
             .map(|a| a.join(STATE_DIR))
             .find(|d| d.is_dir())
+    }
+}
+
+impl Store {
+    /// Finishes or undoes every transaction a process that died left in the
+    /// journal (see `journal::Journal::recover`); returns what it did and the
+    /// journal files it read, for the caller to remove once the log is synced.
+    fn recover_interrupted(&self) -> Result<(journal::Recovered, journal::Handled), StoreError> {
+        let mut logged: Option<std::collections::HashSet<u64>> = None;
+        self.journal.recover(
+            self.tmp.as_fd(),
+            (
+                |sha: &str| self.objects.content(sha),
+                |sha: &str, bytes: &[u8]| self.objects.restore(sha, bytes),
+            ),
+            |line| {
+                let known =
+                    logged.get_or_insert_with(|| self.entries().iter().map(|e| e.tx).collect());
+                if known.contains(&line.tx) {
+                    return Ok(false);
+                }
+                self.log(line)?;
+                Ok(true)
+            },
+            (
+                |record: &journal::Record| {
+                    for f in &record.files {
+                        self.objects.forget(&f.rel, record.tx);
+                    }
+                },
+                |record: &journal::Record| self.lock_only(&record.keys()),
+            ),
+        )
+    }
+
+    /// `recover_interrupted` while the store is in use: a process sharing the
+    /// state directory (an `editfs apply`) that died mid-commit leaves its
+    /// transaction half applied until someone recovers it, and a mount runs
+    /// for days. Its checkpoint thread calls this every second; a journal
+    /// held by a live process is not touched, nor is a file changed since
+    /// (see `journal::Entry::found`).
+    pub fn recover_dead(&self) {
+        let (recovered, handled) = match self.recover_interrupted() {
+            Ok(done) => done,
+            Err(e) => return log::error!("recovery: {e}"),
+        };
+        if !recovered.is_empty() {
+            if let Err(e) = self.sync_log() {
+                return log::error!("recovery: {e}");
+            }
+            log::warn!("{recovered}");
+        }
+        if let Err(e) = self.journal.remove_handled(handled) {
+            log::error!("recovery: {e}");
+        }
     }
 }

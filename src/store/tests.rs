@@ -709,6 +709,24 @@ fn recovery_leaves_a_file_changed_after_the_commit_point_as_it_is() {
 }
 
 #[test]
+fn a_store_in_use_finishes_what_a_process_that_died_left_in_the_journal() {
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
+    let store = p.open();
+    fs::write(root.join("a"), "old").unwrap();
+    fs::write(state.join("tmp/t1"), "new content").unwrap();
+    // Another process's record, its file no longer locked: that process died.
+    committed_record(&state, root, &[("t1", "a")], b"new content", None);
+    store.recover_dead();
+    assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
+    assert!(
+        store.entries().iter().any(|e| e.tx == 1),
+        "its line is logged"
+    );
+    assert_eq!(fs::read_dir(state.join("journal")).unwrap().count(), 0);
+}
+
+#[test]
 fn a_commit_names_its_new_content_in_its_record_for_recovery_to_check() {
     let p = Project::new();
     let root = p.root();
