@@ -283,20 +283,43 @@ pub fn remove<E>(
             uid: st.st_uid,
             gid: st.st_gid,
         });
-    let kept = store.lock(&Keys::new().path(rel)).and_then(|lock| {
-        let tx = store.next_tx()?;
-        let bytes = store.keep_removed(tx, rel, dir, name, open)?;
-        Ok((lock, tx, bytes))
-    });
-    let (lock, tx, bytes) = match kept {
-        Ok(k) => k,
+    let numbered = store
+        .lock(&Keys::new().path(rel))
+        .and_then(|lock| Ok((lock, store.next_tx()?)));
+    let (lock, tx) = match numbered {
+        Ok(n) => n,
         Err(e) => {
             log::error!("cannot keep the pre-image of {rel} before its removal: {e}");
             return unlink();
         }
     };
+    // Every id taken has its line, whatever happens next.
+    let unkept = |outcome, reason: String| {
+        let file = FileEntry {
+            file: rel.to_owned(),
+            removed: outcome == Outcome::Skipped,
+            reason: Some(reason),
+            ..FileEntry::default()
+        };
+        if let Err(e) = store.log(&entry(tx, now(), Kind::Delete, outcome, file, who)) {
+            log::error!("{e}");
+        }
+    };
+    let bytes = match store.keep_removed(tx, rel, dir, name, open) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            log::error!("cannot keep the pre-image of {rel} before its removal: {e}");
+            let removed = unlink();
+            match &removed {
+                Ok(()) => unkept(Outcome::Skipped, format!("its pre-image was not kept: {e}")),
+                Err(_) => unkept(Outcome::Failed, "the removal failed".into()),
+            }
+            return removed;
+        }
+    };
     if let Err(e) = unlink() {
         store.objects().forget(rel, tx);
+        unkept(Outcome::Failed, "the removal failed".into());
         return Err(e);
     }
     let file = FileEntry {
@@ -342,6 +365,35 @@ pub fn remove_later(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_removal_that_fails_after_its_id_was_taken_still_logs_that_id() {
+        use std::os::fd::AsFd;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::write(root.join("f.txt"), "kept\n").unwrap();
+        let store = Store::open(&root.join(".editfs")).unwrap();
+        let dir = crate::store::open_dir(root).unwrap();
+        let who = Who::default();
+        let failed = remove(
+            &store,
+            dir.as_fd(),
+            "f.txt".as_ref(),
+            "f.txt",
+            &who,
+            true,
+            || Err::<(), _>("the file system refused"),
+        );
+        assert!(failed.is_err());
+        let last = store.next_tx().unwrap() - 1;
+        let logged: Vec<u64> = store.entries().iter().map(|e| e.tx).collect();
+        assert_eq!(
+            logged,
+            (1..=last).collect::<Vec<_>>(),
+            "an id without its line"
+        );
+        assert!(root.join("f.txt").exists());
+    }
 
     #[test]
     fn a_slow_pre_image_copy_holds_up_no_edit_of_another_file() {
