@@ -22,7 +22,7 @@ use super::types::{
     Entry, Errno, FileType, Opened, Register, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
 };
 use super::watch::Lease;
-use crate::store::STATE_DIR;
+use crate::store::{Keys, STATE_DIR};
 
 /// Opens `name` with `O_CREAT`, saying whether this call made it: only a file
 /// made here takes its maker's owner and permissions, never one that appeared
@@ -423,6 +423,18 @@ impl Core {
         let to = self.changeable(who, newparent, newname)?;
         self.edits_only_keeps(&from, name)?;
         self.edits_only_keeps(&to, newname)?;
+        let dest = self.path(newparent)?.join(newname);
+        let source = self.path(parent)?.join(name);
+        // Both names' store locks, as a transaction takes them: a commit on
+        // either file finishes its install first, and none begins meanwhile,
+        // so no commit puts its new content at a name the file just left.
+        let keys = Keys::new()
+            .path(&source.to_string_lossy())
+            .path(&dest.to_string_lossy());
+        let _names = self.store.lock(&keys).map_err(|e| {
+            log::error!("rename of {}: {e}", source.display());
+            errno(rustix::io::Errno::IO)
+        })?;
         // What it moves may be a file (or hold one) a commit left unsynced,
         // which recovery finds by its path.
         self.store.settle_before_move();
@@ -432,8 +444,6 @@ impl Core {
             dir: to.clone(),
             name: newname.to_owned(),
         };
-        let dest = self.path(newparent)?.join(newname);
-        let source = self.path(parent)?.join(name);
         let replaces = rustix::fs::statat(&*to, newname, AtFlags::SYMLINK_NOFOLLOW).is_ok();
         let pending = self.keep_before_write(&dest, &over, who.pid);
         let replaced = self.reported_access(&dest, &to, newname);

@@ -36,6 +36,31 @@ const LIVE: i64 = 1 << 62;
 /// Held while a transaction commits: its files' locks, let go when dropped.
 pub struct Lock {
     _file: File,
+    /// The bytes it took itself: those an enclosing `Lock` of this thread
+    /// held already are left to that one.
+    took: Vec<i64>,
+    /// Let go on the thread that took it (see `HELD`).
+    _here: std::marker::PhantomData<*const ()>,
+}
+
+thread_local! {
+    /// The bytes the `Lock`s of this thread hold. A lock is taken again by
+    /// the thread that holds it as a no-op, so a step that takes a file's
+    /// lock (keeping a removed file's pre-image) can run inside one that
+    /// holds it already (a rename through the mount): two descriptors of
+    /// one process would otherwise wait for each other.
+    static HELD: std::cell::RefCell<std::collections::HashSet<i64>> =
+        std::cell::RefCell::default();
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        HELD.with_borrow_mut(|held| {
+            for b in &self.took {
+                held.remove(b);
+            }
+        });
+    }
 }
 
 /// What a transaction locks: the files it reads, writes, makes or removes.
@@ -141,12 +166,18 @@ impl Store {
         let mut bytes = keys.bytes.clone();
         bytes.sort_unstable();
         bytes.dedup();
-        for start in bytes {
+        bytes.retain(|b| !HELD.with_borrow(|held| held.contains(b)));
+        for &start in &bytes {
             let wanted = byte(libc::F_WRLCK as libc::c_short, start);
             retry_interrupted(|| fcntl(file.as_fd(), FcntlArg::F_OFD_SETLKW(&wanted)))
                 .map_err(|e| io_err("lock", &path)(e.into()))?;
         }
-        Ok(Lock { _file: file })
+        HELD.with_borrow_mut(|held| held.extend(&bytes));
+        Ok(Lock {
+            _file: file,
+            took: bytes,
+            _here: std::marker::PhantomData,
+        })
     }
 }
 

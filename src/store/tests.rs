@@ -1044,6 +1044,40 @@ fn a_files_lock_holds_up_only_transactions_on_that_file_by_any_name() {
 }
 
 #[test]
+fn a_thread_that_holds_a_files_lock_takes_it_again_at_once() {
+    let p = Project::new();
+    let store = p.open();
+    let outer = store.lock(&Keys::new().path("a").path("b")).unwrap();
+    // As keeping a removed file's pre-image does inside a rename's locks.
+    drop(store.lock(&Keys::new().path("a")).unwrap());
+    let inner = store.lock(&Keys::new().path("b").path("c")).unwrap();
+    drop(outer);
+    // "c" was the inner lock's own: another thread waits for it, not for "a".
+    let (done, waited) = std::sync::mpsc::channel();
+    let other = p.open();
+    let t = std::thread::spawn(move || {
+        drop(other.lock(&Keys::new().path("a")).unwrap());
+        done.send("a").unwrap();
+        drop(other.lock(&Keys::new().path("c")).unwrap());
+        done.send("c").unwrap();
+    });
+    let d = std::time::Duration::from_secs(30);
+    assert_eq!(
+        waited.recv_timeout(d).unwrap(),
+        "a",
+        "the outer lock let a go"
+    );
+    assert!(
+        waited
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err()
+    );
+    drop(inner);
+    assert_eq!(waited.recv_timeout(d).unwrap(), "c");
+    t.join().unwrap();
+}
+
+#[test]
 fn opening_moves_a_counter_that_fell_behind_the_log() {
     let p = Project::new();
     let dir = p.state();
