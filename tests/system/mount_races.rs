@@ -39,9 +39,14 @@ import os, itertools
 fd = os.open('big.txt', os.O_WRONLY)
 for k in itertools.count():
     os.pwrite(fd, b'X', 100 + 4096 * (k % 60))
+    if k == 59:
+        open('ready', 'w').close()
 " &
 writer=$!
-sleep 0.2
+# From its 60th write on, the writer writes bytes the file holds already: the
+# commits race its writes, and none is stale for a change of content however
+# slowly a loaded machine runs it.
+while [ ! -e ready ]; do sleep 0.01; done
 for i in $(seq 1 30); do
   from=A; to=B; [ $((i % 2)) = 0 ] && { from=B; to=A; }
   printf 'big.txt\n<<<<<<< SEARCH\nflip: %s\n=======\nflip: %s\n>>>>>>> REPLACE\nsmall.txt\n<<<<<<< SEARCH\ncount: %s\n=======\ncount: %s\n>>>>>>> REPLACE\n' \
