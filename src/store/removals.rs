@@ -678,6 +678,13 @@ mod tests {
         Verdict::Adopt
     }
 
+    /// Begins the removal of `name` in `dir`, its inode to be adopted.
+    fn begin(store: &Store, dir: &OwnedFd, name: &str) {
+        store
+            .begin_removal(&removal(name), (dir.as_fd(), OsStr::new(name)), adopt)
+            .unwrap();
+    }
+
     fn deletes(store: &Store) -> Vec<LogEntry> {
         let all = store.entries();
         all.into_iter().filter(|e| e.kind == Kind::Delete).collect()
@@ -697,13 +704,7 @@ mod tests {
         fs::write(root.join("gone.txt"), "a\nb\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(
-                &removal("gone.txt"),
-                (dir.as_fd(), OsStr::new("gone.txt")),
-                adopt,
-            )
-            .unwrap();
+        begin(&store, &dir, "gone.txt");
         assert!(!root.join("gone.txt").exists(), "removed at once");
         // Killed before the filer ran.
         std::mem::forget(store);
@@ -730,13 +731,7 @@ mod tests {
         fs::write(root.join("gone.txt"), "kept\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(
-                &removal("gone.txt"),
-                (dir.as_fd(), OsStr::new("gone.txt")),
-                adopt,
-            )
-            .unwrap();
+        begin(&store, &dir, "gone.txt");
         let moved = format!("{}.0", store.removals.moved.0);
         let copy = tmp.path().join("copy");
         fs::copy(state.join(DIR).join(&moved), &copy).unwrap();
@@ -757,13 +752,7 @@ mod tests {
         fs::write(root.join("gone.txt"), "x\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(
-                &removal("gone.txt"),
-                (dir.as_fd(), OsStr::new("gone.txt")),
-                adopt,
-            )
-            .unwrap();
+        begin(&store, &dir, "gone.txt");
         let _lock = store.lock(&Keys::new().path("gone.txt")).unwrap();
         let logged = deletes(&store);
         assert_eq!(logged.len(), 1);
@@ -784,9 +773,7 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         for name in ["small.txt", "big.bin"] {
-            store
-                .begin_removal(&removal(name), (dir.as_fd(), OsStr::new(name)), adopt)
-                .unwrap();
+            begin(&store, &dir, name);
         }
         assert!(
             !store.removals.pending(),
@@ -802,13 +789,7 @@ mod tests {
         fs::write(root.join("gone.txt"), "x\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(
-                &removal("gone.txt"),
-                (dir.as_fd(), OsStr::new("gone.txt")),
-                adopt,
-            )
-            .unwrap();
+        begin(&store, &dir, "gone.txt");
         // This process's filer never runs; another process marks the store
         // open, as a mount does (see the store's lock.rs).
         std::mem::forget(store);
@@ -853,13 +834,7 @@ mod tests {
         fs::write(root.join("gone.txt"), "x\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(
-                &removal("gone.txt"),
-                (dir.as_fd(), OsStr::new("gone.txt")),
-                adopt,
-            )
-            .unwrap();
+        begin(&store, &dir, "gone.txt");
         drop(store.lock(&Keys::new().path("other.txt")).unwrap());
         assert!(deletes(&store).is_empty(), "another path's edit filed it");
         assert!(store.removals.pending());
@@ -878,9 +853,7 @@ mod tests {
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
         for name in ["a", "b"] {
-            store
-                .begin_removal(&removal(name), (dir.as_fd(), OsStr::new(name)), adopt)
-                .unwrap();
+            begin(&store, &dir, name);
         }
         store.settle_removals();
         let logged = deletes(&store);
@@ -903,9 +876,7 @@ mod tests {
         fs::hard_link(root.join("a"), root.join("other")).unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(&removal("a"), (dir.as_fd(), OsStr::new("a")), adopt)
-            .unwrap();
+        begin(&store, &dir, "a");
         store.settle_removals();
         fs::write(root.join("other"), "after\n").unwrap();
         let tx = deletes(&store)[0].tx;
@@ -993,13 +964,7 @@ mod tests {
         fs::write(root.join("gone.txt"), "x\n").unwrap();
         let store = Store::open(&state).unwrap();
         let dir = atomic::open_dir(root).unwrap();
-        store
-            .begin_removal(
-                &removal("gone.txt"),
-                (dir.as_fd(), OsStr::new("gone.txt")),
-                adopt,
-            )
-            .unwrap();
+        begin(&store, &dir, "gone.txt");
         store.settle_removals_at("other.txt");
         assert_eq!(moved_files(&state), 1, "not filed for another path");
         assert!(store.removals.pending_at("gone.txt"));
