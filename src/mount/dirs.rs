@@ -425,16 +425,26 @@ impl Core {
         self.edits_only_keeps(&to, newname)?;
         let dest = self.path(newparent)?.join(newname);
         let source = self.path(parent)?.join(name);
-        // Both names' store locks, as a transaction takes them: a commit on
-        // either file finishes its install first, and none begins meanwhile,
-        // so no commit puts its new content at a name the file just left.
-        let keys = Keys::new()
+        let dir = rustix::fs::statat(&*from, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+        });
+        // A file's rename takes both names' store locks, as a transaction
+        // takes them: a commit on either file finishes its install first, and
+        // none begins meanwhile, so no commit puts its new content at a name
+        // the file just left. A directory's takes the locks of the files it
+        // holds instead, all at once (`move_dir`): a commit inside it installs
+        // through its directory, which moves with it, and taking the files'
+        // locks after the names' would take them out of order.
+        let names = Keys::new()
             .path(&source.to_string_lossy())
             .path(&dest.to_string_lossy());
-        let _names = self.store.lock(&keys).map_err(|e| {
-            log::error!("rename of {}: {e}", source.display());
-            errno(rustix::io::Errno::IO)
-        })?;
+        let _names = match dir {
+            true => None,
+            false => Some(self.store.lock(&names).map_err(|e| {
+                log::error!("rename of {}: {e}", source.display());
+                errno(rustix::io::Errno::IO)
+            })?),
+        };
         // What it moves may be a file (or hold one) a commit left unsynced,
         // which recovery finds by its path.
         self.store.settle_before_move();
@@ -453,9 +463,6 @@ impl Core {
             dir: from.clone(),
             name: name.to_owned(),
         };
-        let dir = rustix::fs::statat(&*from, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
-        });
         let renamed = if exchange {
             rename().map(|()| false)
         } else if dir {

@@ -48,7 +48,10 @@ thread_local! {
     /// the thread that holds it as a no-op, so a step that takes a file's
     /// lock (keeping a removed file's pre-image) can run inside one that
     /// holds it already (a rename through the mount): two descriptors of
-    /// one process would otherwise wait for each other.
+    /// one process would otherwise wait for each other. A lock taken inside
+    /// another must name no byte the outer one lacks: it would be taken
+    /// after greater ones, out of the ascending order that keeps two
+    /// transactions from waiting for each other.
     static HELD: std::cell::RefCell<std::collections::HashSet<i64>> =
         std::cell::RefCell::default();
 }

@@ -65,6 +65,35 @@ cat small.txt"#;
 }
 
 #[test]
+fn directory_moves_racing_patches_that_name_both_directories_never_deadlock() {
+    let Some(m) = Mount::start(&[], |src| {
+        fs::create_dir(src.join("d1")).unwrap();
+        for i in 1..=6 {
+            fs::write(src.join(format!("d1/f{i}.txt")), "start\nEND\n").unwrap();
+        }
+    }) else {
+        return;
+    };
+    // A move of the directory takes the locks of the files it holds, while a
+    // patch holds one of them and waits for the other directory's name.
+    let script = r#"
+end=$((SECONDS + 4))
+( while [ $SECONDS -lt $end ]; do mv d1 d2 2>/dev/null; mv d2 d1 2>/dev/null; done ) &
+mover=$!
+while [ $SECONDS -lt $end ]; do
+  for a in d1 d2; do
+    b=d1; [ $a = d1 ] && b=d2
+    printf '*** Begin Patch\n*** Update File: %s/f3.txt\n@@\n-END\n+x\n+END\n*** Add File: %s\n+y\n*** End Patch\n' $a $b \
+      > .editfs/edit 2>/dev/null
+    rm -f $b 2>/dev/null
+  done
+done
+wait $mover
+echo done"#;
+    assert_eq!(m.ok_within(script, Duration::from_secs(60)), "done\n");
+}
+
+#[test]
 fn opens_of_a_file_never_fail_while_commits_rename_new_versions_over_it() {
     let Some(m) = Mount::start(&[], |src| {
         fs::write(src.join("f.txt"), "n: 0\n").unwrap();
