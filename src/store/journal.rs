@@ -378,6 +378,21 @@ impl Journal {
         }
     }
 
+    /// Whether a journal file here belongs to no live process (its lock is
+    /// free): what a process that died mid-commit left.
+    pub fn has_dead_files(&self) -> bool {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return false;
+        };
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".wal")
+                && !name.starts_with(super::atomic::TMP_PREFIX)
+                && File::open(e.path()).is_ok_and(|f| f.try_lock().is_ok())
+        })
+    }
+
     /// Whether process `pid` has a journal file here (see the top): its
     /// records may still need its temporary files.
     pub fn has_files_of(&self, pid: u32) -> bool {

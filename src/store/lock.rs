@@ -160,6 +160,13 @@ impl Store {
         for rel in &keys.paths {
             self.settle_removals_at(rel);
         }
+        // A process that died mid-commit let go of its files' locks with it:
+        // what its journal holds is finished first, so no transaction on
+        // one of its files comes between its commit point and its recovery.
+        // (Not inside another of this thread's locks, out of their order.)
+        if HELD.with_borrow(|held| held.is_empty()) && self.journal.has_dead_files() {
+            self.recover_dead();
+        }
         self.lock_only(keys)
     }
 

@@ -727,6 +727,22 @@ fn a_store_in_use_finishes_what_a_process_that_died_left_in_the_journal() {
 }
 
 #[test]
+fn a_lock_on_a_file_a_dead_process_committed_finishes_that_commit_first() {
+    let p = Project::made();
+    let (root, state) = (p.root(), p.state());
+    let store = p.open();
+    fs::write(root.join("a"), "old").unwrap();
+    fs::write(state.join("tmp/t1"), "new content").unwrap();
+    committed_record(&state, root, &[("t1", "a")], b"new content", None);
+    let _lock = store.lock(&Keys::new().path("a")).unwrap();
+    assert_eq!(
+        fs::read(root.join("a")).unwrap(),
+        b"new content",
+        "an edit under this lock would decide on what the dead commit replaced"
+    );
+}
+
+#[test]
 fn a_commit_names_its_new_content_in_its_record_for_recovery_to_check() {
     let p = Project::new();
     let root = p.root();
