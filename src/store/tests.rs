@@ -708,15 +708,20 @@ fn recovery_leaves_a_file_changed_after_the_commit_point_as_it_is() {
     assert_eq!(fs::read_dir(state.join("tmp")).unwrap().count(), 0);
 }
 
+/// `a` holding "old", and a committed record of "new content" for it that a
+/// process left in the journal: its file no longer locked, that process died.
+fn a_dead_process_committed_a(p: &Project) {
+    fs::write(p.root().join("a"), "old").unwrap();
+    fs::write(p.state().join("tmp/t1"), "new content").unwrap();
+    committed_record(&p.state(), p.root(), &[("t1", "a")], b"new content", None);
+}
+
 #[test]
 fn a_store_in_use_finishes_what_a_process_that_died_left_in_the_journal() {
     let p = Project::made();
     let (root, state) = (p.root(), p.state());
     let store = p.open();
-    fs::write(root.join("a"), "old").unwrap();
-    fs::write(state.join("tmp/t1"), "new content").unwrap();
-    // Another process's record, its file no longer locked: that process died.
-    committed_record(&state, root, &[("t1", "a")], b"new content", None);
+    a_dead_process_committed_a(&p);
     store.recover_dead();
     assert_eq!(fs::read(root.join("a")).unwrap(), b"new content");
     assert!(
@@ -729,14 +734,11 @@ fn a_store_in_use_finishes_what_a_process_that_died_left_in_the_journal() {
 #[test]
 fn a_lock_on_a_file_a_dead_process_committed_finishes_that_commit_first() {
     let p = Project::made();
-    let (root, state) = (p.root(), p.state());
     let store = p.open();
-    fs::write(root.join("a"), "old").unwrap();
-    fs::write(state.join("tmp/t1"), "new content").unwrap();
-    committed_record(&state, root, &[("t1", "a")], b"new content", None);
+    a_dead_process_committed_a(&p);
     let _lock = store.lock(&Keys::new().path("a")).unwrap();
     assert_eq!(
-        fs::read(root.join("a")).unwrap(),
+        fs::read(p.root().join("a")).unwrap(),
         b"new content",
         "an edit under this lock would decide on what the dead commit replaced"
     );
