@@ -31,6 +31,7 @@ use super::nodes::Kind;
 use super::reports::{Shown, StateReport};
 use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
 use crate::engine::{Outcome, Received, Report};
+use crate::store::LogKind;
 use crate::transaction::Caller;
 use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, rewind, undo};
 
@@ -559,7 +560,8 @@ impl Core {
             Ok(req) => self.restore(&req, who),
             Err(why) => {
                 let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
-                self.answer_undone(None, undo::rejected(&self.store, why, hint, who))
+                let rejected = undo::rejected(&self.store, LogKind::Undo, why, hint, who);
+                self.answer_undone(None, rejected)
             }
         }
     }
@@ -578,7 +580,8 @@ impl Core {
             }
             Err(why) => {
                 let hint = "for example: echo '--to before-task' > .editfs/rewind (a checkpoint's name or a transaction id; add --dry-run to see what it would do)";
-                self.answer_undone(None, undo::rejected(&self.store, why, hint, who))
+                let rejected = undo::rejected(&self.store, LogKind::Rewind, why, hint, who);
+                self.answer_undone(None, rejected)
             }
         }
     }

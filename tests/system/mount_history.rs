@@ -264,6 +264,17 @@ fn undo_tx_from_inside_restores_a_multi_file_transaction() {
         (last["tx"].as_u64(), last["kind"].as_str()),
         (Some(3), Some("undo"))
     );
+    // So is a rewind's, as a rewind.
+    assert!(!m.sh("echo '--to' | cat > .editfs/rewind").status.success());
+    let last = log(&m).pop().unwrap();
+    assert_eq!(
+        (
+            last["tx"].as_u64(),
+            last["kind"].as_str(),
+            last["outcome"].as_str()
+        ),
+        (Some(4), Some("rewind"), Some("rejected"))
+    );
 }
 
 #[test]

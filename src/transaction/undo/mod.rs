@@ -383,16 +383,18 @@ pub fn preview(
     left_as_is(undone, objects.state(), &entries, (root, caller), req)
 }
 
-/// An undo request that could not be read: numbered and logged like any other.
-pub fn rejected(store: &Store, message: String, hint: &str, who: &Who) -> Report {
-    let mut r = stamp(
-        Report::new(Outcome::Rejected, String::new()),
-        ".editfs/undo",
-    );
+/// An undo (`kind` `Undo`) or rewind (`Rewind`) request that could not be
+/// read: numbered and logged like any other, as what it was sent as.
+pub fn rejected(store: &Store, kind: Kind, message: String, hint: &str, who: &Who) -> Report {
+    let sent_to = match kind {
+        Kind::Rewind => ".editfs/rewind",
+        _ => ".editfs/undo",
+    };
+    let mut r = stamp(Report::new(Outcome::Rejected, String::new()), sent_to);
     r.error = Some(ErrorReport::plain(ErrorKind::Malformed, message, hint));
     let logged = store.next_tx().and_then(|tx| {
         r.tx = tx;
-        store.log(&log_entry(Kind::Undo, &r, &[], who))
+        store.log(&log_entry(kind, &r, &[], who))
     });
     if let Err(e) = logged {
         r.notes.push(format!("not logged: {e}"));
