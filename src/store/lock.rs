@@ -157,15 +157,20 @@ impl Store {
     /// file (a checkpoint, an undo, a rewind and a reading of the history
     /// file them all first).
     pub fn lock(&self, keys: &Keys) -> Result<Lock, StoreError> {
-        for rel in &keys.paths {
-            self.settle_removals_at(rel);
-        }
-        // A process that died mid-commit let go of its files' locks with it:
-        // what its journal holds is finished first, so no transaction on
-        // one of its files comes between its commit point and its recovery.
-        // (Not inside another of this thread's locks, out of their order.)
-        if HELD.with_borrow(|held| held.is_empty()) && self.journal.has_dead_files() {
-            self.recover_dead();
+        // Both take locks of their own (the filer's, a dead record's files),
+        // so never inside another of this thread's locks, out of their order:
+        // the outer lock did them for its paths already.
+        if HELD.with_borrow(|held| held.is_empty()) {
+            for rel in &keys.paths {
+                self.settle_removals_at(rel);
+            }
+            // A process that died mid-commit let go of its files' locks with
+            // it: what its journal holds is finished first, so no transaction
+            // on one of its files comes between its commit point and its
+            // recovery.
+            if self.journal.has_dead_files() {
+                self.recover_dead();
+            }
         }
         self.lock_only(keys)
     }
@@ -214,16 +219,20 @@ pub(super) fn others_live(dir: &Path) -> bool {
     let end = LIVE + (1 << 32);
     [(LIVE, own - LIVE), (own + 1, end - own - 1)]
         .into_iter()
-        .any(|(start, len)| {
-            let mut probe = libc::flock {
-                l_len: len,
-                ..byte(libc::F_WRLCK as libc::c_short, start)
-            };
-            match fcntl(file.as_fd(), FcntlArg::F_OFD_GETLK(&mut probe)) {
-                Ok(_) => probe.l_type != libc::F_UNLCK as libc::c_short,
-                Err(_) => true,
-            }
-        })
+        .any(|range| marked(&file, range))
+}
+
+/// Whether any byte of `lock` from `start`, `len` long, is locked by another
+/// open file description; `true` when that cannot be told.
+fn marked(file: &File, (start, len): (i64, i64)) -> bool {
+    let mut probe = libc::flock {
+        l_len: len,
+        ..byte(libc::F_WRLCK as libc::c_short, start)
+    };
+    match fcntl(file.as_fd(), FcntlArg::F_OFD_GETLK(&mut probe)) {
+        Ok(_) => probe.l_type != libc::F_UNLCK as libc::c_short,
+        Err(_) => true,
+    }
 }
 
 /// Whether process `pid` has the store in `dir` open, as far as its mark
@@ -233,11 +242,7 @@ pub(super) fn is_live(dir: &Path, pid: u32) -> bool {
     let Ok((file, _)) = open_lock_file(dir) else {
         return true;
     };
-    let mut probe = byte(libc::F_WRLCK as libc::c_short, LIVE + i64::from(pid));
-    match fcntl(file.as_fd(), FcntlArg::F_OFD_GETLK(&mut probe)) {
-        Ok(_) => probe.l_type != libc::F_UNLCK as libc::c_short,
-        Err(_) => true,
-    }
+    marked(&file, (LIVE + i64::from(pid), 1))
 }
 
 fn open_lock_file(dir: &Path) -> Result<(File, PathBuf), StoreError> {

@@ -678,6 +678,16 @@ mod tests {
         Verdict::Adopt
     }
 
+    /// A project whose `gone.txt` has its removal begun, not filed yet.
+    fn gone_begun() -> (tempfile::TempDir, Store) {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join("gone.txt"), "x\n").unwrap();
+        let store = Store::open(&tmp.path().join(".editfs")).unwrap();
+        let dir = atomic::open_dir(tmp.path()).unwrap();
+        begin(&store, &dir, "gone.txt");
+        (tmp, store)
+    }
+
     /// Begins the removal of `name` in `dir`, its inode to be adopted.
     fn begin(store: &Store, dir: &OwnedFd, name: &str) {
         store
@@ -747,12 +757,7 @@ mod tests {
 
     #[test]
     fn a_transaction_sees_a_removal_the_filer_has_not_reached_and_numbers_after_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        fs::write(root.join("gone.txt"), "x\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
-        begin(&store, &dir, "gone.txt");
+        let (_tmp, store) = gone_begun();
         let _lock = store.lock(&Keys::new().path("gone.txt")).unwrap();
         let logged = deletes(&store);
         assert_eq!(logged.len(), 1);
@@ -784,12 +789,8 @@ mod tests {
 
     #[test]
     fn an_opening_leaves_the_removals_of_a_store_another_process_has_open_to_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        fs::write(root.join("gone.txt"), "x\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
-        begin(&store, &dir, "gone.txt");
+        let (tmp, store) = gone_begun();
+        let state = tmp.path().join(".editfs");
         // This process's filer never runs; another process marks the store
         // open, as a mount does (see the store's lock.rs).
         std::mem::forget(store);
@@ -829,12 +830,7 @@ mod tests {
 
     #[test]
     fn a_transaction_on_another_path_does_not_wait_for_the_filer() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        fs::write(root.join("gone.txt"), "x\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
-        begin(&store, &dir, "gone.txt");
+        let (_tmp, store) = gone_begun();
         drop(store.lock(&Keys::new().path("other.txt")).unwrap());
         assert!(deletes(&store).is_empty(), "another path's edit filed it");
         assert!(store.removals.pending());
@@ -959,12 +955,8 @@ mod tests {
 
     #[test]
     fn a_path_with_no_removal_waiting_files_nothing_and_one_with_a_removal_files_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        fs::write(root.join("gone.txt"), "x\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
-        begin(&store, &dir, "gone.txt");
+        let (tmp, store) = gone_begun();
+        let state = tmp.path().join(".editfs");
         store.settle_removals_at("other.txt");
         assert_eq!(moved_files(&state), 1, "not filed for another path");
         assert!(store.removals.pending_at("gone.txt"));
