@@ -7,12 +7,14 @@
 //! - [`transaction`]: one transaction end to end, through the engine and the store;
 //!   [`history`] reads the log for people.
 //! - [`mount`]: the FUSE file system.
+//! - [`branch`]: branches of a project, over the layers above.
 //! - the command line (`src/cli/`, in the binary), which carries bytes between
 //!   them and the user.
 
 #![forbid(unsafe_code)]
 
 pub use editfs_engine as engine;
+pub mod branch;
 pub mod history;
 pub mod mount;
 pub mod store;

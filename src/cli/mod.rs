@@ -5,6 +5,7 @@
 //! wrong; `error.rs` is the one place a command's end becomes one.
 
 mod apply;
+mod branch;
 mod color;
 mod error;
 mod fstab;
@@ -58,6 +59,7 @@ enum Command {
     Checkpoint(rewind::CheckpointArgs),
     Diff(rewind::DiffArgs),
     Rewind(rewind::RewindArgs),
+    Branch(branch::BranchArgs),
     Prompt(prompt::PromptArgs),
     List(prompt::ListArgs),
     Completions(generate::CompletionsArgs),
@@ -80,6 +82,7 @@ pub fn main() -> ExitCode {
         Command::Checkpoint(args) => ("checkpoint", rewind::checkpoint(args)),
         Command::Diff(args) => ("diff", rewind::diff(args)),
         Command::Rewind(args) => ("rewind", rewind::rewind(args)),
+        Command::Branch(args) => ("branch", branch::run(args)),
         Command::Prompt(args) => ("prompt", prompt::prompt(args)),
         Command::List(args) => ("list", prompt::list(args)),
         Command::Completions(args) => ("completions", generate::completions(args)),

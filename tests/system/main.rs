@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod branch;
 mod cli_apply;
 mod cli_docs;
 mod cli_state_trust;

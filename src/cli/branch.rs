@@ -1,0 +1,203 @@
+//! `editfs branch`: make, list and abort branches of a project (see
+//! docs/branches.md).
+
+use std::fs;
+use std::path::PathBuf;
+
+use editfs::branch::{self, Branch, BranchError};
+use editfs::store::{Held, Retention};
+
+use super::error::{CommandError, Ended};
+use super::state::{ProjectArgs, open};
+use super::who;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Branches of a project: copy-free forks to run agents side by side, then keep one or drop it",
+    long_about = "A branch is a point of SOURCE's history plus a directory of the branch's own \
+changes, kept in SOURCE's state directory. Making one copies no file. `editfs mount SOURCE MOUNT \
+--branch NAME` serves it: reads see the project as it was at the branch's base and the branch's \
+own changes; writes land in the branch only. See docs/branches.md."
+)]
+pub struct BranchArgs {
+    #[command(subcommand)]
+    command: BranchCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum BranchCommand {
+    Create(CreateArgs),
+    List(ListArgs),
+    Abort(AbortArgs),
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Make a branch of SOURCE: a checkpoint and an empty directory for its changes, no copy",
+    after_help = "The branch starts from a checkpoint taken now, or from the point --from names. \
+Its name is one word of letters, digits, '-', '_' and '.'. Then: `editfs branch list SOURCE`, \
+`editfs branch abort SOURCE NAME`."
+)]
+struct CreateArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// The branch's name
+    name: String,
+    /// Start from this point of the history instead of now: a checkpoint's name or a transaction id (0: the start)
+    #[arg(long, value_name = "TXID|NAME")]
+    from: Option<String>,
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "List SOURCE's branches: base point, size of their changes, and the mounts serving them",
+    after_help = "One line per branch: name, base transaction, files changed (removals \
+included) and their bytes, and the mount points serving it, or `not mounted`."
+)]
+struct ListArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// Print one JSON object per branch, one per line
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Discard a branch and its changes",
+    after_help = "Refused while a mount serves the branch, unless --force. Only its owner \
+(or root) may abort it. The project is not touched; the checkpoint the branch started from \
+stays in its history."
+)]
+struct AbortArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// The branch's name
+    name: String,
+    /// Unmount what serves the branch first
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn run(args: BranchArgs) -> Result<Ended, CommandError> {
+    match args.command {
+        BranchCommand::Create(a) => create(a),
+        BranchCommand::List(a) => list(a),
+        BranchCommand::Abort(a) => abort(a),
+    }
+}
+
+/// The real path of the state directory held, as the mount table names it.
+fn real(held: &Held) -> Result<PathBuf, CommandError> {
+    fs::read_link(held.path()).map_err(|e| {
+        CommandError::failed(format!("cannot resolve {}: {e}", held.shown().display()))
+    })
+}
+
+fn create(args: CreateArgs) -> Result<Ended, CommandError> {
+    let held = args.project.made()?;
+    let store = open(&held.path(), Retention::default())?;
+    let made = branch::create(
+        &store,
+        &real(&held)?,
+        &args.name,
+        args.from.as_deref(),
+        &who("editfs branch create"),
+    )
+    .map_err(failed)?;
+    let source = editfs::transaction::rewind::shell_word(&args.project.source);
+    println!(
+        "OK: branch {} from transaction {}\nthen: editfs mount {source} MOUNT --branch {}",
+        made.name, made.meta.base, made.name
+    );
+    Ok(Ended::Done)
+}
+
+fn list(args: ListArgs) -> Result<Ended, CommandError> {
+    let held = args.project.read()?;
+    for found in branch::all(&real(&held)?) {
+        match found {
+            Ok(b) if args.json => println!("{}", json(&b)),
+            Ok(b) => println!("{}", line(&b)),
+            Err(e) => eprintln!("editfs branch list: {e}"),
+        }
+    }
+    Ok(Ended::Done)
+}
+
+fn line(b: &Branch) -> String {
+    let size = b.size();
+    let mounts = b.mounts();
+    let served = match mounts.first() {
+        Some(_) => format!(
+            "mounted at {}",
+            mounts
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => "not mounted".to_owned(),
+    };
+    format!(
+        "{}\tbase {}\t{} file(s), {} byte(s)\t{served}",
+        b.name, b.meta.base, size.entries, size.bytes
+    )
+}
+
+fn json(b: &Branch) -> serde_json::Value {
+    serde_json::json!({
+        "name": b.name,
+        "base": b.meta.base,
+        "from": b.meta.from,
+        "created": b.meta.created,
+        "uid": b.meta.uid,
+        "changes": b.size(),
+        "mounts": b.mounts(),
+    })
+}
+
+fn abort(args: AbortArgs) -> Result<Ended, CommandError> {
+    let held = args.project.write()?;
+    let b = branch::open(&real(&held)?, &args.name).map_err(failed)?;
+    let me = rustix::process::getuid().as_raw();
+    if me != 0 && me != b.meta.uid {
+        return Err(failed(BranchError::NotOwner {
+            name: b.name,
+            owner: b.meta.uid,
+        }));
+    }
+    if args.force {
+        for at in b.mounts() {
+            editfs::mount::unmount(&at)
+                .map_err(|e| CommandError::failed(format!("{}: {e}", at.display())))?;
+        }
+    }
+    let name = b.name.clone();
+    b.remove().map_err(failed)?;
+    println!("OK: branch {name} aborted");
+    Ok(Ended::Done)
+}
+
+/// A branch error as the command's, with what to do about it.
+fn failed(e: BranchError) -> CommandError {
+    let hint = match &e {
+        BranchError::BadName { .. } => {
+            Some("name it with one word of letters, digits, '-', '_' or '.'")
+        }
+        BranchError::Exists(_) => Some(
+            "editfs branch list SOURCE shows the branches; pick another name or abort that one",
+        ),
+        BranchError::Missing(_) => Some("editfs branch list SOURCE shows the branches"),
+        BranchError::Point(_) => Some("editfs history SOURCE lists the points"),
+        BranchError::Mounted { .. } => {
+            Some("unmount it first (editfs unmount MOUNT), or add --force")
+        }
+        _ => None,
+    };
+    let err = CommandError::failed(e.to_string());
+    match hint {
+        Some(h) => err.hint(h),
+        None => err,
+    }
+}
