@@ -250,6 +250,20 @@ fn first_since(
     order
 }
 
+/// Whether the log says `rel` was absent at `point`: the last transaction at
+/// or before it to change the file removed it. A file made again through a
+/// mount after its removal (`git stash pop`) is logged as a write over the
+/// removed content, so that its history goes on; the first change after such
+/// a point then has a pre-image, though there was no file at the point.
+pub fn absent_at(entries: &[LogEntry], rel: &str, point: u64) -> bool {
+    entries
+        .iter()
+        .filter(|e| e.tx <= point && e.changed())
+        .filter_map(|e| Some((e.tx, e.file(rel).filter(|f| f.touched())?)))
+        .max_by_key(|(tx, _)| *tx)
+        .is_some_and(|(_, f)| f.removed)
+}
+
 /// One file's net change since a point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetChange {
@@ -278,6 +292,7 @@ pub fn net(
             .and_then(|e| e.file(&rel))
             .is_some_and(|f| f.created);
         let before = match objects.read(Side::Pre, &rel, first) {
+            _ if absent_at(entries, &rel, point) => None,
             Some(bytes) => Some(bytes),
             None if created => None,
             None => {
@@ -635,5 +650,22 @@ mod tests {
             changed_since(&entries, 5).is_empty(),
             "a failure changed nothing"
         );
+    }
+
+    #[test]
+    fn a_file_is_absent_at_a_point_when_its_last_change_before_it_removed_it() {
+        let mut removal = line(2, Kind::Delete, &[("a", false)]);
+        removal.files[0].removed = true;
+        let entries = [
+            line(1, Kind::Edit, &[("a", true)]),
+            removal,
+            line(3, Kind::Checkpoint, &[]),
+            line(4, Kind::Direct, &[("a", false)]),
+        ];
+        assert!(!absent_at(&entries, "a", 1), "made before");
+        assert!(absent_at(&entries, "a", 2));
+        assert!(absent_at(&entries, "a", 3), "made again only after");
+        assert!(!absent_at(&entries, "a", 4));
+        assert!(!absent_at(&entries, "b", 3), "no record: not said absent");
     }
 }

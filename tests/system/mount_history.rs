@@ -765,6 +765,57 @@ fn a_rewind_to_a_checkpoint_puts_back_every_change_of_a_mixed_session_and_can_be
     );
 }
 
+/// `git stash` and `git stash pop` through the mount: the file removed, then
+/// made again. The new file continues the name's history (its undo brings the
+/// stashed content back), but at a point between the two the file was absent,
+/// and a diff or a rewind to that point says so.
+#[test]
+fn a_file_made_again_after_its_removal_was_absent_at_a_point_between() {
+    let m = mount!();
+    m.ok("echo stashed > stash.txt");
+    m.ok("echo before-stash | cat > .editfs/checkpoint");
+    m.ok("rm stash.txt");
+    m.ok("echo between | cat > .editfs/checkpoint");
+    m.ok("echo popped > stash.txt");
+    let src = m.src.to_str().unwrap();
+    let began = std::time::Instant::now();
+    let names = loop {
+        let names = editfs(&["diff", src, "--since", "between", "--name-status"]);
+        if !names.trim().is_empty() || began.elapsed().as_secs() > 10 {
+            break names;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        names.trim(),
+        "A\tstash.txt",
+        "{}",
+        editfs(&["history", src])
+    );
+    let names = editfs(&["diff", src, "--since", "before-stash", "--name-status"]);
+    assert_eq!(
+        names.trim(),
+        "M\tstash.txt",
+        "{}",
+        editfs(&["history", src])
+    );
+
+    let rewind = |to: &str| {
+        let shown = m.ok(&format!(
+            "echo '--to {to}' > .editfs/rewind; cat .editfs/status.json"
+        ));
+        let json: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(json["outcome"], "ok", "{shown}");
+    };
+    rewind("between");
+    assert!(!m.src.join("stash.txt").exists());
+    rewind("before-stash");
+    assert_eq!(
+        fs::read_to_string(m.src.join("stash.txt")).unwrap(),
+        "stashed\n"
+    );
+}
+
 #[test]
 fn a_rewind_over_a_change_editfs_did_not_record_is_refused_and_names_the_file() {
     let m = mount!();

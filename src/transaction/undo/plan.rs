@@ -62,6 +62,44 @@ impl Plan {
     }
 }
 
+/// What a file is restored to.
+#[derive(Clone, Copy)]
+enum To {
+    /// As before its latest recorded change.
+    Latest,
+    /// As before transaction `n`.
+    Before(u64),
+    /// Absent, though transaction `n` kept a version from before it: a rewind
+    /// to a point at which the file was removed, made again after it
+    /// (`rewind::absent_at`).
+    Absent(u64),
+}
+
+impl From<Option<u64>> for To {
+    fn from(to: Option<u64>) -> To {
+        to.map_or(To::Latest, To::Before)
+    }
+}
+
+/// `n`, once the log says transaction `n` changed `rel`.
+fn touched_by(entries: &[LogEntry], n: u64, rel: &str) -> Result<u64, Refusal> {
+    let f = recorded(entries, n)?.file(rel).ok_or_else(|| {
+        refuse(
+            ErrorKind::NotFound,
+            format!("transaction {n} did not change {rel}"),
+            "editfs history PATH lists the transactions on one file",
+        )
+    })?;
+    if !f.touched() {
+        return Err(refuse(
+            ErrorKind::NotFound,
+            format!("transaction {n} left {rel} as it was: there is nothing of it to undo"),
+            "editfs history PATH lists the transactions on one file (a change shows lines added or removed)",
+        ));
+    }
+    Ok(n)
+}
+
 /// How each file `req` names is restored, or why the undo is refused.
 pub(super) fn plan(
     objects: &Objects,
@@ -70,7 +108,7 @@ pub(super) fn plan(
     req: &Request,
 ) -> Result<Vec<Plan>, Refusal> {
     match &req.what {
-        What::File { rel, to } => plan_file(objects, entries, at, rel, *to, req.force)
+        What::File { rel, to } => plan_file(objects, entries, at, rel, To::from(*to), req.force)
             .and_then(to_do)
             .map(|p| vec![p]),
         What::Tx(n) => plan_tx(objects, entries, at, *n, req.force),
@@ -102,7 +140,11 @@ fn plan_rewind(
     let mut plans = Vec::new();
     let mut outside = Vec::new();
     for (rel, first) in rewind::changed_since(entries, p) {
-        match plan_file(objects, entries, at, &rel, Some(first), force) {
+        let to = match rewind::absent_at(entries, &rel, p) {
+            true => To::Absent(first),
+            false => To::Before(first),
+        };
+        match plan_file(objects, entries, at, &rel, to, force) {
             Ok(plan) if plan.current == plan.restored => {}
             Ok(plan) => plans.push(plan),
             Err(e) if e.kind == ErrorKind::OutsideChanges => outside.push(e.message),
@@ -163,7 +205,7 @@ fn plan_tx(
     }
     touched
         .into_iter()
-        .map(|f| plan_file(objects, entries, at, &f.file, Some(n), force).and_then(to_do))
+        .map(|f| plan_file(objects, entries, at, &f.file, To::Before(n), force).and_then(to_do))
         .collect()
 }
 
@@ -209,7 +251,7 @@ fn plan_file(
     entries: &[LogEntry],
     (root, caller): (Root<'_>, Option<&Caller>),
     rel: &str,
-    to: Option<u64>,
+    to: To,
     force: bool,
 ) -> Result<Plan, Refusal> {
     // Names read back from the log are checked as a request's are: a forged log
@@ -236,25 +278,10 @@ fn plan_file(
         .iter()
         .filter(|e| e.changed() && e.file(rel).is_some_and(FileEntry::touched))
         .collect();
+    let absent = matches!(to, To::Absent(_));
     let to = match to {
-        Some(n) => {
-            let f = recorded(entries, n)?.file(rel).ok_or_else(|| {
-                refuse(
-                    ErrorKind::NotFound,
-                    format!("transaction {n} did not change {rel}"),
-                    "editfs history PATH lists the transactions on one file",
-                )
-            })?;
-            if !f.touched() {
-                return Err(refuse(
-                    ErrorKind::NotFound,
-                    format!("transaction {n} left {rel} as it was: there is nothing of it to undo"),
-                    "editfs history PATH lists the transactions on one file (a change shows lines added or removed)",
-                ));
-            }
-            n
-        }
-        None => on_rel.last().map(|e| e.tx).ok_or_else(|| {
+        To::Before(n) | To::Absent(n) => touched_by(entries, n, rel)?,
+        To::Latest => on_rel.last().map(|e| e.tx).ok_or_else(|| {
             refuse(
                 ErrorKind::NotFound,
                 format!("no recorded transaction changed {rel}"),
@@ -269,6 +296,7 @@ fn plan_file(
     let created = made_by_to.is_some_and(|f| f.created);
     let access = made_by_to.and_then(|f| f.access);
     let restored = match objects.read(Side::Pre, rel, to) {
+        _ if absent => None,
         Some(_) if caller.is_some_and(|c| !readable(c, made_by_to)) => {
             return Err(refuse(
                 ErrorKind::PermissionDenied,
