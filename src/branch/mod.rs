@@ -15,6 +15,12 @@
 //! either exists whole or not at all, and two made at once under one name
 //! cannot both succeed.
 
+mod base;
+mod base_fuse;
+mod stack;
+
+pub use stack::Stack;
+
 use std::fs;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};

@@ -2,9 +2,10 @@
 //! docs/branches.md).
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use editfs::branch::{self, Branch, BranchError};
+use editfs::branch::{self, BRANCHES, Branch, BranchError, Stack};
+use editfs::mount::MountConfig;
 use editfs::store::{Held, Retention};
 
 use super::error::{CommandError, Ended};
@@ -168,15 +169,54 @@ fn abort(args: AbortArgs) -> Result<Ended, CommandError> {
         }));
     }
     if args.force {
-        for at in b.mounts() {
-            editfs::mount::unmount(&at)
-                .map_err(|e| CommandError::failed(format!("{}: {e}", at.display())))?;
-        }
+        unmount_all(&b)?;
     }
     let name = b.name.clone();
     b.remove().map_err(failed)?;
     println!("OK: branch {name} aborted");
     Ok(Ended::Done)
+}
+
+/// Unmounts what serves `b`: the editfs mount above (whose daemon then
+/// takes its lower layers off as it stops), then, if that daemon does not do
+/// so within `LAYERS_WAIT`, the layers themselves, detached.
+fn unmount_all(b: &Branch) -> Result<(), CommandError> {
+    /// How long the daemon of a branch mount may take to stop.
+    const LAYERS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+    let gone = |e: String, at: &Path| CommandError::failed(format!("{}: {e}", at.display()));
+    for at in b.mounts().iter().filter(|at| !at.starts_with(&b.dir)) {
+        editfs::mount::unmount(at).map_err(|e| gone(e, at))?;
+    }
+    let until = std::time::Instant::now() + LAYERS_WAIT;
+    while !b.mounts().is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for at in b.mounts() {
+        rustix::mount::unmount(&at, rustix::mount::UnmountFlags::DETACH)
+            .map_err(|e| gone(e.to_string(), &at))?;
+    }
+    Ok(())
+}
+
+/// The state directory of branch `name`'s own mount, where its daemon logs.
+pub fn state_of(project_state: &Path, name: &str) -> PathBuf {
+    project_state.join(BRANCHES).join(name).join("state")
+}
+
+/// Mounts the layers beneath branch `name`'s mount, and points `config`
+/// at them: the overlay as its SOURCE, the branch's state directory as its own.
+pub fn stack(config: &mut MountConfig, name: &str) -> Result<Stack, CommandError> {
+    let failed_to = |e: &dyn std::fmt::Display| CommandError::failed(e.to_string());
+    let (source, _) = editfs::mount::check_paths(&config.source, &config.mountpoint)
+        .map_err(|e| failed_to(&e))?;
+    let state = editfs::mount::state_dir(&source, config.state_dir.as_deref())
+        .map_err(|e| failed_to(&e))?;
+    let state =
+        fs::canonicalize(&state).map_err(|e| failed_to(&format!("{}: {e}", state.display())))?;
+    let stack = Stack::mount(&source, &state, name).map_err(failed)?;
+    config.source = stack.merged();
+    config.state_dir = Some(stack.branch().state());
+    Ok(stack)
 }
 
 /// A branch error as the command's, with what to do about it.

@@ -118,6 +118,10 @@ pub struct MountArgs {
     /// Bytes the open edit handles of one user may buffer; past it a write fails with EDQUOT
     #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "64M")]
     max_buffered_per_user: usize,
+    /// Serve branch NAME of SOURCE (see `editfs branch`): SOURCE as it was at the branch's base
+    /// and the branch's own changes; every write lands in the branch only
+    #[arg(long, value_name = "NAME")]
+    branch: Option<String>,
     /// Internal: report readiness on standard output (used by --daemon)
     #[arg(long, hide = true)]
     ready_on_stdout: bool,
@@ -245,6 +249,9 @@ impl MountArgs {
                 .iter()
                 .map(|g| format!("--no-snapshot={g}")),
         );
+        if let Some(name) = &self.branch {
+            a.push(format!("--branch={name}"));
+        }
         a.push("--ready-on-stdout".into());
         a
     }
@@ -256,12 +263,17 @@ fn absolute(p: &Path) -> PathBuf {
 
 pub fn run(args: MountArgs) -> Result<Ended, CommandError> {
     // A usage error is told before any process starts.
-    let config = args
+    let mut config = args
         .config()
         .map_err(|e| CommandError::usage(e.to_string()))?;
     if args.daemon {
         return daemonize(&args);
     }
+    // Dropped after the mount above it stops.
+    let _stack = match &args.branch {
+        Some(name) => Some(super::branch::stack(&mut config, name)?),
+        None => None,
+    };
     let report_ready = args.ready_on_stdout;
     if report_ready {
         // Leave the caller's session, so its hang-up does not reach the daemon.
@@ -347,6 +359,10 @@ fn daemonize(args: &MountArgs) -> Result<Ended, CommandError> {
         mount::check_paths(&args.source, &args.mountpoint).map_err(|e| failed(&e))?;
     let state = mount::state_dir(&source, args.state.given().map(absolute).as_deref())
         .map_err(|e| failed(&e))?;
+    let state = match &args.branch {
+        Some(name) => super::branch::state_of(&state, name),
+        None => state,
+    };
     let log = fs::create_dir_all(&state).and_then(|()| {
         OpenOptions::new()
             .create(true)

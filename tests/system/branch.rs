@@ -168,3 +168,187 @@ fn abort_is_refused_while_a_mount_serves_the_branch_unless_forced() {
     assert!(!table.contains(merged.to_str().unwrap()), "unmounted");
     std::mem::forget(inside);
 }
+
+/// A branch mounted with `editfs mount --branch` for a test: unmounted when
+/// dropped, its lower layers too, whatever the test did.
+struct BranchMount {
+    mnt: std::path::PathBuf,
+    branch: std::path::PathBuf,
+}
+
+impl BranchMount {
+    /// Mounts branch `name` of `source` at a new directory of `dir`; `None`
+    /// where it cannot mount outside CI.
+    fn start(source: &Path, name: &str, dir: &Path) -> Option<BranchMount> {
+        let mnt = dir.join(format!("mnt-{name}"));
+        fs::create_dir_all(&mnt).unwrap();
+        let (src, at) = (source.to_str().unwrap(), mnt.to_str().unwrap());
+        let o = editfs(&["mount", src, at, "--branch", name, "--daemon"]);
+        let mounted = BranchMount {
+            mnt,
+            branch: branch_dir(source, name),
+        };
+        if !o.status.success() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "a branch mount failed with CI set: {}",
+                said(&o)
+            );
+            eprintln!(
+                "\n*** SKIPPING: a branch cannot be mounted here: {} ***\n",
+                said(&o)
+            );
+            return None;
+        }
+        Some(mounted)
+    }
+
+    /// `script` run by bash in the mount, which must succeed; its output.
+    fn ok(&self, script: &str) -> String {
+        let o = Command::new("bash")
+            .args(["-c", script])
+            .current_dir(&self.mnt)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{script}: {}", said(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+}
+
+/// The mount points of this namespace at or beneath `dir`, or `dir` itself.
+fn mounts_beneath(dir: &Path) -> Vec<String> {
+    let dir = dir.to_str().unwrap();
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(dir))
+        .map(str::to_owned)
+        .collect()
+}
+
+impl Drop for BranchMount {
+    fn drop(&mut self) {
+        if !mounts_beneath(&self.mnt).is_empty() {
+            let _ = editfs(&["unmount", self.mnt.to_str().unwrap()]);
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !mounts_beneath(&self.branch).is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        for at in mounts_beneath(&self.branch) {
+            let _ = Command::new("umount").arg("-l").arg(at).status();
+        }
+    }
+}
+
+const HELLO_EDIT: &str = "<<<<<<< SEARCH\nhello\n=======\nhello from NAME\n>>>>>>> REPLACE\n";
+
+#[test]
+fn two_branches_each_see_their_own_changes_only_and_the_project_none() {
+    let p = project();
+    let (root, dir) = (p.path().to_str().unwrap(), tempfile::tempdir().unwrap());
+    fs::write(p.path().join("a.txt"), "hello\n").unwrap();
+    fs::write(p.path().join("b.txt"), "before\n").unwrap();
+    ok(&["branch", "create", root, "one"]);
+    ok(&["branch", "create", root, "two"]);
+    // The project changes after the branches were made: they must not see it.
+    let o = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["apply", p.path().join("b.txt").to_str().unwrap()])
+        .stdin(
+            fs::File::open({
+                let payload = dir.path().join("payload");
+                fs::write(
+                    &payload,
+                    "<<<<<<< SEARCH\nbefore\n=======\nafter\n>>>>>>> REPLACE\n",
+                )
+                .unwrap();
+                payload
+            })
+            .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", said(&o));
+    assert_eq!(
+        fs::read_to_string(p.path().join("b.txt")).unwrap(),
+        "after\n"
+    );
+    let Some(one) = BranchMount::start(p.path(), "one", dir.path()) else {
+        return;
+    };
+    let Some(two) = BranchMount::start(p.path(), "two", dir.path()) else {
+        return;
+    };
+    for (m, name) in [(&one, "one"), (&two, "two")] {
+        m.ok(&format!(
+            "cat > a.txt.edit <<'EOF'\n{}EOF\necho {name} > {name}.txt && rm src/f{}.txt",
+            HELLO_EDIT.replace("NAME", name),
+            if name == "one" { 2 } else { 3 }
+        ));
+        assert!(
+            m.ok("cat a.txt.status").starts_with("OK a.txt (tx 1"),
+            "own ids"
+        );
+        assert_eq!(
+            m.ok("cat b.txt"),
+            "before\n",
+            "the base, not the project now"
+        );
+    }
+    assert_eq!(
+        one.ok("cat a.txt; ls"),
+        "hello from one\na.txt\nb.txt\none.txt\nsrc\n"
+    );
+    assert_eq!(
+        two.ok("cat a.txt; ls"),
+        "hello from two\na.txt\nb.txt\nsrc\ntwo.txt\n"
+    );
+    assert_eq!(
+        one.ok("ls src | wc -l; test -e src/f3.txt && echo f3"),
+        "199\nf3\n"
+    );
+    assert_eq!(
+        two.ok("ls src | wc -l; test -e src/f2.txt && echo f2"),
+        "199\nf2\n"
+    );
+    assert!(one.ok("cat .editfs/history").contains("a.txt"));
+    assert_eq!(
+        fs::read_to_string(p.path().join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        files(&p.path().join("src")),
+        200,
+        "the project lost no file"
+    );
+    assert!(!p.path().join("one.txt").exists() && !p.path().join("two.txt").exists());
+    let list = ok(&["branch", "list", root]);
+    assert!(
+        list.contains(&format!("mounted at {}", one.mnt.display())),
+        "{list}"
+    );
+}
+
+#[test]
+fn abort_force_unmounts_a_served_branch_and_removes_it() {
+    let p = project();
+    let (root, dir) = (p.path().to_str().unwrap(), tempfile::tempdir().unwrap());
+    ok(&["branch", "create", root, "b"]);
+    let Some(m) = BranchMount::start(p.path(), "b", dir.path()) else {
+        return;
+    };
+    m.ok("echo new > new.txt");
+    let o = editfs(&["branch", "abort", root, "b"]);
+    assert_eq!(o.status.code(), Some(1), "{}", said(&o));
+    assert_eq!(
+        m.ok("cat new.txt"),
+        "new\n",
+        "still served after a refused abort"
+    );
+    ok(&["branch", "abort", root, "b", "--force"]);
+    assert!(mounts_beneath(&m.mnt).is_empty(), "the mount is gone");
+    assert!(mounts_beneath(&m.branch).is_empty(), "its layers are gone");
+    assert!(!m.branch.exists());
+    assert!(!p.path().join("new.txt").exists());
+}

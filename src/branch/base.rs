@@ -1,0 +1,279 @@
+//! The project as it was at a branch's base: which files existed then, and
+//! their contents, read from SOURCE where the log says no transaction changed
+//! them since, else from the version the store kept of them before the first
+//! transaction that did (see docs/branches.md#how-a-branch-mount-is-built).
+//!
+//! What it answers never changes while the log vouches for the project: a
+//! file the project changes later moves from SOURCE to its kept version,
+//! whose content is the one SOURCE held. Each answer about a file is decided
+//! and read under the project store's lock of that file, so no commit of the
+//! project comes between the two.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::store::{Keys, Side, Store, Tail, View};
+
+/// What a path held at the base.
+#[derive(Clone, Debug)]
+pub enum At {
+    /// Not there.
+    Absent,
+    /// A directory; its SOURCE status when it is still there.
+    Dir(Option<rustix::fs::Stat>),
+    /// Unchanged since: SOURCE's file, link or other, as it is now.
+    Source(rustix::fs::Stat),
+    /// Changed since: the kept content, and SOURCE's status now if it is
+    /// still there (for its mode and owner).
+    Kept(Arc<Vec<u8>>, Option<rustix::fs::Stat>),
+}
+
+/// How the log says a path changed after the base: made since, or changed
+/// first by this transaction, whose pre-image is the path at the base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Since {
+    tx: u64,
+    created: bool,
+}
+
+/// The log's changes after the base, kept up to date as the log grows.
+#[derive(Default)]
+struct Index {
+    tail: Tail,
+    since: BTreeMap<String, Since>,
+}
+
+/// SOURCE at a point of its history, read-only.
+pub struct Base {
+    root: OwnedFd,
+    /// Paths relative to SOURCE that are never shown: the state directory.
+    hidden: Vec<String>,
+    store: Arc<Store>,
+    view: View,
+    point: u64,
+    index: Mutex<Index>,
+}
+
+impl Base {
+    /// SOURCE (opened as `root`) as it was right after transaction `point`
+    /// of `store`, the path `hidden` (the state directory, if inside) left out.
+    pub fn new(root: OwnedFd, hidden: Vec<String>, store: Arc<Store>, point: u64) -> Base {
+        let view = View::new(store.dir());
+        Base {
+            root,
+            hidden,
+            store,
+            view,
+            point,
+            index: Mutex::new(Index::default()),
+        }
+    }
+
+    /// Reads the log's new lines into the index; the first transaction
+    /// after the base to name a file is the one whose pre-image is the file
+    /// at the base (lines may come a moment out of id order).
+    fn refresh(&self) -> parking_lot::MutexGuard<'_, Index> {
+        let mut index = self.index.lock();
+        let Index { tail, since } = &mut *index;
+        for e in tail.new_entries(&self.view) {
+            if e.tx <= self.point || !e.changed() {
+                continue;
+            }
+            for f in e.files.iter().filter(|f| f.touched()) {
+                let new = Since {
+                    tx: e.tx,
+                    created: f.created,
+                };
+                since
+                    .entry(f.file.clone())
+                    .and_modify(|s| {
+                        if e.tx < s.tx {
+                            *s = new;
+                        }
+                    })
+                    .or_insert(new);
+            }
+        }
+        index
+    }
+
+    fn hidden(&self, rel: &str) -> bool {
+        self.hidden
+            .iter()
+            .any(|h| rel == h || rel.starts_with(&format!("{h}/")))
+    }
+
+    /// What `rel` held at the base; `Err` when its content then is no longer
+    /// kept, or SOURCE cannot be read.
+    pub fn at(&self, rel: &str) -> Result<At, Errno> {
+        if self.hidden(rel) {
+            return Ok(At::Absent);
+        }
+        if rel.is_empty() {
+            return Ok(At::Dir(self.stat(rel)?));
+        }
+        let _lock = self.store.lock(&Keys::new().path(rel)).map_err(|e| {
+            log::error!("base view: {e}");
+            Errno::IO
+        })?;
+        let index = self.refresh();
+        match index.since.get(rel).copied() {
+            Some(Since { created: true, .. }) => Ok(At::Absent),
+            Some(Since { tx, .. }) => match self.store.objects().read(Side::Pre, rel, tx) {
+                Some(bytes) => Ok(At::Kept(Arc::new(bytes), self.stat(rel)?)),
+                None => {
+                    log::error!(
+                        "base view: {rel} as it was before transaction {tx} is no longer kept"
+                    );
+                    Err(Errno::IO)
+                }
+            },
+            None => match self.stat(rel)? {
+                Some(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+                    Ok(At::Dir(Some(st)))
+                }
+                Some(st) => Ok(At::Source(st)),
+                None if self.removed_beneath(&index, rel) => Ok(At::Dir(None)),
+                None => Ok(At::Absent),
+            },
+        }
+    }
+
+    /// Whether a file beneath `dir` existed at the base and was changed
+    /// since: `dir` then existed, whether SOURCE still has it or not.
+    fn removed_beneath(&self, index: &Index, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        index
+            .since
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .any(|(_, s)| !s.created)
+    }
+
+    /// SOURCE's status of `rel` now, not following a final link, `None`
+    /// when it is not there.
+    fn stat(&self, rel: &str) -> Result<Option<rustix::fs::Stat>, Errno> {
+        match self.open(rel, OFlags::PATH) {
+            Ok(fd) => rustix::fs::fstat(&fd).map(Some),
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::XDEV) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens `rel` beneath SOURCE, no link followed on the way.
+    fn open(&self, rel: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+        let rel = if rel.is_empty() { "." } else { rel };
+        rustix::fs::openat2(
+            self.root.as_fd(),
+            rel,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        )
+    }
+
+    /// Up to `size` bytes of `rel` from `offset`, as it was at the base.
+    pub fn read(&self, rel: &str, offset: u64, size: usize) -> Result<Vec<u8>, Errno> {
+        if self.hidden(rel) {
+            return Err(Errno::NOENT);
+        }
+        let _lock = self.store.lock(&Keys::new().path(rel)).map_err(|e| {
+            log::error!("base view: {e}");
+            Errno::IO
+        })?;
+        let since = self.refresh().since.get(rel).copied();
+        match since {
+            Some(Since { created: true, .. }) => Err(Errno::NOENT),
+            Some(Since { tx, .. }) => {
+                let bytes = self
+                    .store
+                    .objects()
+                    .read(Side::Pre, rel, tx)
+                    .ok_or(Errno::IO)?;
+                let start = (offset as usize).min(bytes.len());
+                let end = start.saturating_add(size).min(bytes.len());
+                Ok(bytes[start..end].to_vec())
+            }
+            None => {
+                let file = File::from(self.open(rel, OFlags::RDONLY)?);
+                let mut buf = vec![0; size];
+                let n = std::os::unix::fs::FileExt::read_at(&file, &mut buf, offset)
+                    .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+                buf.truncate(n);
+                Ok(buf)
+            }
+        }
+    }
+
+    /// Where the link `rel` leads: links are read from SOURCE only.
+    pub fn link(&self, rel: &str) -> Result<Vec<u8>, Errno> {
+        match self.at(rel)? {
+            At::Source(_) => {
+                let fd = self.open(rel, OFlags::PATH)?;
+                Ok(rustix::fs::readlinkat(&fd, "", Vec::new())?.into_bytes())
+            }
+            _ => Err(Errno::INVAL),
+        }
+    }
+
+    /// The names in directory `dir` at the base, each with whether it is a
+    /// directory: SOURCE's, less those made since, plus those removed since.
+    pub fn list(&self, dir: &str) -> Result<Vec<(String, FileType)>, Errno> {
+        let mut names: BTreeMap<String, FileType> = BTreeMap::new();
+        if let Ok(fd) = self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY) {
+            let mut read = rustix::fs::Dir::new(fd)?;
+            while let Some(entry) = read.read() {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name != "." && name != ".." {
+                    names.insert(name, entry.file_type());
+                }
+            }
+        }
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let index = self.refresh();
+        for (rel, since) in index
+            .since
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+        {
+            let rest = &rel[prefix.len()..];
+            match (rest.split_once('/'), since.created) {
+                (None, true) => {
+                    names.remove(rest);
+                }
+                (None, false) => {
+                    names
+                        .entry(rest.to_owned())
+                        .or_insert(FileType::RegularFile);
+                }
+                (Some((sub, _)), false) => {
+                    names.entry(sub.to_owned()).or_insert(FileType::Directory);
+                }
+                (Some(_), true) => {}
+            }
+        }
+        drop(index);
+        Ok(names
+            .into_iter()
+            .filter(|(name, _)| !self.hidden(&format!("{prefix}{name}")))
+            .collect())
+    }
+}
+
+/// `path`, a directory inside `root` or not, relative to it; `None` outside.
+pub fn inside(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    rel.to_str().map(str::to_owned)
+}
