@@ -14,8 +14,8 @@
 #![forbid(unsafe_code)]
 
 pub use editfs_engine as engine;
+pub use editfs_store as store;
 pub mod branch;
 pub mod history;
 pub mod mount;
-pub mod store;
 pub mod transaction;

@@ -18,7 +18,7 @@ mod opened;
 pub mod paths;
 pub mod rewind;
 pub mod serial;
-pub mod sight;
+pub use crate::store::sight;
 pub mod undo;
 
 use std::io::Read;

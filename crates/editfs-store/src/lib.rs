@@ -29,30 +29,36 @@
 //! outside a commit and bounds them, `buffers.rs` keeps read buffers for
 //! reuse, `view.rs` is what history, show and diff read; `journal.rs`,
 //! `objects.rs`, `removals.rs`, `shared.rs`, `staged.rs`, `atomic.rs`,
-//! `caller.rs`, `reaper.rs`, `trust.rs`, `rel.rs` and `logline.rs` each say
-//! what they own at their top. The files are private to the crate: the command
-//! line sees only what is re-exported here (`Store` to write, `View` to read).
+//! `caller.rs`, `sight.rs`, `reaper.rs`, `trust.rs`, `rel.rs` and `logline.rs`
+//! each say what they own at their top. The modules the transaction layer and
+//! the mount reach into are public; the command line uses only what is
+//! re-exported here (`Store` to write, `View` to read).
 
-pub(crate) mod atomic;
+#![forbid(unsafe_code)]
+
+use editfs_engine as engine;
+
+pub mod atomic;
 mod buffers;
-pub(crate) mod caller;
+pub mod caller;
 mod checkpoint;
 mod commit;
-pub(crate) mod journal;
+pub mod journal;
 mod lock;
 mod logfile;
-pub(crate) mod logline;
-pub(crate) mod objects;
+pub mod logline;
+pub mod objects;
 mod open;
-pub(crate) mod reaper;
-pub(crate) mod rel;
-pub(crate) mod removals;
+pub mod reaper;
+pub mod rel;
+pub mod removals;
 mod retention;
-pub(crate) mod shared;
+pub mod shared;
+pub mod sight;
 mod staged;
 #[cfg(test)]
 mod tests;
-pub(crate) mod trust;
+pub mod trust;
 mod txid;
 mod view;
 
@@ -62,7 +68,7 @@ pub use checkpoint::CHECKPOINT_AFTER;
 pub use commit::{Change, Removal};
 pub use journal::Recovered;
 pub use lock::{Keys, Lock};
-pub(crate) use logfile::{entries_in, log_files};
+pub use logfile::{entries_in, log_files};
 pub use logline::{Kind as LogKind, LogEntry, count_changes};
 pub use objects::{Objects, Side};
 pub use retention::Retention;
@@ -119,7 +125,7 @@ pub enum StoreError {
 }
 
 /// Wraps an `io::Error` with what was being done and to which path.
-pub(crate) fn io_err<'p>(
+pub fn io_err<'p>(
     action: &'static str,
     path: &'p Path,
 ) -> impl FnOnce(io::Error) -> StoreError + 'p {

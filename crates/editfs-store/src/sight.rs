@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use super::Caller;
-use crate::store::logline::{Access, LogEntry};
+use crate::logline::{Access, LogEntry};
 
 const READ: u32 = 4;
 const SEARCH: u32 = 1;
@@ -259,7 +259,7 @@ mod tests {
         std::fs::write(tmp.path().join("d/f"), "x").unwrap();
         set("", 0o755);
         set("d/f", 0o644);
-        let root = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let root = crate::atomic::open_dir(tmp.path()).unwrap();
         let other = Caller {
             uid: 4242,
             gid: 4242,
@@ -287,7 +287,7 @@ mod tests {
         );
         // A gone file shows as its log line says only behind searchable directories.
         let removed = |file: &str, mode: u32| LogEntry {
-            files: vec![crate::store::logline::FileEntry {
+            files: vec![crate::logline::FileEntry {
                 file: file.into(),
                 access: Some(access(mode, 0, 0)),
                 ..Default::default()

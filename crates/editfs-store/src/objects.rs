@@ -200,7 +200,7 @@ impl Objects {
     }
 
     /// Stores `bytes` (once, synced if `sync`) and returns their SHA-256.
-    pub(crate) fn put(&self, bytes: &[u8], sync: bool) -> Result<String, StoreError> {
+    pub fn put(&self, bytes: &[u8], sync: bool) -> Result<String, StoreError> {
         self.put_hashed(bytes, sha256_hex(bytes), sync)
     }
 
@@ -356,7 +356,7 @@ impl Objects {
     /// by their hash only once complete, and an object already stored under
     /// that name is the same bytes. Unsynced, as the pre-images of direct writes
     /// are (see the store's commit.rs).
-    pub(crate) fn put_from(&self, from: &mut impl Read, most: u64) -> Result<String, StoreError> {
+    pub fn put_from(&self, from: &mut impl Read, most: u64) -> Result<String, StoreError> {
         use sha2::{Digest, Sha256};
         let dir = self.state.join("objects");
         fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
@@ -418,7 +418,7 @@ impl Objects {
     /// returns the name; `None` when no such object is stored (any more: the
     /// last version naming it was dropped meanwhile, by a commit on another
     /// file, or by the size cap).
-    pub(crate) fn link(
+    pub fn link(
         &self,
         side: Side,
         rel: &str,
@@ -466,7 +466,7 @@ impl Objects {
     /// Keeps `bytes` as version `side` of `rel` at `tx`, synced if `sync`; returns
     /// the name. A version already under that name is replaced: it can only be a
     /// leftover of an id a machine crash handed out again.
-    pub(crate) fn keep_with(
+    pub fn keep_with(
         &self,
         side: Side,
         rel: &str,

@@ -24,7 +24,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use super::{
     Carried, Entry, Journal, Line, Record, discard_in, file_name, parent_beneath, tmp_dir_of,
 };
-use crate::store::{LogEntry, StoreError, atomic, io_err};
+use crate::{LogEntry, StoreError, atomic, io_err};
 
 /// The journal files recovery read, to be removed once what it did is synced.
 #[derive(Debug, Default)]

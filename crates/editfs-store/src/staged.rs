@@ -175,7 +175,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::store::{LogEntry, Store};
+    use crate::{LogEntry, Store};
 
     /// A project with the file `a`, its store, and the root held open.
     fn project() -> (tempfile::TempDir, PathBuf, Store, OwnedFd) {
@@ -202,7 +202,7 @@ mod tests {
     }
 
     fn commit(store: &Store, root: (&OwnedFd, &Path), c: Change<'_>, staged: Staged) {
-        let lock = store.lock(&crate::store::Keys::new().path(c.rel)).unwrap();
+        let lock = store.lock(&crate::Keys::new().path(c.rel)).unwrap();
         let line = LogEntry {
             tx: 1,
             ..LogEntry::default()
@@ -288,7 +288,7 @@ mod tests {
         // As a process that crashed left it: named by its own pid.
         let tmp = root.join(".editfs/tmp");
         let left = fs::read_dir(&tmp).unwrap().next().unwrap().unwrap().path();
-        let dead = crate::store::tests::tmp_name_of(crate::store::tests::dead_pid());
+        let dead = crate::tests::tmp_name_of(crate::tests::dead_pid());
         fs::rename(left, tmp.join(dead)).unwrap();
         drop(Store::open(&root.join(".editfs")).unwrap());
         assert_eq!(left_in_tmp(&root), 0);

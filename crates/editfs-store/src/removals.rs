@@ -603,8 +603,8 @@ mod tests {
     use std::fs;
 
     use super::*;
-    use crate::store::logline::{FileEntry, Kind, Outcome};
-    use crate::store::objects::Side;
+    use crate::logline::{FileEntry, Kind, Outcome};
+    use crate::objects::Side;
 
     fn removal(rel: &str) -> LogEntry {
         LogEntry {

@@ -73,7 +73,7 @@ impl Objects {
     }
 
     /// Drops both versions of `rel` at `tx`: the transaction did not happen.
-    pub(crate) fn forget(&self, rel: &str, tx: u64) {
+    pub fn forget(&self, rel: &str, tx: u64) {
         for side in [Side::Pre, Side::Post] {
             self.drop_version(side, rel, tx);
         }
