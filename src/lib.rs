@@ -15,7 +15,7 @@
 
 pub use editfs_engine as engine;
 pub use editfs_store as store;
+pub use editfs_transaction as transaction;
 pub mod branch;
-pub mod history;
+pub use editfs_transaction::history;
 pub mod mount;
-pub mod transaction;

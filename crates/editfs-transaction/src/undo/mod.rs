@@ -346,7 +346,7 @@ fn nothing_to_rewind(tx: u64, req: &Request) -> Undone {
 fn visible(mut entries: Vec<LogEntry>, root: Root<'_>, caller: Option<&Caller>) -> Vec<LogEntry> {
     entries.sort_by_key(|e| e.tx);
     if let Some(c) = caller.filter(|c| !c.is_root()) {
-        let mut now = crate::transaction::sight::Now::new();
+        let mut now = crate::sight::Now::new();
         entries.retain(|e| c.sees(&root.fd, e, &mut now));
     }
     entries

@@ -11,8 +11,16 @@
 //! they take the locks (a slow edit holds up no other), and decide again under
 //! them if a file changed meanwhile; transactions on other files never wait. A report with id 0 had none: there is no state directory, or the
 //! counter itself could not be advanced.
+//!
+//! `history` reads the log for people (`editfs history`, `editfs show`).
+
+#![forbid(unsafe_code)]
+
+use editfs_engine as engine;
+use editfs_store as store;
 
 pub mod direct;
+pub mod history;
 pub mod multi;
 mod opened;
 pub mod paths;
@@ -33,7 +41,7 @@ use opened::{lock_dir, open_target, still_reads, target_dir};
 pub(crate) use opened::{lock_dirs, new_file_dir, remove_made_dirs};
 pub use paths::Refused;
 
-use crate::engine::{self, ErrorKind, ErrorReport, Options, Outcome, Received, Report};
+use crate::engine::{ErrorKind, ErrorReport, Options, Outcome, Received, Report};
 use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
 use crate::store::{Change, Keys, Lock, Staged, Store, StoreError, atomic};
 

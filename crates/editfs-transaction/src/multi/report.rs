@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::engine::{ErrorReport, Outcome, Report};
-use crate::transaction::now;
+use crate::now;
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]
@@ -21,7 +21,7 @@ pub struct MultiReport {
     pub notes: Vec<String>,
     /// For a rewind: what it leaves as it is.
     #[serde(rename = "not_undone", skip_serializing_if = "Option::is_none")]
-    pub left: Option<crate::transaction::rewind::Left>,
+    pub left: Option<crate::rewind::Left>,
 }
 
 impl MultiReport {

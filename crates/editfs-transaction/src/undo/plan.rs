@@ -7,13 +7,13 @@ use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 
 use crate::engine::{ErrorKind, ErrorReport, sha256_hex};
+use crate::rewind::{self, Point};
+use crate::sight::Sight;
 use crate::store::logline::{FileEntry, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
 use crate::store::{Keys, StoreError};
-use crate::transaction::rewind::{self, Point};
-use crate::transaction::sight::Sight;
-use crate::transaction::{Caller, Root, caller, file_name, io_failure, open};
+use crate::{Caller, Root, caller, file_name, io_failure, open};
 
 use super::{Refusal, Request, What, refuse};
 
@@ -45,7 +45,7 @@ impl Plan {
     /// without the store's lock still holds under it.
     pub(super) fn current(&self, root: Root<'_>) -> bool {
         match &self.dir {
-            Some(dir) => crate::transaction::still_reads(
+            Some(dir) => crate::still_reads(
                 dir.as_fd(),
                 file_name(&self.rel),
                 (self.file.as_ref(), self.current.as_deref()),

@@ -10,7 +10,7 @@ use crate::engine::{self, ErrorKind, FileAct, Options};
 use crate::store::Store;
 use crate::store::logline::Kind;
 use crate::store::rel::project_path;
-use crate::transaction::{Root, Who, open_bounded};
+use crate::{Root, Who, open_bounded};
 
 use super::MultiReport;
 
@@ -151,7 +151,7 @@ fn removed_by_an_edit(
     let seen = who
         .caller
         .as_ref()
-        .is_none_or(|c| c.sees(&root.fd, &last, &mut crate::transaction::sight::Now::new()));
+        .is_none_or(|c| c.sees(&root.fd, &last, &mut crate::sight::Now::new()));
     (removed && seen).then_some(last)
 }
 

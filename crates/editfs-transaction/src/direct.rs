@@ -429,8 +429,8 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             s.spawn(|| {
-                let target = crate::transaction::Target {
-                    root: crate::transaction::Root {
+                let target = crate::Target {
+                    root: crate::Root {
                         fd: rootfd.as_fd(),
                         path: root,
                         mount: None,
@@ -445,7 +445,7 @@ mod tests {
                 };
                 let payload = b"<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n";
                 let options = crate::engine::Options::default();
-                let report = crate::transaction::run(Some(&store), &target, payload, &options);
+                let report = crate::run(Some(&store), &target, payload, &options);
                 let _ = edited.send(report);
             });
             let report = done.recv_timeout(std::time::Duration::from_secs(20));
