@@ -104,6 +104,11 @@ impl Base {
         index
     }
 
+    /// Every path the log says changed after the base.
+    pub fn changed(&self) -> std::collections::BTreeSet<String> {
+        self.refresh().since.keys().cloned().collect()
+    }
+
     fn hidden(&self, rel: &str) -> bool {
         self.hidden
             .iter()
@@ -202,13 +207,27 @@ impl Base {
                 Ok(bytes[start..end].to_vec())
             }
             None => {
-                let file = File::from(self.open(rel, OFlags::RDONLY)?);
-                let mut buf = vec![0; size];
-                let n = std::os::unix::fs::FileExt::read_at(&file, &mut buf, offset)
+                use std::io::{Read, Seek, SeekFrom};
+                let mut file = File::from(self.open(rel, OFlags::RDONLY)?);
+                let mut buf = Vec::new();
+                file.seek(SeekFrom::Start(offset))
+                    .and_then(|_| file.take(size as u64).read_to_end(&mut buf))
                     .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
-                buf.truncate(n);
                 Ok(buf)
             }
+        }
+    }
+
+    /// The whole content of `rel` at the base, `None` when it was no
+    /// regular file then.
+    pub fn content(&self, rel: &str) -> Result<Option<Vec<u8>>, Errno> {
+        match self.at(rel)? {
+            At::Kept(bytes, _) => Ok(Some(bytes.to_vec())),
+            At::Source(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
+                // Read under the lock again: the size may be a stale one.
+                self.read(rel, 0, usize::MAX).map(Some)
+            }
+            _ => Ok(None),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Branches of a project: a point of its history (the base) and a directory of
-//! the branch's own changes, kept in the project's state directory under
+//! the branch's own changes (`base.rs` reads the base, `base_fuse.rs` serves it,
+//! `stack.rs` mounts a branch's layers, `diff.rs` compares branches), kept in the project's state directory under
 //! `branches/NAME/` (see docs/branches.md for the design and its limits).
 //!
 //! ```text
@@ -17,8 +18,10 @@
 
 mod base;
 mod base_fuse;
+mod diff;
 mod stack;
 
+pub use diff::{Tree, changes};
 pub use stack::Stack;
 
 use std::fs;

@@ -4,11 +4,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use editfs::branch::{self, BRANCHES, Branch, BranchError, Stack};
+use editfs::branch::{self, BRANCHES, Branch, BranchError, Stack, Tree};
 use editfs::mount::MountConfig;
 use editfs::store::{Held, Retention};
 
+use super::color::ColorArg;
 use super::error::{CommandError, Ended};
+use super::rewind::{json as json_changes, name_status, pair_renames, patch, stat};
 use super::state::{ProjectArgs, open};
 use super::who;
 
@@ -29,6 +31,7 @@ pub struct BranchArgs {
 enum BranchCommand {
     Create(CreateArgs),
     List(ListArgs),
+    Diff(DiffArgs),
     Abort(AbortArgs),
 }
 
@@ -65,6 +68,35 @@ struct ListArgs {
 
 #[derive(clap::Args)]
 #[command(
+    about = "Show a branch's net change against its base, or between two branches, as editfs diff prints it",
+    after_help = "With one branch: each file as it was at the branch's base against how the branch \
+holds it. With two, A and B: each file as A holds it against how B does. Read from the branch's \
+directory: no mount needs to run. Files alike on both sides are left out; a removed and a created \
+file at least 50% alike show as one rename."
+)]
+struct DiffArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// The branch (with B: the one compared from)
+    name: String,
+    /// A second branch, compared against the first
+    #[arg(value_name = "B")]
+    other: Option<String>,
+    /// Print a line per file with lines added and removed
+    #[arg(long, conflicts_with_all = ["name_status", "json"])]
+    stat: bool,
+    /// Print a status letter (M, A, D, or R and the similarity) and the name per file
+    #[arg(long, conflicts_with = "json")]
+    name_status: bool,
+    /// Print the changes as JSON
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    color: ColorArg,
+}
+
+#[derive(clap::Args)]
+#[command(
     about = "Discard a branch and its changes",
     after_help = "Refused while a mount serves the branch, unless --force. Only its owner \
 (or root) may abort it. The project is not touched; the checkpoint the branch started from \
@@ -84,6 +116,7 @@ pub fn run(args: BranchArgs) -> Result<Ended, CommandError> {
     match args.command {
         BranchCommand::Create(a) => create(a),
         BranchCommand::List(a) => list(a),
+        BranchCommand::Diff(a) => diff(a),
         BranchCommand::Abort(a) => abort(a),
     }
 }
@@ -156,6 +189,35 @@ fn json(b: &Branch) -> serde_json::Value {
         "changes": b.size(),
         "mounts": b.mounts(),
     })
+}
+
+fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
+    let held = args.project.read()?;
+    let state = real(&held)?;
+    let source = args.project.root()?.path().to_owned();
+    let store = std::sync::Arc::new(open(&held.path(), Retention::default())?);
+    let tree = |name: &str| -> Result<Tree, CommandError> {
+        let b = branch::open(&state, name).map_err(failed)?;
+        Tree::open(&source, &state, b, store.clone()).map_err(failed)
+    };
+    let first = tree(&args.name)?;
+    let changes = match &args.other {
+        Some(other) => branch::changes(Some(&first), &tree(other)?),
+        None => branch::changes(None, &first),
+    }
+    .map_err(failed)?;
+    let files = pair_renames(changes);
+    let text = if args.json {
+        json_changes(&files, &[], &[], 0) + "\n"
+    } else if args.stat {
+        stat(&files)
+    } else if args.name_status {
+        name_status(&files)
+    } else {
+        patch(&files)
+    };
+    let _ = args.color.print(&text);
+    Ok(Ended::Done)
 }
 
 fn abort(args: AbortArgs) -> Result<Ended, CommandError> {

@@ -159,7 +159,7 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
 
 /// One file's net change, a removed and a created file of like content
 /// paired as a rename.
-enum Changed {
+pub(super) enum Changed {
     Modified(NetChange),
     Added(NetChange),
     Deleted(NetChange),
@@ -294,7 +294,7 @@ impl Lines {
 /// the same content (found by its bytes, whatever the number of files), then
 /// with the created one most like it, at least `RENAME_SIMILARITY` percent
 /// alike (git's renames).
-fn pair_renames(changes: Vec<NetChange>) -> Vec<Changed> {
+pub(super) fn pair_renames(changes: Vec<NetChange>) -> Vec<Changed> {
     let (added, rest): (Vec<_>, Vec<_>) = changes
         .into_iter()
         .partition(|c| c.before.is_none() && c.now.is_some());
@@ -355,7 +355,7 @@ fn pair_renames(changes: Vec<NetChange>) -> Vec<Changed> {
     out
 }
 
-fn patch(files: &[Changed]) -> String {
+pub(super) fn patch(files: &[Changed]) -> String {
     let mut out = String::new();
     for f in files {
         let rel = &f.change().rel;
@@ -376,7 +376,7 @@ fn patch(files: &[Changed]) -> String {
     out
 }
 
-fn stat(files: &[Changed]) -> String {
+pub(super) fn stat(files: &[Changed]) -> String {
     let mut out = String::new();
     let (mut added, mut removed) = (0, 0);
     for f in files {
@@ -393,7 +393,7 @@ fn stat(files: &[Changed]) -> String {
     out
 }
 
-fn name_status(files: &[Changed]) -> String {
+pub(super) fn name_status(files: &[Changed]) -> String {
     let mut out = String::new();
     for f in files {
         let _ = match f {
@@ -435,7 +435,12 @@ fn not_covered(pruned: &[String], uncovered: &[String], more: usize) -> String {
     out
 }
 
-fn json(files: &[Changed], pruned: &[String], uncovered: &[String], more: usize) -> String {
+pub(super) fn json(
+    files: &[Changed],
+    pruned: &[String],
+    uncovered: &[String],
+    more: usize,
+) -> String {
     let files: Vec<_> = files
         .iter()
         .map(|f| {

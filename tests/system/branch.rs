@@ -328,6 +328,29 @@ fn two_branches_each_see_their_own_changes_only_and_the_project_none() {
         list.contains(&format!("mounted at {}", one.mnt.display())),
         "{list}"
     );
+    // Each branch's net change against its base, and one against the other;
+    // the project's change to b.txt after the base is in neither.
+    let diff = |args: &[&str]| ok(&[&["branch", "diff", root][..], args].concat());
+    assert_eq!(
+        diff(&["one", "--name-status"]),
+        "M\ta.txt\nA\tone.txt\nD\tsrc/f2.txt\n"
+    );
+    assert_eq!(
+        diff(&["one", "two", "--name-status"]),
+        "M\ta.txt\nD\tone.txt\nR100\tsrc/f3.txt\tsrc/f2.txt\nA\ttwo.txt\n",
+        "f2 and f3 hold the same bytes: one removed, one back, as git pairs them"
+    );
+    let patch = diff(&["two"]);
+    assert!(
+        patch.contains("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hello\n+hello from two\n"),
+        "{patch}"
+    );
+    drop(one);
+    assert_eq!(
+        diff(&["one", "--stat"]),
+        " a.txt | +1 -1\n one.txt | +1 -0\n src/f2.txt | +0 -100\n 3 file(s) changed, 2 insertion(s)(+), 101 deletion(s)(-)\n",
+        "read from the branch's directory, unmounted"
+    );
 }
 
 #[test]

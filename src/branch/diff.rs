@@ -1,0 +1,211 @@
+//! A branch's files as it holds them (its upper directory over the project
+//! at its base), and the net change between a branch and its base or
+//! another branch, read from the directories alone: no mount needs to run.
+//!
+//! overlayfs marks in the upper directory what a branch removed: a removed
+//! name is a character device 0/0 (a whiteout), and a directory made anew
+//! over one of the base is opaque (`trusted.overlay.opaque` is `y`): nothing
+//! of the base shows beneath it.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::base::{Base, inside};
+use super::{Branch, BranchError, io_err};
+use crate::store::{Store, open_dir};
+use crate::transaction::rewind::NetChange;
+
+/// A branch's files: its upper directory over its base.
+pub struct Tree {
+    branch: Branch,
+    base: Base,
+}
+
+/// What the upper directory says of a path.
+enum Upper {
+    /// It holds the path's content.
+    File(Vec<u8>),
+    /// The branch removed it, or a directory above it.
+    Gone,
+    /// The base's, unchanged (no entry, nor an opaque directory above it).
+    Base,
+    /// A directory, or what the upper directory holds and has no content
+    /// (a link, a device): not compared.
+    Other,
+}
+
+impl Tree {
+    /// Branch `branch` of the project at `source` (real path), whose state
+    /// directory is `state` (real path) and store `store`.
+    pub fn open(
+        source: &Path,
+        state: &Path,
+        branch: Branch,
+        store: Arc<Store>,
+    ) -> Result<Tree, BranchError> {
+        let root = open_dir(source)?;
+        let hidden = inside(source, state).into_iter().collect();
+        let base = Base::new(root, hidden, store, branch.meta.base);
+        Ok(Tree { branch, base })
+    }
+
+    pub fn branch(&self) -> &Branch {
+        &self.branch
+    }
+
+    /// `rel`'s content in the branch, `None` when it holds no such file.
+    pub fn content(&self, rel: &str) -> Result<Option<Vec<u8>>, BranchError> {
+        match self.upper(rel)? {
+            Upper::File(bytes) => Ok(Some(bytes)),
+            Upper::Gone | Upper::Other => Ok(None),
+            Upper::Base => self
+                .base
+                .content(rel)
+                .map_err(|e| io_err("read the base of", Path::new(rel))(e.into())),
+        }
+    }
+
+    fn upper(&self, rel: &str) -> Result<Upper, BranchError> {
+        let upper = self.branch.upper();
+        let mut at = upper.clone();
+        let parts: Vec<&str> = rel.split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
+            at.push(part);
+            let meta = match fs::symlink_metadata(&at) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Upper::Base),
+                Err(e) => return Err(io_err("read", &at)(e)),
+            };
+            let last = i + 1 == parts.len();
+            if whiteout(&meta) {
+                return Ok(Upper::Gone);
+            }
+            if last && meta.is_file() {
+                return fs::read(&at).map(Upper::File).map_err(io_err("read", &at));
+            }
+            if last {
+                return Ok(Upper::Other);
+            }
+            if !meta.is_dir() {
+                return Ok(Upper::Gone);
+            }
+            if opaque(&at) {
+                // Nothing of the base beneath: what the branch holds, or nothing.
+                return match fs::symlink_metadata(upper.join(rel)) {
+                    Ok(m) if m.is_file() => fs::read(upper.join(rel))
+                        .map(Upper::File)
+                        .map_err(io_err("read", &upper.join(rel))),
+                    Ok(m) if !whiteout(&m) => Ok(Upper::Other),
+                    _ => Ok(Upper::Gone),
+                };
+            }
+        }
+        Ok(Upper::Base)
+    }
+
+    /// Every path the branch may have changed: its upper directory's files
+    /// and removals, and the base's files beneath what it removed or made
+    /// opaque. A superset: the contents tell which did change.
+    pub fn touched(&self) -> Result<BTreeSet<String>, BranchError> {
+        let mut found = BTreeSet::new();
+        self.walk(&self.branch.upper(), "", &mut found)?;
+        Ok(found)
+    }
+
+    fn walk(&self, dir: &Path, rel: &str, found: &mut BTreeSet<String>) -> Result<(), BranchError> {
+        for entry in fs::read_dir(dir).map_err(io_err("read", dir))? {
+            let entry = entry.map_err(io_err("read", dir))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = join(rel, &name);
+            let meta = entry.metadata().map_err(io_err("read", &entry.path()))?;
+            if meta.is_dir() {
+                if opaque(&entry.path()) {
+                    self.base_files(&child, found);
+                }
+                self.walk(&entry.path(), &child, found)?;
+            } else {
+                if whiteout(&meta) {
+                    self.base_files(&child, found);
+                }
+                found.insert(child);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the base's files at and beneath `rel`.
+    fn base_files(&self, rel: &str, found: &mut BTreeSet<String>) {
+        let Ok(names) = self.base.list(rel) else {
+            return;
+        };
+        for (name, kind) in names {
+            let child = join(rel, &name);
+            if kind == rustix::fs::FileType::Directory {
+                self.base_files(&child, found);
+            } else {
+                found.insert(child);
+            }
+        }
+    }
+
+    /// The files the project changed between this branch's base and
+    /// `other`'s (either way), by the log: a superset (all the project
+    /// changed after the earlier base), as `touched`.
+    fn between_bases(&self, other: &Tree) -> BTreeSet<String> {
+        match self.branch.meta.base.cmp(&other.branch.meta.base) {
+            std::cmp::Ordering::Equal => BTreeSet::new(),
+            std::cmp::Ordering::Less => self.base.changed(),
+            std::cmp::Ordering::Greater => other.base.changed(),
+        }
+    }
+}
+
+fn join(rel: &str, name: &str) -> String {
+    match rel {
+        "" => name.to_owned(),
+        r => format!("{r}/{name}"),
+    }
+}
+
+/// Whether an upper directory's entry is overlayfs's mark of a removal.
+fn whiteout(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.file_type().is_char_device() && meta.rdev() == 0
+}
+
+/// Whether overlayfs marked the upper directory `dir` as hiding the base's.
+fn opaque(dir: &Path) -> bool {
+    let mut value = [0u8; 4];
+    matches!(
+        rustix::fs::lgetxattr(dir, "trusted.overlay.opaque", &mut value[..]),
+        Ok(n) if value[..n] == *b"y"
+    )
+}
+
+/// The net change from `from` to `to`, by path: a branch against its base
+/// (`to` alone), or two branches. Files alike on both sides are left out.
+pub fn changes(from: Option<&Tree>, to: &Tree) -> Result<Vec<NetChange>, BranchError> {
+    let mut paths = to.touched()?;
+    if let Some(from) = from {
+        paths.extend(from.touched()?);
+        paths.extend(from.between_bases(to));
+    }
+    let mut out = Vec::new();
+    for rel in paths {
+        let before = match from {
+            Some(tree) => tree.content(&rel)?,
+            None => to
+                .base
+                .content(&rel)
+                .map_err(|e| io_err("read the base of", Path::new(&rel))(e.into()))?,
+        };
+        let now = to.content(&rel)?;
+        if before != now {
+            out.push(NetChange { rel, before, now });
+        }
+    }
+    Ok(out)
+}
