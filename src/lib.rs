@@ -17,5 +17,5 @@ pub use editfs_engine as engine;
 pub use editfs_store as store;
 pub use editfs_transaction as transaction;
 pub mod branch;
+pub use editfs_fuse as mount;
 pub use editfs_transaction::history;
-pub mod mount;

@@ -97,7 +97,7 @@ mod tests {
     fn listing(n: usize) -> Arc<Vec<Entry>> {
         let entry = |i: usize| Entry {
             ino: i as u64,
-            kind: crate::mount::types::FileType::RegularFile,
+            kind: crate::types::FileType::RegularFile,
             name: format!("f{i}").into(),
         };
         Arc::new((0..n).map(entry).collect())

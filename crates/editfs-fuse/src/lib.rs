@@ -4,6 +4,12 @@
 //! state directory, raise the descriptor limit, mount, install the signal
 //! handlers, tell the caller the mount is ready, serve until unmounted.
 
+#![forbid(unsafe_code)]
+
+use editfs_engine as engine;
+use editfs_store as store;
+use editfs_transaction::{self as transaction, history};
+
 mod attach;
 mod budget;
 mod commit_gate;
