@@ -368,6 +368,19 @@ fn a_circle_is_found_while_one_of_its_edges_is_not_allowed() {
     );
 }
 
+#[test]
+fn an_allowed_edge_of_a_folder_that_is_gone_fails() {
+    let all = "layer: one -> two\nlayer: two -> three\nlayer: three -> one\n";
+    let dir = crate_with_a_circle(&format!("{all}mount: core -> watch\n"));
+    let out = check_import_cycles(dir.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "an edge of no folder passed: {said}");
+    assert!(
+        said.contains("mount: core -> watch is allowed but no folder is named mount"),
+        "{said}"
+    );
+}
+
 fn editfs_help(args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_editfs"))
         .args(args)
