@@ -24,6 +24,7 @@ mod mount_faults;
 mod mount_history;
 mod mount_history_rights;
 mod mount_limits;
+mod mount_native_writes;
 mod mount_parallel;
 mod mount_passthrough;
 mod mount_posix;

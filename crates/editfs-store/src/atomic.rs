@@ -5,7 +5,7 @@
 //! write outside the project; the final name is never followed either.
 //!
 //! The new bytes go to a temporary file that takes the target's mode, owner and
-//! extended attributes, is synced, and is renamed over the target; then the
+//! extended attributes (less those a native write takes away), is synced, and is renamed over the target; then the
 //! directory is synced so the rename itself survives a crash. A reader sees the
 //! old file or the new one, never a mix. The temporary file lives in the state
 //! directory when that is on the same file system, so a crash leaves nothing
@@ -215,7 +215,15 @@ pub fn sync_dir(path: &Path) -> Result<(), StoreError> {
     rustix::fs::fsync(&fd).map_err(|e| io_err("sync", path)(e.into()))
 }
 
-/// Gives the new file the old one's mode, owner and extended attributes.
+/// Extended attributes that vouch for the old file's bytes, not for the file:
+/// the kernel takes a file capability away on any write, whoever writes
+/// (killpriv), and an IMA hash or signature, or an EVM seal over the
+/// attributes, names content the new file does not have. A new version never
+/// carries them, as a native write would not.
+const BOUND_TO_CONTENT: [&[u8]; 3] = [b"security.capability", b"security.ima", b"security.evm"];
+
+/// Gives the new file the old one's mode, owner and extended attributes, less
+/// those `BOUND_TO_CONTENT`.
 fn keep_metadata(
     new: &File,
     old: &File,
@@ -223,7 +231,10 @@ fn keep_metadata(
     name: &OsStr,
 ) -> Result<(), StoreError> {
     own(new, (meta.st_uid, meta.st_gid), meta.st_mode & 0o7777, name)?;
-    for attr in xattr_names(old.as_fd()) {
+    let kept = xattr_names(old.as_fd())
+        .into_iter()
+        .filter(|a| !BOUND_TO_CONTENT.contains(&a.as_bytes()));
+    for attr in kept {
         match xattr_value(old.as_fd(), &attr) {
             Some(value) => {
                 if let Err(e) = rustix::fs::fsetxattr(
