@@ -124,6 +124,29 @@ fn a_new_file_over_another_users_removed_file_carries_none_of_its_content() {
     }
 }
 
+/// Nobody writes a file in its own directory and removes it; root then makes
+/// a file of its own at the name by an ordinary write and makes it set-user-ID:
+/// root's new file starts a history of its own too, so root's undo of it never
+/// puts nobody's content into root's set-user-ID file.
+#[test]
+fn roots_new_file_over_another_users_removed_file_carries_none_of_its_content() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(
+        &m,
+        "printf '#!/bin/sh\\necho ATTACKER\\n' > nb/tool && rm nb/tool; echo rc=$?",
+    );
+    assert!(text(&out).contains("rc=0"), "{}", text(&out));
+    m.ok("printf '#!/bin/sh\\necho root\\n' > nb/tool && chmod 4755 nb/tool");
+    for request in ["nb/tool", "nb/tool --force"] {
+        m.sh(&format!("echo '{request}' > .editfs/undo"));
+        let now = fs::read_to_string(m.src.join("nb/tool")).unwrap_or_default();
+        assert!(
+            !now.contains("ATTACKER"),
+            "`{request}` put nobody's content into root's file: {now:?}"
+        );
+    }
+}
+
 /// Root removes and edits files in its 0700 `priv/`: nobody, who cannot search
 /// it, sees none of their names, hashes or root's command lines in the history,
 /// the log or the snapshots, whatever the files' own modes said.

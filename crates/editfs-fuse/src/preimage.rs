@@ -211,10 +211,12 @@ impl Core {
     /// `rm F~`; a removal and a new write: `git stash`) it is recorded as a
     /// write over the name's latest kept content, so the name's history goes on
     /// and its undo restores what was there before the save, but only when
-    /// `who` could read that content: a file made where another user's was
-    /// removed starts a history of its own, and no undo of it brings the
-    /// other user's content into the new file. Anywhere else it is recorded as
-    /// created, so an undo or a rewind removes it again.
+    /// that content was `who`'s own (its recorded owner, and `who` could read
+    /// it): a file made where another user's was removed starts a history of
+    /// its own, root's too, and no undo of it brings the other user's content
+    /// into the new file (root's undo would give it root's owner and set-id
+    /// bits). Anywhere else it is recorded as created, so an undo or a rewind
+    /// removes it again.
     pub(super) fn keep_before_create(&self, rel: &Path, who: Requester) -> Option<Pending> {
         if !self.keeps(rel) {
             return None;
@@ -239,13 +241,12 @@ impl Core {
             .lock()
             .get(self.store.dir(), &name, tx)
             .map_or((None, Vec::new()), |(a, above)| (Some(a), above));
-        let readable = match access {
-            _ if who.uid == 0 => true,
-            Some(a) => who.caller().could_read(&a, &above),
+        let own = match access {
+            Some(a) => a.uid == who.uid && who.caller().could_read(&a, &above),
             // Kept with no owner recorded: the daemon's user's alone.
             None => who.uid == self.owner.0,
         };
-        if !readable {
+        if !own {
             return created();
         }
         direct::begin(
