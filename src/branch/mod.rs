@@ -1,6 +1,7 @@
 //! Branches of a project: a point of its history (the base) and a directory of
 //! the branch's own changes (`base.rs` reads the base, `base_fuse.rs` serves it,
-//! `stack.rs` mounts a branch's layers, `diff.rs` compares branches), kept in the project's state directory under
+//! `stack.rs` mounts a branch's layers, `diff.rs` compares branches, `commit.rs`
+//! writes what a commit applies), kept in the project's state directory under
 //! `branches/NAME/` (see docs/branches.md for the design and its limits).
 //!
 //! ```text
@@ -18,6 +19,7 @@
 
 mod base;
 mod base_fuse;
+pub mod commit;
 mod diff;
 mod stack;
 

@@ -32,6 +32,7 @@ enum BranchCommand {
     Create(CreateArgs),
     List(ListArgs),
     Diff(DiffArgs),
+    Commit(CommitArgs),
     Abort(AbortArgs),
 }
 
@@ -97,6 +98,30 @@ struct DiffArgs {
 
 #[derive(clap::Args)]
 #[command(
+    about = "Bring a branch's changes into SOURCE as one transaction, then remove the branch",
+    after_help = "The branch's net change against its base (what `editfs branch diff SOURCE NAME` \
+prints) is applied to SOURCE as it is now, as one multi-file transaction: one id, undone whole by \
+`editfs undo SOURCE --tx ID`. A file SOURCE did not change since the base takes the branch's \
+content; one it changed elsewhere takes the branch's change where its text now is, as any edit \
+re-anchors; one whose changed lines SOURCE changed too fails the whole commit, which then names \
+each such file with the report of the hunk that did not apply, and changes nothing. Refused \
+while a mount serves the branch. Exit codes as apply's: 0 committed, 1 failed (nothing written)."
+)]
+struct CommitArgs {
+    #[command(flatten)]
+    project: ProjectArgs,
+    /// The branch's name
+    name: String,
+    /// Print what the commit would do, and change nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+#[command(
     about = "Discard a branch and its changes",
     after_help = "Refused while a mount serves the branch, unless --force. Only its owner \
 (or root) may abort it. The project is not touched; the checkpoint the branch started from \
@@ -117,6 +142,7 @@ pub fn run(args: BranchArgs) -> Result<Ended, CommandError> {
         BranchCommand::Create(a) => create(a),
         BranchCommand::List(a) => list(a),
         BranchCommand::Diff(a) => diff(a),
+        BranchCommand::Commit(a) => commit(a),
         BranchCommand::Abort(a) => abort(a),
     }
 }
@@ -220,16 +246,94 @@ fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
     Ok(Ended::Done)
 }
 
-fn abort(args: AbortArgs) -> Result<Ended, CommandError> {
+fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
+    use editfs::engine::{Options, Received, SyntaxCheck};
+    use editfs::transaction::multi;
     let held = args.project.write()?;
-    let b = branch::open(&real(&held)?, &args.name).map_err(failed)?;
+    let state = real(&held)?;
+    let opened = args.project.root()?;
+    let b = branch::open(&state, &args.name).map_err(failed)?;
+    owned(&b)?;
+    let at = b.mounts();
+    if !at.is_empty() {
+        return Err(failed(BranchError::Mounted { name: b.name, at }));
+    }
+    let store = std::sync::Arc::new(open(&held.path(), Retention::default())?);
+    let tree = Tree::open(opened.path(), &state, b.clone(), store.clone()).map_err(failed)?;
+    let planned = branch::commit::plan(&branch::changes(None, &tree).map_err(failed)?);
+    if !planned.refused.is_empty() {
+        let mut e = CommandError::failed(format!(
+            "branch {} cannot be committed: nothing was changed",
+            b.name
+        ));
+        for (rel, why) in &planned.refused {
+            e = e.hint(format!("{rel}: {why}"));
+        }
+        return Err(e);
+    }
+    if !planned.empty.is_empty() {
+        let mut e = CommandError::failed(format!(
+            "branch {} makes empty files, which a commit cannot carry yet: nothing was changed",
+            b.name
+        ));
+        for rel in &planned.empty {
+            e = e.hint(format!(
+                "{rel}: give it a line in the branch, or make it in SOURCE by hand"
+            ));
+        }
+        return Err(e);
+    }
+    if planned.payload.is_empty() {
+        println!("OK: branch {} changes nothing", b.name);
+        if !args.dry_run {
+            b.remove().map_err(failed)?;
+        }
+        return Ok(Ended::Done);
+    }
+    // The branch's content as it is: no limit on the payload's size or
+    // refusal of what does not parse (said in the report instead).
+    let opts = Options {
+        max_payload: planned.payload.len(),
+        syntax_check: SyntaxCheck::Warn,
+        ..Options::default()
+    };
+    let root = opened.root();
+    let payload = Received::cut(planned.payload.as_bytes(), planned.payload.len());
+    let who = who("editfs branch commit");
+    let report = match args.dry_run {
+        true => multi::Plan::parse(root, payload, &opts).dry_run(root, &opts, &who),
+        false => multi::run(Some(&store), root, payload, &opts, &who),
+    };
+    match args.json {
+        true => println!("{}", report.to_json()),
+        false => print!("{report}"),
+    }
+    if report.outcome == editfs::engine::Outcome::Ok && !args.dry_run {
+        let name = b.name.clone();
+        b.remove().map_err(failed)?;
+        if !args.json {
+            println!("branch {name} committed and removed");
+        }
+    }
+    Ok(Ended::Transaction(report.outcome))
+}
+
+/// Refuses a branch another user made, unless run as root.
+fn owned(b: &Branch) -> Result<(), CommandError> {
     let me = rustix::process::getuid().as_raw();
     if me != 0 && me != b.meta.uid {
         return Err(failed(BranchError::NotOwner {
-            name: b.name,
+            name: b.name.clone(),
             owner: b.meta.uid,
         }));
     }
+    Ok(())
+}
+
+fn abort(args: AbortArgs) -> Result<Ended, CommandError> {
+    let held = args.project.write()?;
+    let b = branch::open(&real(&held)?, &args.name).map_err(failed)?;
+    owned(&b)?;
     if args.force {
         unmount_all(&b)?;
     }

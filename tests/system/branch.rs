@@ -375,3 +375,107 @@ fn abort_force_unmounts_a_served_branch_and_removes_it() {
     assert!(!m.branch.exists());
     assert!(!p.path().join("new.txt").exists());
 }
+
+/// `editfs ARGS` in full: its exit code and all it said.
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let o = editfs(args);
+    (o.status.code(), said(&o))
+}
+
+#[test]
+fn commits_land_first_wins_a_later_one_re_anchors_and_a_conflict_changes_nothing() {
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = p.path().to_str().unwrap();
+    let lines: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    fs::write(p.path().join("a.txt"), &lines).unwrap();
+    fs::write(p.path().join("old.txt"), "old\n").unwrap();
+    for name in ["one", "two", "three"] {
+        ok(&["branch", "create", root, name]);
+    }
+    {
+        let mut mounts = Vec::new();
+        for name in ["one", "two", "three"] {
+            let Some(m) = BranchMount::start(p.path(), name, dir.path()) else {
+                return;
+            };
+            mounts.push(m);
+        }
+        let edit = |to: &str| {
+            format!(
+                "cat > a.txt.edit <<'EOF'\n<<<<<<< SEARCH\nline 5\n=======\n{to}\n>>>>>>> REPLACE\nEOF\n"
+            )
+        };
+        mounts[0].ok(&(edit("line five") + "echo new > new.txt && rm old.txt"));
+        mounts[1].ok("sed -i 's/^line 30$/line thirty/' a.txt");
+        mounts[2].ok(&edit("line FIVE"));
+    }
+    let (code, text) = run(&["branch", "commit", root, "one", "--dry-run"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("dry run"), "{text}");
+    assert_eq!(fs::read_to_string(p.path().join("a.txt")).unwrap(), lines);
+    let (code, text) = run(&["branch", "commit", root, "one"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.starts_with("OK 3 file(s) (tx 4,"),
+        "one transaction: {text}"
+    );
+    assert!(
+        !branch_dir(p.path(), "one").exists(),
+        "committed, then removed"
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("new.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(!p.path().join("old.txt").exists());
+    // The second touches the same file elsewhere: it re-anchors on the first's result.
+    let (code, text) = run(&["branch", "commit", root, "two"]);
+    assert_eq!(code, Some(0), "{text}");
+    let now = fs::read_to_string(p.path().join("a.txt")).unwrap();
+    assert_eq!(
+        now,
+        lines
+            .replace("line 5\n", "line five\n")
+            .replace("line 30\n", "line thirty\n")
+    );
+    // The third changed the line the first did: the whole commit fails, naming it.
+    let (code, text) = run(&["branch", "commit", root, "three"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("==== a.txt\nFAILED a.txt"), "{text}");
+    assert!(
+        text.contains("the file has \"line five\", SEARCH has \"line 5\""),
+        "{text}"
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("a.txt")).unwrap(),
+        now,
+        "nothing changed"
+    );
+    assert!(
+        branch_dir(p.path(), "three").exists(),
+        "a failed commit keeps the branch"
+    );
+    // The first commit is one transaction: undone whole.
+    ok(&["undo", root, "--tx", "4"]);
+    assert!(!p.path().join("new.txt").exists());
+    assert_eq!(
+        fs::read_to_string(p.path().join("old.txt")).unwrap(),
+        "old\n"
+    );
+}
+
+#[test]
+fn a_mounted_branch_is_not_committed() {
+    let p = project();
+    let (root, dir) = (p.path().to_str().unwrap(), tempfile::tempdir().unwrap());
+    ok(&["branch", "create", root, "b"]);
+    let Some(m) = BranchMount::start(p.path(), "b", dir.path()) else {
+        return;
+    };
+    m.ok("echo new > new.txt");
+    let (code, text) = run(&["branch", "commit", root, "b"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("is mounted at"), "{text}");
+    assert!(!p.path().join("new.txt").exists());
+}
