@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use editfs::engine::{self, Edit, Options, Outcome, SyntaxCheck};
+use editfs_engine::{self as engine, Edit, Options, Outcome, SyntaxCheck};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -923,7 +923,7 @@ fn syntax_file(ext: &str, unit: &str, bytes: usize) -> String {
 /// compared); then one block on a 100 KiB Python and Rust file through the
 /// whole engine with the check and without it.
 fn syntax() -> Option<String> {
-    use editfs::engine::syntax::{self, Verdict};
+    use editfs_engine::syntax::{self, Verdict};
     println!(
         "syntax check alone (a clean edit: the items around it parsed; a break: both contents in full):"
     );

@@ -52,10 +52,6 @@ impl Tree {
         Ok(Tree { branch, base })
     }
 
-    pub fn branch(&self) -> &Branch {
-        &self.branch
-    }
-
     /// `rel`'s content in the branch, `None` when it holds no such file.
     pub fn content(&self, rel: &str) -> Result<Option<Vec<u8>>, BranchError> {
         match self.upper(rel)? {

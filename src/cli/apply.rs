@@ -5,9 +5,9 @@ use std::io::{self, Read};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use editfs::engine::{Options, Outcome, Received};
-use editfs::store::{Held, Retention, Store, open_dir};
-use editfs::transaction::{self, Root, Target, multi};
+use crate::engine::{Options, Outcome, Received};
+use crate::store::{Held, Retention, Store, open_dir};
+use crate::transaction::{self, Root, Target, multi};
 
 use super::error::{CommandError, Ended};
 use super::options::EngineArgs;

@@ -4,9 +4,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use editfs::branch::{self, BRANCHES, Branch, BranchError, Stack, Tree};
-use editfs::mount::MountConfig;
-use editfs::store::{Held, Retention};
+use crate::branch::{self, BRANCHES, Branch, BranchError, Stack, Tree};
+use crate::mount::MountConfig;
+use crate::store::{Held, Retention};
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};
@@ -165,7 +165,7 @@ fn create(args: CreateArgs) -> Result<Ended, CommandError> {
         &who("editfs branch create"),
     )
     .map_err(failed)?;
-    let source = editfs::transaction::rewind::shell_word(&args.project.source);
+    let source = crate::transaction::rewind::shell_word(&args.project.source);
     println!(
         "OK: branch {} from transaction {}\nthen: editfs mount {source} MOUNT --branch {}",
         made.name, made.meta.base, made.name
@@ -351,7 +351,7 @@ fn unmount_all(b: &Branch) -> Result<(), CommandError> {
     const LAYERS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
     let gone = |e: String, at: &Path| CommandError::failed(format!("{}: {e}", at.display()));
     for at in b.mounts().iter().filter(|at| !at.starts_with(&b.dir)) {
-        editfs::mount::unmount(at).map_err(|e| gone(e, at))?;
+        crate::mount::unmount(at).map_err(|e| gone(e, at))?;
     }
     let until = std::time::Instant::now() + LAYERS_WAIT;
     while !b.mounts().is_empty() && std::time::Instant::now() < until {
@@ -373,10 +373,10 @@ pub fn state_of(project_state: &Path, name: &str) -> PathBuf {
 /// at them: the overlay as its SOURCE, the branch's state directory as its own.
 pub fn stack(config: &mut MountConfig, name: &str) -> Result<Stack, CommandError> {
     let failed_to = |e: &dyn std::fmt::Display| CommandError::failed(e.to_string());
-    let (source, _) = editfs::mount::check_paths(&config.source, &config.mountpoint)
-        .map_err(|e| failed_to(&e))?;
-    let state = editfs::mount::state_dir(&source, config.state_dir.as_deref())
-        .map_err(|e| failed_to(&e))?;
+    let (source, _) =
+        crate::mount::check_paths(&config.source, &config.mountpoint).map_err(|e| failed_to(&e))?;
+    let state =
+        crate::mount::state_dir(&source, config.state_dir.as_deref()).map_err(|e| failed_to(&e))?;
     let state =
         fs::canonicalize(&state).map_err(|e| failed_to(&format!("{}: {e}", state.display())))?;
     let stack = Stack::mount(&source, &state, name).map_err(failed)?;

@@ -7,8 +7,8 @@
 
 use std::process::ExitCode;
 
-use editfs::engine::Outcome;
-use editfs::store::StoreError;
+use crate::engine::Outcome;
+use crate::store::StoreError;
 
 /// What a command that ran ended with.
 pub enum Ended {

@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use editfs::history;
-use editfs::store::{Retention, Tail, View};
-use editfs::transaction::undo;
+use crate::history;
+use crate::store::{Retention, Tail, View};
+use crate::transaction::undo;
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};

@@ -92,8 +92,8 @@ pub fn main() -> ExitCode {
 }
 
 /// This process, as the log names the transactions `command` makes.
-fn who(command: &str) -> editfs::transaction::Who {
-    editfs::transaction::Who {
+fn who(command: &str) -> crate::transaction::Who {
+    crate::transaction::Who {
         pid: std::process::id(),
         command: command.into(),
         caller: None,

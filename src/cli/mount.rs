@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ArgAction;
 
-use editfs::mount::{self, BufferCaps, MountConfig, Policy, Settings, Suffixes};
-use editfs::store::Retention;
+use crate::mount::{self, BufferCaps, MountConfig, Policy, Settings, Suffixes};
+use crate::store::Retention;
 
 use super::error::{CommandError, Ended};
 use super::options::EngineArgs;
@@ -145,7 +145,7 @@ pub struct RescueArgs {
     mountpoint: PathBuf,
 }
 
-/// Runs the watcher a daemon starts for itself; see `editfs::mount::rescue`.
+/// Runs the watcher a daemon starts for itself; see `crate::mount::rescue`.
 pub fn rescue(args: RescueArgs) -> Result<Ended, CommandError> {
     // An inherited descriptor could be the connection itself, which would then
     // never close.

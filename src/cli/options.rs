@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 
-use editfs::engine::{Ambiguity, Options, SyntaxCheck};
+use crate::engine::{Ambiguity, Options, SyntaxCheck};
 
 #[derive(Args, Clone)]
 pub struct EngineArgs {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use editfs::mount::{Dialect, agent_prompt, table};
+use crate::mount::{Dialect, agent_prompt, table};
 
 use super::error::{CommandError, Ended};
 

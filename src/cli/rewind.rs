@@ -5,11 +5,11 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs;
 
-use editfs::engine::diff::file_diff;
-use editfs::engine::report::shown_name;
-use editfs::store::{Retention, View, count_changes};
-use editfs::transaction::rewind::{self, NetChange, Point};
-use editfs::transaction::undo;
+use crate::engine::diff::file_diff;
+use crate::engine::report::shown_name;
+use crate::store::{Retention, View, count_changes};
+use crate::transaction::rewind::{self, NetChange, Point};
+use crate::transaction::undo;
 
 use super::color::ColorArg;
 use super::error::{CommandError, Ended};

@@ -7,8 +7,8 @@ use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use editfs::store::{Came, Held, STATE_DIR, Store, View, hold};
-use editfs::transaction::Root;
+use crate::store::{Came, Held, STATE_DIR, Store, View, hold};
+use crate::transaction::Root;
 
 use super::error::CommandError;
 
@@ -93,14 +93,14 @@ impl Opened {
 impl ProjectArgs {
     /// `given`, a path the user named, as the project's relative path.
     pub fn path(&self, given: &str) -> Result<String, String> {
-        editfs::history::project_path(&self.source, given)
+        crate::history::project_path(&self.source, given)
     }
 
     /// The project directory opened.
     pub fn root(&self) -> Result<Opened, CommandError> {
         let path = fs::canonicalize(&self.source)
             .map_err(|e| CommandError::failed(format!("{}: {e}", self.source.display())))?;
-        let dir = editfs::store::open_dir(&path)?;
+        let dir = crate::store::open_dir(&path)?;
         Ok(Opened { path, dir })
     }
 
@@ -192,7 +192,7 @@ impl ProjectArgs {
 const FILING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Opens the store in `dir`, saying what it recovered from a crash.
-pub fn open(dir: &Path, retention: editfs::store::Retention) -> Result<Store, CommandError> {
+pub fn open(dir: &Path, retention: crate::store::Retention) -> Result<Store, CommandError> {
     let store = Store::open_with(dir, retention)?;
     if !store.recovered().is_empty() {
         eprintln!("editfs: {}", store.recovered());

@@ -98,7 +98,7 @@ fn if_match_per_file_names_the_stale_file_and_its_sha() {
     let payload = payload.as_str();
     let o = editfs(&["apply", "--multi", root], payload, p.path());
     assert_eq!(o.status.code(), Some(1));
-    let sha = editfs::engine::sha256_hex(b"bee\n");
+    let sha = editfs_engine::sha256_hex(b"bee\n");
     assert!(
         out(&o).contains("b.txt") && out(&o).contains(&sha),
         "{}",

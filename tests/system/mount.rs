@@ -210,7 +210,7 @@ exec 3>&-"#);
     let json: serde_json::Value =
         serde_json::from_str(&m.ok("cat lib/util.txt.status.json")).unwrap();
     assert_eq!(json["error"]["kind"], "stale", "{json}");
-    let now = editfs::engine::sha256_hex(b"other\n");
+    let now = editfs_engine::sha256_hex(b"other\n");
     assert_eq!(json["sha256"], now.as_str());
 }
 

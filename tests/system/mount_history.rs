@@ -57,7 +57,7 @@ fn log_of(m: &Mount, n: usize) -> Vec<serde_json::Value> {
 /// background: see the store's removals.rs) in the state directory `state`.
 fn filed(state: &Path) {
     assert!(
-        editfs::store::View::new(state).wait_filed(std::time::Duration::from_secs(20)),
+        editfs_store::View::new(state).wait_filed(std::time::Duration::from_secs(20)),
         "removals not filed"
     );
 }
@@ -499,11 +499,11 @@ fn every_file_a_killed_daemon_removed_is_kept_and_logged_after_the_next_open() {
     let _ = rm.wait();
     let src = &m.src;
     let waiting = fs::read_dir(dir.join("removed")).unwrap().count() - 1;
-    let store = editfs::store::Store::open(&dir).unwrap();
+    let store = editfs_store::Store::open(&dir).unwrap();
     let deletes: Vec<_> = store
         .entries()
         .into_iter()
-        .filter(|e| e.kind == editfs::store::LogKind::Delete)
+        .filter(|e| e.kind == editfs_store::LogKind::Delete)
         .collect();
     let gone: Vec<usize> = (0..FILES)
         .filter(|i| !src.join(format!("many/f{i}")).exists())
@@ -517,7 +517,7 @@ fn every_file_a_killed_daemon_removed_is_kept_and_logged_after_the_next_open() {
     for e in &deletes {
         let rel = &e.files[0].file;
         let i: usize = rel.trim_start_matches("many/f").parse().unwrap();
-        let kept = store.objects().read(editfs::store::Side::Pre, rel, e.tx);
+        let kept = store.objects().read(editfs_store::Side::Pre, rel, e.tx);
         assert_eq!(kept, Some(format!("file {i}\n").into_bytes()), "{rel}");
     }
     assert_eq!(fs::read_dir(dir.join("removed")).unwrap().count(), 1);
