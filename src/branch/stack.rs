@@ -101,6 +101,10 @@ impl Stack {
         &self.branch
     }
 
+    /// `xino=on`: the base view and the upper directory are two file
+    /// systems, whose inode numbers overlayfs would otherwise show as they
+    /// are, beside numbers of its own for directories: a directory and a
+    /// file could share one, and the mount above tells files apart by them.
     fn mount_overlay(&mut self) -> Result<(), BranchError> {
         let word = |p: PathBuf| -> Result<String, BranchError> {
             let text = p.to_str().unwrap_or(",");
@@ -113,7 +117,7 @@ impl Stack {
             Ok(text.to_owned())
         };
         let data = format!(
-            "lowerdir={},upperdir={},workdir={}",
+            "lowerdir={},upperdir={},workdir={},xino=on",
             word(self.base())?,
             word(self.branch.upper())?,
             word(self.branch.work())?

@@ -479,3 +479,48 @@ fn a_mounted_branch_is_not_committed() {
     assert!(text.contains("is mounted at"), "{text}");
     assert!(!p.path().join("new.txt").exists());
 }
+
+#[test]
+fn each_name_in_a_branch_mount_keeps_its_own_inode_and_type() {
+    // A directory of the overlay and a file of the base view once shared an
+    // inode number, and the mount above took .gitignore for the .git directory.
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = p.path().to_str().unwrap();
+    for d in [".git/objects", "src"] {
+        fs::create_dir_all(p.path().join(d)).unwrap();
+    }
+    for f in [".gitignore", "Cargo.toml", "src/main.rs", ".git/HEAD"] {
+        fs::write(p.path().join(f), "x\n").unwrap();
+    }
+    ok(&["branch", "create", root, "b"]);
+    let Some(m) = BranchMount::start(p.path(), "b", dir.path()) else {
+        return;
+    };
+    m.ok("mkdir target && echo y > target/out");
+    let script = "import os\n\
+        for e in sorted(os.scandir('.'), key=lambda e: e.name):\n\
+        \x20   st = os.lstat(e.name)\n\
+        \x20   print(e.name, e.is_dir(follow_symlinks=False), os.path.isdir(e.name), st.st_ino)\n";
+    let listed = m.ok(&format!("python3 -c \"{script}\""));
+    let mut inodes = std::collections::HashSet::new();
+    for line in listed.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        assert_eq!(w[1], w[2], "the listing's type is the file's: {listed}");
+        assert!(
+            inodes.insert(w[3].to_owned()),
+            "one inode, two names: {listed}"
+        );
+    }
+    assert_eq!(listed.lines().count(), 5, "{listed}");
+    // Unique because the overlay beneath numbers every file in one space
+    // (one device), rather than by chance.
+    let merged = m.branch.join("merged");
+    let devices: std::collections::HashSet<u64> = fs::read_dir(&merged)
+        .unwrap()
+        .map(|e| {
+            std::os::unix::fs::MetadataExt::dev(&fs::symlink_metadata(e.unwrap().path()).unwrap())
+        })
+        .collect();
+    assert_eq!(devices.len(), 1, "the overlay's files on {devices:?}");
+}
