@@ -247,8 +247,8 @@ fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
 }
 
 fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
-    use editfs::engine::{Options, Received, SyntaxCheck};
-    use editfs::transaction::multi;
+    use crate::engine::{Options, Received, SyntaxCheck};
+    use crate::transaction::multi;
     let held = args.project.write()?;
     let state = real(&held)?;
     let opened = args.project.root()?;
@@ -308,7 +308,7 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
         true => println!("{}", report.to_json()),
         false => print!("{report}"),
     }
-    if report.outcome == editfs::engine::Outcome::Ok && !args.dry_run {
+    if report.outcome == crate::engine::Outcome::Ok && !args.dry_run {
         let name = b.name.clone();
         b.remove().map_err(failed)?;
         if !args.json {
