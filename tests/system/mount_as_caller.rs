@@ -902,3 +902,52 @@ fn a_resent_deletion_is_a_replay_only_by_history_the_caller_may_see() {
         "a hidden history reads as none"
     );
 }
+
+/// `vault/` is root's 0700 directory, `vault/app.env` open to all by its own
+/// bits; `acl/` is open by its bits but an ACL shuts nobody out of it. Natively
+/// nobody reaches neither file: not by naming it in a multi-file payload or a
+/// dry run, not through a symlink of its own, not with `cat` through the mount.
+#[test]
+fn a_file_in_a_directory_the_caller_may_not_search_is_out_of_reach_every_way() {
+    let Some(m) = mount_for_nobody() else { return };
+    for dir in ["vault", "acl"] {
+        let d = m.src.join(dir);
+        fs::create_dir(&d).unwrap();
+        fs::write(d.join("app.env"), format!("PASSWORD={SECRET}\n")).unwrap();
+        chmod(&d.join("app.env"), 0o666);
+    }
+    chmod(&m.src.join("vault"), 0o700);
+    let out = Command::new("setfacl")
+        .args(["-m", "u:nobody:---"])
+        .arg(m.src.join("acl"))
+        .output()
+        .expect("setfacl (package acl) is installed");
+    assert!(out.status.success(), "setfacl: {}", text(&out));
+    for dir in ["vault", "acl"] {
+        let rel = format!("{dir}/app.env");
+        let link = format!("nb/{dir}-link");
+        std::os::unix::fs::symlink(format!("../{rel}"), m.src.join(&link)).unwrap();
+        std::os::unix::fs::lchown(m.src.join(&link), Some(NOBODY), Some(NOBODY)).unwrap();
+        let patch = format!(
+            "*** Begin Patch\n*** Update File: {rel}\n@@\n-PASSWORD={SECRET}\n+PASSWORD=mine\n*** End Patch\n"
+        );
+        let block =
+            format!("<<<<<<< SEARCH\nPASSWORD={SECRET}\n=======\nPASSWORD=mine\n>>>>>>> REPLACE\n");
+        let script = format!(
+            "cat {rel}; ls {dir}; printf '%s' '{patch}' | cat > .editfs/dry-run; cat .editfs/status; \
+             printf '%s' '{patch}' | cat > .editfs/edit; cat .editfs/status; \
+             printf '%s' '{block}' | cat > {link}.edit; cat {link}.status; true"
+        );
+        let out = as_nobody(&m, &script);
+        let said = text(&out);
+        assert!(
+            !said.contains(&format!("PASSWORD={SECRET}")),
+            "{dir}: {said}"
+        );
+        assert_eq!(
+            fs::read_to_string(m.src.join(&rel)).unwrap(),
+            format!("PASSWORD={SECRET}\n"),
+            "{dir}: {said}"
+        );
+    }
+}

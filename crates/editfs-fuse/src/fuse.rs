@@ -286,6 +286,13 @@ impl Filesystem for Fuse {
             log::info!("the kernel lacks {missing:?}");
             let _ = config.add_capabilities(want - missing);
         }
+        // The kernel then checks SOURCE's POSIX ACLs (read through getxattr)
+        // with the permission bits, as for every request on SOURCE itself: a
+        // directory an ACL shuts a user out of stays shut through the mount,
+        // and only a file's owner may change its ACL.
+        if config.add_capabilities(InitFlags::FUSE_POSIX_ACL).is_err() {
+            log::warn!("the kernel cannot check POSIX ACLs: only permission bits guard the mount");
+        }
         // Depth 2: SOURCE may itself be on a stacked file system (a container's
         // overlayfs); the price is that the mount cannot be a layer of one.
         let through = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()

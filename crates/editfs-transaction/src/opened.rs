@@ -169,13 +169,35 @@ pub(super) fn open_target(
 }
 
 /// The directory of `target`'s file: where the mount found it, or reached
-/// from the root with the caller's search rights.
+/// from the root with the caller's search rights; either way one the caller
+/// may search.
 pub(super) fn target_dir(target: &Target<'_>) -> Result<OwnedFd, StoreError> {
+    let caller = target.who.caller.as_ref();
     match target.dir {
-        Some(dir) => rustix::io::dup(dir)
-            .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into())),
-        None => walk(target.root, target.rel, target.who.caller.as_ref()),
+        Some(dir) => {
+            let dir = rustix::io::dup(dir)
+                .map_err(|e| io_err("open the directory of", Path::new(target.rel))(e.into()))?;
+            searchable(dir, target.rel, caller)
+        }
+        None => walk(target.root, target.rel, caller),
     }
+}
+
+/// `dir`, once `caller` may search it. A walk opens each directory with the
+/// search right on the one above it, and the daemon opens the file in the
+/// last: the kernel checks the caller's right to search that last directory
+/// only when asked (a 0700 directory, or one an ACL shuts the caller out of,
+/// would otherwise lend its files to anyone who can name them).
+fn searchable(dir: OwnedFd, rel: &str, caller: Option<&Caller>) -> Result<OwnedFd, StoreError> {
+    if let Some(c) = caller {
+        c.may(dir.as_fd(), Access::EXEC_OK)
+            .map_err(|source| StoreError::Denied {
+                path: rel.into(),
+                what: "reach its directory",
+                source,
+            })?;
+    }
+    Ok(dir)
 }
 
 /// The file `rel` beneath `root`, open with its directory, and its bytes (none
@@ -203,7 +225,7 @@ pub(super) fn walk(
     rel: &str,
     caller: Option<&Caller>,
 ) -> Result<OwnedFd, StoreError> {
-    parent_beneath_with(root.fd, rel, |walk| match caller {
+    let dir = parent_beneath_with(root.fd, rel, |walk| match caller {
         Some(c) => c.with(walk),
         None => Ok(walk()),
     })
@@ -227,7 +249,8 @@ pub(super) fn walk(
             other => other.into(),
         };
         io_err("open the directory of", Path::new(rel))(why)
-    })
+    })?;
+    searchable(dir, rel, caller)
 }
 
 /// The file `rel` in `dir`, its directory, open, and its bytes. The file must be
