@@ -180,6 +180,74 @@ fn history_log_and_snapshots_show_nothing_from_a_directory_the_caller_cannot_sea
     }
 }
 
+/// `setfacl ARGS PATH` as root; the test cannot stand without it.
+fn setfacl(args: &[&str], path: &Path) {
+    let out = Command::new("setfacl")
+        .args(args)
+        .arg(path)
+        .output()
+        .expect("setfacl (package acl) is installed");
+    assert!(out.status.success(), "setfacl: {}", text(&out));
+}
+
+/// `acld/` is open to everyone by its bits, but an ACL shuts nobody out of
+/// it: `ls` of it fails for nobody, and so nothing of what root did in it
+/// shows through `.editfs/` (bits alone would show it).
+#[test]
+fn history_and_snapshots_show_nothing_from_a_directory_an_acl_shuts_the_caller_out_of() {
+    let Some(m) = mount_for_nobody() else { return };
+    let dir = m.src.join("acld");
+    fs::create_dir(&dir).unwrap();
+    for name in ["k.txt", "e.txt"] {
+        fs::write(dir.join(name), format!("{SECRET}\n")).unwrap();
+        chmod(&dir.join(name), 0o644);
+    }
+    setfacl(&["-m", "u:nobody:---"], &dir);
+    root_edits(&m, "acld/e.txt", SECRET, "API_KEY=<redacted>");
+    m.ok("rm acld/k.txt");
+    let native = as_nobody(&m, "ls acld");
+    assert!(!native.status.success(), "the ACL holds natively");
+    let sha = sha_of(&format!("{SECRET}\n"));
+    let out = as_nobody(
+        &m,
+        "cat .editfs/history .editfs/log; ls -R .editfs/snapshots .editfs/versions 2>&1; \
+         cat .editfs/snapshots/acld/*/* 2>&1; true",
+    );
+    for leak in ["k.txt", "e.txt", "rm acld", SECRET, sha.as_str()] {
+        assert!(
+            !text(&out).contains(leak),
+            "nobody saw {leak}: {}",
+            text(&out)
+        );
+    }
+}
+
+/// Root redacts `shared.txt` while an ACL denies nobody its reading, then
+/// drops the ACL: nobody may read and write the file now, but the version
+/// before the redaction was kept while nobody could not read it, and no undo
+/// brings it back for nobody.
+#[test]
+fn undo_never_restores_a_version_an_acl_kept_from_the_caller() {
+    let Some(m) = mount_for_nobody() else { return };
+    let file = m.src.join("shared.txt");
+    fs::write(&file, format!("{SECRET}\nport=1\n")).unwrap();
+    chmod(&file, 0o666);
+    setfacl(&["-m", "u:nobody:---"], &file);
+    root_edits(&m, "shared.txt", SECRET, "API_KEY=<redacted>");
+    setfacl(&["-b"], &file);
+    chmod(&file, 0o666);
+    for request in ["shared.txt", "shared.txt --force"] {
+        let out = as_nobody(
+            &m,
+            &format!(
+                "echo '{request}' | cat > .editfs/undo; cat shared.txt .editfs/snapshots/shared.txt/* 2>&1; true"
+            ),
+        );
+        assert!(!text(&out).contains(SECRET), "{request}: {}", text(&out));
+    }
+    assert!(!fs::read_to_string(&file).unwrap().contains(SECRET));
+}
+
 /// Root edits a file in its 0700 `priv/`, moves it out, and removes the whole
 /// directory: nobody, who could never search `priv/`, sees none of its names,
 /// hashes or contents through `.editfs/` once the directory is gone, and an

@@ -89,19 +89,6 @@ pub(super) fn access_for(flags: OFlags) -> rustix::fs::Access {
     }
 }
 
-/// Whether SOURCE's file `fd` (an `O_PATH` descriptor too) has a POSIX access
-/// ACL. Without one, the kernel's check of the permission bits the mount shows
-/// was SOURCE's own answer, and reading the caller's groups from /proc to ask
-/// again (a tenth of a millisecond) is spared.
-pub(super) fn has_acl(fd: BorrowedFd<'_>) -> bool {
-    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    use rustix::io::Errno as E;
-    match rustix::fs::getxattr_query(link.as_str(), c"system.posix_acl_access") {
-        Ok(_) => true,
-        Err(e) => !matches!(e, E::NODATA | E::NOTSUP),
-    }
-}
-
 /// Whether `who` may add or remove names in `dir`, asked of the kernel with
 /// `who`'s credentials on SOURCE's directory. The kernel checked the mode bits
 /// and the sticky bit the mount shows before the request came
@@ -110,7 +97,10 @@ pub(super) fn has_acl(fd: BorrowedFd<'_>) -> bool {
 /// for another user (it is root, the user is not; otherwise the call itself
 /// is made with that user's rights) and the directory has an ACL.
 fn may_change(who: Requester, dir: &OwnedFd) -> Res<()> {
-    if who.uid == 0 || !rustix::process::geteuid().is_root() || !has_acl(dir.as_fd()) {
+    if who.uid == 0
+        || !rustix::process::geteuid().is_root()
+        || !crate::store::caller::has_acl(dir.as_fd())
+    {
         return Ok(());
     }
     who.caller()

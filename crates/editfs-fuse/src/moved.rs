@@ -31,6 +31,8 @@ struct Kept {
     /// Its path beneath the moved directory (`/a/b.txt`).
     sub: String,
     st: rustix::fs::Stat,
+    /// Its access, read from the descriptor its content was kept through.
+    access: Access,
     rel: String,
     tx: u64,
     sha: String,
@@ -201,6 +203,7 @@ impl Core {
         }
         match self.store.objects().put_from(&mut file, st.st_size as u64) {
             Ok(sha) => Some(Kept {
+                access: Access::of_fd(file.as_fd())?,
                 above: Access::above(dir.as_fd(), &rel),
                 sub,
                 st,
@@ -235,7 +238,10 @@ impl Core {
         let Some(st) = st.filter(|st| (st.st_dev, st.st_ino) == (was.st_dev, was.st_ino)) else {
             return;
         };
-        let made = (Some(Access::of_stat(&st)), Access::above(loc.dir(), rel));
+        let made = (
+            Access::at(loc.dir(), &loc.name),
+            Access::above(loc.dir(), rel),
+        );
         match direct::begin_created(&self.store, rel, made, who) {
             Ok(p) => self.await_creation(p.with_dirs(dirs_down(dest, rel)), (st.st_dev, st.st_ino)),
             Err(e) => log::error!("cannot record {rel}, moved with its directory: {e}"),
@@ -245,7 +251,7 @@ impl Core {
 
 /// The log line of `k`'s removal from its old name.
 fn removal(k: &Kept, who: &Who) -> LogEntry {
-    let access = Access::of_stat(&k.st);
+    let access = k.access;
     LogEntry {
         tx: k.tx,
         time: now(),

@@ -5,6 +5,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -199,7 +200,7 @@ impl Core {
             }
             return None;
         }
-        let access = file.metadata().ok().map(|m| Access::of(&m));
+        let access = Access::of_fd(file.as_fd());
         let above = Access::above(loc.dir(), &name);
         direct::begin(&self.store, &name, (&mut file, access, above), &who)
             .map_err(|e| log::error!("cannot keep the pre-image of {name}: {e}"))
@@ -225,8 +226,8 @@ impl Core {
         self.store.settle_removals_at(&name);
         let created = || {
             let made = self.loc_at(&name).and_then(|l| {
-                let st = rustix::fs::statat(l.dir(), &l.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-                Some((Some(Access::of_stat(&st)), Access::above(l.dir(), &name)))
+                let access = Access::at(l.dir(), &l.name)?;
+                Some((Some(access), Access::above(l.dir(), &name)))
             });
             let made = made.unwrap_or((None, Vec::new()));
             direct::begin_created(&self.store, &name, made, &Who::process(who.pid))
@@ -290,7 +291,7 @@ impl Core {
     fn record_write(&self, pending: &Pending, loc: Option<&Loc>) {
         let mut now = None;
         let after = loc.and_then(open_regular).and_then(|(mut f, size)| {
-            now = f.metadata().ok().map(|m| Access::of(&m));
+            now = Access::of_fd(f.as_fd());
             let mut bytes = Vec::with_capacity(size as usize);
             f.read_to_end(&mut bytes).ok().map(|_| bytes)
         });
@@ -445,10 +446,14 @@ impl Core {
         )?;
         if !replaces && self.keeps(dest) {
             let dest = dest.to_string_lossy();
-            let st = rustix::fs::statat(to.dir(), &to.name, AtFlags::SYMLINK_NOFOLLOW).ok();
-            let inode = st.as_ref().map(|st| (st.st_dev, st.st_ino));
+            let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let held = rustix::fs::openat(to.dir(), &to.name, how, Mode::empty()).ok();
+            let inode = held
+                .as_ref()
+                .and_then(|fd| rustix::fs::fstat(fd).ok())
+                .map(|st| (st.st_dev, st.st_ino));
             let made = (
-                st.map(|st| Access::of_stat(&st)),
+                held.as_ref().and_then(|fd| Access::of_fd(fd.as_fd())),
                 Access::above(to.dir(), &dest),
             );
             match (inode, direct::begin_created(&self.store, &dest, made, &who)) {
@@ -562,10 +567,13 @@ impl Core {
         }
         let open = self.is_open(self.ids.of(&st));
         if !open && st.st_nlink == 1 && self.store.removes_on(st.st_dev) {
+            // The bits of the file looked at; an ACL counts unless the name
+            // shows none (a file moved away meanwhile: none can be told).
             let access = Access {
                 mode: st.st_mode & 0o7777,
                 uid: st.st_uid,
                 gid: st.st_gid,
+                acl: Access::at(loc.dir(), &loc.name).is_none_or(|a| a.acl),
             };
             let decide = |moved: &rustix::fs::Stat| self.verdict(&st, moved);
             match direct::remove_later(

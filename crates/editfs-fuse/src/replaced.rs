@@ -50,7 +50,7 @@ impl Core {
             return Ok(());
         };
         match rustix::fs::fstat(&pinned) {
-            Ok(st) if self.ids.of(&st) == ino && super::dirs::has_acl(pinned.as_fd()) => {}
+            Ok(st) if self.ids.of(&st) == ino && crate::store::caller::has_acl(pinned.as_fd()) => {}
             _ => return Ok(()),
         }
         let access = if flags & EXEC_OPEN != 0 {

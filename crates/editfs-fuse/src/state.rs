@@ -12,10 +12,11 @@
 
 use std::ffi::OsStr;
 use std::fs;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::AtFlags;
+use rustix::fs::{Mode, OFlags};
 
 use super::core::Core;
 use super::nodes::{Kind, ROOT};
@@ -71,6 +72,21 @@ fn version_of(rel: &Path) -> Option<(String, u64)> {
 fn listable(mode: u32) -> u16 {
     let read = mode & 0o444;
     (read | read >> 2) as u16
+}
+
+/// The status of the project's file or directory at `rel` now, and whether
+/// an ACL is on it.
+fn project_now(root: BorrowedFd<'_>, rel: &Path) -> Option<(rustix::fs::Stat, bool)> {
+    let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(root, rel, how, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    Some((st, crate::store::caller::has_acl(fd.as_fd())))
+}
+
+/// `perm`, left to the owner alone where an ACL (which the bits the kernel
+/// is shown cannot carry) may shut others out.
+fn owners_if(acl: bool, perm: u16) -> u16 {
+    if acl { perm & 0o700 } else { perm }
 }
 
 impl Core {
@@ -163,17 +179,17 @@ impl Core {
         }
         let project: PathBuf = rel.components().skip(1).collect();
         let now = (!project.as_os_str().is_empty())
-            .then(|| rustix::fs::statat(self.source.root(), &project, AtFlags::SYMLINK_NOFOLLOW))
-            .and_then(Result::ok);
+            .then(|| project_now(self.source.root(), &project))
+            .flatten();
         match now {
-            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => (
+            Some((st, acl)) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => (
                 FileType::Directory,
-                (st.st_mode & 0o555) as u16,
+                owners_if(acl, (st.st_mode & 0o555) as u16),
                 Some((st.st_uid, st.st_gid)),
             ),
-            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => (
+            Some((st, acl)) if st.st_mode & libc::S_IFMT == libc::S_IFREG => (
                 FileType::Directory,
-                listable(st.st_mode),
+                owners_if(acl, listable(st.st_mode)),
                 Some((st.st_uid, st.st_gid)),
             ),
             // A path that is gone, once behind a directory not everyone could

@@ -171,6 +171,25 @@ pub fn acting<T>(
     }
 }
 
+/// The extended attribute that holds a file's access ACL; the kernel removes
+/// it when an ACL says no more than the permission bits.
+const ACL_ATTR: &str = "system.posix_acl_access";
+
+/// Whether the file or directory `fd` (an `O_PATH` one too) has an access ACL
+/// beyond its bits; where that cannot be told, it is taken to have one (who
+/// asks acts more carefully then). Asked through its /proc link, which
+/// reaches exactly that file, as `fgetxattr` takes no `O_PATH` descriptor.
+/// Without one, the kernel's check of a file's permission bits is its whole
+/// answer, and asking it again with another user's credentials is spared.
+pub fn has_acl(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use rustix::io::Errno;
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    match rustix::fs::getxattr_query(link.as_str(), ACL_ATTR) {
+        Ok(_) => true,
+        Err(e) => !matches!(e, Errno::NODATA | Errno::NOTSUP),
+    }
+}
+
 /// The status text of process `pid` and whether it is in the daemon's user
 /// namespace, both read through one open of its /proc directory, so a pid
 /// reused meanwhile fails both rather than mixing two processes. Empty and

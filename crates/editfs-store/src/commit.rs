@@ -148,12 +148,7 @@ pub struct Removal<'a> {
 /// The mode and owner of the file `r` removes, read before it goes.
 fn removed_access(r: &Removal<'_>) -> Option<logline::Access> {
     let name = Path::new(r.rel).file_name()?;
-    let st = rustix::fs::statat(r.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
-    Some(logline::Access {
-        mode: st.st_mode & 0o7777,
-        uid: st.st_uid,
-        gid: st.st_gid,
-    })
+    logline::Access::at(r.dir, name)
 }
 
 /// Versions a committed record carries the bytes of (see `Store::keep_version`).
@@ -448,8 +443,9 @@ impl Store {
         for f in &mut log.files {
             f.created |= changes.iter().any(|c| c.rel == f.file && c.pre.is_none());
             let old = changes.iter().position(|c| c.rel == f.file);
-            if let Some(meta) = old.and_then(|i| metas[i].as_ref()) {
-                f.access = Some(logline::Access::of(meta));
+            let read = old.and_then(|i| changes[i].old);
+            if let Some(access) = read.and_then(|f| logline::Access::of_fd(f.as_fd())) {
+                f.access = Some(access);
             }
             if let Some(c) = old.map(|i| &changes[i]) {
                 f.above = logline::Access::above(c.dir, &f.file);

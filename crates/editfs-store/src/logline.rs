@@ -134,12 +134,18 @@ impl FileEntry {
     }
 }
 
-/// A file's permission bits and owner.
+/// A file's permission bits and owner, and whether an ACL granted or denied
+/// more than the bits say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {
     pub mode: u32,
     pub uid: u32,
     pub gid: u32,
+    /// An access ACL beyond the bits was on it. Its entries are not recorded,
+    /// so who else it let in cannot be told later: such a version counts as
+    /// readable (and such a directory as searchable) by its owner alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acl: bool,
 }
 
 impl Access {
@@ -155,9 +161,11 @@ impl Access {
         let mut up: Option<std::os::fd::OwnedFd> = None;
         for level in 0..levels {
             let at = up.as_ref().map_or(dir, |fd| fd.as_fd());
-            let Ok(st) = rustix::fs::fstat(at) else { break };
-            if st.st_mode & 0o001 == 0 {
-                out.push(Access::of_stat(&st));
+            let Some(access) = Access::of_fd(at) else {
+                break;
+            };
+            if access.mode & 0o001 == 0 || access.acl {
+                out.push(access);
             }
             if level + 1 < levels {
                 let how = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -170,21 +178,33 @@ impl Access {
         out
     }
 
-    /// The permission bits and owner of a status.
-    pub fn of_stat(st: &rustix::fs::Stat) -> Access {
-        Access {
+    /// The access of the file or directory `fd`.
+    pub fn of_fd(fd: std::os::fd::BorrowedFd<'_>) -> Option<Access> {
+        let st = rustix::fs::fstat(fd).ok()?;
+        Some(Access {
             mode: st.st_mode & 0o7777,
             uid: st.st_uid,
             gid: st.st_gid,
-        }
+            acl: super::caller::has_acl(fd),
+        })
+    }
+
+    /// The access of `name` in `dir`, a symlink not followed: the file that
+    /// was there at the one look that read its bits and its ACL.
+    pub fn at(dir: std::os::fd::BorrowedFd<'_>, name: &std::ffi::OsStr) -> Option<Access> {
+        use rustix::fs::{Mode, OFlags};
+        let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, name, how, Mode::empty()).ok()?;
+        Access::of_fd(std::os::fd::AsFd::as_fd(&fd))
     }
 
     /// This file's access as bits alone can show it, given the directories
-    /// `above` it that not everyone could search: group and others lose
-    /// their bits, and the owner too if one of them shut it out. Conservative:
+    /// `above` it that not everyone could search, or under an ACL (whose
+    /// entries are not recorded): group and others lose their bits, and the
+    /// owner too if one of those directories shut it out. Conservative:
     /// it never shows the file to a user who could not reach it.
     pub fn behind(self, above: &[Access]) -> Access {
-        if above.is_empty() {
+        if above.is_empty() && !self.acl {
             return self;
         }
         let owner_searches = above.iter().all(|d| {
@@ -195,7 +215,7 @@ impl Access {
             } else {
                 0
             };
-            (d.mode >> shift) & 1 == 1
+            (shift == 6 || !d.acl) && (d.mode >> shift) & 1 == 1
         });
         let mode = if owner_searches {
             self.mode & 0o7700
@@ -203,15 +223,6 @@ impl Access {
             0
         };
         Access { mode, ..self }
-    }
-
-    pub fn of(meta: &std::fs::Metadata) -> Access {
-        use std::os::unix::fs::MetadataExt;
-        Access {
-            mode: meta.mode() & 0o7777,
-            uid: meta.uid(),
-            gid: meta.gid(),
-        }
     }
 }
 
@@ -279,18 +290,21 @@ mod tests {
             mode: 0o644,
             uid: 1000,
             gid: 1000,
+            acl: false,
         };
         assert_eq!(file.behind(&[]), file);
         let mine = Access {
             mode: 0o700,
             uid: 1000,
             gid: 1000,
+            acl: false,
         };
         assert_eq!(file.behind(&[mine]).mode, 0o600);
         let roots = Access {
             mode: 0o700,
             uid: 0,
             gid: 0,
+            acl: false,
         };
         assert_eq!(file.behind(&[mine, roots]).mode, 0);
         let tmp = tempfile::tempdir().unwrap();

@@ -592,7 +592,9 @@ impl Store {
         if let Some(entry) = line.files.first_mut() {
             entry.before = Some(sha);
             entry.lines_removed = bytes.split_inclusive(|&b| b == b'\n').count();
-            entry.access.get_or_insert(Access::of(&meta));
+            if let Some(access) = Access::of_fd(file.as_fd()) {
+                entry.access.get_or_insert(access);
+            }
         }
         Ok(line)
     }

@@ -6,14 +6,17 @@
 //! the user could read it. Everything else reads as if it never happened, so
 //! no answer tells a hidden name from one that never had a history.
 //!
-//! The rules read permission bits as the kernel does without ACLs: owner class
-//! first, then group (the primary group or any supplementary one), then others; root
-//! reads everything. POSIX ACLs are not consulted, so a file whose ACL denies a user
-//! what its bits grant shows its transactions to that user.
+//! What the caller can reach and read now the kernel decides, asked with the
+//! caller's credentials (ACLs count). What the caller could read when a
+//! version was kept is read from the log's record of the file then: its
+//! permission bits as the kernel reads them (owner class first, then group,
+//! the primary group or any supplementary one, then others; root reads
+//! everything), and, where an ACL was on the file or a directory above it
+//! (its entries are not recorded), its owner alone.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 
 use super::Caller;
 use crate::logline::{Access, LogEntry};
@@ -35,6 +38,8 @@ impl Caller {
         }
         let shift = if self.uid == access.uid {
             6
+        } else if access.acl {
+            return false;
         } else if self.gid == access.gid || self.groups.contains(&access.gid) {
             3
         } else {
@@ -70,9 +75,7 @@ impl Caller {
             Some(fd) => fd,
             None => root,
         };
-        stat(at, file).is_ok_and(|st| {
-            st.st_mode & libc::S_IFMT == libc::S_IFREG && self.reads(&access_of(&st))
-        })
+        matches!(self.look(at, file), Look::File(true))
     }
 
     /// Whether `rel` does not exist beneath `root` and the caller could learn so
@@ -90,7 +93,7 @@ impl Caller {
                     Some(fd) => fd,
                     None => root,
                 };
-                matches!(stat(at, file), Err(rustix::io::Errno::NOENT))
+                matches!(self.look(at, file), Look::Nothing)
             }
         }
     }
@@ -98,11 +101,11 @@ impl Caller {
     /// Walks `dirs` beneath `root` as the caller could: each searchable, no
     /// symlink followed.
     fn search(&self, root: &impl AsFd, dirs: &[&str]) -> Way {
-        let searchable = |st: &rustix::fs::Stat| {
-            st.st_mode & libc::S_IFMT == libc::S_IFDIR
-                && (self.is_root() || self.permits(&access_of(st), SEARCH))
+        let searchable = |fd: BorrowedFd<'_>| {
+            rustix::fs::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+                && self.kernel_allows(fd, rustix::fs::Access::EXEC_OK, SEARCH)
         };
-        if !rustix::fs::fstat(root).is_ok_and(|st| searchable(&st)) {
+        if !searchable(root.as_fd()) {
             return Way::Denied;
         }
         let mut held: Option<OwnedFd> = None;
@@ -111,18 +114,43 @@ impl Caller {
                 Some(fd) => fd,
                 None => root,
             };
-            match stat(at, dir) {
+            match open_path(at, dir) {
                 Err(rustix::io::Errno::NOENT) => return Way::Missing,
-                Ok(st) if searchable(&st) => {}
+                Ok(fd) if searchable(fd.as_fd()) => held = Some(fd),
                 _ => return Way::Denied,
-            }
-            let how = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rustix::fs::openat(at.as_fd(), *dir, how, Mode::empty()) {
-                Ok(fd) => held = Some(fd),
-                Err(_) => return Way::Denied,
             }
         }
         Way::Open(held)
+    }
+
+    /// Whether the kernel lets this caller access `fd` as `how` says; where
+    /// the daemon cannot take on the caller's credentials (it does not run as
+    /// root), the file's bits and ACL flag decide for `want` instead.
+    fn kernel_allows(&self, fd: BorrowedFd<'_>, how: rustix::fs::Access, want: u32) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let daemon = rustix::process::geteuid();
+        if daemon.is_root() || daemon.as_raw() == self.uid {
+            return self.may(fd, how).is_ok();
+        }
+        Access::of_fd(fd).is_some_and(|a| self.permits(&a, want))
+    }
+
+    /// What is at `name` in `dir` for this caller, no symlink followed.
+    fn look(&self, dir: &dyn AsFd, name: &str) -> Look {
+        let fd = match open_path(dir, name) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Look::Nothing,
+            Err(_) => return Look::Denied,
+        };
+        match rustix::fs::fstat(&fd) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {
+                Look::File(self.kernel_allows(fd.as_fd(), rustix::fs::Access::READ_OK, READ))
+            }
+            Ok(_) => Look::Other,
+            Err(_) => Look::Denied,
+        }
     }
 
     /// Whether the caller may see transaction `entry`: it can reach and read
@@ -161,11 +189,10 @@ impl Caller {
             Some(fd) => fd,
             None => root,
         };
-        match stat(at, file) {
-            Err(rustix::io::Errno::NOENT) => Sight::Gone,
-            Ok(st) if st.st_mode & libc::S_IFMT != libc::S_IFREG => Sight::Gone,
-            Ok(st) if self.is_root() || self.reads(&access_of(&st)) => Sight::Readable,
-            _ => Sight::Hidden,
+        match self.look(at, file) {
+            Look::Nothing | Look::Other => Sight::Gone,
+            Look::File(true) => Sight::Readable,
+            Look::File(false) | Look::Denied => Sight::Hidden,
         }
     }
 }
@@ -191,6 +218,16 @@ enum Way {
     Denied,
 }
 
+/// What `Caller::look` found at a name.
+enum Look {
+    Nothing,
+    /// A regular file, and whether the caller may read it.
+    File(bool),
+    /// Something else: a directory, a symlink, a special file.
+    Other,
+    Denied,
+}
+
 /// A path's last part and the directories before it.
 fn parts(rel: &str) -> Option<(&str, Vec<&str>)> {
     let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
@@ -198,28 +235,26 @@ fn parts(rel: &str) -> Option<(&str, Vec<&str>)> {
     Some((file, parts))
 }
 
-fn stat(dir: &dyn AsFd, name: &str) -> rustix::io::Result<rustix::fs::Stat> {
-    rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
+/// `name` in `dir` opened as a path only, no symlink followed.
+fn open_path(dir: &dyn AsFd, name: &str) -> rustix::io::Result<OwnedFd> {
+    let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir.as_fd(), name, how, Mode::empty())
 }
 
 /// What the caller could learn of each file now, by path.
 pub type Now = std::collections::HashMap<String, Sight>;
-
-/// The permission bits and owner of a status.
-pub fn access_of(st: &rustix::fs::Stat) -> Access {
-    Access {
-        mode: st.st_mode & 0o7777,
-        uid: st.st_uid,
-        gid: st.st_gid,
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn access(mode: u32, uid: u32, gid: u32) -> Access {
-        Access { mode, uid, gid }
+        Access {
+            mode,
+            uid,
+            gid,
+            acl: false,
+        }
     }
 
     #[test]

@@ -177,6 +177,7 @@ impl Pending {
             (Some(before), Some(now)) if (before.uid, before.gid) == (now.uid, now.gid) => {
                 Some(Access {
                     mode: before.mode & now.mode,
+                    acl: before.acl || now.acl,
                     ..before
                 })
             }
@@ -184,6 +185,7 @@ impl Pending {
                 mode: 0,
                 uid: 0,
                 gid: 0,
+                acl: false,
             }),
             (before, None) => before,
             (None, now) => now,
@@ -276,13 +278,7 @@ pub fn remove<E>(
     open: bool,
     unlink: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), E> {
-    let access = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-        .ok()
-        .map(|st| Access {
-            mode: st.st_mode & 0o7777,
-            uid: st.st_uid,
-            gid: st.st_gid,
-        });
+    let access = Access::at(dir, name);
     let numbered = store
         .lock(&Keys::new().path(rel))
         .and_then(|lock| Ok((lock, store.next_tx()?)));

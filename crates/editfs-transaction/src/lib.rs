@@ -112,6 +112,7 @@ impl Who {
             mode: 0o644,
             uid: c.uid,
             gid,
+            acl: false,
         })
     }
 }

@@ -14,8 +14,11 @@
 //! editfs keeps no version of) is `uncovered`.
 
 use std::collections::{BTreeMap, HashSet};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::SystemTime;
+
+use rustix::fs::{Mode, OFlags};
 
 use super::{Root, Who};
 use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome};
@@ -448,11 +451,12 @@ pub fn left(
         .iter()
         .filter_map(|(rel, tx)| {
             let then = first(rel, *tx).filter(|f| !f.created)?.access?;
-            let st =
-                rustix::fs::statat(root.fd, rel.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                    .ok()
-                    .filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)?;
-            let now = crate::store::logline::Access::of_stat(&st);
+            let how = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd = rustix::fs::openat(root.fd, rel.as_str(), how, Mode::empty()).ok()?;
+            rustix::fs::fstat(&fd)
+                .ok()
+                .filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)?;
+            let now = crate::store::logline::Access::of_fd(fd.as_fd())?;
             (now != then && shown(rel)).then(|| access_change(rel, now, then))
         })
         .collect();
@@ -514,6 +518,11 @@ fn access_change(
             "owner {}:{} now, {}:{} at the point",
             now.uid, now.gid, then.uid, then.gid
         ));
+    }
+    match (now.acl, then.acl) {
+        (true, false) => parts.push("an ACL now, none at the point".to_owned()),
+        (false, true) => parts.push("no ACL now, one at the point".to_owned()),
+        _ => {}
     }
     format!("{rel}: {}", parts.join(", "))
 }
