@@ -147,6 +147,60 @@ fn roots_new_file_over_another_users_removed_file_carries_none_of_its_content() 
     }
 }
 
+/// Root renames its own tool over nobody's file and makes it set-user-ID: an
+/// undo of the rename (of the file, of the transaction, of the project to a
+/// point before it) never puts nobody's content into root's file; the version
+/// comes back only as nobody's own file, once root's is out of the way.
+#[test]
+fn an_undo_never_puts_another_users_version_into_a_file_of_roots() {
+    let Some(m) = mount_for_nobody() else { return };
+    let out = as_nobody(
+        &m,
+        "printf '#!/bin/sh\\necho ATTACKER\\n' > nb/tool; echo rc=$?",
+    );
+    assert!(text(&out).contains("rc=0"), "{}", text(&out));
+    m.ok("sleep 0.4; echo before | cat > .editfs/checkpoint");
+    m.ok("printf '#!/bin/sh\\necho root\\n' > new && mv new nb/tool && chmod 4755 nb/tool");
+    let tx = m
+        .ok("cat .editfs/history")
+        .lines()
+        .rfind(|l| l.contains("nb/tool"))
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .expect("the rename is in the history");
+    for request in [
+        "nb/tool".to_owned(),
+        "nb/tool --force".to_owned(),
+        format!("--tx {tx} --force"),
+    ] {
+        m.sh(&format!("echo '{request}' > .editfs/undo"));
+        let now = fs::read_to_string(m.src.join("nb/tool")).unwrap_or_default();
+        assert!(
+            !now.contains("ATTACKER"),
+            "`{request}` put nobody's content into root's file: {now:?}"
+        );
+    }
+    m.sh("echo '--to before --force' > .editfs/rewind");
+    let path = m.src.join("nb/tool");
+    let now = fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        !now.contains("ATTACKER") || fs::metadata(&path).unwrap().uid() == NOBODY,
+        "the rewind put nobody's content into root's file: {now:?}"
+    );
+    m.ok(&format!(
+        "rm nb/tool && echo 'nb/tool {tx} --force' > .editfs/undo"
+    ));
+    let meta = fs::metadata(&path).unwrap();
+    assert_eq!(
+        (
+            fs::read_to_string(&path).unwrap().contains("ATTACKER"),
+            meta.uid(),
+            meta.mode() & 0o6000
+        ),
+        (true, NOBODY, 0),
+        "the version came back, as nobody's own file"
+    );
+}
+
 /// Root removes and edits files in its 0700 `priv/`: nobody, who cannot search
 /// it, sees none of their names, hashes or root's command lines in the history,
 /// the log or the snapshots, whatever the files' own modes said.
@@ -423,14 +477,14 @@ fn a_file_moved_onto_a_new_files_name_is_never_read_for_its_record() {
     );
     let seen = text(&out);
     assert!(!seen.contains(SECRET), "{seen}");
-    // Kept it may be, as root's file's: under root's owner and mode.
+    // Kept it may be, under rights no one but root has: no mode bit.
     let log = fs::read_to_string(m.src.join(".editfs/log")).unwrap();
     for line in log.lines().filter(|l| l.contains("\"nb/H\"")) {
         let e: serde_json::Value = serde_json::from_str(line).unwrap();
         let tx = e["tx"].as_u64().unwrap();
         let version = m.src.join(format!(".editfs/versions/nb/H/{tx}"));
         if fs::read_to_string(&version).is_ok_and(|v| v.contains(SECRET)) {
-            assert_eq!(e["files"][0]["access"]["uid"], 0, "{line}");
+            assert_eq!(e["files"][0]["access"]["mode"], 0, "{line}");
         }
     }
 }

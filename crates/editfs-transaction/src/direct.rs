@@ -170,7 +170,9 @@ impl Pending {
     /// renamed over it, or it over another's), the line records rights that
     /// guard both versions: no content shows under rights its file did not
     /// have. One line holds one owner and mode, so for two owners only root
-    /// may read them.
+    /// may read them (no mode bit), under the first version's owner: the one
+    /// an undo of the write restores, which `undo` checks the file at the
+    /// name still has.
     pub fn seen_as(mut self, now: Option<Access>) -> Pending {
         self.access = match (self.access, now) {
             (Some(before), Some(now)) if before == now => Some(before),
@@ -181,11 +183,10 @@ impl Pending {
                     ..before
                 })
             }
-            (Some(_), Some(_)) => Some(Access {
+            (Some(before), Some(_)) => Some(Access {
                 mode: 0,
-                uid: 0,
-                gid: 0,
                 acl: false,
+                ..before
             }),
             (before, None) => before,
             (None, now) => now,

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use crate::engine::{ErrorKind, ErrorReport, sha256_hex};
 use crate::rewind::{self, Point};
 use crate::sight::Sight;
-use crate::store::logline::{FileEntry, LogEntry};
+use crate::store::logline::{Access, FileEntry, LogEntry};
 use crate::store::objects::{Objects, Side};
 use crate::store::rel::project_path;
 use crate::store::{Keys, StoreError};
@@ -335,6 +335,9 @@ fn plan_file(
         }
         Err(e) => return Err(as_refusal(e)),
     };
+    if let (Some(f), Some(_), Some(kept)) = (&file, &restored, access) {
+        another_owners(f, kept, rel, to)?;
+    }
     if let (Some(d), Some(f), None) = (&dir, &file, &restored) {
         // Removing a file is the kernel's to allow the caller (a sticky
         // directory, its rights on the directory).
@@ -371,6 +374,30 @@ fn plan_file(
         made_dirs,
         access,
     })
+}
+
+/// Refuses to restore a version kept as `kept` (its owner and mode) into `file`
+/// when another user owns the file now (one renamed over the name, or given
+/// away since): the content would take that owner and its set-id bits, so
+/// root's undo of its own `mv` over an agent's file would make the agent's
+/// text root's program. Once the file is out of the way the version comes
+/// back as the file it was, its owner's.
+fn another_owners(file: &File, kept: Access, rel: &str, to: u64) -> Result<(), Refusal> {
+    let now = rustix::fs::fstat(file).map(|st| st.st_uid).ok();
+    if now.is_none_or(|uid| uid == kept.uid) {
+        return Ok(());
+    }
+    let name = crate::engine::report::shown_name(rel);
+    Err(refuse(
+        ErrorKind::PermissionDenied,
+        format!(
+            "{name} belongs to another user now than the version kept before transaction {to} did: \
+             an undo puts a version back only into a file of the same owner"
+        ),
+        &format!(
+            "remove {name}, then undo '{name} {to} --force' to bring the version back as the file it was, its owner's"
+        ),
+    ))
 }
 
 /// Whether `caller` could read the version `kept` records (its file's access
