@@ -6,6 +6,7 @@ use crate::common;
 
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 
 use common::Mount;
 use common::{as_nobody, chmod, text};
@@ -83,4 +84,65 @@ fn an_edit_never_keeps_a_file_capability() {
         );
         assert_eq!(capability(&path), None, "{name} kept its capability");
     }
+}
+
+/// The permission bits of `rel` in SOURCE.
+fn mode_of(m: &Mount, rel: &str) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(m.src.join(rel)).map_or(0, |meta| meta.mode() & 0o7777)
+}
+
+/// Files and directories a transaction makes get what the caller's umask
+/// leaves, as its `>` and `mkdir -p` would: with umask 077 an agent's new key
+/// file is its own alone, not 0644 for every user to read; with umask 002 the
+/// daemon's own umask takes nothing away.
+#[test]
+fn new_files_and_directories_get_the_callers_umask() {
+    let Some(m) = root_daemon(|src| {
+        for dir in ["nb", "acl"] {
+            fs::create_dir(src.join(dir)).unwrap();
+            common::chown_nobody(&src.join(dir));
+        }
+        let acl = Command::new("setfacl")
+            .args(["-d", "-m", "u::rwx,g::---,o::---"])
+            .arg(src.join("acl"))
+            .status()
+            .expect("setfacl (package acl) is needed");
+        assert!(acl.success(), "cannot set a default ACL");
+    }) else {
+        return;
+    };
+    let add = |name: &str| {
+        format!(
+            "printf '%s\\n' '<<<<<<< SEARCH' '=======' 'KEY=1' '>>>>>>> REPLACE' | cat > {name}.edit && \
+             printf '%s\\n' '*** Begin Patch' '*** Add File: {name}.d/sub/k.env' '+KEY=2' '*** End Patch' \
+             | cat > .editfs/edit && cat .editfs/status"
+        )
+    };
+    let out = as_nobody(&m, &format!("umask 077; {}", add("nb/key.env")));
+    assert!(text(&out).contains("OK"), "{}", text(&out));
+    let out = as_nobody(&m, &format!("umask 002; {}", add("nb/shared.txt")));
+    assert!(text(&out).contains("OK"), "{}", text(&out));
+    m.ok(&format!("umask 077; {}", add("root.env")));
+    let modes = |name: &str| {
+        [
+            mode_of(&m, name),
+            mode_of(&m, &format!("{name}.d")),
+            mode_of(&m, &format!("{name}.d/sub")),
+            mode_of(&m, &format!("{name}.d/sub/k.env")),
+        ]
+    };
+    assert_eq!(modes("nb/key.env"), [0o600, 0o700, 0o700, 0o600]);
+    assert_eq!(modes("nb/shared.txt"), [0o664, 0o775, 0o775, 0o664]);
+    assert_eq!(modes("root.env"), [0o600, 0o700, 0o700, 0o600]);
+    // A default ACL stands for the umask, as for `mkdir -p`.
+    let out = as_nobody(
+        &m,
+        "umask 022; printf '%s\\n' '*** Begin Patch' '*** Add File: acl/sub/k.env' '+KEY=3' \
+         '*** End Patch' | cat > .editfs/edit && cat .editfs/status",
+    );
+    assert!(text(&out).contains("OK"), "{}", text(&out));
+    assert_eq!(mode_of(&m, "acl/sub"), 0o700);
+    let out = as_nobody(&m, "cat root.env root.env.d/sub/k.env");
+    assert!(!text(&out).contains("KEY="), "{}", text(&out));
 }

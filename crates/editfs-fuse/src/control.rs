@@ -170,8 +170,8 @@ impl Core {
             // (read from /proc), to check its commit against them.
             Control::Edit => {
                 let since = self.commit_gate.mark();
-                let (meant, setid) = self.meant(parent, base).unzip();
-                let caller = who.editor(setid.unwrap_or(false));
+                let (meant, needs_status) = self.meant(parent, base).unzip();
+                let caller = who.editor(needs_status.unwrap_or(true));
                 let meant = meant.map(|m| (m, since));
                 let account = self.budget.account(who.uid);
                 let buf = EditBuffer::opened(truncate, Some(caller), meant).charged_to(account);
@@ -413,15 +413,17 @@ impl Core {
     }
 
     /// The file an edit of `base` in `parent` would change now, if any, and
-    /// whether it has a set-id bit.
+    /// whether its caller's status is needed (it has a set-id bit, or is new).
     fn meant(&self, parent: u64, base: &OsStr) -> Option<(Meant, bool)> {
         let rel = self.path(parent).ok()?.join(base);
         let file = self.edited_file((parent, base), &rel).ok()?;
         let st = self.stat_beneath(&file.to_string_lossy());
-        let setid = st
+        // A file with a set-id bit needs the caller's capabilities, one not
+        // there yet its umask: both come from /proc (see `Caller::of_editor`).
+        let needs_status = st
             .as_ref()
-            .is_some_and(|s| s.st_mode & (libc::S_ISUID | libc::S_ISGID) != 0);
-        Some((identity(st.as_ref()), setid))
+            .is_none_or(|s| s.st_mode & (libc::S_ISUID | libc::S_ISGID) != 0);
+        Some((identity(st.as_ref()), needs_status))
     }
 
     /// `meant`, or the file now at `rel` when the latest transaction on `rel`

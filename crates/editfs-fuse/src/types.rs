@@ -150,9 +150,10 @@ impl Requester {
         Caller::of(self.uid, self.gid, self.pid)
     }
 
-    /// The caller of an edit of a file that has (`setid`) a set-id bit or not.
-    pub fn editor(self, setid: bool) -> Caller {
-        Caller::of_editor(self.uid, self.gid, self.pid, setid)
+    /// The caller of an edit of a file, its status read from /proc when
+    /// `needs_status` (see `Caller::of_editor`).
+    pub fn editor(self, needs_status: bool) -> Caller {
+        Caller::of_editor(self.uid, self.gid, self.pid, needs_status)
     }
 }
 

@@ -70,6 +70,10 @@ use super::{StoreError, io_err};
 /// The capability that keeps set-user-ID and set-group-ID bits across a write.
 const CAP_FSETID: u32 = 4;
 
+/// The umask of a caller whose own is not known (a kernel before 4.7, a
+/// process gone).
+const DEFAULT_UMASK: u32 = 0o022;
+
 /// A process's credentials, as they were when it opened a control file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
@@ -79,6 +83,9 @@ pub struct Caller {
     /// It holds CAP_FSETID in the daemon's user namespace: its writes keep a
     /// file's set-id bits.
     pub fsetid: bool,
+    /// The permission bits its new files and directories lack (`Umask:` in
+    /// /proc/PID/status, Linux 4.7 and later; the usual 022 where absent).
+    pub umask: u32,
 }
 
 impl Caller {
@@ -97,14 +104,15 @@ impl Caller {
     /// The caller of an edit of one file, read from /proc only where its commit
     /// can use what is there: the groups when the daemon will take on the
     /// caller's credentials (it is root and the caller is not), the capabilities
-    /// when the file has a set-id bit to keep. Reading /proc/PID/status costs a
+    /// when the file has a set-id bit to keep, the umask when there is no file
+    /// yet (`needs_status` for both). Reading /proc/PID/status costs a
     /// few percent of an edit's round trip, and neither is needed for most
     /// edits. A set-id bit set on the file after the open is then cleared by the
     /// commit, as a write by a process without CAP_FSETID clears it: the narrower
     /// answer.
-    pub fn of_editor(uid: u32, gid: u32, pid: u32, setid_file: bool) -> Caller {
+    pub fn of_editor(uid: u32, gid: u32, pid: u32, needs_status: bool) -> Caller {
         let switches = uid != 0 && rustix::process::geteuid().is_root();
-        if switches || setid_file {
+        if switches || needs_status {
             return Caller::of(uid, gid, pid);
         }
         Caller::from_status(uid, gid, "")
@@ -129,11 +137,16 @@ impl Caller {
             .filter(|_| same)
             .collect();
         let caps = u64::from_str_radix(field("CapEff:").trim(), 16).unwrap_or(0);
+        let umask = u32::from_str_radix(field("Umask:").trim(), 8)
+            .ok()
+            .filter(|_| same)
+            .map_or(DEFAULT_UMASK, |m| m & 0o777);
         Caller {
             uid,
             gid,
             groups,
             fsetid: same && caps & (1 << CAP_FSETID) != 0,
+            umask,
         }
     }
 
@@ -406,8 +419,31 @@ pub fn put_in_place(
 }
 
 /// Creates the directory `name` in `dir` as `by`; EEXIST when it is there.
+/// It gets what `mkdir -p` by `by` would give it: in a directory with a
+/// default ACL that ACL (the kernel applies it, and no umask), elsewhere the
+/// bits `by`'s umask leaves, which the daemon's own umask may not narrow.
 pub fn make_dir(dir: BorrowedFd<'_>, name: &OsStr, by: Option<&Caller>) -> rustix::io::Result<()> {
-    acting(by, || rustix::fs::mkdirat(dir, name, Mode::from(0o755)))
+    if has_default_acl(dir) {
+        return acting(by, || rustix::fs::mkdirat(dir, name, Mode::from(0o777)));
+    }
+    let perm = 0o777 & !by.map_or(DEFAULT_UMASK, |c| c.umask);
+    acting(by, || {
+        rustix::fs::mkdirat(dir, name, Mode::from(perm))?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let made = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+        // Set-group-ID from the parent stays, as on a native mkdir.
+        let now = rustix::fs::fstat(&made)?.st_mode & 0o7777;
+        if now & 0o777 != perm {
+            rustix::fs::fchmod(&made, Mode::from(now & 0o7000 | perm))?;
+        }
+        Ok(())
+    })
+}
+
+/// Whether the directory `dir` has a default ACL, which the kernel gives what
+/// is made in it instead of the maker's umask.
+pub fn has_default_acl(dir: BorrowedFd<'_>) -> bool {
+    rustix::fs::fgetxattr_query(dir, c"system.posix_acl_default").is_ok()
 }
 
 /// Removes the empty directory `name` from `dir` as `by`.
@@ -491,6 +527,17 @@ mod tests {
         let other = Caller::from_status(1001, 1000, &status);
         assert!(other.groups.is_empty() && !other.fsetid);
         assert_eq!(Caller::from_status(1, 1, ""), Caller::of(1, 1, u32::MAX));
+    }
+
+    #[test]
+    fn the_umask_comes_from_the_process_status_or_is_the_usual_one() {
+        let ids = "Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n";
+        let c = Caller::from_status(1000, 1000, &format!("Umask:\t0077\n{ids}"));
+        assert_eq!(c.umask, 0o077);
+        // A kernel before 4.7 shows none; a pid reused by another user lends none.
+        assert_eq!(Caller::from_status(1000, 1000, ids).umask, 0o022);
+        let other = Caller::from_status(1001, 1000, &format!("Umask:\t0077\n{ids}"));
+        assert_eq!(other.umask, 0o022);
     }
 
     #[test]

@@ -264,6 +264,7 @@ mod tests {
             gid: 65534,
             groups: vec![100],
             fsetid: false,
+            umask: 0o022,
         };
         assert!(!nobody.reads(&access(0o600, 0, 0)));
         assert!(nobody.reads(&access(0o604, 0, 0)));
@@ -300,6 +301,7 @@ mod tests {
             gid: 4242,
             groups: Vec::new(),
             fsetid: false,
+            umask: 0o022,
         };
         set("d", 0o755);
         assert!(other.reads_now(&root, "d/f"));

@@ -94,23 +94,28 @@ impl Who {
         }
     }
 
-    /// The owner a file a transaction makes in `dir` gets: the caller's, as a
-    /// file the caller made natively would be (with the directory's group where
-    /// it has set-group-ID), so a user's new file is that user's to edit and
-    /// remove, not root's. `None` (the daemon's own user) when the daemon acts
-    /// for itself or cannot give files away (it is not root).
+    /// The owner and mode a file a transaction makes in `dir` gets: the
+    /// caller's, as a file the caller made natively would be (with the
+    /// directory's group where it has set-group-ID), so a user's new file is
+    /// that user's to edit and remove, not root's; its mode is what the
+    /// caller's umask leaves of 0666. A daemon that cannot give files away
+    /// (it is not root) keeps them its own. `None` when the daemon acts for
+    /// itself.
     pub fn fresh(&self, dir: BorrowedFd<'_>) -> Option<crate::store::logline::Access> {
         let c = self.caller.as_ref()?;
-        if c.uid == 0 || !rustix::process::geteuid().is_root() {
-            return None;
-        }
-        let gid = match rustix::fs::fstat(dir) {
-            Ok(st) if st.st_mode & 0o2000 != 0 => st.st_gid,
-            _ => c.gid,
+        let mode = 0o666 & !c.umask;
+        let (uid, gid) = if !rustix::process::geteuid().is_root() {
+            let me = (rustix::process::geteuid(), rustix::process::getegid());
+            (me.0.as_raw(), me.1.as_raw())
+        } else {
+            match rustix::fs::fstat(dir) {
+                Ok(st) if st.st_mode & 0o2000 != 0 => (c.uid, st.st_gid),
+                _ => (c.uid, c.gid),
+            }
         };
         Some(crate::store::logline::Access {
-            mode: 0o644,
-            uid: c.uid,
+            mode,
+            uid,
             gid,
             acl: false,
         })
