@@ -178,6 +178,7 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
             path: &root,
             mount: None,
             from: Path::new(""),
+            caller: None,
         },
         rel: &rel,
         label: &label,
@@ -230,6 +231,7 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, Co
         path: &root,
         mount: None,
         from: &from,
+        caller: None,
     };
     let payload = Received::cut(&payload.0, payload.1);
     let mut report = match args.dry_run {

@@ -81,6 +81,7 @@ impl Opened {
             path: &self.path,
             mount: None,
             from: Path::new(""),
+            caller: None,
         }
     }
 

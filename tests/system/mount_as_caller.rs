@@ -951,3 +951,67 @@ fn a_file_in_a_directory_the_caller_may_not_search_is_out_of_reach_every_way() {
         );
     }
 }
+
+/// Whatever is or is not at a name in root's 0700 `rootdir/`, nobody learns
+/// nothing from an edit through a symlink of its own to it, nor from a move
+/// to it: natively every such attempt is EACCES. And root's report of its own
+/// file stays root's.
+#[test]
+fn nothing_in_a_directory_the_caller_may_not_search_shows_through_links_or_moves() {
+    let Some(m) = mount_for_nobody() else { return };
+    fs::create_dir(m.src.join("rootdir/keys")).unwrap();
+    m.ok("printf '<<<<<<< SEARCH\nnobody\n=======\nanybody\n>>>>>>> REPLACE\n' > nb/nb.txt.edit; true");
+    fs::write(m.src.join("rootdir/plan.txt"), "token=1\n").unwrap();
+    m.ok("printf '<<<<<<< SEARCH\ntoken=1\n=======\ntoken=2\n>>>>>>> REPLACE\n' > rootdir/plan.txt.edit");
+    let roots_report = m.ok("head -1 rootdir/plan.txt.status");
+    let answers: Vec<String> = ["plan.txt", "keys", "nothere"]
+        .iter()
+        .map(|name| {
+            let out = as_nobody(
+                &m,
+                &format!(
+                    "cd nb && ln -sf ../rootdir/{name} probe && \
+                     printf '<<<<<<< SEARCH\nq\n=======\nr\n>>>>>>> REPLACE\n' | cat > probe.edit; \
+                     echo rc=$?; sed -n '3,4p' probe.status"
+                ),
+            );
+            text(&out)
+        })
+        .collect();
+    assert!(answers[0].contains("ermission denied"), "{answers:?}");
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    assert_eq!(m.ok("head -1 rootdir/plan.txt.status"), roots_report);
+
+    let moves: Vec<String> = ["plan.txt", "nothere.txt"]
+        .iter()
+        .flat_map(|name| {
+            ["dry-run", "edit"].map(|to| {
+                let out = as_nobody(
+                    &m,
+                    &format!(
+                        "printf '*** Begin Patch\n*** Update File: nb/nb.txt\n*** Move to: rootdir/{name}\n@@\n-anybody\n+somebody\n*** End Patch\n' \
+                         | cat > .editfs/{to}; echo rc=$?; grep -v '^tx\\|time' .editfs/status"
+                    ),
+                );
+                untimed(&text(&out).replace(name, "NAME"))
+            })
+        })
+        .collect();
+    assert!(moves[0].contains("rc=1"), "{moves:?}");
+    assert_eq!(moves[0], moves[2], "dry runs tell the names apart");
+    assert_eq!(moves[1], moves[3], "edits tell the names apart");
+    assert!(!m.src.join("rootdir/nothere.txt").exists());
+    assert_eq!(
+        fs::read_to_string(m.src.join("rootdir/plan.txt")).unwrap(),
+        "token=2\n"
+    );
+}
+
+/// `report` without the id and time each heading line ends with.
+fn untimed(report: &str) -> String {
+    report
+        .lines()
+        .map(|l| l.find(" (tx ").map_or(l, |i| &l[..i]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -292,9 +292,17 @@ impl Core {
     }
 
     /// Shows the reports of the files a transaction changed in their `F.status`,
-    /// and drops what the kernel cached of them; call with no lock held.
+    /// and drops what the kernel cached of them; call with no lock held. A
+    /// file the caller was refused is not shown its refusal: natively the
+    /// attempt changes nothing of it, its report least of all (the caller
+    /// reads why in `.editfs/status`).
     fn publish<'r>(&self, reports: impl Iterator<Item = &'r Report>) {
-        for r in reports {
+        let refused = |r: &Report| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == crate::engine::ErrorKind::PermissionDenied)
+        };
+        for r in reports.filter(|r| !refused(r)) {
             self.reports
                 .show(PathBuf::from(&r.file), Arc::new(Shown::new(r.clone())));
             self.invalidate_path(Path::new(&r.file));
@@ -307,6 +315,7 @@ impl Core {
             path: self.source.path(),
             mount: Some(self.source.mountpoint()),
             from: Path::new(""),
+            caller: None,
         }
     }
 
@@ -320,7 +329,7 @@ impl Core {
         meant: Option<(Meant, u64)>,
     ) -> Res<Committed> {
         let rel = self.path(parent)?.join(base);
-        let report = match self.edited_file((parent, base), &rel) {
+        let report = match self.edited_file((parent, base), &rel, who) {
             Ok(file) => {
                 // A file made through the mount a moment ago is recorded as
                 // made before it is edited, or the edit would take it for one
@@ -416,7 +425,11 @@ impl Core {
     /// whether its caller's status is needed (it has a set-id bit, or is new).
     fn meant(&self, parent: u64, base: &OsStr) -> Option<(Meant, bool)> {
         let rel = self.path(parent).ok()?.join(base);
-        let file = self.edited_file((parent, base), &rel).ok()?;
+        // The daemon's own view: only the file's identity is kept, to tell
+        // later whether it changed; what the caller may reach is decided then.
+        let file = self
+            .edited_file((parent, base), &rel, &Who::default())
+            .ok()?;
         let st = self.stat_beneath(&file.to_string_lossy());
         // A file with a set-id bit needs the caller's capabilities, one not
         // there yet its umask: both come from /proc (see `Caller::of_editor`).
@@ -487,7 +500,12 @@ impl Core {
     /// the regular file a symlink at `rel` leads to, as long as it stays in SOURCE.
     /// It is looked at in the directory node `parent` the kernel found `base`
     /// in, held open, rather than by a walk from SOURCE.
-    fn edited_file(&self, (parent, base): (u64, &OsStr), rel: &Path) -> Result<PathBuf, Refused> {
+    fn edited_file(
+        &self,
+        (parent, base): (u64, &OsStr),
+        rel: &Path,
+        who: &Who,
+    ) -> Result<PathBuf, Refused> {
         // What cannot be looked at here, the transaction reports as it finds it.
         let Ok(dir) = self.real_dir(parent) else {
             return Ok(rel.to_owned());
@@ -496,7 +514,7 @@ impl Core {
             Err(_) => Ok(rel.to_owned()),
             Ok(st) => match file_type(st.st_mode) {
                 FileType::RegularFile => Ok(rel.to_owned()),
-                FileType::Symlink => self.root().link_target(rel),
+                FileType::Symlink => self.root().seen_by(who.caller.as_ref()).link_target(rel),
                 FileType::Directory => Err(Refused::Directory),
                 _ => Err(Refused::NotAFile),
             },
@@ -505,7 +523,8 @@ impl Core {
 
     /// `.editfs/edit`: a multi-file transaction.
     fn commit_multi(&self, payload: Received<'_>, who: &Who) -> Committed {
-        let plan = multi::Plan::parse(self.root(), payload, &self.settings.engine);
+        let root = self.root().seen_by(who.caller.as_ref());
+        let plan = multi::Plan::parse(root, payload, &self.settings.engine);
         // Direct writes to these files wait while they commit, as for one file.
         let named = plan.files();
         let rels: Vec<&str> = named.iter().map(String::as_str).collect();
@@ -518,7 +537,7 @@ impl Core {
             &self.settings.engine,
             Some(&hold as &transaction::HoldFn<'_>),
         );
-        let report = plan.run(Some(&self.store), self.root(), engine, who);
+        let report = plan.run(Some(&self.store), root, engine, who);
         // Kept until the kernel was told, below.
         let _telling = gate.done(report.outcome == Outcome::Ok);
         // Each file's `F.status` shows the latest transaction on it, failed
@@ -533,7 +552,8 @@ impl Core {
     /// `.editfs/status` shows the report. The close fails as the edit's would.
     fn dry_run(&self, payload: Received<'_>, who: &Who) -> Committed {
         let opts = &self.settings.engine;
-        let report = multi::Plan::parse(self.root(), payload, opts).dry_run(self.root(), opts, who);
+        let root = self.root().seen_by(who.caller.as_ref());
+        let report = multi::Plan::parse(root, payload, opts).dry_run(root, opts, who);
         self.answer_state(&report)
     }
 

@@ -432,6 +432,7 @@ mod tests {
                         path: root,
                         mount: None,
                         from: std::path::Path::new(""),
+                        caller: None,
                     },
                     rel: "other.txt",
                     label: "other.txt",

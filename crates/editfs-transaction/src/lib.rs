@@ -60,6 +60,18 @@ pub struct Root<'a> {
     /// from SUBDIR, while history, snapshots and undo need them as the
     /// project's paths.
     pub from: &'a Path,
+    /// The user whose view of the tree counts where a payload's path is read
+    /// (a symlink followed, a name found or not): asked with that user's
+    /// credentials, no answer tells it what a native `ls` or `stat` would not.
+    /// `None`: the daemon's own.
+    pub caller: Option<&'a Caller>,
+}
+
+impl<'a> Root<'a> {
+    /// This root, its paths read with `caller`'s view of the tree.
+    pub fn seen_by(self, caller: Option<&'a Caller>) -> Root<'a> {
+        Root { caller, ..self }
+    }
 }
 
 /// The process a transaction is made for, as the log and `editfs history` show it.
@@ -639,6 +651,7 @@ mod tests {
             path: dir.path(),
             mount: None,
             from: Path::new(""),
+            caller: None,
         };
         let nobody = Caller::of(65534, 65534, u32::MAX);
         for denied in ["private", "write-only", "new"] {
@@ -670,6 +683,7 @@ mod tests {
                 path: root,
                 mount: None,
                 from: Path::new(""),
+                caller: None,
             },
             rel: "f.txt",
             label: "f.txt",

@@ -46,9 +46,13 @@ impl Tree for Root<'_> {
     }
 
     fn entry(&self, rel: &str) -> Option<Entry> {
-        let dir = parent_beneath(self.fd, rel).ok()?;
         let name = Path::new(rel).file_name()?;
-        let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let st = self
+            .as_caller(|| {
+                let dir = parent_beneath(self.fd, rel)?;
+                rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            })
+            .ok()?;
         match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => Some(Entry::Dir),
             _ => Some(Entry::File),
@@ -66,6 +70,9 @@ pub enum Refused {
     Dangling,
     /// A FIFO, socket, device, or a symlink loop.
     NotAFile,
+    /// A symlink whose way the caller may not search (natively `EACCES`,
+    /// whatever is or is not there).
+    Denied,
 }
 
 impl Refused {
@@ -89,6 +96,11 @@ impl Refused {
                 format!("{name} is a symlink to a file that does not exist"),
                 "create the target through its own name, or remove the link first".to_owned(),
             ),
+            Refused::Denied => (
+                ErrorKind::PermissionDenied,
+                format!("{name} is a symlink into a directory you may not search"),
+                "edit only files you can reach natively".to_owned(),
+            ),
             Refused::NotAFile => (
                 ErrorKind::NotAFile,
                 format!("{name} is not a regular file (a FIFO, socket, device or symlink loop)"),
@@ -108,18 +120,17 @@ impl Root<'_> {
     /// to it).
     pub fn link_target(&self, rel: &Path) -> Result<PathBuf, Refused> {
         let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let fd = rustix::fs::openat2(
-            self.fd,
-            rel,
-            OFlags::PATH | OFlags::CLOEXEC,
-            Mode::empty(),
-            how,
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::XDEV => Refused::Outside,
-            rustix::io::Errno::NOENT => Refused::Dangling,
-            _ => Refused::NotAFile,
-        })?;
+        let fd = self
+            .as_caller(|| {
+                let flags = OFlags::PATH | OFlags::CLOEXEC;
+                rustix::fs::openat2(self.fd, rel, flags, Mode::empty(), how)
+            })
+            .map_err(|e| match e {
+                rustix::io::Errno::XDEV => Refused::Outside,
+                rustix::io::Errno::NOENT => Refused::Dangling,
+                rustix::io::Errno::ACCESS => Refused::Denied,
+                _ => Refused::NotAFile,
+            })?;
         let st = rustix::fs::fstat(&fd).map_err(|_| Refused::NotAFile)?;
         match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => {}
@@ -184,14 +195,33 @@ impl Root<'_> {
 
     /// Whether `rel` is a symlink beneath the root.
     pub fn is_link(&self, rel: &str) -> bool {
-        let Ok(dir) = parent_beneath(self.fd, rel) else {
-            return false;
-        };
         let Some(name) = Path::new(rel).file_name() else {
             return false;
         };
-        rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+        self.as_caller(|| {
+            let dir = parent_beneath(self.fd, rel)?;
+            rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        })
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+    }
+
+    /// Whether the caller may search every directory on `rel`'s way that
+    /// exists, its own included: what a native `stat` of `rel` needs before it
+    /// tells whether anything is there.
+    pub fn reaches(&self, rel: &str) -> bool {
+        let Some(name) = Path::new(rel).file_name() else {
+            return false;
+        };
+        let looked = self.as_caller(|| {
+            let dir = parent_beneath(self.fd, rel)?;
+            rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        });
+        !matches!(looked, Err(rustix::io::Errno::ACCESS))
+    }
+
+    /// `look`, made with the caller's credentials (the daemon's own without one).
+    fn as_caller<T>(&self, look: impl FnOnce() -> rustix::io::Result<T>) -> rustix::io::Result<T> {
+        crate::store::caller::acting(self.caller, look)
     }
 }
 
@@ -243,6 +273,7 @@ mod tests {
             path: Path::new("/srv/project"),
             mount: Some(Path::new("/mnt/project")),
             from: Path::new(""),
+            caller: None,
         };
         f(&root)
     }

@@ -670,6 +670,7 @@ mod tests {
             path: tmp.path(),
             mount: None,
             from: std::path::Path::new(""),
+            caller: None,
         };
         let block = |from: &str, to: &str| {
             format!("<<<<<<< SEARCH\n{from}\n=======\n{to}\n>>>>>>> REPLACE\n")
@@ -714,6 +715,7 @@ mod tests {
             path: &root_path,
             mount: None,
             from: Path::new(""),
+            caller: None,
         };
         let run = |payload: &str| {
             let opts = Options::default();

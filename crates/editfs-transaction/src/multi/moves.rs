@@ -23,6 +23,15 @@ pub(super) fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut 
             .and_then(|rel| project_path(&rel).map_err(|why| format!("{to}: {why}")));
         let refusal = match checked {
             Err(why) => Some((ErrorKind::BadPath, why)),
+            // Before anything is said of what is there: natively, `mv` into a
+            // directory one may not search fails the same whatever it holds.
+            Ok(rel) if !root.reaches(&rel) => Some((
+                ErrorKind::PermissionDenied,
+                format!(
+                    "{} would move to {rel}, in a directory you may not search",
+                    d.rel
+                ),
+            )),
             Ok(rel) if rels.contains(&rel) => Some((
                 ErrorKind::Malformed,
                 format!(
