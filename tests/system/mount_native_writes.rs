@@ -135,14 +135,10 @@ fn new_files_and_directories_get_the_callers_umask() {
     assert_eq!(modes("nb/key.env"), [0o600, 0o700, 0o700, 0o600]);
     assert_eq!(modes("nb/shared.txt"), [0o664, 0o775, 0o775, 0o664]);
     assert_eq!(modes("root.env"), [0o600, 0o700, 0o700, 0o600]);
-    // A default ACL stands for the umask, as for `mkdir -p`.
-    let out = as_nobody(
-        &m,
-        "umask 022; printf '%s\\n' '*** Begin Patch' '*** Add File: acl/sub/k.env' '+KEY=3' \
-         '*** End Patch' | cat > .editfs/edit && cat .editfs/status",
-    );
+    // A default ACL stands for the umask, as for `>` and `mkdir -p`.
+    let out = as_nobody(&m, &format!("umask 022; {}", add("acl/key.env")));
     assert!(text(&out).contains("OK"), "{}", text(&out));
-    assert_eq!(mode_of(&m, "acl/sub"), 0o700);
+    assert_eq!(modes("acl/key.env"), [0o600, 0o700, 0o700, 0o600]);
     let out = as_nobody(&m, "cat root.env root.env.d/sub/k.env");
     assert!(!text(&out).contains("KEY="), "{}", text(&out));
 }

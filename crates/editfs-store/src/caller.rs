@@ -446,6 +446,40 @@ pub fn has_default_acl(dir: BorrowedFd<'_>) -> bool {
     rustix::fs::fgetxattr_query(dir, c"system.posix_acl_default").is_ok()
 }
 
+/// The permission bits a file made with mode 0666 in `dir` gets from its
+/// default ACL (`None`: it has none, the maker's umask counts). A new file of
+/// a transaction is made elsewhere and renamed into place, so the kernel does
+/// not apply the ACL: it gets these bits and no ACL, each class of user at
+/// most what the ACL would give it (the owning group what both its entry and
+/// the mask allow; named users and groups nothing of their own).
+pub fn default_acl_mode(dir: BorrowedFd<'_>) -> Option<u32> {
+    let acl = super::atomic::xattr_value(dir, c"system.posix_acl_default")?;
+    Some(acl_file_mode(&acl) & 0o666)
+}
+
+/// The mode bits the ACL `xattr` (the kernel's `system.posix_acl_*` form: a
+/// version word, then entries of tag, permissions and id) leaves each class:
+/// none for a class it does not name, the narrower answer.
+fn acl_file_mode(xattr: &[u8]) -> u32 {
+    const USER_OBJ: u16 = 0x01;
+    const GROUP_OBJ: u16 = 0x04;
+    const MASK: u16 = 0x10;
+    const OTHER: u16 = 0x20;
+    let (mut user, mut group, mut mask, mut other) = (0, 0, 7, 0);
+    for entry in xattr.get(4..).unwrap_or_default().chunks_exact(8) {
+        let tag = u16::from_le_bytes([entry[0], entry[1]]);
+        let perm = u32::from(u16::from_le_bytes([entry[2], entry[3]]) & 7);
+        match tag {
+            USER_OBJ => user = perm,
+            GROUP_OBJ => group = perm,
+            MASK => mask = perm,
+            OTHER => other = perm,
+            _ => {}
+        }
+    }
+    user << 6 | (group & mask) << 3 | other
+}
+
 /// Removes the empty directory `name` from `dir` as `by`.
 pub fn remove_dir(
     dir: BorrowedFd<'_>,
@@ -527,6 +561,29 @@ mod tests {
         let other = Caller::from_status(1001, 1000, &status);
         assert!(other.groups.is_empty() && !other.fsetid);
         assert_eq!(Caller::from_status(1, 1, ""), Caller::of(1, 1, u32::MAX));
+    }
+
+    #[test]
+    fn a_default_acl_gives_each_class_at_most_what_it_grants() {
+        let acl = |entries: &[(u16, u16)]| {
+            let mut x = 2u32.to_le_bytes().to_vec();
+            for (tag, perm) in entries {
+                x.extend(tag.to_le_bytes());
+                x.extend(perm.to_le_bytes());
+                x.extend(u32::MAX.to_le_bytes());
+            }
+            x
+        };
+        assert_eq!(acl_file_mode(&acl(&[(1, 7), (4, 0), (0x20, 0)])), 0o700);
+        assert_eq!(acl_file_mode(&acl(&[(1, 6), (4, 5), (0x20, 4)])), 0o654);
+        // A named user's entry widens the mask, not the owning group.
+        let named = acl(&[(1, 7), (2, 6), (4, 0), (0x10, 6), (0x20, 0)]);
+        assert_eq!(acl_file_mode(&named), 0o700);
+        assert_eq!(
+            acl_file_mode(&acl(&[(1, 7), (4, 7), (0x10, 4), (0x20, 5)])),
+            0o745
+        );
+        assert_eq!(acl_file_mode(b"\x02"), 0);
     }
 
     #[test]

@@ -110,12 +110,13 @@ impl Who {
     /// caller's, as a file the caller made natively would be (with the
     /// directory's group where it has set-group-ID), so a user's new file is
     /// that user's to edit and remove, not root's; its mode is what the
-    /// caller's umask leaves of 0666. A daemon that cannot give files away
+    /// caller's umask leaves of 0666, or in a directory with a default ACL
+    /// what that ACL gives (see `caller::default_acl_mode`). A daemon that cannot give files away
     /// (it is not root) keeps them its own. `None` when the daemon acts for
     /// itself.
     pub fn fresh(&self, dir: BorrowedFd<'_>) -> Option<crate::store::logline::Access> {
         let c = self.caller.as_ref()?;
-        let mode = 0o666 & !c.umask;
+        let mode = caller::default_acl_mode(dir).unwrap_or(0o666 & !c.umask);
         let (uid, gid) = if !rustix::process::geteuid().is_root() {
             let me = (rustix::process::geteuid(), rustix::process::getegid());
             (me.0.as_raw(), me.1.as_raw())
