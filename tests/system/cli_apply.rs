@@ -749,3 +749,33 @@ fn a_patch_sent_twice_is_already_applied_the_second_time() {
     assert!(!report.contains("\"outcome\": \"applied\""), "{report}");
     assert_eq!(tree(p.dir.path()), before, "{report}");
 }
+
+/// `editfs apply` makes files and directories as its user's `>` and `mkdir -p`
+/// would: under umask 077 nothing it makes is open to other users.
+#[test]
+fn apply_makes_files_and_directories_under_its_own_umask() {
+    let p = Project::new();
+    let patch = "*** Begin Patch\n*** Add File: d/sub/key.env\n+KEY=1\n*** End Patch\n";
+    let mut child = Command::new("bash")
+        .args(["-c", r#"umask 077; exec "$0" apply --multi ."#])
+        .arg(env!("CARGO_BIN_EXE_editfs"))
+        .current_dir(p.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(patch.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    let mode = |rel: &str| fs::metadata(p.path(rel)).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(
+        [mode("d"), mode("d/sub"), mode("d/sub/key.env")],
+        [0o700, 0o700, 0o600]
+    );
+}

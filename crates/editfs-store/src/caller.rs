@@ -422,11 +422,16 @@ pub fn put_in_place(
 /// It gets what `mkdir -p` by `by` would give it: in a directory with a
 /// default ACL that ACL (the kernel applies it, and no umask), elsewhere the
 /// bits `by`'s umask leaves, which the daemon's own umask may not narrow.
+/// For itself (`None`: `editfs apply`) the process makes it 0755 less its
+/// own umask.
 pub fn make_dir(dir: BorrowedFd<'_>, name: &OsStr, by: Option<&Caller>) -> rustix::io::Result<()> {
+    let Some(c) = by else {
+        return rustix::fs::mkdirat(dir, name, Mode::from(0o755));
+    };
     if has_default_acl(dir) {
-        return acting(by, || rustix::fs::mkdirat(dir, name, Mode::from(0o777)));
+        return c.with(|| rustix::fs::mkdirat(dir, name, Mode::from(0o777)))?;
     }
-    let perm = 0o777 & !by.map_or(DEFAULT_UMASK, |c| c.umask);
+    let perm = 0o777 & !c.umask;
     acting(by, || {
         rustix::fs::mkdirat(dir, name, Mode::from(perm))?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
