@@ -458,8 +458,13 @@ pub fn has_default_acl(dir: BorrowedFd<'_>) -> bool {
 /// most what the ACL would give it (the owning group what both its entry and
 /// the mask allow; named users and groups nothing of their own).
 pub fn default_acl_mode(dir: BorrowedFd<'_>) -> Option<u32> {
-    let acl = super::atomic::xattr_value(dir, c"system.posix_acl_default")?;
-    Some(acl_file_mode(&acl) & 0o666)
+    let name = c"system.posix_acl_default";
+    let mut acl = vec![0u8; rustix::fs::fgetxattr_query(dir, name).ok()?];
+    // One that grew since it was measured: its owner's alone, the narrower answer.
+    let Ok(n) = rustix::fs::fgetxattr(dir, name, &mut acl[..]) else {
+        return Some(0o600);
+    };
+    Some(acl_file_mode(&acl[..n]) & 0o666)
 }
 
 /// The mode bits the ACL `xattr` (the kernel's `system.posix_acl_*` form: a
