@@ -10,9 +10,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, IoctlFlags,
-    LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyIoctl, ReplyOpen,
-    Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    IoctlFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyEntry, ReplyIoctl, ReplyOpen, Request,
 };
 use parking_lot::Mutex;
 
@@ -190,11 +190,30 @@ impl Filesystem for BaseFs {
         }
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if flags.0 & libc::O_ACCMODE != libc::O_RDONLY {
-            return reply.error(Errno::EROFS);
+    /// What never changes is cached by the kernel as long as it likes:
+    /// names, links, directory listings; opening a file costs no request.
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let want = InitFlags::FUSE_NO_OPEN_SUPPORT
+            | InitFlags::FUSE_CACHE_SYMLINKS
+            | InitFlags::FUSE_PARALLEL_DIROPS;
+        if let Err(missing) = config.add_capabilities(want) {
+            let _ = config.add_capabilities(want - missing);
         }
-        reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
+        Ok(())
+    }
+
+    /// Not implemented, so the kernel opens files itself from then on,
+    /// keeping their pages (see `init`); the mount is read-only, so no
+    /// open for writing comes here.
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        reply.opened(
+            FileHandle(0),
+            FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+        );
     }
 
     fn read(

@@ -19,7 +19,7 @@ use super::{Branch, BranchError, io_err, open};
 use crate::store::{Retention, Store, open_dir};
 
 /// Threads serving the base view.
-const BASE_THREADS: usize = 2;
+const BASE_THREADS: usize = 4;
 
 /// The base view and the overlay of a branch, mounted; unmounted when dropped.
 pub struct Stack {
