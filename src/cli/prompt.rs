@@ -21,7 +21,18 @@ pub struct PromptArgs {
     /// The payload form the text teaches: the one the agent was trained to write
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Format::SearchReplace)]
     format: Format,
+    /// Add what an agent working in a branch mount (`editfs mount --branch`) must know
+    #[arg(long)]
+    branches: bool,
 }
+
+/// What `--branches` adds: a branch's changes are the agent's alone until
+/// whoever runs it commits them.
+const BRANCH_NOTE: &str = "\
+This mount is a branch of the project: what you change here is seen by no one else
+(not the project, not other agents) until whoever runs you commits the branch, and
+what they change meanwhile does not show here. History and undo cover your changes only.
+";
 
 /// `--format`: the dialects an agent may speak.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -67,6 +78,9 @@ pub fn prompt(args: PromptArgs) -> Result<Ended, CommandError> {
         None => agent_prompt(dialect, "MOUNT"),
     };
     print!("{text}");
+    if args.branches {
+        print!("\n{BRANCH_NOTE}");
+    }
     Ok(Ended::Done)
 }
 

@@ -524,3 +524,15 @@ fn each_name_in_a_branch_mount_keeps_its_own_inode_and_type() {
         .collect();
     assert_eq!(devices.len(), 1, "the overlay's files on {devices:?}");
 }
+
+#[test]
+fn the_prompt_speaks_of_branches_only_when_asked() {
+    let plain = ok(&["prompt", "/mnt/p"]);
+    assert!(!plain.to_lowercase().contains("branch"), "{plain}");
+    let asked = ok(&["prompt", "/mnt/p", "--branches"]);
+    assert!(asked.starts_with(&plain), "the same section, then the note");
+    assert!(
+        asked.contains("This mount is a branch of the project"),
+        "{asked}"
+    );
+}
