@@ -171,6 +171,7 @@ pub fn create(
         uid: rustix::process::getuid().as_raw(),
     };
     private_dir(&branches)?;
+    sweep(&branches);
     let temp = branches.join(format!(".new-{name}-{}", std::process::id()));
     let made = lay_out(&temp, &meta).and_then(|()| {
         fs::rename(&temp, &dir).map_err(|e| match e.kind() {
@@ -294,7 +295,29 @@ impl Branch {
             .dir
             .with_file_name(format!(".gone-{}-{}", self.name, std::process::id()));
         fs::rename(&self.dir, &gone).map_err(io_err("move aside", &self.dir))?;
-        fs::remove_dir_all(&gone).map_err(io_err("remove", &gone))
+        fs::remove_dir_all(&gone).map_err(io_err("remove", &gone))?;
+        if let Some(branches) = self.dir.parent() {
+            sweep(branches);
+        }
+        Ok(())
+    }
+}
+
+/// Removes what a process killed while it made or removed a branch left in
+/// `branches` (`.new-NAME-PID`, `.gone-NAME-PID`, PID no longer running).
+fn sweep(branches: &Path) {
+    let Ok(read) = fs::read_dir(branches) else {
+        return;
+    };
+    for entry in read.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let left = name.starts_with(".new-") || name.starts_with(".gone-");
+        let pid = name.rsplit('-').next().and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|_| left)
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -260,7 +260,15 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
     }
     let store = std::sync::Arc::new(open(&held.path(), Retention::default())?);
     let tree = Tree::open(opened.path(), &state, b.clone(), store.clone()).map_err(failed)?;
-    let planned = branch::commit::plan(&branch::changes(None, &tree).map_err(failed)?);
+    let mut changes = branch::changes(None, &tree).map_err(failed)?;
+    // A file the project holds as the branch does needs nothing: so a commit
+    // cut short after its transaction, before the branch was removed, runs
+    // again as one that changes nothing.
+    changes.retain(|c| {
+        let now = crate::transaction::open(opened.root(), &c.rel, None).map(|o| o.bytes);
+        !matches!(now, Ok(project) if project == c.now)
+    });
+    let planned = branch::commit::plan(&changes);
     if !planned.refused.is_empty() {
         let mut e = CommandError::failed(format!(
             "branch {} cannot be committed: nothing was changed",

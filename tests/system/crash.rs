@@ -233,3 +233,96 @@ fn kill_9_during_a_rewind_leaves_the_project_wholly_before_or_after_it() {
         "no kill landed inside a rewind: the test proved nothing"
     );
 }
+
+/// Makes branch `name` of `root` whose change is every file of FILES holding
+/// `to` instead of what it holds: written straight into the branch's upper
+/// directory, as a branch mount writes a file it changes whole.
+fn branch_to(root: &Path, name: &str, to: &[u8]) {
+    let made = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["branch", "create"])
+        .arg(root)
+        .arg(name)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let upper = root.join(".editfs/branches").join(name).join("upper");
+    for f in FILES {
+        let at = upper.join(f);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        fs::write(at, to).unwrap();
+    }
+}
+
+/// Each branch commit is killed at a random moment. After each, the next
+/// start recovers, and the project is wholly as before the commit or wholly
+/// as the branch has it; a branch a kill left behind commits to the end when
+/// run again (its changes then read as already applied), and is removed.
+#[test]
+fn kill_9_during_a_branch_commit_leaves_the_project_wholly_before_or_after_it() {
+    const COMMITS: usize = 40;
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, old, new) = project(tmp.path());
+    let run = |name: &str| {
+        Command::new(env!("CARGO_BIN_EXE_editfs"))
+            .args(["branch", "commit"])
+            .arg(&root)
+            .arg(name)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    branch_to(&root, "first", &new);
+    let began = Instant::now();
+    assert!(run("first").wait().unwrap().success());
+    let span = began.elapsed().as_micros().max(1000) as u64;
+    assert_eq!(state(&root, &old, &new), "new");
+    let mut rng = Lcg(0xb4a9c4);
+    let mut cut = 0;
+    for i in 0..COMMITS {
+        let (was, to) = match state(&root, &old, &new) {
+            "old" => ("old", &new),
+            _ => ("new", &old),
+        };
+        let name = format!("b{i}");
+        branch_to(&root, &name, to);
+        let mut child = run(&name);
+        std::thread::sleep(Duration::from_micros(rng.below(span * 6 / 5)));
+        let _ = child.kill();
+        let finished = child.wait().unwrap().success();
+        let recovered = apply(&root, "").wait_with_output().unwrap();
+        assert_eq!(
+            recovered.status.code(),
+            Some(2),
+            "commit {i}: {recovered:?}"
+        );
+        let now = state(&root, &old, &new);
+        no_leftovers(&root);
+        if root.join(".editfs/branches").join(&name).exists() {
+            cut += usize::from(!finished);
+            let again = run(&name).wait_with_output().unwrap();
+            assert!(
+                again.status.success(),
+                "commit {i} run again: {}{}",
+                String::from_utf8_lossy(&again.stdout),
+                String::from_utf8_lossy(&again.stderr)
+            );
+            assert_ne!(state(&root, &old, &new), was, "commit {i} run again");
+            assert!(!root.join(".editfs/branches").join(&name).exists());
+        } else {
+            assert_ne!(
+                now, was,
+                "commit {i}: the branch is gone, so its change is in"
+            );
+        }
+    }
+    assert!(
+        cut > 0,
+        "no kill landed inside a commit: the test proved nothing"
+    );
+    let left: Vec<_> = fs::read_dir(root.join(".editfs/branches"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left of the branches: {left:?}");
+}
