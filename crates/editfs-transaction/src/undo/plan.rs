@@ -383,16 +383,19 @@ fn plan_file(
 /// text root's program. Once the file is out of the way the version comes
 /// back as the file it was, its owner's.
 fn another_owners(file: &File, kept: Access, rel: &str, to: u64) -> Result<(), Refusal> {
-    let now = rustix::fs::fstat(file).map(|st| st.st_uid).ok();
-    if now.is_none_or(|uid| uid == kept.uid) {
+    let Some(now) = rustix::fs::fstat(file).map(|st| st.st_uid).ok() else {
+        return Ok(());
+    };
+    if now == kept.uid {
         return Ok(());
     }
     let name = crate::engine::report::shown_name(rel);
     Err(refuse(
         ErrorKind::PermissionDenied,
         format!(
-            "{name} belongs to another user now than the version kept before transaction {to} did: \
-             an undo puts a version back only into a file of the same owner"
+            "{name} is uid {now}'s file now, and the version kept before transaction {to} was uid {}'s: \
+             an undo puts a version back only into a file of the version's owner",
+            kept.uid
         ),
         &format!(
             "remove {name}, then undo '{name} {to} --force' to bring the version back as the file it was, its owner's"
