@@ -1,6 +1,6 @@
 //! Bringing a branch's changes into the project: its net change against its
 //! base, written as one payload of unified diffs (a file made is a diff from
-//! `/dev/null`, one removed a diff to it), which the project then applies as
+//! `/dev/null`, an empty one its header alone, one removed a diff to it), which the project then applies as
 //! one multi-file transaction (see docs/branches.md#bringing-a-branch-back).
 //!
 //! Each hunk is an edit like any other: it is placed on the project as it is
@@ -24,9 +24,6 @@ pub struct Planned {
     /// Files whose change a diff cannot carry, each with why: the commit
     /// fails naming them.
     pub refused: Vec<(String, &'static str)>,
-    /// Files made empty, which a diff has no line of: made by the commit
-    /// outside the payload, as they hold nothing to merge.
-    pub empty: Vec<String>,
 }
 
 /// The payload that brings `changes` (a branch's net change against its
@@ -40,10 +37,6 @@ pub fn plan(changes: &[NetChange]) -> Planned {
                 c.rel.clone(),
                 "a binary file: a commit carries text changes only",
             ));
-            continue;
-        }
-        if before.is_none() && now == Some(&[][..]) {
-            planned.empty.push(c.rel.clone());
             continue;
         }
         let diff = file_diff(before.unwrap_or_default(), now.unwrap_or_default(), &c.rel);
@@ -102,7 +95,10 @@ mod tests {
             p.contains("--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-y\n"),
             "{p}"
         );
-        assert_eq!(planned.empty, ["empty"]);
+        assert!(
+            p.ends_with("new file mode 100644\n--- /dev/null\n+++ b/empty\n"),
+            "an empty file made: its header alone, {p}"
+        );
         assert_eq!(planned.refused.len(), 1);
         assert_eq!(planned.refused[0].0, "bin");
     }

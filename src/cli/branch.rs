@@ -279,18 +279,6 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
         }
         return Err(e);
     }
-    if !planned.empty.is_empty() {
-        let mut e = CommandError::failed(format!(
-            "branch {} makes empty files, which a commit cannot carry yet: nothing was changed",
-            b.name
-        ));
-        for rel in &planned.empty {
-            e = e.hint(format!(
-                "{rel}: give it a line in the branch, or make it in SOURCE by hand"
-            ));
-        }
-        return Err(e);
-    }
     if planned.payload.is_empty() {
         println!("OK: branch {} changes nothing", b.name);
         if !args.dry_run {

@@ -406,7 +406,7 @@ fn commits_land_first_wins_a_later_one_re_anchors_and_a_conflict_changes_nothing
                 "cat > a.txt.edit <<'EOF'\n<<<<<<< SEARCH\nline 5\n=======\n{to}\n>>>>>>> REPLACE\nEOF\n"
             )
         };
-        mounts[0].ok(&(edit("line five") + "echo new > new.txt && rm old.txt"));
+        mounts[0].ok(&(edit("line five") + "echo new > new.txt && rm old.txt && touch empty.txt"));
         mounts[1].ok("sed -i 's/^line 30$/line thirty/' a.txt");
         mounts[2].ok(&edit("line FIVE"));
     }
@@ -417,13 +417,14 @@ fn commits_land_first_wins_a_later_one_re_anchors_and_a_conflict_changes_nothing
     let (code, text) = run(&["branch", "commit", root, "one"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(
-        text.starts_with("OK 3 file(s) (tx 4,"),
+        text.starts_with("OK 4 file(s) (tx 4,"),
         "one transaction: {text}"
     );
     assert!(
         !branch_dir(p.path(), "one").exists(),
         "committed, then removed"
     );
+    assert_eq!(fs::read(p.path().join("empty.txt")).unwrap(), b"");
     assert_eq!(
         fs::read_to_string(p.path().join("new.txt")).unwrap(),
         "new\n"
