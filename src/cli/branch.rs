@@ -2,6 +2,7 @@
 //! docs/branches.md).
 
 use std::fs;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use crate::branch::{self, BRANCHES, Branch, BranchError, Stack, Tree};
@@ -268,6 +269,22 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
         let now = crate::transaction::open(opened.root(), &c.rel, None).map(|o| o.bytes);
         !matches!(now, Ok(project) if project == c.now)
     });
+    // What the project's git ignores (a build's target/) is the branch's
+    // output, not its work: left out, and said so.
+    let ignores = crate::mount::GitIgnores::default();
+    let dir = crate::store::open_dir(opened.path())?;
+    let (ignored, changes): (Vec<_>, Vec<_>) = changes.into_iter().partition(|c| {
+        c.rel == ".git"
+            || c.rel.starts_with(".git/")
+            || ignores.ignores(dir.as_fd(), Path::new(&c.rel))
+    });
+    if !ignored.is_empty() && !args.json {
+        eprintln!(
+            "editfs branch commit: {} file(s) the project's git ignores left out (first: {})",
+            ignored.len(),
+            ignored[0].rel
+        );
+    }
     let planned = branch::commit::plan(&changes);
     if !planned.refused.is_empty() {
         let mut e = CommandError::failed(format!(

@@ -537,3 +537,116 @@ fn the_prompt_speaks_of_branches_only_when_asked() {
         "{asked}"
     );
 }
+
+const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n    2\n}\n\npub fn three() -> u32 {\n    3\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn sums() {\n        assert!(super::one() + super::two() + super::three() > 0);\n    }\n}\n";
+
+/// `cargo ARGS` offline in `dir`, which must succeed.
+fn cargo(dir: &Path, args: &[&str]) {
+    let o = Command::new("cargo")
+        .args(args)
+        .args(["--offline", "--quiet"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cargo {args:?} in {}: {}",
+        dir.display(),
+        said(&o)
+    );
+}
+
+#[test]
+fn four_agents_on_branches_of_a_crate_two_build_one_commit_re_anchors_one_conflicts() {
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = p.path().to_str().unwrap();
+    fs::create_dir_all(p.path().join("src")).unwrap();
+    fs::write(
+        p.path().join("Cargo.toml"),
+        "[package]\nname = \"agents\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    fs::write(p.path().join(".gitignore"), "target/\n").unwrap();
+    fs::write(p.path().join("src/lib.rs"), LIB).unwrap();
+    let names = ["a", "b", "c", "d"];
+    for n in names {
+        ok(&["branch", "create", root, n]);
+    }
+    let edit = |search: &str, replace: &str| {
+        format!(
+            "cat > src/lib.rs.edit <<'EOF'\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\nEOF\n"
+        )
+    };
+    {
+        let mut mounts = Vec::new();
+        for n in names {
+            let Some(m) = BranchMount::start(p.path(), n, dir.path()) else {
+                return;
+            };
+            mounts.push(m);
+        }
+        // Each agent is its own process, all at once.
+        let scripts = [
+            edit("    1\n}", "    10\n}") + "sed -i 's/^pub fn two/pub fn two/' src/lib.rs && echo a > a.txt",
+            "printf 'pub fn four() -> u32 {\\n    4\\n}\\n' >> src/lib.rs && echo '# notes' > NOTES.md".to_owned(),
+            edit("    1\n}", "    100\n}"),
+            "echo scratch > scratch.txt && rm src/lib.rs".to_owned(),
+        ];
+        let agents: Vec<_> = mounts
+            .iter()
+            .zip(&scripts)
+            .map(|(m, s)| {
+                Command::new("bash")
+                    .args(["-c", s])
+                    .current_dir(&m.mnt)
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut agent in agents {
+            assert!(agent.wait().unwrap().success());
+        }
+        for m in &mounts[..2] {
+            cargo(&m.mnt, &["build"]);
+            cargo(&m.mnt, &["test"]);
+        }
+        assert!(mounts[0].ok("ls").contains("target"), "built in the branch");
+    }
+    assert!(
+        !p.path().join("target").exists(),
+        "the project saw no build"
+    );
+    let (code, text) = run(&["branch", "commit", root, "a"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("the project's git ignores left out"),
+        "{text}"
+    );
+    let (code, text) = run(&["branch", "commit", root, "b"]);
+    assert_eq!(code, Some(0), "b re-anchors on a's result: {text}");
+    let lib = fs::read_to_string(p.path().join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("    10\n") && lib.ends_with("pub fn four() -> u32 {\n    4\n}\n"),
+        "{lib}"
+    );
+    let before = lib.clone();
+    let (code, text) = run(&["branch", "commit", root, "c"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("FAILED src/lib.rs"), "{text}");
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/lib.rs")).unwrap(),
+        before
+    );
+    ok(&["branch", "abort", root, "d"]);
+    assert!(p.path().join("src/lib.rs").exists() && !p.path().join("scratch.txt").exists());
+    assert!(
+        !p.path().join("target").exists(),
+        "no build output committed"
+    );
+    assert_eq!(
+        ok(&["branch", "list", root]).lines().count(),
+        1,
+        "c is left"
+    );
+}

@@ -59,6 +59,7 @@ use signal_hook::iterator::Signals;
 
 pub use self::core::Settings;
 pub use budget::BufferCaps;
+pub use ignored::GitIgnores;
 pub use names::Suffixes;
 pub use options::check_options;
 pub use preimage::Policy;
