@@ -1153,3 +1153,25 @@ fn a_resent_git_diff_with_a_rename_and_a_deletion_through_the_mount_is_already_a
     );
     assert!(status.contains("`lib/tools.txt`"), "{status}");
 }
+
+/// `.editfs/history` and `.editfs/log` read the latest 1000 lines of the log,
+/// saying so, however long the log is; `editfs history` lists every one.
+#[test]
+fn the_history_in_the_mount_reads_the_latest_thousand_lines() {
+    let m = mount!();
+    m.ok(
+        "echo x > f.txt; for i in $(seq 1005); do \
+         printf '<<<<<<< SEARCH\\nnope\\n=======\\nX\\n>>>>>>> REPLACE\\n' > f.txt.edit 2>/dev/null; done; true",
+    );
+    let shown = m.ok("cat .editfs/history");
+    let rows = shown.lines().filter(|l| l.contains("f.txt")).count();
+    assert_eq!(rows, 1000, "{}", &shown[..shown.len().min(500)]);
+    assert!(
+        shown.ends_with("lists every transaction)\n"),
+        "{}",
+        &shown[shown.len().saturating_sub(300)..]
+    );
+    assert_eq!(m.ok("cat .editfs/log").lines().count(), 1000);
+    let all = editfs(&["history", m.src.to_str().unwrap()]);
+    assert!(all.lines().filter(|l| l.contains("f.txt")).count() >= 1005);
+}

@@ -47,6 +47,11 @@ const FILES: [&str; 13] = [
     "status.json",
 ];
 
+/// Log lines `history` and `log` show at most, the latest: each read renders
+/// them on a thread that serves every user of the mount, so the work of one
+/// read is bounded whatever the log holds (`editfs history` shows it all).
+const SHOWN: usize = 1000;
+
 /// The names in `.editfs/` that take transactions.
 pub fn is_control(rel: &Path) -> bool {
     ["edit", "dry-run", "undo", "rewind", "checkpoint"]
@@ -213,10 +218,16 @@ impl Core {
             Some("status") => Ok(self.state_status(false, caller)),
             Some("status.json") => Ok(self.state_status(true, caller)),
             Some("history") => {
-                let mut entries = self.store.entries();
+                let (mut entries, older) = self.store.recent_of(SHOWN);
                 let mut now = Now::new();
                 entries.retain(|e| caller.sees(&self.source.root(), e, &mut now));
-                Ok(crate::history::table(&entries, None).into_bytes())
+                let mut text = crate::history::table(&entries, None);
+                if older > 0 {
+                    text.push_str(&format!(
+                        "(only the latest {SHOWN} lines of the log are read here: `editfs history SOURCE` lists every transaction)\n"
+                    ));
+                }
+                Ok(text.into_bytes())
             }
             Some("log") => Ok(self.log_for(caller)),
             Some("README") => Ok(self.readme().into_bytes()),
@@ -228,19 +239,23 @@ impl Core {
     /// The log's lines (both files, oldest first) on transactions `caller` may see.
     /// It reads without the store's lock: commits go on while a reader reads.
     fn log_for(&self, caller: &Caller) -> Vec<u8> {
+        let files: Vec<Vec<u8>> = crate::store::log_files(self.store.dir())
+            .iter()
+            .map(|path| fs::read(path).unwrap_or_default())
+            .collect();
+        let lines: Vec<&[u8]> = files
+            .iter()
+            .flat_map(|bytes| bytes.split_inclusive(|&b| b == b'\n'))
+            .collect();
+        let skip = lines.len().saturating_sub(SHOWN);
         let mut out = Vec::new();
         let mut now = Now::new();
-        for path in crate::store::log_files(self.store.dir()) {
-            let bytes = fs::read(path).unwrap_or_default();
-            if caller.is_root() {
-                out.extend_from_slice(&bytes);
-                continue;
-            }
-            for line in bytes.split_inclusive(|&b| b == b'\n') {
-                let entry = serde_json::from_slice::<LogEntry>(line);
-                if entry.is_ok_and(|e| caller.sees(&self.source.root(), &e, &mut now)) {
-                    out.extend_from_slice(line);
-                }
+        for line in &lines[skip..] {
+            let seen = caller.is_root()
+                || serde_json::from_slice::<LogEntry>(line)
+                    .is_ok_and(|e| caller.sees(&self.source.root(), &e, &mut now));
+            if seen {
+                out.extend_from_slice(line);
             }
         }
         out

@@ -168,6 +168,9 @@ pub struct Store {
     /// The log, held open for appending while it is the file named `log`
     /// (another process sharing the state directory may move it to `log.1`).
     log_file: parking_lot::Mutex<Option<LogFile>>,
+    /// The log's lines as last parsed (see `Parsed`). Taken alone and briefly:
+    /// the files are read with it released.
+    parsed: parking_lot::Mutex<std::sync::Arc<logfile::Parsed>>,
     /// Buffers a commit read a file into, or that held a content no longer
     /// remembered (`Objects::remember`), for the next commit to read its file
     /// into: a new buffer, or one whose pages the trim gave back, costs a page

@@ -4,6 +4,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::logline::LogEntry;
 use super::{Store, StoreError, io_err, logline, reaper};
@@ -17,9 +18,26 @@ pub(super) struct LogFile {
 impl Store {
     /// Every log line, oldest first. Removals this process began are in it
     /// once filed: `lock` and `settle_removals` file them (this does not, as
-    /// it may be called with the lock held).
+    /// it may be called with the lock held). Only what was appended since the
+    /// last call is read and parsed: the log holds up to 16 MiB of lines, and
+    /// a user who reads `.editfs/history` in a loop would otherwise have every
+    /// one of them parsed for each read, on the threads that serve everyone.
     pub fn entries(&self) -> Vec<LogEntry> {
-        entries_in(&self.dir)
+        self.recent_of(usize::MAX).0
+    }
+
+    /// The latest `most` log lines, oldest first (see `entries`), and how
+    /// many older ones the log holds besides.
+    pub fn recent_of(&self, most: usize) -> (Vec<LogEntry>, usize) {
+        let before = self.parsed.lock().clone();
+        let now = Arc::new(before.updated(&self.dir));
+        // Whichever of two readers at once stores last, the next one checks
+        // it against the files again.
+        *self.parsed.lock() = Arc::clone(&now);
+        let all = now.old.len() + now.new.len();
+        let skip = all.saturating_sub(most);
+        let lines = now.old.iter().chain(now.new.iter()).skip(skip).cloned();
+        (lines.collect(), skip)
     }
 
     /// The last transaction the log records that changed `rel` (or removed
@@ -143,6 +161,81 @@ pub(super) fn last_in(path: &Path) -> Option<u64> {
         .filter_map(|l| serde_json::from_str::<LogEntry>(l).ok())
         .map(|e| e.tx)
         .max()
+}
+
+/// The lines of the log files as parsed, with which files (device and inode)
+/// and how far, so that a later read parses only what was appended since.
+#[derive(Default)]
+pub(crate) struct Parsed {
+    /// `log.1` (device, inode and size) and its lines.
+    old_id: Option<(u64, u64, u64)>,
+    old: Arc<Vec<LogEntry>>,
+    /// `log` (device and inode) and the bytes of it parsed: up to the end of
+    /// its last whole line.
+    log: Option<((u64, u64), u64)>,
+    new: Arc<Vec<LogEntry>>,
+}
+
+impl Parsed {
+    /// These lines brought up to date with the log files in `dir`: a file
+    /// that is no longer the one parsed (moved to `log.1`, replaced) is parsed
+    /// again whole; the log itself, grown, only past what was parsed.
+    fn updated(&self, dir: &Path) -> Parsed {
+        use std::os::unix::fs::MetadataExt;
+        let [old_path, log_path] = log_files(dir);
+        let old_id = fs::metadata(&old_path)
+            .ok()
+            .map(|m| (m.dev(), m.ino(), m.len()));
+        // A log moved to `log.1` since: the log is new too, and may even
+        // have the inode number of a `log.1` removed meanwhile.
+        let moved = old_id != self.old_id;
+        let old = match moved {
+            false => Arc::clone(&self.old),
+            true => Arc::new(parse(&fs::read(&old_path).unwrap_or_default()).0),
+        };
+        let Ok(mut file) = File::open(&log_path) else {
+            return Parsed {
+                old_id,
+                old,
+                ..Parsed::default()
+            };
+        };
+        let id = file.metadata().map(|m| (m.dev(), m.ino())).ok();
+        let (from, mut new) = match (id, self.log) {
+            (Some(id), Some((had, len))) if id == had && !moved => (len, self.new.to_vec()),
+            _ => (0, Vec::new()),
+        };
+        let (lines, read) = read_from(&mut file, from)
+            .map(|bytes| parse(&bytes))
+            .unwrap_or_default();
+        new.extend(lines);
+        Parsed {
+            old_id,
+            old,
+            log: id.map(|id| (id, from + read)),
+            new: Arc::new(new),
+        }
+    }
+}
+
+/// The bytes of `file` from `offset` to its end.
+fn read_from(file: &mut File, offset: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The log lines in `bytes` up to the end of the last whole line, and how
+/// many bytes that is (a line being appended meanwhile is read next time).
+fn parse(bytes: &[u8]) -> (Vec<LogEntry>, u64) {
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let lines = bytes[..whole]
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect();
+    (lines, whole as u64)
 }
 
 /// Every line of the log in state directory `dir`, oldest first; reads only, so

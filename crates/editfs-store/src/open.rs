@@ -60,6 +60,7 @@ impl Store {
             checkpointer: std::sync::atomic::AtomicBool::new(false),
             removals: removals::Removals::open(dir)?,
             log_file: parking_lot::Mutex::default(),
+            parsed: parking_lot::Mutex::default(),
             spare: parking_lot::Mutex::default(),
         };
         let (recovered, handled) = store.recover_interrupted()?;

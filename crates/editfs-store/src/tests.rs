@@ -1196,3 +1196,37 @@ fn a_copy_stops_at_the_size_room_was_made_for_and_keeps_nothing_of_a_file_that_g
     let whole = store.objects().put_from(&mut &b"01234"[..], 5).unwrap();
     assert_eq!(store.objects().content(&whole).unwrap(), b"01234");
 }
+
+/// What `entries` parsed is read again only where the files changed: lines
+/// appended since, a line half written (left for the next read), a log moved
+/// to `log.1` by another process, a log replaced.
+#[test]
+fn the_log_read_again_gives_every_line_as_the_files_hold_them_now() {
+    let p = Project::new();
+    let (store, dir) = (p.open(), p.state());
+    let txs = |s: &Store| s.entries().iter().map(|e| e.tx).collect::<Vec<u64>>();
+    store.log(&line(1)).unwrap();
+    assert_eq!(txs(&store), [1]);
+    store.log(&line(2)).unwrap();
+    let half = serde_json::to_string(&line(3)).unwrap();
+    let (first, rest) = half.split_at(half.len() / 2);
+    let append = |text: &str| {
+        use std::io::Write;
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("log"))
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    append(first);
+    assert_eq!(txs(&store), [1, 2], "a line being written is not read yet");
+    append(&format!("{rest}\n"));
+    assert_eq!(txs(&store), [1, 2, 3]);
+    fs::rename(dir.join("log"), dir.join(OLD_LOG)).unwrap();
+    store.log(&line(4)).unwrap();
+    assert_eq!(txs(&store), [1, 2, 3, 4]);
+    let other = serde_json::to_string(&line(9)).unwrap();
+    fs::write(dir.join("log.new"), format!("{other}\n")).unwrap();
+    fs::rename(dir.join("log.new"), dir.join("log")).unwrap();
+    assert_eq!(txs(&store), [1, 2, 3, 9], "a log replaced is read whole");
+}
