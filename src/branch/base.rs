@@ -14,12 +14,17 @@ use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::store::{Keys, Side, Store, Tail, View};
+
+/// How long an answer waits for the project's mounts to file the removals
+/// they made (see `Base::at`).
+const FILING_WAIT: Duration = Duration::from_secs(1);
 
 /// What a path held at the base.
 #[derive(Clone, Debug)]
@@ -116,8 +121,20 @@ impl Base {
     }
 
     /// What `rel` held at the base; `Err` when its content then is no longer
-    /// kept, or SOURCE cannot be read.
+    /// kept, or SOURCE cannot be read. A file SOURCE no longer has while a
+    /// mount of the project has removals still to file may be one of them:
+    /// it is asked again once they are filed (outside the file's lock, which
+    /// the filer takes).
     pub fn at(&self, rel: &str) -> Result<At, Errno> {
+        let found = self.decide(rel)?;
+        if matches!(found, At::Absent) && !self.view.wait_filed(Duration::ZERO) {
+            self.view.wait_filed(FILING_WAIT);
+            return self.decide(rel);
+        }
+        Ok(found)
+    }
+
+    fn decide(&self, rel: &str) -> Result<At, Errno> {
         if self.hidden(rel) {
             return Ok(At::Absent);
         }
@@ -245,6 +262,7 @@ impl Base {
     /// The names in directory `dir` at the base, each with whether it is a
     /// directory: SOURCE's, less those made since, plus those removed since.
     pub fn list(&self, dir: &str) -> Result<Vec<(String, FileType)>, Errno> {
+        self.view.wait_filed(FILING_WAIT);
         let mut names: BTreeMap<String, FileType> = BTreeMap::new();
         if let Ok(fd) = self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY) {
             let mut read = rustix::fs::Dir::new(fd)?;

@@ -650,3 +650,32 @@ fn four_agents_on_branches_of_a_crate_two_build_one_commit_re_anchors_one_confli
         "c is left"
     );
 }
+
+#[test]
+fn a_file_the_projects_mount_just_removed_is_still_in_the_branch() {
+    // The project's mount files a removal into the log a moment after `rm`
+    // returns; the branch asked before it was filed once saw the file gone.
+    let Some(project) = crate::common::Mount::start(&[], |src| {
+        for i in 0..60 {
+            fs::write(src.join(format!("f{i}.txt")), format!("content {i}\n")).unwrap();
+        }
+    }) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["branch", "create", project.src.to_str().unwrap(), "b"]);
+    let Some(branch) = BranchMount::start(&project.src, "b", dir.path()) else {
+        return;
+    };
+    let mut missing = Vec::new();
+    for i in 0..60 {
+        project.ok(&format!("rm f{i}.txt"));
+        if fs::read_to_string(branch.mnt.join(format!("f{i}.txt"))).ok()
+            != Some(format!("content {i}\n"))
+        {
+            missing.push(i);
+        }
+    }
+    assert!(missing.is_empty(), "gone from the branch: {missing:?}");
+    assert_eq!(branch.ok("ls | wc -l"), "60\n");
+}
