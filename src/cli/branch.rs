@@ -357,8 +357,8 @@ fn abort(args: AbortArgs) -> Result<Ended, CommandError> {
 }
 
 /// Unmounts what serves `b`: the editfs mount above (whose daemon then
-/// takes its lower layers off as it stops), then, if that daemon does not do
-/// so within `LAYERS_WAIT`, the layers themselves, detached.
+/// takes its lower layers off as it stops), then, if that daemon is dead or
+/// does not do so within `LAYERS_WAIT`, the layers themselves, detached.
 fn unmount_all(b: &Branch) -> Result<(), CommandError> {
     /// How long the daemon of a branch mount may take to stop.
     const LAYERS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -367,7 +367,14 @@ fn unmount_all(b: &Branch) -> Result<(), CommandError> {
         crate::mount::unmount(at).map_err(|e| gone(e, at))?;
     }
     let until = std::time::Instant::now() + LAYERS_WAIT;
-    while !b.mounts().is_empty() && std::time::Instant::now() < until {
+    // A killed daemon answers nothing (ENOTCONN): none will take them off.
+    let dead = || {
+        matches!(
+            rustix::fs::statfs(b.dir.join("base")),
+            Err(rustix::io::Errno::NOTCONN)
+        )
+    };
+    while !b.mounts().is_empty() && std::time::Instant::now() < until && !dead() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     for at in b.mounts() {

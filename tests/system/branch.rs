@@ -679,3 +679,47 @@ fn a_file_the_projects_mount_just_removed_is_still_in_the_branch() {
     assert!(missing.is_empty(), "gone from the branch: {missing:?}");
     assert_eq!(branch.ok("ls | wc -l"), "60\n");
 }
+
+#[test]
+fn abort_force_clears_the_layers_a_killed_branch_daemon_left() {
+    let p = project();
+    let (root, dir) = (p.path().to_str().unwrap(), tempfile::tempdir().unwrap());
+    ok(&["branch", "create", root, "b"]);
+    let mnt = dir.path().join("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let o = editfs(&[
+        "mount",
+        root,
+        mnt.to_str().unwrap(),
+        "--branch",
+        "b",
+        "--daemon",
+    ]);
+    let _guard = BranchMount {
+        mnt: mnt.clone(),
+        branch: branch_dir(p.path(), "b"),
+    };
+    if !o.status.success() {
+        assert!(std::env::var_os("CI").is_none(), "{}", said(&o));
+        return;
+    }
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let pid: i32 = out
+        .split("by pid ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {out}"));
+    let killed = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let list = ok(&["branch", "list", root]);
+    assert!(list.contains("branches/b/base"), "the layers stay: {list}");
+    ok(&["branch", "abort", root, "b", "--force"]);
+    assert!(
+        mounts_beneath(&mnt).is_empty() && mounts_beneath(&branch_dir(p.path(), "b")).is_empty()
+    );
+    assert!(!branch_dir(p.path(), "b").exists());
+}
