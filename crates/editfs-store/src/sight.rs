@@ -24,7 +24,7 @@ use crate::logline::{Access, LogEntry};
 const READ: u32 = 4;
 const SEARCH: u32 = 1;
 
-// The one `Caller` type (transaction/caller.rs) says who asks; here are the
+// The one `Caller` type (caller.rs) says who asks; here are the
 // rules for what of the state directory that user may see.
 impl Caller {
     pub fn is_root(&self) -> bool {

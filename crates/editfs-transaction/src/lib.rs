@@ -26,7 +26,6 @@ mod opened;
 pub mod paths;
 pub mod rewind;
 pub mod serial;
-pub use crate::store::sight;
 pub mod undo;
 
 use std::io::Read;
@@ -34,8 +33,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::time::SystemTime;
 
-pub use crate::store::Caller;
 pub(crate) use crate::store::caller;
+pub use crate::store::{Caller, sight};
 pub use opened::{Meant, Opened, file_name, open, open_bounded, open_in};
 use opened::{lock_dir, open_target, still_reads, target_dir};
 pub(crate) use opened::{lock_dirs, new_file_dir, remove_made_dirs};
