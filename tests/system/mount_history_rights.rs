@@ -598,3 +598,43 @@ fn a_directory_moved_by_another_user_is_rewound_file_by_file_under_each_files_ri
     );
     assert!(!m.src.join("nb/e").exists(), "{out}");
 }
+
+/// Root scrubs a secret from its private `cfg.txt`, then opens the file to
+/// everyone; root also previews a rewind and a multi-file edit. Nobody may read
+/// the file now, but none of the reports show it what the file held before, a
+/// kept version, or a payload no file holds: natively it sees the file as it is.
+#[test]
+fn no_report_shows_what_the_reader_could_not_read_then_or_what_no_file_holds() {
+    let Some(m) = mount_for_nobody() else { return };
+    m.ok("echo before-scrub | cat > .editfs/checkpoint");
+    root_edits(&m, "cfg.txt", SECRET, "API_KEY=<redacted>");
+    chmod(&m.src.join("cfg.txt"), 0o644);
+    let nobody_reads = |what: &str| text(&as_nobody(&m, &format!("cat {what}; true")));
+    for status in ["cfg.txt.status", "cfg.txt.status.json"] {
+        let said = nobody_reads(status);
+        assert!(!said.contains(SECRET), "{status}: {said}");
+        assert!(
+            said.contains("NOT SHOWN") || said.contains("null"),
+            "{status}: {said}"
+        );
+    }
+    assert!(
+        m.ok("cat cfg.txt.status").contains(SECRET),
+        "root sees its report"
+    );
+
+    m.ok("echo '--to before-scrub --dry-run' > .editfs/rewind");
+    let said = nobody_reads(".editfs/status .editfs/status.json");
+    assert!(!said.contains(SECRET), "rewind preview: {said}");
+
+    let planned = "PASSWORD=never-written";
+    m.ok(&format!(
+        "printf '*** Begin Patch\\n*** Update File: cfg.txt\\n@@\\n-port=1\\n+{planned}\\n*** End Patch\\n' > .editfs/dry-run"
+    ));
+    assert!(
+        m.ok("cat .editfs/status").contains(planned),
+        "root sees its dry run"
+    );
+    let said = nobody_reads(".editfs/status .editfs/status.json");
+    assert!(!said.contains(planned), "dry run: {said}");
+}

@@ -179,7 +179,11 @@ impl Core {
             }
             _ if write => Err(Errno::EACCES),
             _ => {
-                let bytes = self.status_bytes(&self.path(parent)?.join(base), control);
+                let rel = self.path(parent)?.join(base);
+                let bytes = match self.status_hidden(&rel, &who.caller()) {
+                    Some(tx) => hidden_status(&rel, tx, control),
+                    None => self.status_bytes(&rel, control),
+                };
                 Ok(self.handles.add(Handle::Bytes {
                     bytes: bytes.to_vec(),
                     _charge: None,
@@ -543,7 +547,7 @@ impl Core {
         // Each file's `F.status` shows the latest transaction on it, failed
         // ones too: a failed transaction's sections say why nothing was written.
         self.publish(report.files.iter());
-        self.answer_state(&report)
+        self.answer_state(&report, (who, false))
     }
 
     /// `.editfs/dry-run`: what a multi-file payload would do, decided as
@@ -554,12 +558,12 @@ impl Core {
         let opts = &self.settings.engine;
         let root = self.root().seen_by(who.caller.as_ref());
         let report = multi::Plan::parse(root, payload, opts).dry_run(root, opts, who);
-        self.answer_state(&report)
+        self.answer_state(&report, (who, true))
     }
 
     /// The answer of a handle of `.editfs/edit` or `.editfs/dry-run`, and
     /// `.editfs/status` from now on.
-    fn answer_state(&self, report: &multi::MultiReport) -> Committed {
+    fn answer_state(&self, report: &multi::MultiReport, (who, dry_run): (&Who, bool)) -> Committed {
         let head = Report {
             outcome: report.outcome,
             error: report.error.clone(),
@@ -570,6 +574,9 @@ impl Core {
             text: report.to_string(),
             json: report.to_json() + "\n",
             files: report.files.iter().map(|r| r.file.clone()).collect(),
+            by: maker(who),
+            tx: (report.tx != 0).then_some(report.tx),
+            dry_run,
         });
         committed
     }
@@ -583,7 +590,7 @@ impl Core {
             Err(why) => {
                 let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
                 let rejected = undo::rejected(&self.store, LogKind::Undo, why, hint, who);
-                self.answer_undone(None, rejected)
+                self.answer_undone(None, rejected, (who, false))
             }
         }
     }
@@ -598,12 +605,12 @@ impl Core {
                 self.record_creations(true);
                 let at = (self.root(), who.caller.as_ref());
                 let undone = undo::preview(self.store.objects(), self.store.entries(), at, &req);
-                self.answer_undone(Some(&undone), undone.head())
+                self.answer_undone(Some(&undone), undone.head(), (who, true))
             }
             Err(why) => {
                 let hint = "for example: echo '--to before-task' > .editfs/rewind (a checkpoint's name or a transaction id; add --dry-run to see what it would do)";
                 let rejected = undo::rejected(&self.store, LogKind::Rewind, why, hint, who);
-                self.answer_undone(None, rejected)
+                self.answer_undone(None, rejected, (who, false))
             }
         }
     }
@@ -623,12 +630,17 @@ impl Core {
         if head.outcome == Outcome::Ok {
             self.publish(undone.files().into_iter());
         }
-        self.answer_undone(Some(&undone), head)
+        self.answer_undone(Some(&undone), head, (who, false))
     }
 
     /// The answer of an undo or rewind (`undone`), or of a request refused
     /// before it (`head` alone), and `.editfs/status` from now on.
-    fn answer_undone(&self, undone: Option<&undo::Undone>, head: Report) -> Committed {
+    fn answer_undone(
+        &self,
+        undone: Option<&undo::Undone>,
+        head: Report,
+        (who, dry_run): (&Who, bool),
+    ) -> Committed {
         let (text, json, files) = match undone {
             Some(u) => (
                 u.to_string(),
@@ -641,6 +653,9 @@ impl Core {
             text: text.clone(),
             json: json + "\n",
             files,
+            by: maker(who),
+            tx: (head.tx != 0).then_some(head.tx),
+            dry_run,
         });
         Committed::new(text.into_bytes(), errno_for(&head))
     }
@@ -657,6 +672,9 @@ impl Core {
             text: text.clone(),
             json: json + "\n",
             files: Vec::new(),
+            by: maker(who),
+            tx: None,
+            dry_run: false,
         });
         let errno = match result {
             Ok(_) => None,
@@ -695,12 +713,7 @@ impl Core {
     /// exist (a payload that named a file wrongly).
     pub(super) fn state_status(&self, json: bool, caller: &Caller) -> Vec<u8> {
         let latest = self.reports.state();
-        let root = self.source.root();
-        let shown = latest.as_ref().filter(|r| {
-            r.files
-                .iter()
-                .all(|f| caller.reads_now(&root, f) || caller.sees_missing(&root, f))
-        });
+        let shown = latest.as_ref().filter(|r| self.may_see_state(r, caller));
         match (shown, latest.is_some(), json) {
             (Some(r), _, true) => r.json.clone().into_bytes(),
             (Some(r), _, false) => r.text.clone().into_bytes(),
@@ -709,6 +722,38 @@ impl Core {
             (None, false, true) => b"{\"outcome\": null, \"message\": \"no transaction through .editfs/edit or .editfs/undo yet\"}\n".to_vec(),
             (None, false, false) => b"NO TRANSACTION YET through .editfs/edit or .editfs/undo\n".to_vec(),
         }
+    }
+
+    /// The id of the latest report on `rel` when `caller` could not read the
+    /// file before that transaction: its diff and hints show what the file
+    /// held then (a secret scrubbed before the file was opened to others).
+    fn status_hidden(&self, rel: &Path, caller: &Caller) -> Option<u64> {
+        if caller.is_root() {
+            return None;
+        }
+        let tx = self.reports.of_file(rel)?.report.tx;
+        let name = rel.to_string_lossy();
+        (tx != 0 && !self.read_before(caller, &name, tx)).then_some(tx)
+    }
+
+    /// Whether `caller` may read `r` in `.editfs/status` (see `StateReport`).
+    fn may_see_state(&self, r: &StateReport, caller: &Caller) -> bool {
+        if caller.is_root() || caller.uid == r.by {
+            return true;
+        }
+        let root = self.source.root();
+        !r.dry_run
+            && r.files.iter().all(|f| {
+                (caller.reads_now(&root, f) || caller.sees_missing(&root, f))
+                    && r.tx.is_none_or(|tx| self.read_before(caller, f, tx))
+            })
+    }
+
+    /// Whether `caller` could read `rel` before transaction `tx`, by the
+    /// version kept then (none kept: the transaction made it, or kept nothing).
+    fn read_before(&self, caller: &Caller, rel: &str, tx: u64) -> bool {
+        let kept = self.kept.lock().get(self.store.dir(), rel, tx);
+        kept.is_none_or(|(access, above)| caller.could_read(&access, &above))
     }
 
     /// A flush of an edit handle: answered at once unless it commits, in which
@@ -884,6 +929,28 @@ pub fn slice(data: &[u8], offset: u64, size: u32) -> &[u8] {
         .min(data.len());
     let end = start.saturating_add(size as usize).min(data.len());
     &data[start..end]
+}
+
+/// The uid a report is made for: the caller's, or the daemon's own.
+fn maker(who: &Who) -> u32 {
+    who.caller
+        .as_ref()
+        .map_or_else(|| rustix::process::geteuid().as_raw(), |c| c.uid)
+}
+
+/// What `F.status` shows a user who could not read F before transaction `tx`.
+fn hidden_status(rel: &Path, tx: u64, control: Control) -> Arc<[u8]> {
+    let name = rel.to_string_lossy();
+    let why = "the file was not yours to read before this transaction, so its report is not shown";
+    let text = match control {
+        Control::StatusJson => {
+            serde_json::json!({ "file": name, "tx": tx, "outcome": null, "message": why })
+                .to_string()
+                + "\n"
+        }
+        _ => format!("NOT SHOWN {name} (tx {tx}): {why}\n"),
+    };
+    text.into_bytes().into()
 }
 
 #[cfg(test)]

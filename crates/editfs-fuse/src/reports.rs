@@ -131,12 +131,20 @@ impl Shown {
     }
 }
 
-/// The latest report of `.editfs/edit` or `.editfs/undo`, and the files it names:
-/// `.editfs/status` shows it only to a user who can read them all.
+/// The latest report of `.editfs/edit` or `.editfs/undo`, the files it names,
+/// who made it and whether it wrote anything: `.editfs/status` shows it to its
+/// maker and to root; to another user only when it wrote (a dry run's diff shows
+/// a payload, or a kept version, that no file holds) and that user can read
+/// every file it names now and could before it (`Core::may_see_state`).
 pub struct StateReport {
     pub text: String,
     pub json: String,
     pub files: Vec<String>,
+    /// The uid of the user who made it.
+    pub by: u32,
+    /// Its id, when it wrote one: its files' kept versions are kept under it.
+    pub tx: Option<u64>,
+    pub dry_run: bool,
 }
 
 /// Bytes the reports of one mount may hold, with their renderings.
