@@ -1007,6 +1007,26 @@ fn nothing_in_a_directory_the_caller_may_not_search_shows_through_links_or_moves
     );
 }
 
+/// Nobody's symlink to root's private file (whose directory nobody may
+/// search): nobody's edit through it is refused, and root's `F.status` still
+/// shows root's own latest transaction, not nobody's refusal.
+#[test]
+fn a_refused_edit_through_a_link_leaves_the_files_report_as_it_was() {
+    let Some(m) = mount_for_nobody() else { return };
+    m.ok(&format!(
+        "printf '<<<<<<< SEARCH\\n{SECRET}\\n=======\\nredacted\\n>>>>>>> REPLACE\\n' > shared/secret.txt.edit"
+    ));
+    let roots = m.ok("head -1 shared/secret.txt.status");
+    assert!(roots.starts_with("OK"), "{roots}");
+    let out = as_nobody(
+        &m,
+        "ln -s ../shared/secret.txt nb/l && \
+         printf '<<<<<<< SEARCH\nredacted\n=======\nmine\n>>>>>>> REPLACE\n' | cat > nb/l.edit; echo rc=$?",
+    );
+    assert!(text(&out).contains("rc=1"), "{}", text(&out));
+    assert_eq!(m.ok("head -1 shared/secret.txt.status"), roots);
+}
+
 /// `report` without the id and time each heading line ends with.
 fn untimed(report: &str) -> String {
     report

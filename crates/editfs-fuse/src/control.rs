@@ -301,11 +301,6 @@ impl Core {
     /// attempt changes nothing of it, its report least of all (the caller
     /// reads why in `.editfs/status`).
     fn publish<'r>(&self, reports: impl Iterator<Item = &'r Report>) {
-        let refused = |r: &Report| {
-            r.error
-                .as_ref()
-                .is_some_and(|e| e.kind == crate::engine::ErrorKind::PermissionDenied)
-        };
         for r in reports.filter(|r| !refused(r)) {
             self.reports
                 .show(PathBuf::from(&r.file), Arc::new(Shown::new(r.clone())));
@@ -400,7 +395,7 @@ impl Core {
         let report = transaction::run(Some(&self.store), &target, payload, &self.settings.engine);
         // Kept until the kernel was told, below.
         let _telling = gate.done(report.outcome == Outcome::Ok);
-        if file != rel {
+        if file != rel && !refused(&report) {
             self.reports
                 .show(file.to_owned(), Arc::new(Shown::new(report.clone())));
             self.invalidate_path(rel);
@@ -929,6 +924,15 @@ pub fn slice(data: &[u8], offset: u64, size: u32) -> &[u8] {
         .min(data.len());
     let end = start.saturating_add(size as usize).min(data.len());
     &data[start..end]
+}
+
+/// Whether `r` is of a file its caller was refused: the attempt changed
+/// nothing of the file, and its report is the caller's alone, never the
+/// file's `F.status` (which other users read).
+fn refused(r: &Report) -> bool {
+    r.error
+        .as_ref()
+        .is_some_and(|e| e.kind == crate::engine::ErrorKind::PermissionDenied)
 }
 
 /// The uid a report is made for: the caller's, or the daemon's own.
