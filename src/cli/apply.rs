@@ -266,14 +266,34 @@ fn project_of(state: Option<&Path>) -> Option<PathBuf> {
     state.parent().map(Path::to_owned)
 }
 
+/// The path of `path` with every symlink on it followed by the kernel, as an
+/// `open` follows them: `fs.protected_symlinks` then refuses another user's
+/// link in a sticky world-writable directory (`/tmp`) as it refuses `>` through
+/// it (`realpath` reads links itself, and would follow it).
+fn real_path(path: &Path) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let how = rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, how, rustix::fs::Mode::empty())?;
+    fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 /// The real file behind `file`: symlinks are followed, so the link stays a link.
 fn resolve(file: &Path) -> Result<PathBuf, CommandError> {
-    if let Ok(real) = fs::canonicalize(file) {
-        if real.is_dir() {
-            let message = format!("{} is a directory, not a file", file.display());
-            return Err(CommandError::usage(message));
+    match real_path(file) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Err(CommandError::usage(format!(
+                "{}: the kernel refuses the path ({e}): a directory on its way you may not search, or another user's symlink in a sticky world-writable directory, which fs.protected_symlinks lets no one else follow",
+                file.display()
+            )));
         }
-        return Ok(real);
+        Err(_) => {}
+        Ok(real) => {
+            if real.is_dir() {
+                let message = format!("{} is a directory, not a file", file.display());
+                return Err(CommandError::usage(message));
+            }
+            return Ok(real);
+        }
     }
     let name = file
         .file_name()
@@ -282,7 +302,7 @@ fn resolve(file: &Path) -> Result<PathBuf, CommandError> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let dir = fs::canonicalize(parent).map_err(|e| {
+    let dir = real_path(parent).map_err(|e| {
         CommandError::usage(format!(
             "the directory {} of {} is not usable: {e}",
             parent.display(),
