@@ -121,17 +121,17 @@ impl Base {
     }
 
     /// What `rel` held at the base; `Err` when its content then is no longer
-    /// kept, or SOURCE cannot be read. A file SOURCE no longer has while a
-    /// mount of the project has removals still to file may be one of them:
-    /// it is asked again once they are filed (outside the file's lock, which
-    /// the filer takes).
+    /// kept, or SOURCE cannot be read. A file SOURCE no longer has may be one
+    /// a mount of the project removed and has yet to file, or filed between
+    /// this look at the log and the one at SOURCE: it is asked again once no
+    /// removal waits (outside the file's lock, which the filer takes).
     pub fn at(&self, rel: &str) -> Result<At, Errno> {
         let found = self.decide(rel)?;
-        if matches!(found, At::Absent) && !self.view.wait_filed(Duration::ZERO) {
-            self.view.wait_filed(FILING_WAIT);
-            return self.decide(rel);
+        if !matches!(found, At::Absent) {
+            return Ok(found);
         }
-        Ok(found)
+        self.view.wait_filed(FILING_WAIT);
+        self.decide(rel)
     }
 
     fn decide(&self, rel: &str) -> Result<At, Errno> {
@@ -201,8 +201,22 @@ impl Base {
         )
     }
 
-    /// Up to `size` bytes of `rel` from `offset`, as it was at the base.
+    /// Up to `size` bytes of `rel` from `offset`, as it was at the base. A
+    /// file SOURCE no longer has may be one a mount of the project removed
+    /// and has yet to file (the kernel may hold what a lookup found before
+    /// the removal): it is read again once no removal waits, outside the
+    /// file's lock, which the filer takes.
     pub fn read(&self, rel: &str, offset: u64, size: usize) -> Result<Vec<u8>, Errno> {
+        match self.read_once(rel, offset, size) {
+            Err(Errno::NOENT) if !self.hidden(rel) => {
+                self.view.wait_filed(FILING_WAIT);
+                self.read_once(rel, offset, size)
+            }
+            read => read,
+        }
+    }
+
+    fn read_once(&self, rel: &str, offset: u64, size: usize) -> Result<Vec<u8>, Errno> {
         if self.hidden(rel) {
             return Err(Errno::NOENT);
         }
