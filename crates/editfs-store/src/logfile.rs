@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::logline::LogEntry;
+use super::view::lines_from;
 use super::{Store, StoreError, io_err, logline, reaper};
 
 /// The log file as opened, and which file it is.
@@ -191,9 +192,9 @@ impl Parsed {
         let moved = old_id != self.old_id;
         let old = match moved {
             false => Arc::clone(&self.old),
-            true => Arc::new(parse(&fs::read(&old_path).unwrap_or_default()).0),
+            true => Arc::new(lines_from(File::open(&old_path).ok(), &mut 0)),
         };
-        let Ok(mut file) = File::open(&log_path) else {
+        let Ok(file) = File::open(&log_path) else {
             return Parsed {
                 old_id,
                 old,
@@ -201,41 +202,18 @@ impl Parsed {
             };
         };
         let id = file.metadata().map(|m| (m.dev(), m.ino())).ok();
-        let (from, mut new) = match (id, self.log) {
+        let (mut read, mut new) = match (id, self.log) {
             (Some(id), Some((had, len))) if id == had && !moved => (len, self.new.to_vec()),
             _ => (0, Vec::new()),
         };
-        let (lines, read) = read_from(&mut file, from)
-            .map(|bytes| parse(&bytes))
-            .unwrap_or_default();
-        new.extend(lines);
+        new.extend(lines_from(Some(file), &mut read));
         Parsed {
             old_id,
             old,
-            log: id.map(|id| (id, from + read)),
+            log: id.map(|id| (id, read)),
             new: Arc::new(new),
         }
     }
-}
-
-/// The bytes of `file` from `offset` to its end.
-fn read_from(file: &mut File, offset: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    file.seek(SeekFrom::Start(offset))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// The log lines in `bytes` up to the end of the last whole line, and how
-/// many bytes that is (a line being appended meanwhile is read next time).
-fn parse(bytes: &[u8]) -> (Vec<LogEntry>, u64) {
-    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let lines = bytes[..whole]
-        .split(|&b| b == b'\n')
-        .filter_map(|l| serde_json::from_slice(l).ok())
-        .collect();
-    (lines, whole as u64)
 }
 
 /// Every line of the log in state directory `dir`, oldest first; reads only, so

@@ -109,7 +109,7 @@ impl Tail {
 
 /// The entries of the complete lines of `file` past byte `read`, which moves
 /// to the end of the last of them.
-fn lines_from(file: Option<File>, read: &mut u64) -> Vec<LogEntry> {
+pub(crate) fn lines_from(file: Option<File>, read: &mut u64) -> Vec<LogEntry> {
     let mut bytes = Vec::new();
     let Some(mut file) = file else {
         return Vec::new();
