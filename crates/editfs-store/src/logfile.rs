@@ -2,12 +2,11 @@
 //! `log.1` past its bound, and read back from both, oldest first.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::logline::LogEntry;
-use super::view::lines_from;
 use super::{Store, StoreError, io_err, logline, reaper};
 
 /// The log file as opened, and which file it is.
@@ -214,6 +213,24 @@ impl Parsed {
             new: Arc::new(new),
         }
     }
+}
+
+/// The entries of the complete lines of `file` past byte `read`, which moves
+/// to the end of the last of them.
+pub(crate) fn lines_from(file: Option<File>, read: &mut u64) -> Vec<LogEntry> {
+    let mut bytes = Vec::new();
+    let Some(mut file) = file else {
+        return Vec::new();
+    };
+    if file.seek(SeekFrom::Start(*read)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    *read += complete as u64;
+    String::from_utf8_lossy(&bytes[..complete])
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// Every line of the log in state directory `dir`, oldest first; reads only, so

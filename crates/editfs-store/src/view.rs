@@ -6,12 +6,12 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::journal::Journal;
+use super::logfile::lines_from;
 use super::logline::LogEntry;
 use super::objects::{Objects, Side};
 use super::{entries_in, log_files, removals};
@@ -105,22 +105,4 @@ impl Tail {
         out.sort_by_key(|e| e.tx);
         out
     }
-}
-
-/// The entries of the complete lines of `file` past byte `read`, which moves
-/// to the end of the last of them.
-pub(crate) fn lines_from(file: Option<File>, read: &mut u64) -> Vec<LogEntry> {
-    let mut bytes = Vec::new();
-    let Some(mut file) = file else {
-        return Vec::new();
-    };
-    if file.seek(SeekFrom::Start(*read)).is_err() || file.read_to_end(&mut bytes).is_err() {
-        return Vec::new();
-    }
-    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    *read += complete as u64;
-    String::from_utf8_lossy(&bytes[..complete])
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
