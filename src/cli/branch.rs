@@ -9,9 +9,8 @@ use crate::branch::{self, BRANCHES, Branch, BranchError, Stack, Tree};
 use crate::mount::MountConfig;
 use crate::store::{Held, Retention};
 
-use super::color::ColorArg;
 use super::error::{CommandError, Ended};
-use super::rewind::{json as json_changes, name_status, pair_renames, patch, stat};
+use super::rewind::{DiffFormat, json as json_changes, pair_renames};
 use super::state::{ProjectArgs, open};
 use super::who;
 
@@ -84,17 +83,8 @@ struct DiffArgs {
     /// A second branch, compared against the first
     #[arg(value_name = "B")]
     other: Option<String>,
-    /// Print a line per file with lines added and removed
-    #[arg(long, conflicts_with_all = ["name_status", "json"])]
-    stat: bool,
-    /// Print a status letter (M, A, D, or R and the similarity) and the name per file
-    #[arg(long, conflicts_with = "json")]
-    name_status: bool,
-    /// Print the changes as JSON
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    color: ColorArg,
+    format: DiffFormat,
 }
 
 #[derive(clap::Args)]
@@ -234,16 +224,8 @@ fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
     }
     .map_err(failed)?;
     let files = pair_renames(changes);
-    let text = if args.json {
-        json_changes(&files, &[], &[], 0) + "\n"
-    } else if args.stat {
-        stat(&files)
-    } else if args.name_status {
-        name_status(&files)
-    } else {
-        patch(&files)
-    };
-    let _ = args.color.print(&text);
+    args.format
+        .print(&files, || json_changes(&files, &[], &[], 0), "");
     Ok(Ended::Done)
 }
 

@@ -51,6 +51,13 @@ pub struct DiffArgs {
     since: String,
     /// Only these files (relative to SOURCE, or absolute paths inside it)
     paths: Vec<String>,
+    #[command(flatten)]
+    format: DiffFormat,
+}
+
+/// How `diff` and `branch diff` print a net change.
+#[derive(clap::Args)]
+pub(super) struct DiffFormat {
     /// Print a line per file with lines added and removed
     #[arg(long, conflicts_with_all = ["name_status", "json"])]
     stat: bool,
@@ -62,6 +69,24 @@ pub struct DiffArgs {
     json: bool,
     #[command(flatten)]
     color: ColorArg,
+}
+
+impl DiffFormat {
+    /// Prints `files` as asked: JSON (`as_json`, which says what is not
+    /// covered itself), or a stat, name-status lines or a patch, each
+    /// followed by `tail`.
+    pub(super) fn print(&self, files: &[Changed], as_json: impl FnOnce() -> String, tail: &str) {
+        let text = if self.json {
+            as_json() + "\n"
+        } else if self.stat {
+            stat(files) + tail
+        } else if self.name_status {
+            name_status(files) + tail
+        } else {
+            patch(files) + tail
+        };
+        let _ = self.color.print(&text);
+    }
 }
 
 #[derive(clap::Args)]
@@ -106,7 +131,7 @@ pub fn rewind(args: RewindArgs) -> Result<Ended, CommandError> {
 }
 
 pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
-    let run = || -> Result<String, CommandError> {
+    let run = || -> Result<(), CommandError> {
         let held = args.project.read()?;
         let state = held.path();
         let view = View::new(&state);
@@ -143,17 +168,12 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
         );
         let (uncovered, more) = (found.files, found.more);
         let files = pair_renames(changes);
-        Ok(if args.json {
-            json(&files, &pruned, &uncovered, more) + "\n"
-        } else if args.stat {
-            stat(&files) + &not_covered(&pruned, &uncovered, more)
-        } else if args.name_status {
-            name_status(&files) + &not_covered(&pruned, &uncovered, more)
-        } else {
-            patch(&files) + &not_covered(&pruned, &uncovered, more)
-        })
+        let as_json = || json(&files, &pruned, &uncovered, more);
+        args.format
+            .print(&files, as_json, &not_covered(&pruned, &uncovered, more));
+        Ok(())
     };
-    let _ = args.color.print(&run()?);
+    run()?;
     Ok(Ended::Done)
 }
 
