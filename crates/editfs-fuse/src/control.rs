@@ -28,11 +28,10 @@ use super::edit_buffer::{Committed, EditBuffer, Next, Turn, errno_for, flushed};
 use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;
-use super::reports::{Shown, StateReport};
-use super::types::{Done, Errno, FileAttr, FileType, Requester, Res};
+use super::reports::{Shown, StateReport, refused};
+use super::types::{Done, Errno, FileType, Requester, Res};
 use crate::engine::{Outcome, Received, Report};
 use crate::store::LogKind;
-use crate::transaction::Caller;
 use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, rewind, undo};
 
 /// What a committing handle acts on.
@@ -78,84 +77,7 @@ pub(super) fn last_close(pid: u32, ino: u64) -> bool {
     })
 }
 
-/// Why `F.status` has no report: it shows the latest edit through `F.edit`, and
-/// a rename or removal of F takes that report along, while a write, save or
-/// removal without a control file is only logged.
-const NO_REPORT: &str = "No edit through the control file has reported on this file under this name \
-since the mount started; .editfs/history lists every transaction, writes and removals too";
-
 impl Core {
-    /// Attributes of a control file: its file's owner and permissions, exact size.
-    pub(super) fn control_attr(
-        &self,
-        ino: u64,
-        parent: u64,
-        base: &OsStr,
-        control: Control,
-    ) -> Res<FileAttr> {
-        let dir = self.dir_of(parent)?;
-        let st = rustix::fs::statat(&dir, base, AtFlags::SYMLINK_NOFOLLOW).ok();
-        let size = match control {
-            Control::Edit => 0,
-            _ => self
-                .status_bytes(&self.path(parent)?.join(base), control)
-                .len() as u64,
-        };
-        // A file not made yet belongs to no one: its `F.edit` is open to every
-        // user, and the commit asks the kernel whether the sender may create it
-        // in its directory (a mode of the daemon's own would let only the
-        // daemon's user create files through `F.edit`).
-        let base_perm = st.as_ref().map_or(0o666, |s| (s.st_mode & 0o666) as u16);
-        let perm = if control == Control::Edit {
-            base_perm
-        } else {
-            base_perm & 0o444
-        };
-        let mut a = self.virtual_attr(ino, FileType::RegularFile, perm, size);
-        if let Some(s) = st {
-            (a.uid, a.gid) = (s.st_uid, s.st_gid);
-        }
-        Ok(a)
-    }
-
-    /// The bytes `F.status` or `F.status.json` shows for the file at `rel`.
-    pub(super) fn status_bytes(&self, rel: &Path, control: Control) -> Arc<[u8]> {
-        let shown = self.reports.of_file(rel);
-        let name = rel.to_string_lossy();
-        // A transaction `editfs apply` made since is the most recent one.
-        let mine = shown
-            .as_ref()
-            .map_or(self.reports.started_after_tx(), |r| r.report.tx);
-        if let Some(s) = self.store.shared_report_after(&name, mine) {
-            return match control {
-                Control::StatusJson => s.json + "\n",
-                _ => s.text,
-            }
-            .into_bytes()
-            .into();
-        }
-        let edit = self.settings.suffixes.name(
-            OsStr::new(rel.file_name().unwrap_or_default()),
-            Control::Edit,
-        );
-        let how = format!(
-            "write SEARCH/REPLACE blocks to {} and read this file again",
-            edit.to_string_lossy()
-        );
-        match (shown, control) {
-            (Some(r), Control::StatusJson) => r.json(),
-            (Some(r), _) => r.text(),
-            (None, Control::StatusJson) => {
-                let v = serde_json::json!({ "file": name, "tx": null, "outcome": null,
-                    "message": format!("{NO_REPORT}; {how}") });
-                (v.to_string() + "\n").into_bytes().into()
-            }
-            (None, _) => format!("NO REPORT YET {name}\n{NO_REPORT};\n{how}.\n")
-                .into_bytes()
-                .into(),
-        }
-    }
-
     /// Opens a control file of `base` in `parent` for `caller`; `truncate` is the
     /// open's `O_TRUNC`.
     pub(super) fn open_control(
@@ -180,10 +102,7 @@ impl Core {
             _ if write => Err(Errno::EACCES),
             _ => {
                 let rel = self.path(parent)?.join(base);
-                let bytes = match self.status_hidden(&rel, &who.caller()) {
-                    Some(tx) => hidden_status(&rel, tx, control),
-                    None => self.status_bytes(&rel, control),
-                };
+                let bytes = self.status_for(&rel, control, &who.caller());
                 Ok(self.handles.add(Handle::Bytes {
                     bytes: bytes.to_vec(),
                     _charge: None,
@@ -703,54 +622,6 @@ impl Core {
         Ok(slice(&text, offset.saturating_sub(base), size).to_vec())
     }
 
-    /// `.editfs/status` (or `status.json`): the latest multi-file or undo report,
-    /// for a caller who can read every file it names, or learn that it does not
-    /// exist (a payload that named a file wrongly).
-    pub(super) fn state_status(&self, json: bool, caller: &Caller) -> Vec<u8> {
-        let latest = self.reports.state();
-        let shown = latest.as_ref().filter(|r| self.may_see_state(r, caller));
-        match (shown, latest.is_some(), json) {
-            (Some(r), _, true) => r.json.clone().into_bytes(),
-            (Some(r), _, false) => r.text.clone().into_bytes(),
-            (None, true, true) => b"{\"outcome\": null, \"message\": \"the latest transaction through .editfs/edit or .editfs/undo was on files you cannot read\"}\n".to_vec(),
-            (None, true, false) => b"NOT SHOWN: the latest transaction through .editfs/edit or .editfs/undo was on files you cannot read\n".to_vec(),
-            (None, false, true) => b"{\"outcome\": null, \"message\": \"no transaction through .editfs/edit or .editfs/undo yet\"}\n".to_vec(),
-            (None, false, false) => b"NO TRANSACTION YET through .editfs/edit or .editfs/undo\n".to_vec(),
-        }
-    }
-
-    /// The id of the latest report on `rel` when `caller` could not read the
-    /// file before that transaction: its diff and hints show what the file
-    /// held then (a secret scrubbed before the file was opened to others).
-    fn status_hidden(&self, rel: &Path, caller: &Caller) -> Option<u64> {
-        if caller.is_root() {
-            return None;
-        }
-        let tx = self.reports.of_file(rel)?.report.tx;
-        let name = rel.to_string_lossy();
-        (tx != 0 && !self.read_before(caller, &name, tx)).then_some(tx)
-    }
-
-    /// Whether `caller` may read `r` in `.editfs/status` (see `StateReport`).
-    fn may_see_state(&self, r: &StateReport, caller: &Caller) -> bool {
-        if caller.is_root() || caller.uid == r.by {
-            return true;
-        }
-        let root = self.source.root();
-        !r.dry_run
-            && r.files.iter().all(|f| {
-                (caller.reads_now(&root, f) || caller.sees_missing(&root, f))
-                    && r.tx.is_none_or(|tx| self.read_before(caller, f, tx))
-            })
-    }
-
-    /// Whether `caller` could read `rel` before transaction `tx`, by the
-    /// version kept then (none kept: the transaction made it, or kept nothing).
-    fn read_before(&self, caller: &Caller, rel: &str, tx: u64) -> bool {
-        let kept = self.kept.lock().get(self.store.dir(), rel, tx);
-        kept.is_none_or(|(access, above)| caller.could_read(&access, &above))
-    }
-
     /// A flush of an edit handle: answered at once unless it commits, in which
     /// case a commit thread answers it. The choice is made when the flush comes
     /// (what the buffer holds then, under its lock), so a flush that found nothing
@@ -926,35 +797,11 @@ pub fn slice(data: &[u8], offset: u64, size: u32) -> &[u8] {
     &data[start..end]
 }
 
-/// Whether `r` is of a file its caller was refused: the attempt changed
-/// nothing of the file, and its report is the caller's alone, never the
-/// file's `F.status` (which other users read).
-fn refused(r: &Report) -> bool {
-    r.error
-        .as_ref()
-        .is_some_and(|e| e.kind == crate::engine::ErrorKind::PermissionDenied)
-}
-
 /// The uid a report is made for: the caller's, or the daemon's own.
 fn maker(who: &Who) -> u32 {
     who.caller
         .as_ref()
         .map_or_else(|| rustix::process::geteuid().as_raw(), |c| c.uid)
-}
-
-/// What `F.status` shows a user who could not read F before transaction `tx`.
-fn hidden_status(rel: &Path, tx: u64, control: Control) -> Arc<[u8]> {
-    let name = rel.to_string_lossy();
-    let why = "the file was not yours to read before this transaction, so its report is not shown";
-    let text = match control {
-        Control::StatusJson => {
-            serde_json::json!({ "file": name, "tx": tx, "outcome": null, "message": why })
-                .to_string()
-                + "\n"
-        }
-        _ => format!("NOT SHOWN {name} (tx {tx}): {why}\n"),
-    };
-    text.into_bytes().into()
 }
 
 #[cfg(test)]

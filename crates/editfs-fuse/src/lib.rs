@@ -44,6 +44,7 @@ mod rescue;
 mod source;
 mod stale_retries;
 mod state;
+mod status_files;
 pub mod table;
 mod types;
 mod watch;

@@ -131,6 +131,15 @@ impl Shown {
     }
 }
 
+/// Whether `r` is of a file its caller was refused: the attempt changed
+/// nothing of the file, and its report is the caller's alone, never the
+/// file's `F.status` (which other users read).
+pub fn refused(r: &Report) -> bool {
+    r.error
+        .as_ref()
+        .is_some_and(|e| e.kind == crate::engine::ErrorKind::PermissionDenied)
+}
+
 /// The latest report of `.editfs/edit` or `.editfs/undo`, the files it names,
 /// who made it and whether it wrote anything: `.editfs/status` shows it to its
 /// maker and to root; to another user only when it wrote (a dry run's diff shows
