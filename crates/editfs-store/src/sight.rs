@@ -123,18 +123,25 @@ impl Caller {
         Way::Open(held)
     }
 
-    /// Whether the kernel lets this caller access `fd` as `how` says; where
-    /// the daemon cannot take on the caller's credentials (it does not run as
-    /// root), the file's bits and ACL flag decide for `want` instead.
+    /// Whether the kernel lets this caller access `fd` as `how` says. Without
+    /// an ACL the permission bits are the kernel's whole answer for a user
+    /// who is not root, and are read from the file (a rewind asks this of
+    /// every file its history names, and switching credentials to ask costs
+    /// several calls each); with one, the kernel is asked with the caller's
+    /// credentials, or, where the daemon cannot take them on (it does not run
+    /// as root), the bits and the ACL flag decide for `want` instead.
     fn kernel_allows(&self, fd: BorrowedFd<'_>, how: rustix::fs::Access, want: u32) -> bool {
         if self.is_root() {
             return true;
         }
+        let Some(access) = Access::of_fd(fd) else {
+            return false;
+        };
         let daemon = rustix::process::geteuid();
-        if daemon.is_root() || daemon.as_raw() == self.uid {
-            return self.may(fd, how).is_ok();
+        match access.acl && (daemon.is_root() || daemon.as_raw() == self.uid) {
+            true => self.may(fd, how).is_ok(),
+            false => self.permits(&access, want),
         }
-        Access::of_fd(fd).is_some_and(|a| self.permits(&a, want))
     }
 
     /// What is at `name` in `dir` for this caller, no symlink followed.
