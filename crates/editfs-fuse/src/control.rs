@@ -28,6 +28,7 @@ use super::edit_buffer::{Committed, EditBuffer, Next, Turn, errno_for, flushed};
 use super::handles::Handle;
 use super::names::Control;
 use super::nodes::Kind;
+use super::processes::last_close;
 use super::reports::{Shown, StateReport, refused};
 use super::types::{Done, Errno, FileType, Requester, Res};
 use crate::engine::{Outcome, Received, Report};
@@ -60,21 +61,6 @@ struct Edited<'a> {
     dir: Option<&'a std::os::fd::OwnedFd>,
     /// The file F meant when its handle was opened, and when that was.
     meant: Option<(Meant, u64)>,
-}
-
-/// Whether process `pid`, closing a descriptor of node `ino`, holds no other one:
-/// `bash` opens a redirection and moves it onto descriptor 1, closing the first
-/// one before anything is written, so only a close that leaves none behind ends
-/// an unwritten payload. Unknown (another user's process) counts as not last:
-/// the empty payload is then sent at release.
-pub(super) fn last_close(pid: u32, ino: u64) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return false;
-    };
-    let want = format!("ino:\t{ino}");
-    !fds.flatten().any(|fd| {
-        std::fs::read_to_string(fd.path()).is_ok_and(|info| info.lines().any(|l| l == want))
-    })
 }
 
 impl Core {

@@ -35,6 +35,7 @@ mod owner;
 mod passthrough;
 mod prefetch;
 mod preimage;
+mod processes;
 mod ranges;
 mod real_files;
 mod replaced;

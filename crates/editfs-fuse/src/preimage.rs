@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-use super::control::last_close;
 use super::core::{Core, Loc};
 use super::ignored::GitIgnores;
+use super::processes::{kin, last_close};
 use super::types::Requester;
 use crate::store::logline::{Access, Kind};
 use crate::store::objects::{Objects, Side};
@@ -119,49 +119,6 @@ fn open_regular(loc: &Loc) -> Option<(File, u64)> {
     let file = File::from(fd);
     let meta = file.metadata().ok()?;
     meta.is_file().then_some((file, meta.len()))
-}
-
-/// The processes that may share thread `pid`'s descriptors by inheritance:
-/// its process's parent and every process it forked, found through each
-/// thread's `children` list, so nothing scans the whole of /proc at a close.
-/// `None` when a list cannot be read (another user's process, a kernel
-/// without those lists): the caller then cannot rule them out.
-fn kin(pid: u32) -> Option<Vec<u32>> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse::<u32>().ok())
-    };
-    let (tgid, parent) = (field("Tgid:")?, field("PPid:")?);
-    let mut kin = vec![parent];
-    let mut born = vec![tgid];
-    while let Some(p) = born.pop() {
-        for child in children(p)? {
-            if child != tgid && !kin.contains(&child) {
-                kin.push(child);
-                born.push(child);
-            }
-        }
-    }
-    Some(kin)
-}
-
-/// The processes process `pid` forked, from the `children` list of each of its threads.
-fn children(pid: u32) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()?
-        .flatten()
-    {
-        let list = std::fs::read_to_string(task.path().join("children")).ok()?;
-        out.extend(
-            list.split_whitespace()
-                .filter_map(|c| c.parse::<u32>().ok()),
-        );
-    }
-    Some(out)
 }
 
 /// The latest content of `rel` the store keeps, and the transaction that kept
