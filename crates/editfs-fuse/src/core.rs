@@ -110,7 +110,7 @@ pub struct Settings {
     pub edits_only: bool,
     pub engine: engine::Options,
     /// Which direct writes get a pre-image.
-    pub preimages: super::preimage::Policy,
+    pub preimages: super::preimage_rules::Policy,
     /// What open edit handles may buffer.
     pub buffers: super::budget::BufferCaps,
 }
@@ -361,7 +361,7 @@ pub struct Core {
     pub(super) writes: Mutex<HashMap<u64, crate::transaction::direct::Pending>>,
     /// Files made through the mount and written, not recorded yet (see
     /// `preimage.rs`, `Core::record_creations`).
-    pub(super) created: Mutex<Vec<super::preimage::Created>>,
+    pub(super) created: Mutex<Vec<super::preimage_rules::Created>>,
     /// Handles the kernel opened to run a program from, with their node: see
     /// `Core::refuse_busy_truncation`.
     pub(super) running: Mutex<HashMap<u64, u64>>,

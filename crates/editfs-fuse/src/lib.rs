@@ -35,6 +35,7 @@ mod owner;
 mod passthrough;
 mod prefetch;
 mod preimage;
+mod preimage_rules;
 mod processes;
 mod ranges;
 mod real_files;
@@ -64,7 +65,7 @@ pub use budget::BufferCaps;
 pub use ignored::GitIgnores;
 pub use names::Suffixes;
 pub use options::check_options;
-pub use preimage::Policy;
+pub use preimage_rules::Policy;
 pub use rescue::rescue;
 
 /// The payload form an agent's prompt teaches: the one the agent was trained
