@@ -21,7 +21,7 @@ use super::state;
 use super::types::{
     Entry, Errno, FileType, Opened, Register, Requester, Res, Served, Timed, VIRTUAL_TTL, errno,
 };
-use super::watch::Lease;
+use super::watches::Lease;
 use crate::store::{Keys, STATE_DIR};
 
 /// Opens `name` with `O_CREAT`, saying whether this call made it: only a file

@@ -22,7 +22,7 @@ use fuser::{
 };
 use rustix::fs::Timespec;
 
-use super::core::EditFs;
+use super::edit_fs::EditFs;
 use super::real_files::Set;
 use super::types::{
     Backing, Done, Errno, FileAttr, FileType, Found, Kernel, Opened, Requester, Res, Served, Timed,

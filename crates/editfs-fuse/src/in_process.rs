@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
-use super::core::{EditFs, Settings};
+use super::core::Settings;
+use super::edit_fs::EditFs;
 use super::nodes::ROOT;
 use super::source::Source;
 use super::types::{Backing, Done, Errno, Requester, Res, Served};

@@ -18,6 +18,7 @@ mod control;
 mod core;
 mod dirs;
 mod edit_buffer;
+mod edit_fs;
 mod first_read;
 mod fuse;
 mod handles;
@@ -50,6 +51,7 @@ mod status_files;
 pub mod table;
 mod types;
 mod watch;
+mod watches;
 mod xattr;
 
 use std::io;
@@ -369,7 +371,7 @@ pub fn serve(
         reason: e.to_string(),
     })?;
     let notifier = Arc::new(OnceLock::new());
-    let fs = self::core::EditFs::new(source, store, cfg.settings, notifier.clone());
+    let fs = self::edit_fs::EditFs::new(source, store, cfg.settings, notifier.clone());
     let on_exit = fs.on_exit();
     let (mount_options, acl) =
         options::fuse_options(&src, &cfg.options).map_err(MountError::Options)?;
