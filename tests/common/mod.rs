@@ -319,3 +319,26 @@ pub fn chmod(path: &Path, mode: u32) {
 pub fn chown_nobody(path: &Path) {
     std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
 }
+
+/// A `fs.*` sysctl set for as long as this lives, then put back: the kernel's
+/// `protected_*` rules, which a test must see on whatever the machine's are.
+pub struct Sysctl {
+    at: String,
+    was: String,
+}
+
+impl Sysctl {
+    /// `/proc/sys/fs/NAME` set to `value` (root only).
+    pub fn set(name: &str, value: &str) -> Sysctl {
+        let at = format!("/proc/sys/fs/{name}");
+        let was = std::fs::read_to_string(&at).expect("the sysctl is readable");
+        std::fs::write(&at, value).expect("root may set the sysctl");
+        Sysctl { at, was }
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.at, self.was.trim());
+    }
+}

@@ -780,25 +780,6 @@ fn apply_makes_files_and_directories_under_its_own_umask() {
     );
 }
 
-/// `fs.protected_symlinks` set for as long as it lives, then put back.
-struct ProtectedSymlinks(String);
-
-impl ProtectedSymlinks {
-    const AT: &str = "/proc/sys/fs/protected_symlinks";
-
-    fn on() -> ProtectedSymlinks {
-        let was = fs::read_to_string(Self::AT).expect("the sysctl is readable");
-        fs::write(Self::AT, "1").expect("root may set fs.protected_symlinks");
-        ProtectedSymlinks(was)
-    }
-}
-
-impl Drop for ProtectedSymlinks {
-    fn drop(&mut self) {
-        let _ = fs::write(Self::AT, self.0.trim());
-    }
-}
-
 /// The classic `/tmp` attack on root's `editfs apply`: another user's symlink in
 /// a sticky world-writable directory, to root's file. With
 /// `fs.protected_symlinks` (most systems set it), root's own `>` through the
@@ -816,7 +797,7 @@ fn apply_follows_no_link_the_kernel_refuses_to_follow() {
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o1777)).unwrap();
     symlink("../a.txt", tmp.join("notes.txt")).unwrap();
     std::os::unix::fs::lchown(tmp.join("notes.txt"), Some(65534), Some(65534)).unwrap();
-    let _on = ProtectedSymlinks::on();
+    let _on = crate::common::Sysctl::set("protected_symlinks", "1");
     let native = fs::OpenOptions::new()
         .append(true)
         .open(tmp.join("notes.txt"));

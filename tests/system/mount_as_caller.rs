@@ -1027,6 +1027,32 @@ fn a_refused_edit_through_a_link_leaves_the_files_report_as_it_was() {
     assert_eq!(m.ok("head -1 shared/secret.txt.status"), roots);
 }
 
+/// Nobody plants an empty file in a sticky world-writable directory where
+/// root's agent will make its output: with `fs.protected_regular`, root's
+/// native `>` into it fails, and so does root's "create" (an empty SEARCH),
+/// which would otherwise write root's text into nobody's file.
+#[test]
+fn a_create_over_another_users_planted_file_is_refused_as_protected_regular_refuses_it() {
+    let Some(m) = mount_for_nobody() else { return };
+    let tmp = m.src.join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    chmod(&tmp, 0o1777);
+    as_nobody(&m, "touch tmp/out.txt && chmod 666 tmp/out.txt");
+    let _on = common::Sysctl::set("protected_regular", "1");
+    assert!(
+        !m.sh("echo native > tmp/out.txt").status.success(),
+        "the kernel refuses root's O_CREAT natively"
+    );
+    // Opened without O_CREAT, which the kernel would refuse on the control
+    // file itself (it shows the planted file's owner).
+    let made = m.sh(&format!(
+        "python3 -c \"import os; fd = os.open('tmp/out.txt.edit', os.O_WRONLY | os.O_TRUNC); \
+         os.write(fd, b'<<<<<<< SEARCH\\n=======\\n{SECRET}\\n>>>>>>> REPLACE\\n'); os.close(fd)\""
+    ));
+    assert!(!made.status.success(), "{}", text(&made));
+    assert_eq!(fs::read_to_string(tmp.join("out.txt")).unwrap(), "");
+}
+
 /// `report` without the id and time each heading line ends with.
 fn untimed(report: &str) -> String {
     report

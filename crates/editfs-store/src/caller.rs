@@ -350,6 +350,35 @@ pub fn may_remove(
     }
 }
 
+/// Whether `by` may "create" `file`, found at `name` in `dir` already (an
+/// empty SEARCH over an empty file): natively that is an `open` with
+/// `O_CREAT`, which `fs.protected_regular` refuses for another user's file in
+/// a sticky world-writable directory, so the kernel is asked the same open,
+/// as `by`, without truncating or writing anything.
+pub fn may_create_over(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    file: &File,
+    by: Option<&Caller>,
+) -> Result<(), StoreError> {
+    if !holds(dir, name, file).map_err(sys("stat", name))? {
+        return Err(StoreError::Stale { path: name.into() });
+    }
+    let how =
+        OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    match acting(by, || rustix::fs::openat(dir, name, how, Mode::empty())) {
+        Ok(_) => Ok(()),
+        Err(source) => Err(denied_or(
+            source,
+            name,
+            (
+                "create it over the file already there",
+                "check the creation of",
+            ),
+        )),
+    }
+}
+
 /// Removes `name` from `dir` as `by`, after its commit point: only while it is
 /// still `file` (when known), and only as far as the kernel lets `by`. What
 /// another writer changed since `may_remove` is logged and left as it is.

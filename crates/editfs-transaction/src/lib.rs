@@ -384,6 +384,24 @@ fn decide_on(
     Decision { opened, edit }
 }
 
+/// A creation over a file already there (empty) is asked of the kernel as
+/// the `O_CREAT` open it is natively (see `caller::may_create_over`).
+fn created_over(target: &Target<'_>, opened: &Opened, report: &Report) -> Result<(), StoreError> {
+    let creates = report
+        .operations
+        .iter()
+        .any(|o| o.strategy == Some("create"));
+    match (&opened.file, creates) {
+        (Some(file), true) => crate::store::caller::may_create_over(
+            opened.dir.as_fd(),
+            file_name(target.rel),
+            file,
+            target.who.caller.as_ref(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn stored(
     store: &Store,
     lock: &Lock,
@@ -409,6 +427,10 @@ fn stored(
     let Some(new) = edit.content else {
         return logged(store, report, Kind::Edit, target.rel, target.who);
     };
+    if let Err(e) = created_over(target, &opened, &report) {
+        let failed = failed_commit(e, report, original);
+        return logged(store, failed, Kind::Edit, target.rel, target.who);
+    }
     let entry = log_entry(Kind::Edit, &report, &[(target.rel, &report)], target.who);
     let change = change_of(target, &opened, &new, &report.sha256);
     let root = (target.root.fd, target.root.path);
