@@ -1007,8 +1007,8 @@ fn nothing_in_a_directory_the_caller_may_not_search_shows_through_links_or_moves
     );
 }
 
-/// Nobody's symlink to root's private file (whose directory nobody may
-/// search): nobody's edit through it is refused, and root's `F.status` still
+/// Nobody's symlink to root's private file (0600, in a directory everyone may
+/// write): nobody's edit through it is refused, and root's `F.status` still
 /// shows root's own latest transaction, not nobody's refusal.
 #[test]
 fn a_refused_edit_through_a_link_leaves_the_files_report_as_it_was() {
@@ -1018,10 +1018,13 @@ fn a_refused_edit_through_a_link_leaves_the_files_report_as_it_was() {
     ));
     let roots = m.ok("head -1 shared/secret.txt.status");
     assert!(roots.starts_with("OK"), "{roots}");
+    let link = m.src.join("nb/l");
+    let target = Path::new("..").join("shared").join("secret.txt");
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(NOBODY), Some(NOBODY)).unwrap();
     let out = as_nobody(
         &m,
-        "ln -s ../shared/secret.txt nb/l && \
-         printf '<<<<<<< SEARCH\nredacted\n=======\nmine\n>>>>>>> REPLACE\n' | cat > nb/l.edit; echo rc=$?",
+        "printf '<<<<<<< SEARCH\nredacted\n=======\nmine\n>>>>>>> REPLACE\n' | cat > nb/l.edit; echo rc=$?",
     );
     assert!(text(&out).contains("rc=1"), "{}", text(&out));
     assert_eq!(m.ok("head -1 shared/secret.txt.status"), roots);
