@@ -199,34 +199,7 @@ crate_src=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d 
 if [ -n "$crate_src" ] && command -v cargo >/dev/null && want cargo gitcrate; then
   cp -r "$crate_src" "$src/crate"
   rm -f "$src/crate/Cargo.lock"
-  python3 - "$src/crate/Cargo.toml" <<'PY'
-import re, sys
-# Offline-buildable: optional and dev dependencies go, and the features naming them.
-p = sys.argv[1]
-blocks = re.split(r"(?m)^(?=\[)", open(p).read())
-dropped, keep = set(), []
-for b in blocks:
-    head = b.split("\n", 1)[0]
-    m = re.match(r"\[(?:target\..*\.)?dependencies\.([\w-]+)\]", head)
-    if "dev-dependencies" in head or (m and re.search(r"(?m)^optional\s*=\s*true", b)):
-        if m:
-            dropped.add(m.group(1))
-        continue
-    keep.append(b)
-def features(b):
-    if not b.startswith("[features]"):
-        return b
-    out = []
-    for l in b.splitlines(True):
-        k = re.match(r"\s*([\w-]+)\s*=", l)
-        if k and k.group(1) in dropped:
-            continue
-        for d in dropped:
-            l = re.sub(r'"(dep:)?%s(/[\w-]+)?"\s*,?\s*' % re.escape(d), "", l)
-        out.append(l)
-    return "".join(out)
-open(p, "w").write("".join(features(b) for b in keep))
-PY
+  python3 "$repo_dir/scripts/offline-crate" "$src/crate/Cargo.toml"
   (
     cd "$src/crate"
     git init -q
