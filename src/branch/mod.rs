@@ -236,8 +236,11 @@ pub fn open(state: &Path, name: &str) -> Result<Branch, BranchError> {
 }
 
 /// Every branch of the state directory at `state`, by name; a damaged one
-/// comes as its error, so a listing names it rather than hiding it.
+/// comes as its error, so a listing names it rather than hiding it. What a
+/// process killed while it made or removed a branch left is removed first:
+/// nothing else comes after such a process to do it.
 pub fn all(state: &Path) -> Vec<Result<Branch, BranchError>> {
+    sweep(&state.join(BRANCHES));
     let Ok(read) = fs::read_dir(state.join(BRANCHES)) else {
         return Vec::new();
     };

@@ -320,6 +320,9 @@ fn kill_9_during_a_branch_commit_leaves_the_project_wholly_before_or_after_it() 
         cut > 0,
         "no kill landed inside a commit: the test proved nothing"
     );
+    // A commit killed while it removed its branch leaves the rest to the
+    // next branch command: a listing, here.
+    assert!(editfs(&["branch", "list"], &root).wait().unwrap().success());
     let left: Vec<_> = fs::read_dir(root.join(".editfs/branches"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
