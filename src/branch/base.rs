@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+use crate::store::logline::Access;
 use crate::store::{Keys, Side, Store, Tail, View};
 
 /// How long an answer waits for the project's mounts to file the removals
@@ -35,17 +36,55 @@ pub enum At {
     Dir(Option<rustix::fs::Stat>),
     /// Unchanged since: SOURCE's file, link or other, as it is now.
     Source(rustix::fs::Stat),
-    /// Changed since: the kept content, and SOURCE's status now if it is
-    /// still there (for its mode and owner).
-    Kept(Arc<Vec<u8>>, Option<rustix::fs::Stat>),
+    /// Changed since: the kept content, and whose it was then.
+    Kept(Arc<Vec<u8>>, Then),
+}
+
+/// The owner, group and permission bits a version changed since the base is
+/// shown with: those the file had at the base, narrowed to who could read it
+/// then (`Access::bits_then`), so a secret the project scrubbed and opened
+/// to all since stays its owner's in every branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Then {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Then {
+    /// From the log's record of the file before the transaction that first
+    /// changed it after the base; a line without one (written before the log
+    /// kept it) shows it as SOURCE's owner's alone now, or root's.
+    fn of(access: Option<&Access>, above: &[Access], now: Option<&rustix::fs::Stat>) -> Then {
+        match (access, now) {
+            (Some(a), _) => Then {
+                mode: a.bits_then(above),
+                uid: a.uid,
+                gid: a.gid,
+            },
+            (None, Some(st)) => Then {
+                mode: st.st_mode & 0o700,
+                uid: st.st_uid,
+                gid: st.st_gid,
+            },
+            (None, None) => Then {
+                mode: 0o600,
+                uid: 0,
+                gid: 0,
+            },
+        }
+    }
 }
 
 /// How the log says a path changed after the base: made since, or changed
-/// first by this transaction, whose pre-image is the path at the base.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// first by this transaction, whose pre-image is the path at the base, which
+/// it recorded as `access` behind the directories `above`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Since {
     tx: u64,
     created: bool,
+    access: Option<Access>,
+    above: Vec<Access>,
 }
 
 /// The log's changes after the base, kept up to date as the log grows.
@@ -95,15 +134,16 @@ impl Base {
                 let new = Since {
                     tx: e.tx,
                     created: f.created,
+                    access: f.access,
+                    above: f.above.clone(),
                 };
-                since
-                    .entry(f.file.clone())
-                    .and_modify(|s| {
-                        if e.tx < s.tx {
-                            *s = new;
-                        }
-                    })
-                    .or_insert(new);
+                match since.get_mut(&f.file) {
+                    Some(s) if e.tx < s.tx => *s = new,
+                    Some(_) => {}
+                    None => {
+                        since.insert(f.file.clone(), new);
+                    }
+                }
             }
         }
         index
@@ -146,10 +186,15 @@ impl Base {
             Errno::IO
         })?;
         let index = self.refresh();
-        match index.since.get(rel).copied() {
+        match index.since.get(rel) {
             Some(Since { created: true, .. }) => Ok(At::Absent),
-            Some(Since { tx, .. }) => match self.store.objects().read(Side::Pre, rel, tx) {
-                Some(bytes) => Ok(At::Kept(Arc::new(bytes), self.stat(rel)?)),
+            Some(Since {
+                tx, access, above, ..
+            }) => match self.store.objects().read(Side::Pre, rel, *tx) {
+                Some(bytes) => {
+                    let then = Then::of(access.as_ref(), above, self.stat(rel)?.as_ref());
+                    Ok(At::Kept(Arc::new(bytes), then))
+                }
                 None => {
                     log::error!(
                         "base view: {rel} as it was before transaction {tx} is no longer kept"
@@ -224,10 +269,10 @@ impl Base {
             log::error!("base view: {e}");
             Errno::IO
         })?;
-        let since = self.refresh().since.get(rel).copied();
+        let since = self.refresh().since.get(rel).map(|s| (s.tx, s.created));
         match since {
-            Some(Since { created: true, .. }) => Err(Errno::NOENT),
-            Some(Since { tx, .. }) => {
+            Some((_, true)) => Err(Errno::NOENT),
+            Some((tx, false)) => {
                 let bytes = self
                     .store
                     .objects()

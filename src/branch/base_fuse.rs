@@ -126,12 +126,11 @@ impl BaseFs {
                 a.mtime = time(st.st_mtime, st.st_mtime_nsec);
                 a.ctime = a.mtime;
             }
-            At::Kept(bytes, st) => {
+            At::Kept(bytes, then) => {
                 a.kind = FileType::RegularFile;
-                a.perm = 0o644;
-                if let Some(st) = st {
-                    from(&mut a, &st);
-                }
+                a.perm = then.mode as u16;
+                a.uid = then.uid;
+                a.gid = then.gid;
                 a.size = bytes.len() as u64;
                 a.blocks = a.size.div_ceil(512);
             }

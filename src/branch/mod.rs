@@ -91,6 +91,31 @@ pub struct Meta {
     pub created: String,
     /// The user who made it, whose it is.
     pub uid: u32,
+    /// That user's group and supplementary groups then: a commit run by
+    /// root acts with these (see `Meta::maker`).
+    #[serde(default)]
+    pub gid: u32,
+    #[serde(default)]
+    pub groups: Vec<u32>,
+}
+
+impl Meta {
+    /// Who a commit of this branch acts as, file by file: its maker with the
+    /// groups it had when it made the branch, when that is not root. A
+    /// commit run by root then writes, makes and removes only what the maker
+    /// may now in the project, as an `editfs apply` of the maker's would, and
+    /// what it makes is the maker's. `None`: the one who runs the commit,
+    /// who is then the maker or root acting for itself.
+    pub fn maker(&self) -> Option<crate::store::Caller> {
+        let me = rustix::process::getuid().as_raw();
+        (me == 0 && self.uid != 0).then(|| crate::store::Caller {
+            uid: self.uid,
+            gid: self.gid,
+            groups: self.groups.clone(),
+            fsetid: false,
+            umask: 0o022,
+        })
+    }
 }
 
 /// A branch of a project.
@@ -169,6 +194,12 @@ pub fn create(
         from: from.map(str::to_owned),
         created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         uid: rustix::process::getuid().as_raw(),
+        gid: rustix::process::getgid().as_raw(),
+        groups: rustix::process::getgroups()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|g| g.as_raw())
+            .collect(),
     };
     private_dir(&branches)?;
     sweep(&branches);

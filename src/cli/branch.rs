@@ -96,7 +96,9 @@ prints) is applied to SOURCE as it is now, as one multi-file transaction: one id
 content; one it changed elsewhere takes the branch's change where its text now is, as any edit \
 re-anchors; one whose changed lines SOURCE changed too fails the whole commit, which then names \
 each such file with the report of the hunk that did not apply, and changes nothing. Refused \
-while a mount serves the branch. Exit codes as apply's: 0 committed, 1 failed (nothing written)."
+while a mount serves the branch. Run by root on another user's branch, it acts as that user: \
+it writes, makes and removes only what that user may in SOURCE now. Exit codes as apply's: 0 \
+committed, 1 failed (nothing written)."
 )]
 struct CommitArgs {
     #[command(flatten)]
@@ -292,9 +294,10 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
         syntax_check: SyntaxCheck::Warn,
         ..Options::default()
     };
-    let root = opened.root();
+    let mut who = who("editfs branch commit");
+    who.caller = b.meta.maker();
+    let root = opened.root().seen_by(who.caller.as_ref());
     let payload = Received::cut(planned.payload.as_bytes(), planned.payload.len());
-    let who = who("editfs branch commit");
     let report = match args.dry_run {
         true => multi::Plan::parse(root, payload, &opts).dry_run(root, &opts, &who),
         false => multi::run(Some(&store), root, payload, &opts, &who),

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use crate::common::Inside;
 
-fn editfs(args: &[&str]) -> Output {
+pub(crate) fn editfs(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_editfs"))
         .args(args)
         .output()
@@ -22,7 +22,7 @@ fn said(o: &Output) -> String {
 }
 
 /// `editfs ARGS`, which must succeed; its standard output.
-fn ok(args: &[&str]) -> String {
+pub(crate) fn ok(args: &[&str]) -> String {
     let o = editfs(args);
     assert!(o.status.success(), "editfs {args:?}: {}", said(&o));
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -171,8 +171,8 @@ fn abort_is_refused_while_a_mount_serves_the_branch_unless_forced() {
 
 /// A branch mounted with `editfs mount --branch` for a test: unmounted when
 /// dropped, its lower layers too, whatever the test did.
-struct BranchMount {
-    mnt: std::path::PathBuf,
+pub(crate) struct BranchMount {
+    pub(crate) mnt: std::path::PathBuf,
     branch: std::path::PathBuf,
 }
 
@@ -180,10 +180,22 @@ impl BranchMount {
     /// Mounts branch `name` of `source` at a new directory of `dir`; `None`
     /// where it cannot mount outside CI.
     fn start(source: &Path, name: &str, dir: &Path) -> Option<BranchMount> {
+        BranchMount::start_with(source, name, dir, &[])
+    }
+
+    /// As `start`, with the mount's options `args` (`-o allow_other`).
+    pub(crate) fn start_with(
+        source: &Path,
+        name: &str,
+        dir: &Path,
+        args: &[&str],
+    ) -> Option<BranchMount> {
         let mnt = dir.join(format!("mnt-{name}"));
         fs::create_dir_all(&mnt).unwrap();
         let (src, at) = (source.to_str().unwrap(), mnt.to_str().unwrap());
-        let o = editfs(&["mount", src, at, "--branch", name, "--daemon"]);
+        let mut all = vec!["mount", src, at, "--branch", name, "--daemon"];
+        all.extend_from_slice(args);
+        let o = editfs(&all);
         let mounted = BranchMount {
             mnt,
             branch: branch_dir(source, name),

@@ -9,6 +9,7 @@
 mod common;
 
 mod branch;
+mod branch_rights;
 mod cli_apply;
 mod cli_docs;
 mod cli_state_trust;

@@ -24,6 +24,35 @@ use crate::logline::{Access, LogEntry};
 const READ: u32 = 4;
 const SEARCH: u32 = 1;
 
+impl Access {
+    /// The permission bits that let in, of this version's owner, group and
+    /// others, only those who could read it when it was kept: its own bits,
+    /// less each class that one of the directories `above` it (those not
+    /// everyone could search then) kept out. Where the record cannot tell
+    /// (an ACL, a directory of another owner or group) the class counts as
+    /// kept out: the narrower answer. A view that shows an old version as a
+    /// file (a branch's base) shows it with these, so no one reads in it
+    /// what they could not read then, whatever the file's bits are now.
+    pub fn bits_then(&self, above: &[Access]) -> u32 {
+        let mut bits = self.mode & 0o7777;
+        if self.acl {
+            bits &= !0o077;
+        }
+        for d in above {
+            let owner_searches = d.mode & 0o100 != 0;
+            if d.uid != self.uid || !owner_searches {
+                bits &= !0o700;
+            }
+            let group = !d.acl && d.gid == self.gid && d.mode & 0o010 != 0 && owner_searches;
+            if !group {
+                bits &= !0o070;
+            }
+            bits &= !0o007;
+        }
+        bits
+    }
+}
+
 // The one `Caller` type (caller.rs) says who asks; here are the
 // rules for what of the state directory that user may see.
 impl Caller {
@@ -262,6 +291,42 @@ mod tests {
             gid,
             acl: false,
         }
+    }
+
+    #[test]
+    fn a_version_behind_a_closed_directory_keeps_only_the_classes_that_could_search_it() {
+        let file = access(0o644, 1000, 100);
+        assert_eq!(file.bits_then(&[]), 0o644, "nothing above: its own bits");
+        assert_eq!(
+            file.bits_then(&[access(0o700, 1000, 100)]),
+            0o600,
+            "its owner's 0700 directory"
+        );
+        assert_eq!(
+            file.bits_then(&[access(0o750, 1000, 100)]),
+            0o640,
+            "a directory its group may search"
+        );
+        assert_eq!(
+            file.bits_then(&[access(0o750, 1000, 7)]),
+            0o600,
+            "a directory of another group"
+        );
+        assert_eq!(
+            file.bits_then(&[access(0o750, 0, 0)]),
+            0,
+            "a directory of another owner: who of the file's owner got in is not known"
+        );
+        let acl = Access {
+            acl: true,
+            ..access(0o664, 1000, 100)
+        };
+        assert_eq!(
+            acl.bits_then(&[]),
+            0o600,
+            "an ACL's entries are not recorded"
+        );
+        assert_eq!(access(0o4755, 1000, 100).bits_then(&[]), 0o4755);
     }
 
     #[test]

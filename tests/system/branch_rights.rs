@@ -1,0 +1,183 @@
+//! Branches as another user meets them: against a root daemon serving a
+//! branch with `allow_other`, `nobody` has in it exactly the rights it has on
+//! the project, and a version of a file the project changed since the base is
+//! shown with the owner and bits the file had then.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::branch::{BranchMount, editfs, ok};
+use crate::common::{chmod, text};
+
+/// `script` run by bash as `nobody`, with no groups, in `dir`.
+fn nobody(dir: &Path, script: &str) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["bash", "-c", script])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn write(path: &Path, text: &str, mode: u32) {
+    fs::write(path, text).unwrap();
+    chmod(path, mode);
+}
+
+const EDIT_SHARED: &str =
+    "printf '<<<<<<< SEARCH\\nshared\\n=======\\nmine\\n>>>>>>> REPLACE\\n' > shared.txt.edit";
+
+#[test]
+fn another_user_has_in_a_branch_only_its_rights_on_the_project() {
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    chmod(p.path(), 0o755);
+    chmod(dir.path(), 0o755);
+    let src = p.path();
+    write(&src.join("secret.txt"), "s3cret\n", 0o600);
+    write(&src.join("shared.txt"), "shared\n", 0o644);
+    write(&src.join("open.txt"), "open\n", 0o666);
+    fs::create_dir(src.join("private")).unwrap();
+    write(&src.join("private/x.txt"), "x\n", 0o644);
+    chmod(&src.join("private"), 0o700);
+    ok(&["branch", "create", src.to_str().unwrap(), "b"]);
+    let Some(m) = BranchMount::start_with(src, "b", dir.path(), &["-o", "allow_other"]) else {
+        return;
+    };
+    let at = &m.mnt;
+    for (script, what) in [
+        ("cat secret.txt", "read root's 0600 file"),
+        ("ls private", "list root's 0700 directory"),
+        (
+            "cat private/x.txt",
+            "read a file behind root's 0700 directory",
+        ),
+        ("echo mine >> shared.txt", "write root's 0644 file"),
+        ("rm shared.txt", "remove a file of root's 0755 directory"),
+        ("echo new > new.txt", "make a file in root's 0755 directory"),
+    ] {
+        let o = nobody(at, script);
+        assert!(!o.status.success(), "nobody could {what}: {}", text(&o));
+    }
+    let o = nobody(at, &format!("{EDIT_SHARED}; cat shared.txt.status"));
+    assert!(
+        !text(&o).contains("OK"),
+        "an edit of root's 0644 file: {}",
+        text(&o)
+    );
+    assert_eq!(
+        fs::read_to_string(at.join("shared.txt")).unwrap(),
+        "shared\n"
+    );
+    let o = nobody(at, "cat shared.txt open.txt && echo more >> open.txt");
+    assert!(o.status.success(), "what nobody may do: {}", text(&o));
+    assert_eq!(
+        fs::read_to_string(at.join("open.txt")).unwrap(),
+        "open\nmore\n"
+    );
+}
+
+#[test]
+fn a_version_the_project_changed_since_keeps_the_bits_it_had_at_the_base() {
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    chmod(p.path(), 0o755);
+    chmod(dir.path(), 0o755);
+    let src = p.path();
+    write(&src.join("notes.txt"), "token=s3cret\n", 0o600);
+    let root = src.to_str().unwrap();
+    ok(&["branch", "create", root, "b"]);
+    // After the base, the project scrubs the secret and opens the file to all.
+    let payload = dir.path().join("scrub");
+    fs::write(
+        &payload,
+        "<<<<<<< SEARCH\ntoken=s3cret\n=======\ntoken=REDACTED\n>>>>>>> REPLACE\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["apply", src.join("notes.txt").to_str().unwrap()])
+        .stdin(fs::File::open(&payload).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    chmod(&src.join("notes.txt"), 0o644);
+    let Some(m) = BranchMount::start_with(src, "b", dir.path(), &["-o", "allow_other"]) else {
+        return;
+    };
+    assert_eq!(
+        fs::read_to_string(m.mnt.join("notes.txt")).unwrap(),
+        "token=s3cret\n",
+        "the branch holds the file as it was at its base"
+    );
+    let o = nobody(&m.mnt, "stat -c %a notes.txt; cat notes.txt");
+    assert!(
+        !text(&o).contains("s3cret"),
+        "nobody read what only root could read at the base: {}",
+        text(&o)
+    );
+    assert!(text(&o).starts_with("600\n"), "{}", text(&o));
+    let _ = editfs(&["branch", "list", root]);
+}
+
+/// `editfs ARGS` run as `nobody`.
+fn editfs_as_nobody(args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_editfs"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn root_commits_another_users_branch_with_that_users_rights_on_the_project_now() {
+    use std::os::unix::fs::MetadataExt;
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o755);
+    let src = p.path();
+    let root = src.to_str().unwrap();
+    chmod(src, 0o755);
+    crate::common::chown_nobody(src);
+    // Root's file, open to all at the base.
+    write(&src.join("root.txt"), "root's\n", 0o666);
+    let o = editfs_as_nobody(&["branch", "create", root, "b"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Root names nobody's state directory to use it.
+    let state = src.join(".editfs");
+    let state = ["--state-dir", state.to_str().unwrap()];
+    {
+        let mut args = vec!["-o", "allow_other"];
+        args.extend(state);
+        let Some(m) = BranchMount::start_with(src, "b", dir.path(), &args) else {
+            return;
+        };
+        let o = nobody(&m.mnt, "echo nobody\\'s > root.txt && echo new > new.txt");
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    // Root closes its file after the base: nobody may no longer write it.
+    chmod(&src.join("root.txt"), 0o644);
+    let commit = [&["branch", "commit", root, "b"][..], &state].concat();
+    let o = editfs(&commit);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("root.txt"), "{}", text(&o));
+    assert_eq!(
+        fs::read_to_string(src.join("root.txt")).unwrap(),
+        "root's\n"
+    );
+    assert!(!src.join("new.txt").exists(), "nothing of it was written");
+    // Opened again, the commit lands, and what it makes is the maker's.
+    chmod(&src.join("root.txt"), 0o666);
+    let o = editfs(&commit);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        fs::read_to_string(src.join("root.txt")).unwrap(),
+        "nobody's\n"
+    );
+    assert_eq!(
+        fs::metadata(src.join("new.txt")).unwrap().uid(),
+        crate::common::NOBODY
+    );
+    assert_eq!(fs::metadata(src.join("root.txt")).unwrap().uid(), 0);
+}
