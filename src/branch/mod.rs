@@ -182,7 +182,7 @@ pub fn create(
     let base = match from {
         Some(point) => Point::parse(point)
             .resolve(&store.entries())
-            .map_err(BranchError::Point)?,
+            .map_err(|e| BranchError::Point(e.to_string()))?,
         None => match rewind::mark(store, None, who) {
             Ok(entry) => entry.tx,
             Err(MarkError::Store(e)) => return Err(e.into()),

@@ -349,7 +349,7 @@ fn unmount_all(b: &Branch) -> Result<(), CommandError> {
     const LAYERS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
     let gone = |e: String, at: &Path| CommandError::failed(format!("{}: {e}", at.display()));
     for at in b.mounts().iter().filter(|at| !at.starts_with(&b.dir)) {
-        crate::mount::unmount(at).map_err(|e| gone(e, at))?;
+        crate::mount::unmount(at).map_err(|e| gone(e.to_string(), at))?;
     }
     let until = std::time::Instant::now() + LAYERS_WAIT;
     // A killed daemon answers nothing (ENOTCONN): none will take them off.

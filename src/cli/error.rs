@@ -8,7 +8,9 @@
 use std::process::ExitCode;
 
 use crate::engine::Outcome;
+use crate::history::GivenPath;
 use crate::store::StoreError;
+use crate::transaction::rewind::NoPoint;
 
 /// What a command that ran ended with.
 pub enum Ended {
@@ -73,6 +75,18 @@ impl CommandError {
 
 impl From<StoreError> for CommandError {
     fn from(e: StoreError) -> CommandError {
+        CommandError::failed(e.to_string())
+    }
+}
+
+impl From<GivenPath> for CommandError {
+    fn from(e: GivenPath) -> CommandError {
+        CommandError::failed(e.to_string())
+    }
+}
+
+impl From<NoPoint> for CommandError {
+    fn from(e: NoPoint) -> CommandError {
         CommandError::failed(e.to_string())
     }
 }

@@ -96,7 +96,7 @@ pub fn history(args: HistoryArgs) -> Result<Ended, CommandError> {
         .as_deref()
         .map(|p| args.project.path(p))
         .transpose()
-        .map_err(CommandError::usage)?;
+        .map_err(|e| CommandError::from(e).into_usage())?;
     note_interrupted(&view);
     let mut log = Tail::default();
     let mut text = history::HEADER.to_owned();
@@ -125,7 +125,7 @@ pub fn show(args: ShowArgs) -> Result<Ended, CommandError> {
     let held = args.project.read()?;
     let view = View::new(&held.path());
     note_interrupted(&view);
-    let text = history::show(&view, args.txid).map_err(CommandError::failed)?;
+    let text = history::show(&view, args.txid)?;
     let _ = args.color.print(&text);
     Ok(Ended::Done)
 }
@@ -135,8 +135,7 @@ pub fn undo(args: UndoArgs) -> Result<Ended, CommandError> {
         .path
         .as_deref()
         .map(|p| args.project.path(p))
-        .transpose()
-        .map_err(CommandError::failed)?;
+        .transpose()?;
     let what = match (rel, args.tx) {
         (_, Some(tx)) => undo::What::Tx(tx),
         (Some(rel), None) => undo::What::File { rel, to: args.to },

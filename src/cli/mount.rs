@@ -159,21 +159,21 @@ pub fn rescue(args: RescueArgs) -> Result<Ended, CommandError> {
 }
 
 impl MountArgs {
-    fn config(&self) -> Result<MountConfig, String> {
+    fn config(&self) -> Result<MountConfig, CommandError> {
         // A file a transaction refuses keeps no pre-image of its direct writes either.
         let preimages = Policy::new(
             &self.no_snapshot,
             (self.snapshot_max_size as u64).min(self.engine.options().max_file),
             self.snapshot_ignored,
         )
-        .map_err(|e| format!("--no-snapshot: {e}"))?;
+        .map_err(|e| CommandError::usage(format!("--no-snapshot: {e}")))?;
         let options: Vec<String> = self
             .options
             .iter()
             .flat_map(|o| o.split(','))
             .map(str::to_owned)
             .collect();
-        mount::check_options(&options).map_err(|e| format!("-o: {e}"))?;
+        mount::check_options(&options).map_err(|e| CommandError::usage(format!("-o: {e}")))?;
         Ok(MountConfig {
             source: self.source.clone(),
             mountpoint: self.mountpoint.clone(),
@@ -263,9 +263,7 @@ fn absolute(p: &Path) -> PathBuf {
 
 pub fn run(args: MountArgs) -> Result<Ended, CommandError> {
     // A usage error is told before any process starts.
-    let mut config = args
-        .config()
-        .map_err(|e| CommandError::usage(e.to_string()))?;
+    let mut config = args.config()?;
     if args.daemon {
         return daemonize(&args);
     }

@@ -93,7 +93,7 @@ impl EngineArgs {
 }
 
 /// A size in bytes, with an optional K, M or G suffix.
-pub fn parse_size(s: &str) -> Result<usize, String> {
+pub fn parse_size(s: &str) -> Result<usize, BadSize> {
     let s = s.trim();
     let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => s.split_at(i),
@@ -101,16 +101,27 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     };
     let n: usize = digits
         .parse()
-        .map_err(|_| format!("`{s}` is not a size in bytes"))?;
+        .map_err(|_| BadSize::NotANumber(s.to_owned()))?;
     let factor = match unit.to_ascii_uppercase().as_str() {
         "" | "B" => 1,
         "K" | "KB" | "KIB" => 1024,
         "M" | "MB" | "MIB" => 1024 * 1024,
         "G" | "GB" | "GIB" => 1024 * 1024 * 1024,
-        _ => return Err(format!("unknown unit in `{s}`: use K, M or G")),
+        _ => return Err(BadSize::Unit(s.to_owned())),
     };
     n.checked_mul(factor)
-        .ok_or_else(|| format!("`{s}` is too large"))
+        .ok_or_else(|| BadSize::TooLarge(s.to_owned()))
+}
+
+/// Why a value is no size in bytes.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadSize {
+    #[error("`{0}` is not a size in bytes")]
+    NotANumber(String),
+    #[error("unknown unit in `{0}`: use K, M or G")]
+    Unit(String),
+    #[error("`{0}` is too large")]
+    TooLarge(String),
 }
 
 #[cfg(test)]

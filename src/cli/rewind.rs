@@ -138,14 +138,13 @@ pub fn diff(args: DiffArgs) -> Result<Ended, CommandError> {
         let entries = view.entries();
         let point = Point::parse(&args.since)
             .resolve(&entries)
-            .map_err(|e| CommandError::failed(e).hint("editfs history lists the points"))?;
+            .map_err(|e| CommandError::from(e).hint("editfs history lists the points"))?;
         let opened = args.project.root()?;
         let only: Vec<String> = args
             .paths
             .iter()
             .map(|p| args.project.path(p))
-            .collect::<Result<_, _>>()
-            .map_err(CommandError::failed)?;
+            .collect::<Result<_, _>>()?;
         let wanted = |rel: &str| {
             only.is_empty()
                 || only

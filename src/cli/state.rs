@@ -7,6 +7,7 @@ use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::history::GivenPath;
 use crate::store::{Came, Held, STATE_DIR, Store, View, hold};
 use crate::transaction::Root;
 
@@ -93,7 +94,7 @@ impl Opened {
 
 impl ProjectArgs {
     /// `given`, a path the user named, as the project's relative path.
-    pub fn path(&self, given: &str) -> Result<String, String> {
+    pub fn path(&self, given: &str) -> Result<String, GivenPath> {
         crate::history::project_path(&self.source, given)
     }
 

@@ -489,7 +489,8 @@ impl Core {
             Ok(req) => self.restore(&req, who),
             Err(why) => {
                 let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
-                let rejected = undo::rejected(&self.store, LogKind::Undo, why, hint, who);
+                let rejected =
+                    undo::rejected(&self.store, LogKind::Undo, why.to_string(), hint, who);
                 self.answer_undone(None, rejected, (who, false))
             }
         }
@@ -509,7 +510,8 @@ impl Core {
             }
             Err(why) => {
                 let hint = "for example: echo '--to before-task' > .editfs/rewind (a checkpoint's name or a transaction id; add --dry-run to see what it would do)";
-                let rejected = undo::rejected(&self.store, LogKind::Rewind, why, hint, who);
+                let rejected =
+                    undo::rejected(&self.store, LogKind::Rewind, why.to_string(), hint, who);
                 self.answer_undone(None, rejected, (who, false))
             }
         }

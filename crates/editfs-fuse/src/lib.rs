@@ -66,7 +66,7 @@ pub use self::core::Settings;
 pub use budget::BufferCaps;
 pub use ignored::GitIgnores;
 pub use names::Suffixes;
-pub use options::check_options;
+pub use options::{BadOption, check_options};
 pub use preimage_rules::Policy;
 pub use rescue::rescue;
 
@@ -133,11 +133,23 @@ pub enum MountError {
         source: io::Error,
     },
     #[error("-o: {0}")]
-    Options(String),
+    Options(options::BadOption),
     #[error("{0}; nothing was announced as mounted")]
     NotReady(String),
     #[error("cannot install signal handlers: {0}")]
     Signals(io::Error),
+}
+
+/// Why a mount was not taken off.
+#[derive(Debug, thiserror::Error)]
+pub enum UnmountError {
+    #[error("is not mounted: nothing to unmount")]
+    NotMounted,
+    #[error("no fusermount3 or fusermount found")]
+    NoTool,
+    /// What fusermount said.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A directory, canonical, or why it is not one.
@@ -481,14 +493,14 @@ fn readiness(attached: &attach::Attached) -> Result<(), String> {
 
 /// Unmounts an editfs mount (a dead one too): directly when allowed, else
 /// through fusermount.
-pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+pub fn unmount(mountpoint: &Path) -> Result<(), UnmountError> {
     if mounted_at(mountpoint).is_none() {
-        return Err("is not mounted: nothing to unmount".into());
+        return Err(UnmountError::NotMounted);
     }
     if rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::empty()).is_ok() {
         return Ok(());
     }
-    let mut last = String::from("no fusermount3 or fusermount found");
+    let mut last = UnmountError::NoTool;
     for tool in ["fusermount3", "fusermount"] {
         match std::process::Command::new(tool)
             .arg("-u")
@@ -496,7 +508,9 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
             .output()
         {
             Ok(out) if out.status.success() => return Ok(()),
-            Ok(out) => last = String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            Ok(out) => {
+                last = UnmountError::Refused(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+            }
             Err(_) => {}
         }
     }

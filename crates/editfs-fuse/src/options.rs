@@ -53,8 +53,25 @@ const PROCESS_OPTIONS: &[(&str, &str)] = &[
     ("clone_fd", "each thread always has its own descriptor"),
 ];
 
+/// Why the mount does not take a `-o` option.
+#[derive(Debug, thiserror::Error)]
+pub enum BadOption {
+    #[error("`{option}` is not a mount option: it would change how the daemon runs; {instead}")]
+    Process {
+        option: String,
+        instead: &'static str,
+    },
+    #[error(
+        "unknown mount option `{0}`: -o takes allow_other, allow_root, auto_unmount, ro, rw, \
+         [no]dev, [no]suid, [no]exec, [no]atime, sync, async, dirsync, fsname=, subtype=, \
+         {kernel}=, and every `editfs mount` option as NAME[=VALUE]",
+        kernel = KERNEL_OPTIONS.join("=, ")
+    )]
+    Unknown(String),
+}
+
 /// Reads one `-o` option, or says why the mount does not take it.
-fn dash_o(o: &str) -> Result<DashO, String> {
+fn dash_o(o: &str) -> Result<DashO, BadOption> {
     let option = |m| Ok(DashO::Option(m));
     match o {
         "" | "default_permissions" => Ok(DashO::Nothing),
@@ -81,15 +98,11 @@ fn dash_o(o: &str) -> Result<DashO, String> {
                 "subtype" => Ok(DashO::Subtype(value.into())),
                 _ if KERNEL_OPTIONS.contains(&name) => option(MountOption::CUSTOM(o.into())),
                 _ => Err(match PROCESS_OPTIONS.iter().find(|(n, _)| *n == name) {
-                    Some((_, instead)) => format!(
-                        "`{o}` is not a mount option: it would change how the daemon runs; {instead}"
-                    ),
-                    None => format!(
-                        "unknown mount option `{o}`: -o takes allow_other, allow_root, auto_unmount, ro, rw, \
-                         [no]dev, [no]suid, [no]exec, [no]atime, sync, async, dirsync, fsname=, subtype=, \
-                         {}=, and every `editfs mount` option as NAME[=VALUE]",
-                        KERNEL_OPTIONS.join("=, ")
-                    ),
+                    Some((_, instead)) => BadOption::Process {
+                        option: o.to_owned(),
+                        instead,
+                    },
+                    None => BadOption::Unknown(o.to_owned()),
                 }),
             }
         }
@@ -97,7 +110,7 @@ fn dash_o(o: &str) -> Result<DashO, String> {
 }
 
 /// Checks `-o` options (one per element) before anything starts.
-pub fn check_options(options: &[String]) -> Result<(), String> {
+pub fn check_options(options: &[String]) -> Result<(), BadOption> {
     options.iter().try_for_each(|o| dash_o(o).map(drop))
 }
 
@@ -105,7 +118,7 @@ pub fn check_options(options: &[String]) -> Result<(), String> {
 pub(super) fn fuse_options(
     source: &Path,
     options: &[String],
-) -> Result<(Vec<MountOption>, SessionACL), String> {
+) -> Result<(Vec<MountOption>, SessionACL), BadOption> {
     let mut acl = SessionACL::Owner;
     let mut out = vec![
         MountOption::FSName(format!("editfs:{}", source.display())),
@@ -144,12 +157,15 @@ mod tests {
     #[test]
     fn process_options_and_unknown_ones_are_refused_kernel_ones_pass() {
         for (name, instead) in PROCESS_OPTIONS {
-            let err = check_options(&[format!("{name}=1")]).unwrap_err();
+            let err = check_options(&[format!("{name}=1")])
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(instead), "{name}: {err}");
         }
         assert!(
             check_options(&["relatime".into()])
                 .unwrap_err()
+                .to_string()
                 .contains("unknown")
         );
         assert!(check_options(&["max_read=4096".into(), "".into(), "ro".into()]).is_ok());

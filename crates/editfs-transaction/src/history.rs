@@ -8,6 +8,7 @@ use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 
 use crate::engine::diff::file_diff;
+use crate::rewind::NoPoint;
 use crate::store::View;
 use crate::store::logline::{Kind, LogEntry, Outcome};
 use crate::store::objects::Side;
@@ -116,12 +117,9 @@ fn one_line(command: &str) -> String {
 
 /// Transaction `tx` as a diff of each file it changed, from the log and kept
 /// versions of a state directory.
-pub fn show(view: &View, tx: u64) -> Result<String, String> {
+pub fn show(view: &View, tx: u64) -> Result<String, NoPoint> {
     let entries = view.entries();
-    let e = entries
-        .iter()
-        .find(|e| e.tx == tx)
-        .ok_or(format!("no transaction {tx} in the log"))?;
+    let e = entries.iter().find(|e| e.tx == tx).ok_or(NoPoint::Tx(tx))?;
     let mut out = table(std::slice::from_ref(e), None);
     if e.outcome == Outcome::Skipped {
         let why = e.files.iter().find_map(|f| f.reason.as_deref());
@@ -181,7 +179,7 @@ pub fn show(view: &View, tx: u64) -> Result<String, String> {
 /// `path` as the log names it: relative to `source`, without `.` or a leading
 /// `./`. An absolute path must lie inside `source` (as given or with its symbolic
 /// links resolved).
-pub fn project_path(source: &Path, path: &str) -> Result<String, String> {
+pub fn project_path(source: &Path, path: &str) -> Result<String, GivenPath> {
     let given = Path::new(path);
     let inside = if given.is_absolute() {
         let canonical = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_owned());
@@ -199,7 +197,10 @@ pub fn project_path(source: &Path, path: &str) -> Result<String, String> {
                     .ok()
                     .map(Path::to_owned)
             })
-            .ok_or(format!("{path} is not inside {}", source.display()))?
+            .ok_or_else(|| GivenPath::Outside {
+                path: path.to_owned(),
+                project: source.to_owned(),
+            })?
     } else {
         given.to_owned()
     };
@@ -209,17 +210,28 @@ pub fn project_path(source: &Path, path: &str) -> Result<String, String> {
             Component::Normal(p) => rel.push(p),
             Component::CurDir => {}
             _ => {
-                return Err(format!(
-                    "{path}: give a path inside the project, without `..`"
-                ));
+                return Err(GivenPath::Parent(path.to_owned()));
             }
         }
     }
     match rel.to_str() {
-        Some("") => Err(format!("{path} names no file")),
+        Some("") => Err(GivenPath::NoFile(path.to_owned())),
         Some(s) => Ok(s.to_owned()),
-        None => Err(format!("{path} is not valid UTF-8")),
+        None => Err(GivenPath::NotUtf8(path.to_owned())),
     }
+}
+
+/// Why a path given on the command line names no file of the project.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GivenPath {
+    #[error("{path} is not inside {}", project.display())]
+    Outside { path: String, project: PathBuf },
+    #[error("{0}: give a path inside the project, without `..`")]
+    Parent(String),
+    #[error("{0} names no file")]
+    NoFile(String),
+    #[error("{0} is not valid UTF-8")]
+    NotUtf8(String),
 }
 
 #[cfg(test)]

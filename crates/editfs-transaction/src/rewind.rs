@@ -43,18 +43,28 @@ impl Point {
 
     /// The id of the point in `entries`, or why it names none. Transaction 0
     /// is the start of the history, before the first transaction.
-    pub fn resolve(&self, entries: &[LogEntry]) -> Result<u64, String> {
+    pub fn resolve(&self, entries: &[LogEntry]) -> Result<u64, NoPoint> {
         match self {
             Point::Tx(0) => Ok(0),
             Point::Tx(tx) if entries.iter().any(|e| e.tx == *tx) => Ok(*tx),
-            Point::Tx(tx) => Err(format!("no transaction {tx} in the log")),
+            Point::Tx(tx) => Err(NoPoint::Tx(*tx)),
             Point::Name(name) => entries
                 .iter()
                 .find(|e| e.kind == Kind::Checkpoint && e.name.as_deref() == Some(name))
                 .map(|e| e.tx)
-                .ok_or_else(|| format!("no checkpoint named {name:?} in the log")),
+                .ok_or_else(|| NoPoint::Name(name.clone())),
         }
     }
+}
+
+/// Why a point (or the transaction `editfs show` is asked for) names nothing
+/// in the log.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoPoint {
+    #[error("no transaction {0} in the log")]
+    Tx(u64),
+    #[error("no checkpoint named {0:?} in the log")]
+    Name(String),
 }
 
 impl std::fmt::Display for Point {

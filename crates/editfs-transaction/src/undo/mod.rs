@@ -27,7 +27,7 @@ use crate::engine::diff::file_diff;
 use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
 use crate::store::logline::{Kind, LogEntry};
 use crate::store::objects::Objects;
-use crate::store::rel::project_path;
+use crate::store::rel::{BadPath, project_path};
 use crate::store::{Change, Keys, Lock, Removal, Staged, Store, StoreError, io_err};
 use plan::{Plan, plan};
 
@@ -57,13 +57,13 @@ pub const REWIND_SYNTAX: &str = "`--to TXID|NAME [--dry-run] [--force]`";
 
 impl Request {
     /// Reads what `.editfs/undo` was sent: `PATH [TXID] [--force]` or `--tx TXID [--force]`.
-    pub fn parse(text: &str) -> Result<Request, String> {
+    pub fn parse(text: &str) -> Result<Request, BadRequest> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let force = words.contains(&"--force");
         let args: Vec<&str> = words.into_iter().filter(|w| *w != "--force").collect();
         let txid = |t: &str| {
             t.parse::<u64>()
-                .map_err(|_| format!("{t:?} is not a transaction id"))
+                .map_err(|_| BadRequest::NotTx(t.to_owned()))
         };
         let what = match args.as_slice() {
             ["--tx", tx] => What::Tx(txid(tx)?),
@@ -75,14 +75,14 @@ impl Request {
                 rel: checked(rel)?,
                 to: Some(txid(tx)?),
             },
-            _ => return Err(format!("expected {SYNTAX}, got {:?}", text.trim())),
+            _ => return Err(BadRequest::Undo(text.trim().to_owned())),
         };
         Ok(Request { what, force })
     }
 
     /// Reads what `.editfs/rewind` was sent: `--to TXID|NAME [--dry-run]
     /// [--force]`; says whether it is a dry run.
-    pub fn parse_rewind(text: &str) -> Result<(Request, bool), String> {
+    pub fn parse_rewind(text: &str) -> Result<(Request, bool), BadRequest> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let force = words.contains(&"--force");
         let dry_run = words.contains(&"--dry-run");
@@ -98,7 +98,7 @@ impl Request {
                 },
                 dry_run,
             )),
-            _ => Err(format!("expected {REWIND_SYNTAX}, got {:?}", text.trim())),
+            _ => Err(BadRequest::Rewind(text.trim().to_owned())),
         }
     }
 
@@ -121,8 +121,24 @@ impl Request {
 }
 
 /// `rel` as the log names it, or why no undo can name it.
-fn checked(rel: &str) -> Result<String, String> {
-    project_path(rel).map_err(|why| format!("{rel}: {why}"))
+fn checked(rel: &str) -> Result<String, BadRequest> {
+    project_path(rel).map_err(|why| BadRequest::Path {
+        rel: rel.to_owned(),
+        why,
+    })
+}
+
+/// Why what `.editfs/undo` or `.editfs/rewind` was sent is no request.
+#[derive(Debug, thiserror::Error)]
+pub enum BadRequest {
+    #[error("{0:?} is not a transaction id")]
+    NotTx(String),
+    #[error("{rel}: {why}")]
+    Path { rel: String, why: BadPath },
+    #[error("expected {SYNTAX}, got {0:?}")]
+    Undo(String),
+    #[error("expected {REWIND_SYNTAX}, got {0:?}")]
+    Rewind(String),
 }
 
 /// The result: one file's report, or one per file of a transaction.

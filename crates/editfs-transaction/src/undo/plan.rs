@@ -135,7 +135,7 @@ fn plan_rewind(
                 rewind::shell_word(root.path)
             ),
         };
-        refuse(ErrorKind::NotFound, why, &hint)
+        refuse(ErrorKind::NotFound, why.to_string(), &hint)
     })?;
     let mut plans = Vec::new();
     let mut outside = Vec::new();
