@@ -20,8 +20,7 @@ use parking_lot::Mutex;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use crate::store::logline::Access;
-use crate::store::{Keys, Side, Store, Tail, View};
+use crate::store::{Access, Keys, Side, Store, Tail, View};
 
 /// How long an answer waits for the project's mounts to file the removals
 /// they made (see `Base::at`).

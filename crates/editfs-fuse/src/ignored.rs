@@ -21,7 +21,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use parking_lot::Mutex;
 use rustix::fs::{Mode, OFlags};
 
-use crate::store::journal::parent_beneath;
+use crate::store::parent_beneath;
 
 /// How long an ignore file is taken as unchanged without asking: as long as the
 /// kernel keeps names and attributes of SOURCE, so an edited `.gitignore` applies
@@ -152,7 +152,7 @@ mod tests {
         fs::write(p.join(".gitignore"), "/target\n*.log\n").unwrap();
         fs::write(p.join("sub/.gitignore"), "!important.log\ngen/\n").unwrap();
         fs::write(p.join(".git/info/exclude"), "scratch.txt\n").unwrap();
-        let root = crate::store::atomic::open_dir(p).unwrap();
+        let root = crate::store::open_dir(p).unwrap();
         let g = GitIgnores::default();
         let start = Instant::now();
         let ignored_at = |rel: &str, at: Instant| g.ignores_at(root.as_fd(), Path::new(rel), at);

@@ -11,8 +11,7 @@ use super::edit_fs::EditFs;
 use super::nodes::ROOT;
 use super::source::Source;
 use super::types::{Backing, Done, Errno, Requester, Res, Served};
-use crate::store::logline::Kind as LogKind;
-use crate::store::{Retention, Store};
+use crate::store::{LogKind, Retention, Store};
 
 struct Rig {
     fs: EditFs,

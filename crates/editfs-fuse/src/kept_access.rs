@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::store::logline::{Access, LogEntry};
+use crate::store::{Access, LogEntry};
 
 /// Who may read each kept version: the `access` its log line recorded, indexed
 /// as the log grows, so a lookup reads only lines it has not seen.

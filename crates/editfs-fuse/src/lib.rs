@@ -96,8 +96,7 @@ pub fn agent_prompt(dialect: Dialect, mountpoint: &str) -> String {
     text.replace("MOUNT", mountpoint)
 }
 
-use crate::store::trust::{self, Came};
-use crate::store::{Retention, STATE_DIR, Store, StoreError};
+use crate::store::{Came, Retention, STATE_DIR, Store, StoreError, hold};
 
 /// Everything `editfs mount` was asked to do.
 pub struct MountConfig {
@@ -266,7 +265,7 @@ pub fn state_dir(source: &Path, explicit: Option<&Path>) -> Result<PathBuf, Moun
         Some(dir) => (dir, Came::Given),
         None => (default.as_path(), Came::Found),
     };
-    match trust::hold(dir, came, true) {
+    match hold(dir, came, true) {
         Err(e) if !e.missing() => {
             let hint = match came {
                 Came::Found => "; name it with --state-dir to use it anyway",

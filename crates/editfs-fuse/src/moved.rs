@@ -21,8 +21,7 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::core::{Core, Loc};
-use crate::store::Keys;
-use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
+use crate::store::{Access, FileEntry, Keys, LogEntry, LogKind as Kind, LogOutcome as Outcome};
 use crate::transaction::{Who, direct, now};
 
 /// A regular file inside the directory being moved, its content kept

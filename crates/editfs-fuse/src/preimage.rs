@@ -16,9 +16,7 @@ use super::core::{Core, Loc};
 use super::preimage_rules::Created;
 use super::processes::{kin, last_close};
 use super::types::Requester;
-use crate::store::logline::{Access, Kind};
-use crate::store::objects::{Objects, Side};
-use crate::store::removals::Verdict;
+use crate::store::{Access, LogKind as Kind, Objects, Side, Verdict};
 use crate::transaction::Who;
 use crate::transaction::direct::{self, Pending};
 

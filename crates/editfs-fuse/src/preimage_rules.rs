@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn patterns_match_names_anywhere_or_paths_from_the_root() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let root = crate::store::open_dir(tmp.path()).unwrap();
         let root = std::os::fd::AsFd::as_fd(&root);
         let p = Policy::new(&["*.o".into(), "target/**".into()], 10, false).unwrap();
         assert!(p.skips(root, Path::new("a/b/x.o")));
@@ -126,7 +126,7 @@ mod tests {
     fn only_git_s_own_and_ignored_directories_are_skipped_whole_at_a_move() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join(".gitignore"), "/target\n").unwrap();
-        let root = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let root = crate::store::open_dir(tmp.path()).unwrap();
         let root = std::os::fd::AsFd::as_fd(&root);
         let p = Policy::new(&["*.o".into()], 10, false).unwrap();
         assert!(p.skips_all_beneath(root, Path::new("target")));

@@ -7,7 +7,7 @@
 //! (An `F.edit` transaction starts from the directory node the kernel looked
 //! up; the files of `.editfs/edit`, `dry-run` and `undo` are resolved with
 //! `RESOLVE_BENEATH` alone, with the caller's credentials: see
-//! `store::journal::parent_beneath_with`.)
+//! `store::parent_beneath_with`.)
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -21,7 +21,7 @@ use rustix::fs::{Mode, OFlags};
 use super::core::Core;
 use super::nodes::{Kind, ROOT};
 use super::types::{Entry, Errno, FileAttr, FileType, Res, errno};
-use crate::store::logline::LogEntry;
+use crate::store::LogEntry;
 use crate::transaction::Caller;
 use crate::transaction::sight::Now;
 

@@ -77,7 +77,7 @@ impl Core {
         let fd = self.xattr_fd(ino)?.ok_or(Errno::ENODATA)?;
         let c = std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
         match rustix::fs::fgetxattr_query(&fd, &c) {
-            Ok(_) => crate::store::atomic::xattr_value(fd.as_fd(), &c).ok_or(Errno::ENODATA),
+            Ok(_) => crate::store::xattr_value(fd.as_fd(), &c).ok_or(Errno::ENODATA),
             Err(e) => Err(errno(e)),
         }
     }
@@ -88,7 +88,7 @@ impl Core {
             return Ok(Vec::new());
         }
         Ok(match self.xattr_fd(ino)? {
-            Some(fd) => crate::store::atomic::xattr_names(fd.as_fd())
+            Some(fd) => crate::store::xattr_names(fd.as_fd())
                 .into_iter()
                 .flat_map(|n| n.into_bytes_with_nul())
                 .collect(),

@@ -265,7 +265,7 @@ fn sys<'n>(action: &'static str, name: &'n OsStr) -> impl FnOnce(Errno) -> Store
 /// kernel checks that `by` may write that very file (its ACL, its flags, a
 /// read-only mount), whatever names it has by now. Made before the commit
 /// point, for `write_in_place` after it.
-pub fn open_for_writing(
+pub(crate) fn open_for_writing(
     file: &File,
     by: Option<&Caller>,
     name: &OsStr,
@@ -282,7 +282,7 @@ pub fn open_for_writing(
 /// its append-only and immutable flags, a security module), before the commit
 /// point. A program running from the file does not stop its replacement, as
 /// it does not stop a native `mv` over it.
-pub fn may_write(file: &File, by: Option<&Caller>, name: &OsStr) -> Result<(), StoreError> {
+pub(crate) fn may_write(file: &File, by: Option<&Caller>, name: &OsStr) -> Result<(), StoreError> {
     match open_for_writing(file, by, name) {
         Err(StoreError::Denied {
             source: Errno::TXTBSY,
@@ -295,7 +295,7 @@ pub fn may_write(file: &File, by: Option<&Caller>, name: &OsStr) -> Result<(), S
 /// Replaces the content of the file `writable` (from `open_for_writing`) with
 /// `bytes`, synced, as `by`: the kernel clears set-id bits as on a native
 /// write by `by`. The file's mode, owner and other names stay.
-pub fn write_in_place(
+pub(crate) fn write_in_place(
     writable: &File,
     bytes: &[u8],
     by: Option<&Caller>,
@@ -421,7 +421,7 @@ pub fn remove(
 /// read, which the caller may write) while the name still holds it, or onto
 /// a free name when the transaction found none. Says whether it did; a name
 /// another writer took or changed meanwhile is logged and left to it.
-pub fn put_in_place(
+pub(crate) fn put_in_place(
     (base, tmp): (BorrowedFd<'_>, &OsStr),
     (dir, name): (BorrowedFd<'_>, &OsStr),
     replaces: Option<&File>,
@@ -476,7 +476,7 @@ pub fn make_dir(dir: BorrowedFd<'_>, name: &OsStr, by: Option<&Caller>) -> rusti
 
 /// Whether the directory `dir` has a default ACL, which the kernel gives what
 /// is made in it instead of the maker's umask.
-pub fn has_default_acl(dir: BorrowedFd<'_>) -> bool {
+pub(crate) fn has_default_acl(dir: BorrowedFd<'_>) -> bool {
     rustix::fs::fgetxattr_query(dir, c"system.posix_acl_default").is_ok()
 }
 

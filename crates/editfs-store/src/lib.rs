@@ -30,47 +30,53 @@
 //! reuse, `view.rs` is what history, show and diff read; `journal.rs`,
 //! `objects.rs`, `removals.rs`, `shared.rs`, `staged.rs`, `atomic.rs`,
 //! `caller.rs`, `sight.rs`, `reaper.rs`, `trust.rs`, `rel.rs` and `logline.rs`
-//! each say what they own at their top. The modules the transaction layer and
-//! the mount reach into are public; the command line uses only what is
-//! re-exported here (`Store` to write, `View` to read).
+//! each say what they own at their top. The other layers use only what is
+//! re-exported here (`Store` to write, `View` to read, the log's lines, paths
+//! checked and opened beneath a root), and two modules: `caller`, the calls
+//! made as the user a transaction is for, and `sight`, what of the history
+//! that user may see. Everything else is the store's own.
 
 #![forbid(unsafe_code)]
 
 use editfs_engine as engine;
 
-pub mod atomic;
+mod atomic;
 mod buffers;
 pub mod caller;
 mod checkpoint;
 mod commit;
-pub mod journal;
+mod journal;
 mod lock;
 mod logfile;
-pub mod logline;
-pub mod objects;
+mod logline;
+mod objects;
 mod open;
-pub mod reaper;
-pub mod rel;
-pub mod removals;
+mod reaper;
+mod rel;
+mod removals;
 mod retention;
-pub mod shared;
+mod shared;
 pub mod sight;
 mod staged;
 #[cfg(test)]
 mod tests;
-pub mod trust;
+mod trust;
 mod txid;
 mod view;
 
-pub use atomic::open_dir;
+pub use atomic::{open_dir, open_existing, replace, xattr_names, xattr_value};
 pub use caller::Caller;
 pub use checkpoint::CHECKPOINT_AFTER;
 pub use commit::{Change, Removal};
-pub use journal::Recovered;
+pub use journal::{Recovered, parent_beneath, parent_beneath_with};
 pub use lock::{Keys, Lock};
 pub use logfile::{entries_in, log_files};
-pub use logline::{Kind as LogKind, LogEntry, count_changes};
+pub use logline::{
+    Access, FileEntry, Kind as LogKind, LogEntry, Outcome as LogOutcome, count_changes,
+};
 pub use objects::{Objects, Side};
+pub use rel::{BadPath, project_path};
+pub use removals::Verdict;
 pub use retention::Retention;
 pub use staged::Staged;
 pub use trust::{Came, Held, Untrusted, hold};

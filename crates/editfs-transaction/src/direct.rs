@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use super::{Who, now};
 use crate::engine::sha256_hex;
-use crate::store::logline::{Access, FileEntry, Kind, LogEntry, Outcome};
-use crate::store::objects::Side;
-use crate::store::removals::Verdict;
-use crate::store::{Keys, Store, StoreError};
+use crate::store::{
+    Access, FileEntry, Keys, LogEntry, LogKind as Kind, LogOutcome as Outcome, Side, Store,
+    StoreError, Verdict,
+};
 
 /// A direct write whose pre-image is kept and whose result is not known yet.
 #[derive(Clone, Debug)]
@@ -411,7 +411,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let rootfd = crate::store::atomic::open_dir(root).unwrap();
+        let rootfd = crate::store::open_dir(root).unwrap();
         let who = Who::default();
         let (edited, done) = std::sync::mpsc::channel();
         std::thread::scope(|s| {

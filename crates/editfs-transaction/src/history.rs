@@ -9,9 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::engine::diff::file_diff;
 use crate::rewind::NoPoint;
-use crate::store::View;
-use crate::store::logline::{Kind, LogEntry, Outcome};
-use crate::store::objects::Side;
+use crate::store::{LogEntry, LogKind as Kind, LogOutcome as Outcome, Side, View};
 
 /// The first line of `table`.
 pub const HEADER: &str =

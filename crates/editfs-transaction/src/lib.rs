@@ -41,8 +41,10 @@ pub(crate) use opened::{lock_dirs, new_file_dir, remove_made_dirs};
 pub use paths::Refused;
 
 use crate::engine::{ErrorKind, ErrorReport, Options, Outcome, Received, Report};
-use crate::store::logline::{FileEntry, Kind, LogEntry, count_changes};
-use crate::store::{Change, Keys, Lock, Staged, Store, StoreError, atomic};
+use crate::store::{
+    Change, FileEntry, Keys, Lock, LogEntry, LogKind as Kind, Staged, Store, StoreError,
+    count_changes, replace,
+};
 
 /// Where a transaction acts: paths are resolved beneath `root` (no `..` or
 /// symlink leads out of it) and never follow their last component.
@@ -113,7 +115,7 @@ impl Who {
     /// what that ACL gives (see `caller::default_acl_mode`). A daemon that cannot give files away
     /// (it is not root) keeps them its own. `None` when the daemon acts for
     /// itself.
-    pub fn fresh(&self, dir: BorrowedFd<'_>) -> Option<crate::store::logline::Access> {
+    pub fn fresh(&self, dir: BorrowedFd<'_>) -> Option<crate::store::Access> {
         let c = self.caller.as_ref()?;
         let mode = caller::default_acl_mode(dir).unwrap_or(0o666 & !c.umask);
         let (uid, gid) = if !rustix::process::geteuid().is_root() {
@@ -125,7 +127,7 @@ impl Who {
                 _ => (c.uid, c.gid),
             }
         };
-        Some(crate::store::logline::Access {
+        Some(crate::store::Access {
             mode,
             uid,
             gid,
@@ -507,7 +509,7 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
     let Some(new) = edit.content else {
         return edit.report;
     };
-    let written = atomic::replace(
+    let written = replace(
         (opened.dir.as_fd(), file_name(target.rel)),
         &new,
         (opened.file.as_ref(), false),
@@ -697,7 +699,7 @@ mod tests {
         let path = root.join("f.txt");
         std::fs::write(&path, "alpha\n").unwrap();
         let store = Store::open(&root.join(".editfs")).unwrap();
-        let rootfd = atomic::open_dir(root).unwrap();
+        let rootfd = crate::store::open_dir(root).unwrap();
         let who = Who::default();
         let target = Target {
             root: Root {
@@ -725,11 +727,7 @@ mod tests {
             assert_eq!(report.outcome, Outcome::Ok, "{report}");
             report.tx
         };
-        let pre = |tx| {
-            store
-                .objects()
-                .read(crate::store::objects::Side::Pre, "f.txt", tx)
-        };
+        let pre = |tx| store.objects().read(crate::store::Side::Pre, "f.txt", tx);
         edit("alpha", "beta");
         // A direct write of the same size, its times set back to the commit's:
         // only its bytes tell it from what the commit left.

@@ -13,8 +13,7 @@ use std::path::Path;
 use rustix::fs::{Access, AtFlags};
 
 use super::{Caller, Root, Target, caller};
-use crate::store::journal::parent_beneath_with;
-use crate::store::{StoreError, atomic, io_err};
+use crate::store::{StoreError, io_err, open_existing, parent_beneath_with};
 
 /// Which file a name meant: a transaction on another file under that name is stale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -133,7 +132,7 @@ pub(super) fn lock_dir(dir: &OwnedFd) -> Option<OwnedFd> {
 pub(crate) fn lock_dirs(root: Root<'_>, rels: &[String]) -> Vec<OwnedFd> {
     let mut dirs: Vec<((u64, u64), OwnedFd)> = rels
         .iter()
-        .filter_map(|rel| crate::store::journal::parent_beneath(root.fd, rel).ok())
+        .filter_map(|rel| crate::store::parent_beneath(root.fd, rel).ok())
         .filter_map(|d| {
             let st = rustix::fs::fstat(&d).ok()?;
             Some(((st.st_dev, st.st_ino), d))
@@ -158,7 +157,7 @@ pub(super) fn open_target(
 ) -> Result<Opened, StoreError> {
     let caller = target.who.caller.as_ref();
     let dir = target_dir(target)?;
-    let file = atomic::open_existing(dir.as_fd(), file_name(target.rel))?;
+    let file = open_existing(dir.as_fd(), file_name(target.rel))?;
     let now = Meant::of(file.as_ref()).map_err(io_err("stat", Path::new(target.rel)))?;
     if target.meant.is_some_and(|meant| meant != now) {
         return Err(StoreError::Stale {
@@ -215,7 +214,7 @@ pub fn open_bounded(
     max: u64,
 ) -> Result<Opened, StoreError> {
     let dir = walk(root, rel, caller)?;
-    let file = atomic::open_existing(dir.as_fd(), file_name(rel))?;
+    let file = open_existing(dir.as_fd(), file_name(rel))?;
     checked(dir, file, rel, caller, (Vec::new(), max))
 }
 
@@ -256,7 +255,7 @@ pub(super) fn walk(
 /// The file `rel` in `dir`, its directory, open, and its bytes. The file must be
 /// one `caller` may read and write natively, or, missing, one it may create.
 pub fn open_in(dir: OwnedFd, rel: &str, caller: Option<&Caller>) -> Result<Opened, StoreError> {
-    let file = atomic::open_existing(dir.as_fd(), file_name(rel))?;
+    let file = open_existing(dir.as_fd(), file_name(rel))?;
     checked(dir, file, rel, caller, (Vec::new(), u64::MAX))
 }
 

@@ -16,7 +16,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use super::{Caller, Root};
 use crate::engine::payload::{Entry, Tree};
 use crate::engine::{ErrorKind, ErrorReport, Outcome, Report};
-use crate::store::journal::parent_beneath;
+use crate::store::parent_beneath;
 
 /// Entries a namesake walk (`Root::namesakes`) visits at most.
 const NAMESAKE_LOOK: usize = 20_000;

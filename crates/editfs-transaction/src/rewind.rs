@@ -21,9 +21,10 @@ use std::time::SystemTime;
 use rustix::fs::{Mode, OFlags};
 
 use super::{Root, Who};
-use crate::store::logline::{FileEntry, Kind, LogEntry, Outcome};
-use crate::store::objects::{Objects, Side};
-use crate::store::{Keys, Store, StoreError};
+use crate::store::{
+    FileEntry, Keys, LogEntry, LogKind as Kind, LogOutcome as Outcome, Objects, Side, Store,
+    StoreError,
+};
 
 /// A point of the history: a transaction id, or a checkpoint's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -466,7 +467,7 @@ pub fn left(
             rustix::fs::fstat(&fd)
                 .ok()
                 .filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)?;
-            let now = crate::store::logline::Access::of_fd(fd.as_fd())?;
+            let now = crate::store::Access::of_fd(fd.as_fd())?;
             (now != then && shown(rel)).then(|| access_change(rel, now, then))
         })
         .collect();
@@ -511,11 +512,7 @@ fn still_made(
 }
 
 /// `rel`'s mode or owner now and at the point, for a report.
-fn access_change(
-    rel: &str,
-    now: crate::store::logline::Access,
-    then: crate::store::logline::Access,
-) -> String {
+fn access_change(rel: &str, now: crate::store::Access, then: crate::store::Access) -> String {
     let mut parts = Vec::new();
     if now.mode != then.mode {
         parts.push(format!(
@@ -597,7 +594,7 @@ mod tests {
         assert_eq!(shell_word(Path::new("/srv/my app")), "'/srv/my app'");
         assert_eq!(shell_word(Path::new("it's")), r"'it'\''s'");
     }
-    use crate::store::logline::FileEntry;
+    use crate::store::FileEntry;
 
     fn line(tx: u64, kind: Kind, files: &[(&str, bool)]) -> LogEntry {
         LogEntry {

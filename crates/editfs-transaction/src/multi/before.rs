@@ -7,9 +7,7 @@ use rustix::fs::AtFlags;
 
 use crate::engine::payload::{Payload, Tree};
 use crate::engine::{self, ErrorKind, FileAct, Options};
-use crate::store::Store;
-use crate::store::logline::Kind;
-use crate::store::rel::project_path;
+use crate::store::{LogKind as Kind, Store, project_path};
 use crate::{Root, Who, open_bounded};
 
 use super::MultiReport;
@@ -65,10 +63,9 @@ pub(super) fn point_to_namesakes(
 /// it went, if that edit made a file of the same bytes (as kept), or the
 /// files it made, one of which may be where it moved with changes.
 fn removed_hint(store: &Store, rel: &str, entry: &crate::store::LogEntry) -> String {
-    use crate::store::objects::Side;
+    use crate::store::Side;
     let was = store.objects().read(Side::Pre, rel, entry.tx);
-    let made: Vec<&crate::store::logline::FileEntry> =
-        entry.files.iter().filter(|f| f.created).collect();
+    let made: Vec<&crate::store::FileEntry> = entry.files.iter().filter(|f| f.created).collect();
     let moved = made
         .iter()
         .find(|f| was.is_some() && store.objects().read(Side::Post, &f.file, entry.tx) == was);
@@ -127,9 +124,7 @@ pub(super) fn deleted_before(
     let store = store?;
     let entry = removed_by_an_edit((store, root), who, rel)?;
     let removals = engine::removals(ops);
-    let was = store
-        .objects()
-        .read(crate::store::objects::Side::Pre, rel, entry.tx);
+    let was = store.objects().read(crate::store::Side::Pre, rel, entry.tx);
     let listed = match (removals.operations.is_empty(), was) {
         (false, Some(was)) => engine::apply_parsed(rel, Some(&was), removals, opts)
             .content

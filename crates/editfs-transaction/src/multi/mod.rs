@@ -20,9 +20,9 @@ use crate::engine::payload::{self, Payload};
 use crate::engine::{
     self, ErrorKind, ErrorReport, FileAct, OpOutcome, Options, Outcome, Received, Report,
 };
-use crate::store::logline::Kind;
-use crate::store::rel::project_path;
-use crate::store::{Change, Keys, Removal, Staged, Store, StoreError};
+use crate::store::{
+    Change, Keys, LogKind as Kind, Removal, Staged, Store, StoreError, project_path,
+};
 use before::{deleted_before, moved_before, point_to_namesakes};
 use moves::place_moves;
 pub use report::MultiReport;
@@ -642,7 +642,7 @@ fn install_unjournaled(changes: &[Change<'_>], removals: &[Removal<'_>]) -> Resu
         // where they are rather than being written in place.
         let moved = c.pre.is_none();
         let at = (c.dir, file_name(c.rel));
-        crate::store::atomic::replace(at, c.new, (c.old, moved), (None, c.by))?;
+        crate::store::replace(at, c.new, (c.old, moved), (None, c.by))?;
     }
     removals.iter().try_for_each(|r| {
         caller::remove(r.dir, file_name(r.rel), r.file, r.by)?;
@@ -664,7 +664,7 @@ mod tests {
         std::fs::create_dir(tmp.path().join("sub")).unwrap();
         std::fs::write(tmp.path().join("a.txt"), "one\n").unwrap();
         std::fs::write(tmp.path().join("sub/b.txt"), "two\n").unwrap();
-        let fd = crate::store::atomic::open_dir(tmp.path()).unwrap();
+        let fd = crate::store::open_dir(tmp.path()).unwrap();
         let root = Root {
             fd: fd.as_fd(),
             path: tmp.path(),
@@ -709,7 +709,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret.txt"), root_path.join("out.txt"))
             .unwrap();
         std::os::unix::fs::symlink("sub/none.txt", root_path.join("dangling.txt")).unwrap();
-        let fd = crate::store::atomic::open_dir(&root_path).unwrap();
+        let fd = crate::store::open_dir(&root_path).unwrap();
         let root = Root {
             fd: fd.as_fd(),
             path: &root_path,

@@ -4,7 +4,7 @@
 
 use crate::engine::payload::Tree;
 use crate::engine::{self, ErrorKind, ErrorReport, FileAct, OpOutcome, OpReport, Outcome, Report};
-use crate::store::rel::project_path;
+use crate::store::project_path;
 use crate::{Root, stamp};
 
 use super::{Decided, MultiReport};

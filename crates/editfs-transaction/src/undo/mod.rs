@@ -25,10 +25,10 @@ use super::{
 };
 use crate::engine::diff::file_diff;
 use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
-use crate::store::logline::{Kind, LogEntry};
-use crate::store::objects::Objects;
-use crate::store::rel::{BadPath, project_path};
-use crate::store::{Change, Keys, Lock, Removal, Staged, Store, StoreError, io_err};
+use crate::store::{
+    BadPath, Change, Keys, Lock, LogEntry, LogKind as Kind, Objects, Removal, Staged, Store,
+    StoreError, io_err, project_path,
+};
 use plan::{Plan, plan};
 
 /// What to restore.
@@ -520,10 +520,7 @@ fn commit(
 /// when they are `who`'s own (or `who` may give any, as root); else none, and
 /// it is made as `who` makes a file natively: no user makes a file owned by
 /// another (an undo or rewind of another user's removal would).
-fn recreated_as(
-    recorded: Option<crate::store::logline::Access>,
-    who: &Who,
-) -> Option<crate::store::logline::Access> {
+fn recreated_as(recorded: Option<crate::store::Access>, who: &Who) -> Option<crate::store::Access> {
     recorded.filter(|a| {
         who.caller
             .as_ref()
@@ -585,7 +582,7 @@ fn dir_for(
 mod tests {
     use super::plan::outside_change;
     use super::*;
-    use crate::store::logline::{FileEntry, Outcome as Logged};
+    use crate::store::{FileEntry, LogOutcome as Logged};
 
     fn entry(tx: u64, sha: Option<&str>, removed: bool) -> LogEntry {
         LogEntry {

@@ -9,10 +9,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use crate::engine::{ErrorKind, ErrorReport, sha256_hex};
 use crate::rewind::{self, Point};
 use crate::sight::Sight;
-use crate::store::logline::{Access, FileEntry, LogEntry};
-use crate::store::objects::{Objects, Side};
-use crate::store::rel::project_path;
-use crate::store::{Keys, StoreError};
+use crate::store::{Access, FileEntry, Keys, LogEntry, Objects, Side, StoreError, project_path};
 use crate::{Caller, Root, caller, file_name, io_failure, open};
 
 use super::{Refusal, Request, What, refuse};
@@ -32,7 +29,7 @@ pub(super) struct Plan {
     pub(super) made_dirs: Vec<String>,
     /// The file's mode and owner before `to`, as the log recorded them: a file
     /// removed since gets them back, so a private file stays private.
-    pub(super) access: Option<crate::store::logline::Access>,
+    pub(super) access: Option<crate::store::Access>,
 }
 
 impl Plan {
