@@ -134,7 +134,7 @@ pub enum MountError {
     #[error("-o: {0}")]
     Options(options::BadOption),
     #[error("{0}; nothing was announced as mounted")]
-    NotReady(String),
+    NotReady(NotReady),
     #[error("cannot install signal handlers: {0}")]
     Signals(io::Error),
 }
@@ -151,11 +151,26 @@ pub enum UnmountError {
     Refused(String),
 }
 
+/// Why a new mount was never announced as ready.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum NotReady {
+    #[error("the new mount at {} does not answer statfs: {errno}", at.display())]
+    Silent {
+        at: PathBuf,
+        errno: rustix::io::Errno,
+    },
+    #[error("the new mount at {} was unmounted before it was ready (someone else's unmount or mount there)", at.display())]
+    Gone { at: PathBuf },
+}
+
 /// A directory, canonical, or why it is not one.
-fn directory(path: &Path) -> Result<PathBuf, String> {
-    let real = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
+fn directory(path: &Path) -> io::Result<PathBuf> {
+    let real = std::fs::canonicalize(path)?;
     if !real.is_dir() {
-        return Err("not a directory".into());
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "not a directory",
+        ));
     }
     Ok(real)
 }
@@ -225,9 +240,9 @@ fn in_use(mountpoint: &Path, what: &str) -> String {
 
 /// Checks SOURCE and MOUNT; both come back canonical.
 pub fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf), MountError> {
-    let src = directory(source).map_err(|reason| MountError::Source {
+    let src = directory(source).map_err(|e| MountError::Source {
         path: source.to_owned(),
-        reason,
+        reason: e.to_string(),
     })?;
     if let Some(fstype) = mounted_at(mountpoint) {
         return Err(MountError::MountPoint {
@@ -235,9 +250,9 @@ pub fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf
             reason: in_use(mountpoint, &fstype),
         });
     }
-    let mnt = directory(mountpoint).map_err(|reason| MountError::MountPoint {
+    let mnt = directory(mountpoint).map_err(|e| MountError::MountPoint {
         path: mountpoint.to_owned(),
-        reason,
+        reason: e.to_string(),
     })?;
     if mnt.starts_with(&src) {
         let reason = "must not be SOURCE or inside it: the mirror would contain itself".to_owned();
@@ -363,7 +378,7 @@ fn tell_systemd(state: sd_notify::NotifyState) {
 /// will, `serve` then returning that error once the session has ended.
 pub fn serve(
     cfg: MountConfig,
-    ready: impl FnOnce(Result<(), String>) + Send + 'static,
+    ready: impl FnOnce(Result<(), NotReady>) + Send + 'static,
 ) -> Result<Stopped, MountError> {
     let (src, mnt) = check_paths(&cfg.source, &cfg.mountpoint)?;
     let state = state_dir(&src, cfg.state_dir.as_deref())?;
@@ -455,8 +470,8 @@ fn watch_signals(
 /// `serve` to fail with, and the connection is ended so the session stops.
 fn announce_when_answering(
     attached: Arc<attach::Attached>,
-    ready: impl FnOnce(Result<(), String>) + Send + 'static,
-    not_ready: Arc<OnceLock<String>>,
+    ready: impl FnOnce(Result<(), NotReady>) + Send + 'static,
+    not_ready: Arc<OnceLock<NotReady>>,
 ) -> Result<(), MountError> {
     std::thread::Builder::new()
         .name("editfs-ready".into())
@@ -478,14 +493,12 @@ fn announce_when_answering(
 }
 
 /// Whether the new mount answers and is in the mount table as this daemon's.
-fn readiness(attached: &attach::Attached) -> Result<(), String> {
-    let at = attached.mount_point().display();
+fn readiness(attached: &attach::Attached) -> Result<(), NotReady> {
+    let at = || attached.mount_point().to_owned();
     rustix::fs::statfs(attached.mount_point())
-        .map_err(|e| format!("the new mount at {at} does not answer statfs: {e}"))?;
+        .map_err(|errno| NotReady::Silent { at: at(), errno })?;
     if !attached.ours() {
-        return Err(format!(
-            "the new mount at {at} was unmounted before it was ready (someone else's unmount or mount there)"
-        ));
+        return Err(NotReady::Gone { at: at() });
     }
     Ok(())
 }
