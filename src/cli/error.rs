@@ -4,12 +4,15 @@
 //! Every command returns `Result<Ended, CommandError>`; `finish` prints the
 //! error (and its hints) and maps both to the exit code the contract gives:
 //! 0 done or applied, 1 failed (nothing was written), 2 rejected or bad usage.
+//! Each layer's error becomes a command's by one `From` here; a command adds
+//! the hint or the kind its own context calls for.
 
 use std::process::ExitCode;
 
 use crate::engine::Outcome;
 use crate::history::GivenPath;
-use crate::store::StoreError;
+use crate::mount::MountError;
+use crate::store::{StoreError, Untrusted};
 use crate::transaction::rewind::NoPoint;
 
 /// What a command that ran ended with.
@@ -75,6 +78,18 @@ impl CommandError {
 
 impl From<StoreError> for CommandError {
     fn from(e: StoreError) -> CommandError {
+        CommandError::failed(e.to_string())
+    }
+}
+
+impl From<MountError> for CommandError {
+    fn from(e: MountError) -> CommandError {
+        CommandError::failed(e.to_string())
+    }
+}
+
+impl From<Untrusted> for CommandError {
+    fn from(e: Untrusted) -> CommandError {
         CommandError::failed(e.to_string())
     }
 }

@@ -325,7 +325,7 @@ pub fn run(args: MountArgs) -> Result<Ended, CommandError> {
             } else if report_ready {
                 log_line(&format!("editfs (pid {pid}) did not start: {e}"));
             } else {
-                return Err(CommandError::failed(e.to_string()));
+                return Err(e.into());
             }
             Ok(Ended::Failed)
         }
@@ -352,11 +352,8 @@ fn log_line(what: &str) {
 
 /// Starts the mount in a new process and waits until it is ready or has failed.
 fn daemonize(args: &MountArgs) -> Result<Ended, CommandError> {
-    let failed = |e: &dyn std::fmt::Display| CommandError::failed(e.to_string());
-    let (source, mountpoint) =
-        mount::check_paths(&args.source, &args.mountpoint).map_err(|e| failed(&e))?;
-    let state = mount::state_dir(&source, args.state.given().map(absolute).as_deref())
-        .map_err(|e| failed(&e))?;
+    let (source, mountpoint) = mount::check_paths(&args.source, &args.mountpoint)?;
+    let state = mount::state_dir(&source, args.state.given().map(absolute).as_deref())?;
     let state = match &args.branch {
         Some(name) => super::branch::state_of(&state, name),
         None => state,

@@ -50,8 +50,7 @@ impl StateArgs {
                     dir.display()
                 ))
             })?;
-            let held =
-                hold(dir, Came::Given, true).map_err(|e| CommandError::failed(e.to_string()))?;
+            let held = hold(dir, Came::Given, true)?;
             return Ok((Some(held), None));
         }
         let Some(found) = Store::find_for(file) else {
