@@ -36,8 +36,7 @@ use crate::store::{Store, StoreError};
 use crate::transaction::Who;
 use crate::transaction::rewind::{self, MarkError, Point};
 
-/// The folder of the state directory that holds the branches.
-pub const BRANCHES: &str = "branches";
+pub use crate::store::BRANCHES;
 
 /// The longest branch name, in bytes.
 const NAME_MAX: usize = 100;

@@ -97,7 +97,8 @@ pub struct MountArgs {
     /// Versions kept per file, before and after (the oldest go first)
     #[arg(long, value_name = "N", default_value_t = 100)]
     keep: usize,
-    /// Bytes all kept versions may take (K, M, G suffixes); the oldest go first
+    /// Bytes all kept versions and the branches' changes may take (K, M, G suffixes); the oldest
+    /// versions go first, never one a branch's base needs
     #[arg(long, value_name = "BYTES", value_parser = super::options::parse_size, default_value = "1G")]
     keep_bytes: usize,
     /// Take no pre-image of direct writes and removals of these paths: a name (`*.o`) matches anywhere,

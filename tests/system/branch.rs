@@ -735,3 +735,32 @@ fn abort_force_clears_the_layers_a_killed_branch_daemon_left() {
     );
     assert!(!branch_dir(p.path(), "b").exists());
 }
+
+/// An `F.edit` payload that changes line `from` of `a.txt` to `to`, through `m`.
+fn edit_through(m: &crate::common::Mount, from: &str, to: &str) {
+    m.ok(&format!(
+        "printf '<<<<<<< SEARCH\\n{from}\\n=======\\n{to}\\n>>>>>>> REPLACE\\n' > a.txt.edit"
+    ));
+}
+
+#[test]
+fn a_branchs_base_outlives_keep() {
+    let Some(m) = crate::common::Mount::start(&["--keep", "1"], |src| {
+        fs::write(src.join("a.txt"), "at the base\n").unwrap();
+    }) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["branch", "create", m.src.to_str().unwrap(), "b"]);
+    edit_through(&m, "at the base", "one");
+    edit_through(&m, "one", "two");
+    edit_through(&m, "two", "three");
+    let Some(b) = BranchMount::start(&m.src, "b", dir.path()) else {
+        return;
+    };
+    assert_eq!(
+        b.ok("cat a.txt"),
+        "at the base\n",
+        "--keep 1 dropped the version the branch's base needs"
+    );
+}

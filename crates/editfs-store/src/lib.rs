@@ -74,7 +74,7 @@ pub use logfile::{entries_in, log_files};
 pub use logline::{
     Access, FileEntry, Kind as LogKind, LogEntry, Outcome as LogOutcome, count_changes,
 };
-pub use objects::{Objects, Side};
+pub use objects::{BRANCHES, Objects, Side};
 pub use rel::{BadPath, project_path};
 pub use removals::Verdict;
 pub use retention::Retention;

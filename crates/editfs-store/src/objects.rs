@@ -22,7 +22,10 @@ use super::reaper::Reaper;
 use super::{StoreError, atomic, io_err};
 use crate::engine::sha256_hex;
 
+mod held;
 mod pruning;
+
+pub use held::BRANCHES;
 
 use pruning::Count;
 
@@ -107,6 +110,8 @@ pub struct Objects {
     durable: Mutex<HashMap<String, u64>>,
     /// The first transaction whose versions the size cap spares (`spare_from`).
     spared: std::sync::atomic::AtomicU64,
+    /// What the branches hold, as last read (see held.rs). Taken alone and briefly.
+    held: Mutex<held::Held>,
 }
 
 /// Objects known synced (`Objects::durable`) at most.
@@ -142,6 +147,7 @@ impl Objects {
             recent: Mutex::default(),
             durable: Mutex::default(),
             spared: std::sync::atomic::AtomicU64::new(u64::MAX),
+            held: Mutex::default(),
         }
     }
 

@@ -1230,3 +1230,30 @@ fn the_log_read_again_gives_every_line_as_the_files_hold_them_now() {
     fs::rename(dir.join("log.new"), dir.join("log")).unwrap();
     assert_eq!(txs(&store), [1, 2, 3, 9], "a log replaced is read whole");
 }
+
+#[test]
+fn a_branch_takes_room_under_the_cap_and_its_base_keeps_its_version() {
+    let p = Project::new();
+    let root = p.root();
+    fs::write(root.join("a"), "at the base").unwrap();
+    let store = p.open_with(Retention { keep: 10, cap: 60 });
+    let branch = p.state().join(BRANCHES).join("b");
+    fs::create_dir_all(branch.join("upper")).unwrap();
+    fs::write(branch.join("branch.json"), r#"{"base":0}"#).unwrap();
+    fs::write(branch.join("upper/made"), [0u8; 30]).unwrap();
+    commit_text(&store, root, 1, Some(b"at the base"), b"0123456789");
+    commit_text(&store, root, 2, Some(b"0123456789"), b"abcdefghij");
+    commit_text(&store, root, 3, Some(b"abcdefghij"), b"ABCDEFGHIJ");
+    store.checkpoint().unwrap();
+    store.objects().cap(60);
+    assert!(
+        store.objects().total() + 30 <= 60,
+        "{} bytes of versions beside the branch's 30",
+        store.objects().total()
+    );
+    assert_eq!(
+        store.objects().read(objects::Side::Pre, "a", 1).as_deref(),
+        Some(&b"at the base"[..]),
+        "the base's version stays"
+    );
+}

@@ -55,7 +55,7 @@ impl Objects {
             Some(c) if c.next.len() >= c.n - keep => Some(c.next.drain(..c.n - keep).collect()),
             _ => None,
         };
-        let due: Vec<u64> = match remembered {
+        let mut due: Vec<u64> = match remembered {
             Some(due) => due,
             None => {
                 let txs = self.txs(side, rel);
@@ -69,6 +69,15 @@ impl Objects {
                 txs[..over].to_vec()
             }
         };
+        // A branch's base needs its version whatever `--keep` says. None of
+        // those due is needed when none is past a base; else they are told
+        // from all the file's versions, and the count is listed afresh at the
+        // next prune, as some stay past `keep`.
+        if !self.needed(side, &due).is_empty() {
+            let needed = self.needed(side, &self.txs(side, rel));
+            due.retain(|tx| !needed.contains(tx));
+            self.counts.lock().remove(&(side, rel.to_owned()));
+        }
         due.iter().map(|tx| self.drop_version(side, rel, *tx)).sum()
     }
 
@@ -136,20 +145,23 @@ impl Objects {
         self.spared.store(tx, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Drops the oldest versions of every file until the objects take at most
-    /// `cap` bytes, but none that is spared (`spare_from`).
+    /// Drops the oldest versions of every file until the objects and the
+    /// branches take at most `cap` bytes, but none that is spared
+    /// (`spare_from`) or that a branch's base needs (held.rs).
     pub(crate) fn cap(&self, cap: u64) {
         let spared = self.spared.load(std::sync::atomic::Ordering::Relaxed);
-        let mut total = self.total();
+        let mut total = self.total() + self.held_bytes();
         if total <= cap {
             return;
         }
         let mut all: Vec<(u64, Side, String)> = Vec::new();
         for side in [Side::Pre, Side::Post] {
             for rel in self.files(side) {
+                let txs = self.txs(side, &rel);
+                let needed = self.needed(side, &txs);
                 all.extend(
-                    self.txs(side, &rel)
-                        .into_iter()
+                    txs.into_iter()
+                        .filter(|tx| !needed.contains(tx))
                         .map(|tx| (tx, side, rel.clone())),
                 );
             }
