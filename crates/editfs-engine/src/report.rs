@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -30,8 +30,9 @@ pub enum OpOutcome {
     Failed,
 }
 
+/// The report of one operation; `K` is the kind of its error (see `ErrorReport`).
 #[derive(Clone, Debug, Serialize)]
-pub struct OpReport {
+pub struct OpReport<K = ErrorKind> {
     pub index: usize,
     pub outcome: OpOutcome,
     pub strategy: Option<&'static str>,
@@ -39,7 +40,21 @@ pub struct OpReport {
     pub lines: Option<[usize; 2]>,
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorReport>,
+    pub error: Option<ErrorReport<K>>,
+}
+
+impl<K> OpReport<K> {
+    /// The same report, its error's kind as a layer above names it.
+    pub fn with_kinds<L: From<K>>(self) -> OpReport<L> {
+        OpReport {
+            index: self.index,
+            outcome: self.outcome,
+            strategy: self.strategy,
+            lines: self.lines,
+            warnings: self.warnings,
+            error: self.error.map(ErrorReport::with_kind),
+        }
+    }
 }
 
 /// The file region most like a SEARCH text that was not found.
@@ -52,11 +67,14 @@ pub struct Closest {
     pub diff: String,
 }
 
-/// What went wrong, serialised as the name the contract gives `error.kind`.
-/// A new kind is one variant here and one arm in each exhaustive match on it
-/// (the errno a control file answers, the CLI's exit code): the compiler
-/// finds them, so no kind falls through to a default by a misspelling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// What the engine found wrong with a payload, an operation or the outcome,
+/// serialised as the name the contract gives `error.kind`. What only a
+/// transaction can meet (the file system, permissions, paths) is a kind of
+/// the transaction's own, which wraps these. A new kind is one variant here
+/// and one arm in each exhaustive match on it (the errno a control file
+/// answers, the CLI's exit code): the compiler finds them, so no kind falls
+/// through to a default by a misspelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     NotFound,
@@ -65,25 +83,16 @@ pub enum ErrorKind {
     TooLarge,
     Stale,
     NotText,
-    Io,
-    BadPath,
     CountMismatch,
     FileExists,
-    NotWritten,
-    OutsideChanges,
     Placeholder,
     DiffPrefix,
     NumberPrefix,
     /// REPLACE ends with the lines that follow SEARCH: they would be written twice.
     Duplicates,
     WrongFile,
-    IsDirectory,
-    OutsideSource,
-    DanglingLink,
-    NotAFile,
     Deleted,
     MultiFile,
-    PermissionDenied,
     /// The transaction's work budget ran out (see budget.rs).
     OverBudget,
     /// The new content no longer parses where the edit changed it (see syntax/).
@@ -100,24 +109,15 @@ impl ErrorKind {
             ErrorKind::TooLarge => "too_large",
             ErrorKind::Stale => "stale",
             ErrorKind::NotText => "not_text",
-            ErrorKind::Io => "io",
-            ErrorKind::BadPath => "bad_path",
             ErrorKind::CountMismatch => "count_mismatch",
             ErrorKind::FileExists => "file_exists",
-            ErrorKind::NotWritten => "not_written",
-            ErrorKind::OutsideChanges => "outside_changes",
             ErrorKind::Placeholder => "placeholder",
             ErrorKind::DiffPrefix => "diff_prefix",
             ErrorKind::NumberPrefix => "number_prefix",
             ErrorKind::Duplicates => "duplicates",
             ErrorKind::WrongFile => "wrong_file",
-            ErrorKind::IsDirectory => "is_directory",
-            ErrorKind::OutsideSource => "outside_source",
-            ErrorKind::DanglingLink => "dangling_link",
-            ErrorKind::NotAFile => "not_a_file",
             ErrorKind::Deleted => "deleted",
             ErrorKind::MultiFile => "multi_file",
-            ErrorKind::PermissionDenied => "permission_denied",
             ErrorKind::OverBudget => "over_budget",
             ErrorKind::Syntax => "syntax",
         }
@@ -137,9 +137,11 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// An error as reports show it; `K` is the kind of error the reporting layer
+/// knows (the engine's own, or the transaction's, which wraps it).
 #[derive(Clone, Debug, Serialize)]
-pub struct ErrorReport {
-    pub kind: ErrorKind,
+pub struct ErrorReport<K = ErrorKind> {
+    pub kind: K,
     /// Index (from 1) of the operation that failed, when one did.
     pub operation: Option<usize>,
     pub message: String,
@@ -147,19 +149,26 @@ pub struct ErrorReport {
     pub closest: Option<Closest>,
 }
 
-impl ErrorReport {
+impl<K> ErrorReport<K> {
     /// An error of the whole transaction (no operation, no closest region).
-    pub fn plain(
-        kind: ErrorKind,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) -> ErrorReport {
+    pub fn plain(kind: K, message: impl Into<String>, hint: impl Into<String>) -> ErrorReport<K> {
         ErrorReport {
             kind,
             operation: None,
             message: message.into(),
             hint: Some(hint.into()),
             closest: None,
+        }
+    }
+
+    /// The same error, its kind as a layer above names it.
+    pub fn with_kind<L: From<K>>(self) -> ErrorReport<L> {
+        ErrorReport {
+            kind: self.kind.into(),
+            operation: self.operation,
+            message: self.message,
+            hint: self.hint,
+            closest: self.closest,
         }
     }
 }
@@ -234,22 +243,23 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// The report of one file; `K` is the kind of its error (see `ErrorReport`).
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub struct Report<K = ErrorKind> {
     pub tx: u64,
     pub file: String,
     pub time: String,
     pub outcome: Outcome,
     pub applied: usize,
     pub total: usize,
-    pub operations: Vec<OpReport>,
+    pub operations: Vec<OpReport<K>>,
     /// Unified diff of the change; on success only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// SHA-256 of the file after the transaction (as it still is, on failure).
     pub sha256: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorReport>,
+    pub error: Option<ErrorReport<K>>,
     pub notes: Vec<String>,
     /// Where the pre-image was kept, relative to the state directory.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -259,8 +269,8 @@ pub struct Report {
     pub syntax: Option<Box<SyntaxReport>>,
 }
 
-impl Report {
-    pub fn new(outcome: Outcome, sha256: String) -> Report {
+impl<K> Report<K> {
+    pub fn new(outcome: Outcome, sha256: String) -> Report<K> {
         Report {
             tx: 0,
             file: String::new(),
@@ -278,6 +288,31 @@ impl Report {
         }
     }
 
+    /// The same report, its error's kind as a layer above names it.
+    pub fn with_kinds<L: From<K>>(self) -> Report<L> {
+        Report {
+            tx: self.tx,
+            file: self.file,
+            time: self.time,
+            outcome: self.outcome,
+            applied: self.applied,
+            total: self.total,
+            operations: self
+                .operations
+                .into_iter()
+                .map(OpReport::with_kinds)
+                .collect(),
+            diff: self.diff,
+            sha256: self.sha256,
+            error: self.error.map(ErrorReport::with_kind),
+            notes: self.notes,
+            snapshot: self.snapshot,
+            syntax: self.syntax,
+        }
+    }
+}
+
+impl<K: Serialize> Report<K> {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
@@ -300,7 +335,7 @@ pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(name.chars().map(escape).collect())
 }
 
-impl fmt::Display for Report {
+impl<K: fmt::Display> fmt::Display for Report<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let word = match self.outcome {
             Outcome::Ok => "OK",
@@ -347,7 +382,7 @@ impl fmt::Display for Report {
     }
 }
 
-fn write_op(f: &mut fmt::Formatter<'_>, op: &OpReport) -> fmt::Result {
+fn write_op<K: fmt::Display>(f: &mut fmt::Formatter<'_>, op: &OpReport<K>) -> fmt::Result {
     let outcome = match op.outcome {
         OpOutcome::Applied => "applied",
         OpOutcome::AlreadyApplied => "already applied",
@@ -413,7 +448,7 @@ fn write_syntax(f: &mut fmt::Formatter<'_>, s: &SyntaxReport, outcome: Outcome) 
     }
 }
 
-fn write_error(f: &mut fmt::Formatter<'_>, e: &ErrorReport) -> fmt::Result {
+fn write_error<K: fmt::Display>(f: &mut fmt::Formatter<'_>, e: &ErrorReport<K>) -> fmt::Result {
     writeln!(f)?;
     match e.operation {
         Some(i) => writeln!(f, "error ({}) in operation #{i}: {}", e.kind, e.message)?,
@@ -448,23 +483,15 @@ mod tests {
             (K::TooLarge, "too_large"),
             (K::Stale, "stale"),
             (K::NotText, "not_text"),
-            (K::Io, "io"),
-            (K::BadPath, "bad_path"),
             (K::CountMismatch, "count_mismatch"),
             (K::FileExists, "file_exists"),
-            (K::NotWritten, "not_written"),
-            (K::OutsideChanges, "outside_changes"),
             (K::Placeholder, "placeholder"),
             (K::DiffPrefix, "diff_prefix"),
             (K::NumberPrefix, "number_prefix"),
+            (K::Duplicates, "duplicates"),
             (K::WrongFile, "wrong_file"),
-            (K::IsDirectory, "is_directory"),
-            (K::OutsideSource, "outside_source"),
-            (K::DanglingLink, "dangling_link"),
-            (K::NotAFile, "not_a_file"),
             (K::Deleted, "deleted"),
             (K::MultiFile, "multi_file"),
-            (K::PermissionDenied, "permission_denied"),
             (K::OverBudget, "over_budget"),
             (K::Syntax, "syntax"),
         ];
@@ -473,6 +500,7 @@ mod tests {
             assert_eq!(kind.as_str(), name);
             assert_eq!(kind.to_string(), name);
             assert_eq!(kind, name);
+            assert_eq!(serde_json::from_value::<K>(name.into()).unwrap(), kind);
         }
     }
 }

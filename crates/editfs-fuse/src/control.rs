@@ -31,8 +31,9 @@ use super::nodes::Kind;
 use super::processes::last_close;
 use super::reports::{Shown, StateReport, refused};
 use super::types::{Done, Errno, FileType, Requester, Res};
-use crate::engine::{Outcome, Received, Report};
+use crate::engine::{Outcome, Received};
 use crate::store::LogKind;
+use crate::transaction::report::Report;
 use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, rewind, undo};
 
 /// What a committing handle acts on.

@@ -6,7 +6,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::budget::Charge;
 use super::types::{Errno, Res};
-use crate::engine::{ErrorKind, Outcome, Report};
+use crate::engine::{ErrorKind as EditKind, Outcome};
+use crate::transaction::report::{ErrorKind, Report};
 use crate::transaction::{self, Meant};
 
 /// The payload of one `F.edit` handle, and its result once committed.
@@ -131,27 +132,32 @@ fn errno_of(outcome: Outcome, kind: ErrorKind) -> Errno {
         K::IsDirectory => Errno::EISDIR,
         K::OutsideSource => Errno::EXDEV,
         K::DanglingLink => Errno::ENOENT,
+        K::Edit(found) => edit_errno(outcome, found),
+        _ if outcome == Outcome::Rejected => Errno::EINVAL,
+        K::PermissionDenied => Errno::EACCES,
+        K::Io | K::BadPath | K::NotWritten | K::OutsideChanges | K::NotAFile => Errno::EIO,
+    }
+}
+
+/// The errno of what the engine found (see `errno_of`).
+fn edit_errno(outcome: Outcome, found: EditKind) -> Errno {
+    use EditKind as K;
+    match found {
         K::TooLarge => Errno::EFBIG,
         K::OverBudget => Errno::E2BIG,
         _ if outcome == Outcome::Rejected => Errno::EINVAL,
         K::Stale => Errno::ESTALE,
-        K::PermissionDenied => Errno::EACCES,
         K::NotFound
         | K::Ambiguous
         | K::Malformed
         | K::NotText
-        | K::Io
-        | K::BadPath
         | K::CountMismatch
         | K::FileExists
-        | K::NotWritten
-        | K::OutsideChanges
         | K::Placeholder
         | K::DiffPrefix
         | K::NumberPrefix
         | K::Duplicates
         | K::WrongFile
-        | K::NotAFile
         | K::Deleted
         | K::MultiFile
         | K::Syntax => Errno::EIO,
@@ -439,7 +445,7 @@ mod tests {
     fn close_answers_the_errno_of_the_errors_kind() {
         let failed = |outcome, kind| {
             let mut r = Report::new(outcome, String::new());
-            r.error = Some(crate::engine::ErrorReport::plain(kind, "", ""));
+            r.error = Some(crate::transaction::report::ErrorReport::plain(kind, "", ""));
             errno_for(&r)
         };
         assert_eq!(
@@ -455,15 +461,15 @@ mod tests {
             Some(Errno::ENOENT)
         );
         assert_eq!(
-            failed(Outcome::Rejected, ErrorKind::TooLarge),
+            failed(Outcome::Rejected, ErrorKind::Edit(EditKind::TooLarge)),
             Some(Errno::EFBIG)
         );
         assert_eq!(
-            failed(Outcome::Rejected, ErrorKind::Malformed),
+            failed(Outcome::Rejected, ErrorKind::Edit(EditKind::Malformed)),
             Some(Errno::EINVAL)
         );
         assert_eq!(
-            failed(Outcome::Failed, ErrorKind::Stale),
+            failed(Outcome::Failed, ErrorKind::Edit(EditKind::Stale)),
             Some(Errno::ESTALE)
         );
         assert_eq!(
@@ -471,7 +477,7 @@ mod tests {
             Some(Errno::EACCES)
         );
         assert_eq!(
-            failed(Outcome::Failed, ErrorKind::NotFound),
+            failed(Outcome::Failed, ErrorKind::Edit(EditKind::NotFound)),
             Some(Errno::EIO)
         );
         assert_eq!(errno_for(&Report::new(Outcome::Ok, String::new())), None);

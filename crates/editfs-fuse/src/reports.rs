@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::engine::Report;
+use crate::transaction::report::{ErrorKind, ErrorReport, Report};
 
 /// The latest reports a mount shows: each file's in its `F.status`, and that
 /// of `.editfs/edit` or `.editfs/undo` in `.editfs/status`. Each lock is taken
@@ -137,7 +137,7 @@ impl Shown {
 pub fn refused(r: &Report) -> bool {
     r.error
         .as_ref()
-        .is_some_and(|e| e.kind == crate::engine::ErrorKind::PermissionDenied)
+        .is_some_and(|e| e.kind == ErrorKind::PermissionDenied)
 }
 
 /// The latest report of `.editfs/edit` or `.editfs/undo`, the files it names,
@@ -259,7 +259,7 @@ impl Table {
 /// Bytes `report` takes, times three: itself, and the text and JSON it
 /// renders to once read.
 fn cost(report: &Report) -> usize {
-    let error = |e: &crate::engine::ErrorReport| {
+    let error = |e: &ErrorReport| {
         e.message.len()
             + e.hint.as_ref().map_or(0, String::len)
             + e.closest.as_ref().map_or(0, |c| c.diff.len())
@@ -285,7 +285,7 @@ fn cost(report: &Report) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Outcome, Report};
+    use crate::engine::Outcome;
 
     fn shown(diff: usize) -> Arc<Shown> {
         let mut r = Report::new(Outcome::Ok, String::new());

@@ -72,7 +72,7 @@ pub use journal::{Recovered, parent_beneath, parent_beneath_with};
 pub use lock::{Keys, Lock};
 pub use logfile::{entries_in, log_files};
 pub use logline::{
-    Access, FileEntry, Kind as LogKind, LogEntry, Outcome as LogOutcome, count_changes,
+    Access, ErrorKind, FileEntry, Kind as LogKind, LogEntry, Outcome as LogOutcome, count_changes,
 };
 pub use objects::{BRANCHES, Objects, Side};
 pub use rel::{BadPath, project_path};

@@ -76,6 +76,75 @@ impl From<crate::engine::Outcome> for Outcome {
     }
 }
 
+/// Why a transaction failed, as its report, the log and the history name it:
+/// what the engine found (`Edit`), or what the transaction met on its way to
+/// the files, which the engine never sees. Each serialises to the name the
+/// contract gives `error.kind`, in the log as in reports. A new kind is one
+/// variant here and one arm in each exhaustive match on it (the errno a
+/// control file answers): the compiler finds them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The file system failed under the transaction.
+    Io,
+    /// A path the request names is none of the project's.
+    BadPath,
+    /// A file's own operations matched, but another file of its transaction
+    /// cannot be written, and a transaction writes all its files or none.
+    NotWritten,
+    /// A file changed in a way editfs did not record, which a restore would lose.
+    OutsideChanges,
+    IsDirectory,
+    /// A path leads out of SOURCE (a symlink).
+    OutsideSource,
+    DanglingLink,
+    /// A FIFO, socket, device or symlink loop.
+    NotAFile,
+    /// The caller may not do natively what the transaction asks.
+    PermissionDenied,
+    /// What the engine found wrong with the payload, an operation or the outcome
+    /// (last: serde tries the transaction's own names first).
+    #[serde(untagged)]
+    Edit(crate::engine::ErrorKind),
+}
+
+impl ErrorKind {
+    /// The name in reports, logs and history.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Io => "io",
+            ErrorKind::BadPath => "bad_path",
+            ErrorKind::NotWritten => "not_written",
+            ErrorKind::OutsideChanges => "outside_changes",
+            ErrorKind::IsDirectory => "is_directory",
+            ErrorKind::OutsideSource => "outside_source",
+            ErrorKind::DanglingLink => "dangling_link",
+            ErrorKind::NotAFile => "not_a_file",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::Edit(k) => k.as_str(),
+        }
+    }
+}
+
+impl From<crate::engine::ErrorKind> for ErrorKind {
+    fn from(k: crate::engine::ErrorKind) -> ErrorKind {
+        ErrorKind::Edit(k)
+    }
+}
+
+/// Kinds compare with their names, as tests spell them.
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One file of a transaction.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -282,6 +351,34 @@ mod tests {
         assert_eq!(e.file("a").unwrap().before.as_deref(), Some("x"));
         let back: LogEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn error_kinds_serialise_to_the_names_the_contract_and_the_log_use() {
+        use crate::engine::ErrorKind as E;
+        let names = [
+            (ErrorKind::Io, "io"),
+            (ErrorKind::BadPath, "bad_path"),
+            (ErrorKind::NotWritten, "not_written"),
+            (ErrorKind::OutsideChanges, "outside_changes"),
+            (ErrorKind::IsDirectory, "is_directory"),
+            (ErrorKind::OutsideSource, "outside_source"),
+            (ErrorKind::DanglingLink, "dangling_link"),
+            (ErrorKind::NotAFile, "not_a_file"),
+            (ErrorKind::PermissionDenied, "permission_denied"),
+            (E::NotFound.into(), "not_found"),
+            (E::Stale.into(), "stale"),
+            (E::TooLarge.into(), "too_large"),
+            (E::Syntax.into(), "syntax"),
+        ];
+        for (kind, name) in names {
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(kind.to_string(), name);
+            assert_eq!(kind, name);
+            let back: ErrorKind = serde_json::from_value(name.into()).unwrap();
+            assert_eq!(back, kind);
+        }
     }
 
     #[test]

@@ -46,7 +46,11 @@ pub fn latest(state: &Path, rel: &str) -> Option<Shared> {
 impl Store {
     /// Keeps `report`, of a transaction this process made on `rel`, for a mount
     /// of the same project to show (see the module doc). A failure only costs that.
-    pub fn share_report(&self, rel: &str, report: &crate::engine::Report) {
+    pub fn share_report(
+        &self,
+        rel: &str,
+        report: &crate::engine::Report<crate::logline::ErrorKind>,
+    ) {
         let shared = Shared {
             tx: report.tx,
             text: report.to_string(),

@@ -24,6 +24,7 @@ pub mod history;
 pub mod multi;
 mod opened;
 pub mod paths;
+pub mod report;
 pub mod rewind;
 pub mod serial;
 pub mod undo;
@@ -40,7 +41,9 @@ use opened::{lock_dir, open_target, still_reads, target_dir};
 pub(crate) use opened::{lock_dirs, new_file_dir, remove_made_dirs};
 pub use paths::Refused;
 
-use crate::engine::{ErrorKind, ErrorReport, Options, Outcome, Received, Report};
+use crate::engine::ErrorKind as EditKind;
+use crate::engine::{Options, Outcome, Received};
+use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::{
     Change, FileEntry, Keys, Lock, LogEntry, LogKind as Kind, Staged, Store, StoreError,
     count_changes, replace,
@@ -291,7 +294,10 @@ pub fn dry_run<'p>(
     opts: &Options,
 ) -> Report {
     let report = match open_target(target, Vec::new(), opts.max_file) {
-        Ok(opened) => decide_on(target, opened, payload.into(), opts).edit.report,
+        Ok(opened) => decide_on(target, opened, payload.into(), opts)
+            .edit
+            .report
+            .with_kinds(),
         Err(e) => io_failure(e, sha_now(target, opts.max_file)),
     };
     let mut report = stamp(report, target.label);
@@ -424,7 +430,7 @@ fn stored(
         }
     };
     let original = opened.bytes.as_deref();
-    let mut report = stamp(edit.report, target.label);
+    let mut report = stamp(edit.report.with_kinds(), target.label);
     report.tx = tx;
     let Some(new) = edit.content else {
         return logged(store, report, Kind::Edit, target.rel, target.who);
@@ -506,8 +512,9 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
     };
     let original = opened.bytes.as_deref();
     let edit = apply(target, original, payload, opts);
+    let report = edit.report.with_kinds();
     let Some(new) = edit.content else {
-        return edit.report;
+        return report;
     };
     let written = replace(
         (opened.dir.as_fd(), file_name(target.rel)),
@@ -516,8 +523,8 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
         (None, target.who.caller.as_ref()),
     );
     match written {
-        Ok(()) => edit.report,
-        Err(e) => failed_commit(e, edit.report, original),
+        Ok(()) => report,
+        Err(e) => failed_commit(e, report, original),
     }
 }
 
@@ -572,15 +579,15 @@ pub fn io_failure(e: StoreError, sha: String) -> Report {
             "the mount grants what your user has natively, no more; edit files your user may read and write",
         ),
         StoreError::Stale { .. } => (
-            ErrorKind::Stale,
+            ErrorKind::Edit(EditKind::Stale),
             "open F.edit again and send the edit again: it applies to the file F is now",
         ),
         StoreError::TooLarge { .. } => (
-            ErrorKind::TooLarge,
+            ErrorKind::Edit(EditKind::TooLarge),
             "a transaction reads its whole file, so files over --max-file-size are refused: edit this one with a tool made for large files, or raise the limit",
         ),
         StoreError::Changing { .. } => (
-            ErrorKind::Stale,
+            ErrorKind::Edit(EditKind::Stale),
             "another process keeps writing the file: send the edit again once it is done",
         ),
         _ => (

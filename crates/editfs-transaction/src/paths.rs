@@ -14,8 +14,9 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use super::{Caller, Root};
+use crate::engine::Outcome;
 use crate::engine::payload::{Entry, Tree};
-use crate::engine::{ErrorKind, ErrorReport, Outcome, Report};
+use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::parent_beneath;
 
 /// Entries a namesake walk (`Root::namesakes`) visits at most.

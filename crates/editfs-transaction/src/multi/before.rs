@@ -6,7 +6,8 @@
 use rustix::fs::AtFlags;
 
 use crate::engine::payload::{Payload, Tree};
-use crate::engine::{self, ErrorKind, FileAct, Options};
+use crate::engine::{self, FileAct, Options};
+use crate::report::ErrorKind;
 use crate::store::{LogKind as Kind, Store, project_path};
 use crate::{Root, Who, open_bounded};
 
@@ -37,7 +38,10 @@ pub(super) fn point_to_namesakes(
         let Some(e) = r.error.as_mut() else {
             continue;
         };
-        if e.kind != ErrorKind::NotFound || walks == NAMESAKE_FILES || !missing(&r.file) {
+        if e.kind != ErrorKind::Edit(engine::ErrorKind::NotFound)
+            || walks == NAMESAKE_FILES
+            || !missing(&r.file)
+        {
             continue;
         }
         let removed = store.and_then(|s| Some((s, removed_by_an_edit((s, root), who, &r.file)?)));

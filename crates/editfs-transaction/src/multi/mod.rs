@@ -17,9 +17,8 @@ use super::{
     open_bounded, stamp,
 };
 use crate::engine::payload::{self, Payload};
-use crate::engine::{
-    self, ErrorKind, ErrorReport, FileAct, OpOutcome, Options, Outcome, Received, Report,
-};
+use crate::engine::{self, FileAct, OpOutcome, Options, Outcome, Received};
+use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::{
     Change, Keys, LogKind as Kind, Removal, Staged, Store, StoreError, project_path,
 };
@@ -187,7 +186,7 @@ impl Plan {
             }
             Err(e) => {
                 report.outcome = Outcome::Rejected;
-                report.error = Some(ErrorReport::plain(e.kind(), e.to_string(), e.hint()));
+                report.error = Some(ErrorReport::plain(e.kind().into(), e.to_string(), e.hint()));
                 Vec::new()
             }
         };
@@ -319,7 +318,7 @@ fn decide(
                     })
                     .flatten()
                     .unwrap_or_else(|| engine::apply_parsed(&rel, original, ops, opts));
-                let r = stamp(edit.report.clone(), &rel);
+                let r = stamp(edit.report.clone().with_kinds(), &rel);
                 if let Some(e) = &r.error {
                     report.fail(r.outcome, &rel, e);
                 }

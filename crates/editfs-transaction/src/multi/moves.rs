@@ -2,8 +2,10 @@
 //! file goes, checked before anything is written, and the report of the
 //! file that arrives.
 
+use crate::engine::ErrorKind as EditKind;
 use crate::engine::payload::Tree;
-use crate::engine::{self, ErrorKind, ErrorReport, FileAct, OpOutcome, OpReport, Outcome, Report};
+use crate::engine::{self, FileAct, OpOutcome, OpReport, Outcome};
+use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::project_path;
 use crate::{Root, stamp};
 
@@ -33,14 +35,14 @@ pub(super) fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut 
                 ),
             )),
             Ok(rel) if rels.contains(&rel) => Some((
-                ErrorKind::Malformed,
+                ErrorKind::Edit(EditKind::Malformed),
                 format!(
                     "{} moves to {rel}, which the payload also edits: put those edits under the file's old path",
                     d.rel
                 ),
             )),
             Ok(rel) if root.entry(&rel).is_some() => Some((
-                ErrorKind::FileExists,
+                ErrorKind::Edit(EditKind::FileExists),
                 format!(
                     "{} would move to {rel}, which exists: a move never overwrites",
                     d.rel

@@ -5,8 +5,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::engine::{ErrorReport, Outcome, Report};
+use crate::engine::Outcome;
 use crate::now;
+use crate::report::{ErrorReport, Report};
 
 /// The report of a multi-file transaction: one section per file.
 #[derive(Clone, Debug, Serialize)]

@@ -23,8 +23,10 @@ use super::{
     Caller, Root, Who, failed_commit, io_failure, log_entry, new_file_dir, now, remove_made_dirs,
     stamp,
 };
+use crate::engine::ErrorKind as EditKind;
 use crate::engine::diff::file_diff;
-use crate::engine::{ErrorKind, ErrorReport, OpOutcome, OpReport, Outcome, Report, sha256_hex};
+use crate::engine::{OpOutcome, OpReport, Outcome, sha256_hex};
+use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::{
     BadPath, Change, Keys, Lock, LogEntry, LogKind as Kind, Objects, Removal, Staged, Store,
     StoreError, io_err, project_path,
@@ -407,7 +409,11 @@ pub fn rejected(store: &Store, kind: Kind, message: String, hint: &str, who: &Wh
         _ => ".editfs/undo",
     };
     let mut r = stamp(Report::new(Outcome::Rejected, String::new()), sent_to);
-    r.error = Some(ErrorReport::plain(ErrorKind::Malformed, message, hint));
+    r.error = Some(ErrorReport::plain(
+        ErrorKind::Edit(EditKind::Malformed),
+        message,
+        hint,
+    ));
     let logged = store.next_tx().and_then(|tx| {
         r.tx = tx;
         store.log(&log_entry(kind, &r, &[], who))

@@ -6,7 +6,9 @@
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 
-use crate::engine::{ErrorKind, ErrorReport, sha256_hex};
+use crate::engine::ErrorKind as EditKind;
+use crate::engine::sha256_hex;
+use crate::report::{ErrorKind, ErrorReport};
 use crate::rewind::{self, Point};
 use crate::sight::Sight;
 use crate::store::{Access, FileEntry, Keys, LogEntry, Objects, Side, StoreError, project_path};
@@ -82,14 +84,14 @@ impl From<Option<u64>> for To {
 fn touched_by(entries: &[LogEntry], n: u64, rel: &str) -> Result<u64, Refusal> {
     let f = recorded(entries, n)?.file(rel).ok_or_else(|| {
         refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!("transaction {n} did not change {rel}"),
             "editfs history PATH lists the transactions on one file",
         )
     })?;
     if !f.touched() {
         return Err(refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!("transaction {n} left {rel} as it was: there is nothing of it to undo"),
             "editfs history PATH lists the transactions on one file (a change shows lines added or removed)",
         ));
@@ -132,7 +134,7 @@ fn plan_rewind(
                 rewind::shell_word(root.path)
             ),
         };
-        refuse(ErrorKind::NotFound, why.to_string(), &hint)
+        refuse(ErrorKind::Edit(EditKind::NotFound), why.to_string(), &hint)
     })?;
     let mut plans = Vec::new();
     let mut outside = Vec::new();
@@ -187,7 +189,7 @@ fn plan_tx(
     let entry = recorded(entries, n)?;
     if entry.files.is_empty() {
         return Err(refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!("the log names no file of transaction {n}"),
             "editfs show SOURCE TXID shows what it changed",
         ));
@@ -195,7 +197,7 @@ fn plan_tx(
     let touched: Vec<_> = entry.files.iter().filter(|f| f.touched()).collect();
     if touched.is_empty() {
         return Err(refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!("transaction {n} left every file as it was: there is nothing to undo"),
             "editfs history lists the transactions that changed files",
         ));
@@ -210,7 +212,7 @@ fn plan_tx(
 fn to_do(plan: Plan) -> Result<Plan, Refusal> {
     if plan.restored.is_none() && plan.current.is_none() {
         return Err(refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!(
                 "{} does not exist, as before transaction {}: nothing to undo",
                 plan.rel, plan.to
@@ -227,7 +229,7 @@ fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
     match entries.iter().find(|e| e.tx == n) {
         Some(e) if e.changed() => Ok(e),
         Some(e) => Err(refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!(
                 "transaction {n} changed nothing (it {}): there is nothing to undo",
                 e.outcome.as_str()
@@ -235,7 +237,7 @@ fn recorded(entries: &[LogEntry], n: u64) -> Result<&LogEntry, Refusal> {
             hint,
         )),
         None => Err(refuse(
-            ErrorKind::NotFound,
+            ErrorKind::Edit(EditKind::NotFound),
             format!("no transaction {n} in the log"),
             hint,
         )),
@@ -280,7 +282,7 @@ fn plan_file(
         To::Before(n) | To::Absent(n) => touched_by(entries, n, rel)?,
         To::Latest => on_rel.last().map(|e| e.tx).ok_or_else(|| {
             refuse(
-                ErrorKind::NotFound,
+                ErrorKind::Edit(EditKind::NotFound),
                 format!("no recorded transaction changed {rel}"),
                 "editfs history shows what was kept",
             )
@@ -308,7 +310,7 @@ fn plan_file(
         None if created => None,
         None => {
             return Err(refuse(
-                ErrorKind::NotFound,
+                ErrorKind::Edit(EditKind::NotFound),
                 format!(
                     "no pre-image of {} from transaction {to}: it is no longer kept",
                     crate::engine::report::shown_name(rel)
