@@ -27,7 +27,8 @@
 //! enough), `checkpoint.rs` syncs what commits left and drops their records,
 //! `logfile.rs` appends to and reads the log, `retention.rs` keeps versions
 //! outside a commit and bounds them, `buffers.rs` keeps read buffers for
-//! reuse, `view.rs` is what history, show and diff read; `journal.rs`,
+//! reuse, `view.rs` is what history, show and diff read, `fixture.rs` is
+//! the setup its tests share; `journal.rs`,
 //! `objects.rs`, `removals.rs`, `shared.rs`, `staged.rs`, `atomic.rs`,
 //! `caller.rs`, `sight.rs`, `reaper.rs`, `trust.rs`, `rel.rs` and `logline.rs`
 //! each say what they own at their top. The other layers use only what is
@@ -45,6 +46,8 @@ mod buffers;
 pub mod caller;
 mod checkpoint;
 mod commit;
+#[cfg(test)]
+mod fixture;
 mod journal;
 mod lock;
 mod logfile;

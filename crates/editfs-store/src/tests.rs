@@ -7,47 +7,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::{CHECKPOINT_BEHIND, CHECKPOINT_FILES};
+use super::fixture::Project;
 use super::logfile::{LOG_ROTATE, OLD_LOG, last_in, last_logged_tx};
 use super::*;
 use crate::engine::sha256_hex;
-
-/// A project in a temporary directory, with its state directory `.editfs`.
-struct Project {
-    tmp: tempfile::TempDir,
-}
-
-impl Project {
-    /// One whose state directory is not made yet.
-    fn new() -> Project {
-        Project {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// One whose state directory a store made and closed: what a test then
-    /// leaves in it is what the next open finds, as after a crash.
-    fn made() -> Project {
-        let p = Project::new();
-        drop(p.open());
-        p
-    }
-
-    fn root(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    fn state(&self) -> PathBuf {
-        self.root().join(".editfs")
-    }
-
-    fn open(&self) -> Store {
-        self.open_with(Retention::default())
-    }
-
-    fn open_with(&self, retention: Retention) -> Store {
-        Store::open_with(&self.state(), retention).unwrap()
-    }
-}
 
 fn line(tx: u64) -> LogEntry {
     LogEntry {
