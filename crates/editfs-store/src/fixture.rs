@@ -1,9 +1,10 @@
 //! The setup the store's tests share: a project in a temporary directory,
 //! with its state directory `.editfs`.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::{Retention, Store};
+use crate::{Retention, Store, open_dir};
 
 /// A project in a temporary directory, with its state directory `.editfs`.
 pub(crate) struct Project {
@@ -40,5 +41,10 @@ impl Project {
 
     pub(crate) fn open_with(&self, retention: Retention) -> Store {
         Store::open_with(&self.state(), retention).unwrap()
+    }
+
+    /// The project's directory, held open as a transaction or a mount holds it.
+    pub(crate) fn dir(&self) -> OwnedFd {
+        open_dir(self.root()).unwrap()
     }
 }

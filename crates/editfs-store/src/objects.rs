@@ -690,10 +690,17 @@ mod tests {
 
     use super::*;
 
+    /// Kept versions alone, in a temporary state directory that lives as
+    /// long as its first half.
+    fn kept() -> (tempfile::TempDir, Objects) {
+        let tmp = tempfile::tempdir().unwrap();
+        let objects = Objects::new(tmp.path());
+        (tmp, objects)
+    }
+
     #[test]
     fn identical_versions_are_stored_once() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (tmp, o) = kept();
         o.keep(Side::Pre, "a.txt", 1, b"same").unwrap();
         o.keep(Side::Pre, "b/c.txt", 2, b"same").unwrap();
         assert_eq!(fs::read_dir(tmp.path().join("objects")).unwrap().count(), 1);
@@ -703,8 +710,7 @@ mod tests {
 
     #[test]
     fn a_version_kept_again_under_its_name_is_replaced() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (tmp, o) = kept();
         o.keep(Side::Pre, "a", 1, b"stale").unwrap();
         o.keep(Side::Pre, "a", 1, b"stale").unwrap();
         o.keep_with(Side::Pre, "a", 1, b"fresh", false).unwrap();
@@ -714,8 +720,7 @@ mod tests {
 
     #[test]
     fn versions_kept_and_dropped_after_a_prune_are_pruned_in_turn() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (_tmp, o) = kept();
         let keep = |tx: u64| o.keep(Side::Post, "a", tx, &tx.to_le_bytes()).unwrap();
         (1..=3).for_each(|tx| drop(keep(tx)));
         o.prune("a", 3);
@@ -730,8 +735,7 @@ mod tests {
 
     #[test]
     fn prune_keeps_the_newest_and_frees_unlinked_objects() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (tmp, o) = kept();
         for tx in 1..=5 {
             o.keep(Side::Pre, "a", tx, format!("v{tx}").as_bytes())
                 .unwrap();
@@ -743,8 +747,7 @@ mod tests {
 
     #[test]
     fn an_object_stored_unsynced_is_synced_once_a_version_needs_it_durable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (_tmp, o) = kept();
         let sha = o.put(b"a direct write's pre-image", false).unwrap();
         let ino = fs::metadata(o.object(&sha)).unwrap().ino();
         assert!(!o.known_durable(&sha, ino));
@@ -757,8 +760,7 @@ mod tests {
 
     #[test]
     fn an_object_a_crash_cut_short_is_stored_again_when_a_version_needs_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (_tmp, o) = kept();
         let sha = o.put(b"stored unsynced", false).unwrap();
         let object = o.object(&sha);
         fs::set_permissions(&object, fs::Permissions::from_mode(0o644)).unwrap();
@@ -774,8 +776,7 @@ mod tests {
 
     #[test]
     fn the_size_cap_drops_the_oldest_first() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (_tmp, o) = kept();
         for tx in 1..=4 {
             o.keep(Side::Pre, &format!("f{tx}"), tx, &[tx as u8; 100])
                 .unwrap();
@@ -787,8 +788,7 @@ mod tests {
 
     #[test]
     fn an_object_whose_hash_attribute_lies_is_not_removed_for_another() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (tmp, o) = kept();
         o.keep(Side::Pre, "a", 1, b"kept").unwrap();
         o.keep(Side::Pre, "b", 2, b"other").unwrap();
         let other = sha256_hex(b"other");
@@ -806,8 +806,7 @@ mod tests {
 
     #[test]
     fn a_dropped_version_frees_its_object_by_the_name_it_carries() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (_tmp, o) = kept();
         o.keep(Side::Pre, "a", 1, b"v1").unwrap();
         o.keep(Side::Pre, "a", 2, b"v2").unwrap();
         o.prune("a", 1);
@@ -818,8 +817,7 @@ mod tests {
 
     #[test]
     fn a_file_at_its_keep_is_pruned_oldest_first_commit_after_commit() {
-        let tmp = tempfile::tempdir().unwrap();
-        let o = Objects::new(tmp.path());
+        let (_tmp, o) = kept();
         for tx in 1..=40 {
             o.keep(Side::Post, "a", tx, &tx.to_le_bytes()).unwrap();
             o.prune("a", 3);

@@ -605,6 +605,7 @@ mod tests {
     use std::fs;
 
     use super::*;
+    use crate::fixture::Project;
     use crate::logline::{FileEntry, Kind, Outcome};
     use crate::objects::Side;
 
@@ -660,20 +661,19 @@ mod tests {
     fn race_the_filer(
         n: usize,
         mut remove: impl FnMut(&Store, (&Path, BorrowedFd<'_>), usize),
-    ) -> (tempfile::TempDir, Store) {
+    ) -> (Project, Store) {
         pin_to_one_cpu();
-        let tmp = tempfile::tempdir().unwrap();
-        let store = Store::open(&tmp.path().join(".editfs")).unwrap();
-        let dir = atomic::open_dir(tmp.path()).unwrap();
+        let p = Project::new();
+        let (store, dir) = (p.open(), p.dir());
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| filer_until(&store, &done));
             let _stop = StopsFiler(&done);
             for i in 0..n {
-                remove(&store, (tmp.path(), dir.as_fd()), i);
+                remove(&store, (p.root(), dir.as_fd()), i);
             }
         });
-        (tmp, store)
+        (p, store)
     }
 
     fn adopt(_: &rustix::fs::Stat) -> Verdict {
@@ -681,13 +681,12 @@ mod tests {
     }
 
     /// A project whose `gone.txt` has its removal begun, not filed yet.
-    fn gone_begun() -> (tempfile::TempDir, Store) {
-        let tmp = tempfile::tempdir().unwrap();
-        fs::write(tmp.path().join("gone.txt"), "x\n").unwrap();
-        let store = Store::open(&tmp.path().join(".editfs")).unwrap();
-        let dir = atomic::open_dir(tmp.path()).unwrap();
+    fn gone_begun() -> (Project, Store) {
+        let p = Project::new();
+        fs::write(p.root().join("gone.txt"), "x\n").unwrap();
+        let (store, dir) = (p.open(), p.dir());
         begin(&store, &dir, "gone.txt");
-        (tmp, store)
+        (p, store)
     }
 
     /// Begins the removal of `name` in `dir`, its inode to be adopted.
@@ -711,11 +710,10 @@ mod tests {
 
     #[test]
     fn a_crash_between_the_move_and_the_log_line_is_filed_by_the_next_open() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let p = Project::new();
+        let (root, state) = (p.root(), p.state());
         fs::write(root.join("gone.txt"), "a\nb\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let (store, dir) = (p.open(), p.dir());
         begin(&store, &dir, "gone.txt");
         assert!(!root.join("gone.txt").exists(), "removed at once");
         // Killed before the filer ran.
@@ -738,14 +736,13 @@ mod tests {
 
     #[test]
     fn a_crash_after_the_log_line_logs_the_removal_once() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let p = Project::new();
+        let (root, state) = (p.root(), p.state());
         fs::write(root.join("gone.txt"), "kept\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let (store, dir) = (p.open(), p.dir());
         begin(&store, &dir, "gone.txt");
         let moved = format!("{}.0", store.removals.moved.0);
-        let copy = tmp.path().join("copy");
+        let copy = root.join("copy");
         fs::copy(state.join(DIR).join(&moved), &copy).unwrap();
         store.settle_removals();
         assert_eq!(deletes(&store).len(), 1);
@@ -759,7 +756,7 @@ mod tests {
 
     #[test]
     fn a_transaction_sees_a_removal_the_filer_has_not_reached_and_numbers_after_it() {
-        let (_tmp, store) = gone_begun();
+        let (_p, store) = gone_begun();
         let _lock = store.lock(&Keys::new().path("gone.txt")).unwrap();
         let logged = deletes(&store);
         assert_eq!(logged.len(), 1);
@@ -771,14 +768,13 @@ mod tests {
 
     #[test]
     fn a_removal_past_the_backlog_bound_files_the_backlog_itself() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let p = Project::new();
+        let root = p.root();
         fs::write(root.join("small.txt"), "x\n").unwrap();
         // Sparse: as large as the bound says, without the disk it would take.
         let big = fs::File::create(root.join("big.bin")).unwrap();
         big.set_len(REMOVER_FILES_AFTER_BYTES).unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let (store, dir) = (p.open(), p.dir());
         for name in ["small.txt", "big.bin"] {
             begin(&store, &dir, name);
         }
@@ -791,8 +787,8 @@ mod tests {
 
     #[test]
     fn an_opening_leaves_the_removals_of_a_store_another_process_has_open_to_it() {
-        let (tmp, store) = gone_begun();
-        let state = tmp.path().join(".editfs");
+        let (p, store) = gone_begun();
+        let state = p.state();
         // This process's filer never runs; another process marks the store
         // open, as a mount does (see the store's lock.rs).
         std::mem::forget(store);
@@ -832,7 +828,7 @@ mod tests {
 
     #[test]
     fn a_transaction_on_another_path_does_not_wait_for_the_filer() {
-        let (_tmp, store) = gone_begun();
+        let (_p, store) = gone_begun();
         drop(store.lock(&Keys::new().path("other.txt")).unwrap());
         assert!(deletes(&store).is_empty(), "another path's edit filed it");
         assert!(store.removals.pending());
@@ -842,14 +838,13 @@ mod tests {
 
     #[test]
     fn a_removed_file_new_to_the_store_becomes_its_object_and_a_known_one_is_dropped() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let p = Project::new();
+        let (root, state) = (p.root(), p.state());
         fs::write(root.join("a"), "same\n").unwrap();
         fs::write(root.join("b"), "same\n").unwrap();
         let ino = |p: &Path| fs::metadata(p).unwrap().ino();
         let first = ino(&root.join("a"));
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let (store, dir) = (p.open(), p.dir());
         for name in ["a", "b"] {
             begin(&store, &dir, name);
         }
@@ -868,12 +863,11 @@ mod tests {
 
     #[test]
     fn a_file_with_another_name_is_copied_so_that_name_cannot_change_the_kept_version() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let p = Project::new();
+        let root = p.root();
         fs::write(root.join("a"), "before\n").unwrap();
         fs::hard_link(root.join("a"), root.join("other")).unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let (store, dir) = (p.open(), p.dir());
         begin(&store, &dir, "a");
         store.settle_removals();
         fs::write(root.join("other"), "after\n").unwrap();
@@ -886,10 +880,9 @@ mod tests {
 
     #[test]
     fn no_moved_file_is_dropped_before_the_whole_backlog_is_filed() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let p = Project::new();
+        let (root, state) = (p.root(), p.state());
+        let (store, dir) = (p.open(), p.dir());
         let count = BATCH * 2 + 1;
         for i in 0..count {
             let name = format!("f{i}");
@@ -915,8 +908,8 @@ mod tests {
 
     #[test]
     fn waiting_for_quiet_lasts_while_removals_keep_coming() {
-        let tmp = tempfile::tempdir().unwrap();
-        let removals = Removals::open(tmp.path()).unwrap();
+        let p = Project::new();
+        let removals = Removals::open(p.root()).unwrap();
         let stream = Duration::from_millis(400);
         let quiet = Duration::from_millis(200);
         let began = std::time::Instant::now();
@@ -938,7 +931,7 @@ mod tests {
             ended.1,
             ended.0
         );
-        let removals_at_most = Removals::open(tmp.path()).unwrap();
+        let removals_at_most = Removals::open(p.root()).unwrap();
         let began = std::time::Instant::now();
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -957,8 +950,8 @@ mod tests {
 
     #[test]
     fn a_path_with_no_removal_waiting_files_nothing_and_one_with_a_removal_files_it() {
-        let (tmp, store) = gone_begun();
-        let state = tmp.path().join(".editfs");
+        let (p, store) = gone_begun();
+        let state = p.state();
         store.settle_removals_at("other.txt");
         assert_eq!(moved_files(&state), 1, "not filed for another path");
         assert!(store.removals.pending_at("gone.txt"));
@@ -994,7 +987,7 @@ mod tests {
     #[test]
     fn a_removal_decided_as_a_copy_is_copied_though_the_filer_files_at_once() {
         let mut removed = Vec::new();
-        let (tmp, store) = race_the_filer(2000, |store, (root, dir), i| {
+        let (p, store) = race_the_filer(2000, |store, (root, dir), i| {
             let name = format!("f{i}.txt");
             fs::write(root.join(&name), format!("{i}\n")).unwrap();
             let ino = fs::metadata(root.join(&name)).unwrap().ino();
@@ -1003,7 +996,7 @@ mod tests {
             assert_eq!(verdict, Ok(Verdict::Copy));
             removed.push((i, ino));
         });
-        let state = tmp.path().join(".editfs");
+        let state = p.state();
         store.settle_removals();
         for (i, ino) in removed {
             let object = state
@@ -1019,12 +1012,11 @@ mod tests {
 
     #[test]
     fn a_directory_that_took_the_name_is_put_back_and_logged_as_no_removal() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, state) = (tmp.path(), tmp.path().join(".editfs"));
+        let p = Project::new();
+        let (root, state) = (p.root(), p.state());
         fs::create_dir(root.join("d")).unwrap();
         fs::write(root.join("d/inside"), "x\n").unwrap();
-        let store = Store::open(&state).unwrap();
-        let dir = atomic::open_dir(root).unwrap();
+        let (store, dir) = (p.open(), p.dir());
         let back = |st: &rustix::fs::Stat| {
             assert_eq!(
                 rustix::fs::FileType::from_raw_mode(st.st_mode),

@@ -175,17 +175,15 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
+    use crate::fixture::Project;
     use crate::{LogEntry, Store};
 
     /// A project with the file `a`, its store, and the root held open.
-    fn project() -> (tempfile::TempDir, PathBuf, Store, OwnedFd) {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("p");
-        fs::create_dir_all(&root).unwrap();
-        fs::write(root.join("a"), "old a").unwrap();
-        let store = Store::open(&root.join(".editfs")).unwrap();
-        let rootfd = atomic::open_dir(&root).unwrap();
-        (tmp, root, store, rootfd)
+    fn project() -> (Project, PathBuf, Store, OwnedFd) {
+        let p = Project::new();
+        fs::write(p.root().join("a"), "old a").unwrap();
+        let (root, store, rootfd) = (p.root().to_owned(), p.open(), p.dir());
+        (p, root, store, rootfd)
     }
 
     fn change<'a>(dir: BorrowedFd<'a>, old: Option<&'a File>, new: &'a [u8]) -> Change<'a> {
@@ -219,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_commit_takes_the_staged_file_as_the_new_version() {
-        let (_tmp, root, store, rootfd) = project();
+        let (_p, root, store, rootfd) = project();
         let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let c = change(rootfd.as_fd(), old.as_ref(), b"new a");
         let staged = store.stage(std::slice::from_ref(&c));
@@ -233,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_staged_file_whose_old_file_changed_mode_since_is_written_again() {
-        let (_tmp, root, store, rootfd) = project();
+        let (_p, root, store, rootfd) = project();
         let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let c = change(rootfd.as_fd(), old.as_ref(), b"new a");
         let staged = store.stage(std::slice::from_ref(&c));
@@ -253,7 +251,7 @@ mod tests {
 
     #[test]
     fn a_staged_file_another_opening_swept_is_written_again_under_the_lock() {
-        let (_tmp, root, store, rootfd) = project();
+        let (_p, root, store, rootfd) = project();
         let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let c = change(rootfd.as_fd(), old.as_ref(), b"new a");
         let staged = store.stage(std::slice::from_ref(&c));
@@ -264,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_staged_file_for_other_bytes_is_not_taken() {
-        let (_tmp, root, store, rootfd) = project();
+        let (_p, root, store, rootfd) = project();
         let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         let staged = store.stage(&[change(rootfd.as_fd(), old.as_ref(), b"first decision")]);
         commit(
@@ -279,7 +277,7 @@ mod tests {
 
     #[test]
     fn staged_files_no_commit_takes_go_and_those_a_crash_leaves_are_swept() {
-        let (_tmp, root, store, rootfd) = project();
+        let (_p, root, store, rootfd) = project();
         let old = atomic::open_existing(rootfd.as_fd(), "a".as_ref()).unwrap();
         drop(store.stage(&[change(rootfd.as_fd(), old.as_ref(), b"dropped")]));
         assert_eq!(left_in_tmp(&root), 0);

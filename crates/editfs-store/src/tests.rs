@@ -1146,14 +1146,14 @@ impl Store {
 
 #[test]
 fn a_copy_stops_at_the_size_room_was_made_for_and_keeps_nothing_of_a_file_that_grew() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(&tmp.path().join(".editfs")).unwrap();
+    let p = Project::new();
+    let store = p.open();
     let grown = store.objects().put_from(&mut &b"0123456789"[..], 5);
     assert!(
         matches!(grown, Err(StoreError::Grew { limit: 5, .. })),
         "{grown:?}"
     );
-    let objects = tmp.path().join(".editfs/objects");
+    let objects = p.state().join("objects");
     let left: Vec<_> = fs::read_dir(&objects).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
     let whole = store.objects().put_from(&mut &b"01234"[..], 5).unwrap();
