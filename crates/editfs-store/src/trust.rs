@@ -190,6 +190,7 @@ fn link_in(dir: BorrowedFd<'_>, at: &Path, deep: bool) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixture::Project;
     use std::os::unix::fs::PermissionsExt;
 
     fn chmod(path: &Path, mode: u32) {
@@ -198,8 +199,8 @@ mod tests {
 
     #[test]
     fn a_found_directory_must_be_writable_by_its_owner_alone() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(".editfs");
+        let p = Project::new();
+        let dir = p.state();
         std::fs::create_dir_all(dir.join("snapshots/a")).unwrap();
         chmod(&dir, 0o700);
         assert!(hold(&dir, Came::Found, true).is_ok());
@@ -221,11 +222,11 @@ mod tests {
 
     #[test]
     fn no_symbolic_link_is_trusted_outside_or_inside() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(".editfs");
+        let p = Project::new();
+        let dir = p.state();
         std::fs::create_dir_all(dir.join("snapshots/a")).unwrap();
-        std::os::unix::fs::symlink(&dir, tmp.path().join("link")).unwrap();
-        let e = hold(&tmp.path().join("link"), Came::Given, false).unwrap_err();
+        std::os::unix::fs::symlink(&dir, p.root().join("link")).unwrap();
+        let e = hold(&p.root().join("link"), Came::Given, false).unwrap_err();
         assert!(matches!(e, Untrusted::Link(_)), "{e}");
         std::os::unix::fs::symlink("/etc", dir.join("snapshots/a/b")).unwrap();
         chmod(&dir, 0o700);
@@ -242,7 +243,7 @@ mod tests {
         let e = hold(&dir, Came::Given, false).unwrap_err();
         assert!(e.to_string().contains("symbolic link, log"), "{e}");
         assert!(
-            hold(&tmp.path().join("none"), Came::Found, false)
+            hold(&p.root().join("none"), Came::Found, false)
                 .unwrap_err()
                 .missing()
         );
