@@ -306,8 +306,9 @@ pub struct LogEntry {
     pub applied: usize,
     pub total: usize,
     pub files: Vec<FileEntry>,
-    /// The error's kind (`not_found`, `io`, ...), when it failed.
-    pub error: Option<String>,
+    /// The error's kind, when it failed, by the name reports give it
+    /// (`not_found`, `io`, ...), as lines have always held it.
+    pub error: Option<ErrorKind>,
     pub pid: u32,
     pub command: String,
     /// A checkpoint's name, unique in the log.
@@ -351,6 +352,18 @@ mod tests {
         assert_eq!(e.file("a").unwrap().before.as_deref(), Some("x"));
         let back: LogEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn a_failed_line_keeps_its_error_kind_by_name() {
+        let old = r#"{"tx":4,"time":"t","kind":"edit","outcome":"failed","files":[],"error":"permission_denied","pid":7,"command":"x"}"#;
+        let e: LogEntry = serde_json::from_str(old).unwrap();
+        assert_eq!(e.error, Some(ErrorKind::PermissionDenied));
+        let line = serde_json::to_string(&e).unwrap();
+        assert!(line.contains(r#""error":"permission_denied""#), "{line}");
+        let edit = old.replace("permission_denied", "not_found");
+        let e: LogEntry = serde_json::from_str(&edit).unwrap();
+        assert_eq!(e.error, Some(crate::engine::ErrorKind::NotFound.into()));
     }
 
     #[test]

@@ -622,7 +622,7 @@ pub fn log_entry(kind: Kind, head: &Report, files: &[(&str, &Report)], who: &Who
         applied: head.applied,
         total: head.total,
         files,
-        error: head.error.as_ref().map(|e| e.kind.as_str().to_owned()),
+        error: head.error.as_ref().map(|e| e.kind),
         pid: who.pid,
         command: who.command.clone(),
         name: None,
