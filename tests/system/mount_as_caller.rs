@@ -1056,6 +1056,27 @@ fn a_create_over_another_users_planted_file_is_refused_as_protected_regular_refu
     assert_eq!(fs::read_to_string(tmp.join("out.txt")).unwrap(), "");
 }
 
+/// As above, through a multi-file payload: root's `*** Add File:` over nobody's
+/// planted empty file is the same `O_CREAT` open, refused the same way.
+#[test]
+fn an_add_file_over_another_users_planted_file_is_refused_as_protected_regular_refuses_it() {
+    let Some(m) = mount_for_nobody() else { return };
+    let tmp = m.src.join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    chmod(&tmp, 0o1777);
+    as_nobody(&m, "touch tmp/out.txt && chmod 666 tmp/out.txt");
+    let _on = common::Sysctl::set("protected_regular", "1");
+    m.sh(&format!(
+        "printf '*** Begin Patch\\n*** Add File: tmp/out.txt\\n+{SECRET}\\n*** End Patch\\n' > .editfs/edit"
+    ));
+    assert_eq!(fs::read_to_string(tmp.join("out.txt")).unwrap(), "");
+    let status = m.ok("cat .editfs/status");
+    assert!(
+        status.contains("error (permission_denied): tmp/out.txt"),
+        "{status}"
+    );
+}
+
 /// `report` without the id and time each heading line ends with.
 fn untimed(report: &str) -> String {
     report

@@ -392,14 +392,18 @@ fn decide_on(
     Decision { opened, edit }
 }
 
-/// A creation over a file already there (empty) is asked of the kernel as
-/// the `O_CREAT` open it is natively (see `caller::may_create_over`).
-fn created_over(target: &Target<'_>, opened: &Opened, report: &Report) -> Result<(), StoreError> {
-    let creates = report
+/// Whether the edit `report` tells of makes its file (an empty SEARCH, `*** Add
+/// File:`): over a file already there (empty), that is the `O_CREAT` open it
+/// is natively, asked of the kernel as such (see `caller::may_create_over`).
+pub(crate) fn creates(report: &Report) -> bool {
+    report
         .operations
         .iter()
-        .any(|o| o.strategy == Some("create"));
-    match (&opened.file, creates) {
+        .any(|o| o.strategy == Some("create"))
+}
+
+fn created_over(target: &Target<'_>, opened: &Opened, report: &Report) -> Result<(), StoreError> {
+    match (&opened.file, creates(report)) {
         (Some(file), true) => crate::store::caller::may_create_over(
             opened.dir.as_fd(),
             file_name(target.rel),

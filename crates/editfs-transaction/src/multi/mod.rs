@@ -493,16 +493,19 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
             || (matches!(d.edit.act, Some(FileAct::MoveTo(_))) && d.moved_to.is_some());
         if let (true, Some(o)) = (removes, &d.opened) {
             let name = file_name(&d.rel);
-            caller::may_remove(o.dir.as_fd(), name, o.file.as_ref(), caller).map_err(
-                |e| match e {
-                    StoreError::Denied { what, source, .. } => StoreError::Denied {
-                        path: d.rel.clone().into(),
-                        what,
-                        source,
-                    },
-                    e => e,
-                },
-            )?;
+            caller::may_remove(o.dir.as_fd(), name, o.file.as_ref(), caller)
+                .map_err(|e| named(e, &d.rel))?;
+        }
+        if let Some(Opened {
+            file: Some(file),
+            dir,
+            ..
+        }) = &d.opened
+            && crate::creates(&d.edit.report)
+        {
+            let name = file_name(&d.rel);
+            caller::may_create_over(dir.as_fd(), name, file, caller)
+                .map_err(|e| named(e, &d.rel))?;
         }
         let new_path = match (&d.edit.act, &d.moved_to, &d.opened) {
             (Some(FileAct::MoveTo(_)), Some(to), _) => Some(to.as_str()),
@@ -520,6 +523,19 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
         fresh.push(placed);
     }
     Ok(Places { fresh, made })
+}
+
+/// A refusal of the caller's as the payload names the file: the store's
+/// checks name it by its last component.
+fn named(e: StoreError, rel: &str) -> StoreError {
+    match e {
+        StoreError::Denied { what, source, .. } => StoreError::Denied {
+            path: rel.into(),
+            what,
+            source,
+        },
+        e => e,
+    }
 }
 
 /// The new contents of a decided transaction, written before the lock is
