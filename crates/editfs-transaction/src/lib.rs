@@ -395,7 +395,7 @@ fn decide_on(
 /// Whether the edit `report` tells of makes its file (an empty SEARCH, `*** Add
 /// File:`): over a file already there (empty), that is the `O_CREAT` open it
 /// is natively, asked of the kernel as such (see `caller::may_create_over`).
-pub(crate) fn creates(report: &Report) -> bool {
+pub(crate) fn creates<K>(report: &engine::Report<K>) -> bool {
     report
         .operations
         .iter()
