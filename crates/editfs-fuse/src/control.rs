@@ -356,10 +356,10 @@ impl Core {
         if now == meant || file_type(st.st_mode) != FileType::RegularFile {
             return meant;
         }
-        let left = self.store.shared_report_after(rel, 0).and_then(|s| {
-            let json: serde_json::Value = serde_json::from_str(&s.json).ok()?;
-            json["sha256"].as_str().map(str::to_owned)
-        });
+        let left = self
+            .store
+            .shared_report_after(rel, 0)
+            .and_then(|s| s.sha256);
         let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let holds = |sha: &str| {

@@ -14,10 +14,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, atomic, io_err, objects::safe_rel};
 
-/// A report as `F.status` and `F.status.json` show it.
+/// A report as `F.status` and `F.status.json` show it, with what a mount
+/// needs of it besides: the transaction and the hash of the file it left.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Shared {
     pub tx: u64,
+    /// The SHA-256 of the file the transaction left (as it still is, on
+    /// failure); `None` in a report kept before it was recorded, or when no
+    /// file was there to hash.
+    #[serde(default)]
+    pub sha256: Option<String>,
     pub text: String,
     pub json: String,
 }
@@ -53,6 +59,7 @@ impl Store {
     ) {
         let shared = Shared {
             tx: report.tx,
+            sha256: Some(report.sha256.clone()).filter(|s| !s.is_empty()),
             text: report.to_string(),
             json: report.to_json(),
         };
@@ -78,6 +85,7 @@ mod tests {
         for tx in [3, 7] {
             let report = Shared {
                 tx,
+                sha256: None,
                 text: format!("OK src/a.rs (tx {tx})\n"),
                 json: format!("{{\"tx\":{tx}}}"),
             };
@@ -93,6 +101,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let report = Shared {
             tx: 1,
+            sha256: None,
             text: String::new(),
             json: String::new(),
         };
