@@ -15,7 +15,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use super::{Caller, Root};
 use crate::engine::Outcome;
-use crate::engine::payload::{Entry, Tree};
+use crate::engine::payload::{Entry, Outside, Tree};
 use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::parent_beneath;
 
@@ -26,7 +26,7 @@ const NAMESAKE_LOOK: usize = 20_000;
 const NAMESAKES_SHOWN: usize = 5;
 
 impl Tree for Root<'_> {
-    fn locate(&self, written: &str) -> Result<String, String> {
+    fn locate(&self, written: &str) -> Result<String, Outside> {
         let path = Path::new(written);
         if !path.is_absolute() {
             // A `..` is kept as written, so the path is refused rather than
@@ -41,8 +41,8 @@ impl Tree for Root<'_> {
                 let rest = path.strip_prefix(lexical(&base.join(self.from))).ok()?;
                 Some(joined(&self.from.join(rest)))
             })
-            .ok_or_else(|| {
-                format!("{written} is outside the project: give the path relative to its root")
+            .ok_or_else(|| Outside {
+                written: written.to_owned(),
             })
     }
 

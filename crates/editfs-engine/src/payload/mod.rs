@@ -388,11 +388,18 @@ fn patch_names(path: &str, names: &dyn Fn(&str) -> bool) -> bool {
 /// touches no file, can tell which line of a multi-file payload names one.
 pub trait Tree {
     /// The path beneath the root that `written` names: relative to the root, or
-    /// absolute inside it (or inside the mount that mirrors it). `Err` says why it
+    /// absolute inside it (or inside the mount that mirrors it). `Err`: it
     /// names nothing inside.
-    fn locate(&self, written: &str) -> Result<String, String>;
+    fn locate(&self, written: &str) -> Result<String, Outside>;
     /// What is at `rel` beneath the root, if anything.
     fn entry(&self, rel: &str) -> Option<Entry>;
+}
+
+/// A path a payload wrote that lies outside the root (`Tree::locate`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{written} is outside the project: give the path relative to its root")]
+pub struct Outside {
+    pub written: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -604,12 +611,11 @@ mod tests {
     struct Fake(&'static [&'static str]);
 
     impl Tree for Fake {
-        fn locate(&self, written: &str) -> Result<String, String> {
+        fn locate(&self, written: &str) -> Result<String, Outside> {
             match written.strip_prefix('/') {
-                Some(abs) => abs
-                    .strip_prefix("p/")
-                    .map(str::to_owned)
-                    .ok_or_else(|| "outside".to_owned()),
+                Some(abs) => abs.strip_prefix("p/").map(str::to_owned).ok_or(Outside {
+                    written: written.to_owned(),
+                }),
                 None => Ok(written.trim_start_matches("./").to_owned()),
             }
         }

@@ -561,7 +561,7 @@ const PATH_DEVIATIONS: &[(&str, &str)] = &[
 struct Chat(BTreeSet<String>);
 
 impl editfs_engine::payload::Tree for Chat {
-    fn locate(&self, written: &str) -> Result<String, String> {
+    fn locate(&self, written: &str) -> Result<String, editfs_engine::payload::Outside> {
         Ok(written.trim_start_matches("./").to_owned())
     }
 

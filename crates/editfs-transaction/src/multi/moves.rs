@@ -22,6 +22,7 @@ pub(super) fn place_moves(root: Root<'_>, decided: &mut [Decided], report: &mut 
         };
         let checked = root
             .locate(to)
+            .map_err(|e| e.to_string())
             .and_then(|rel| project_path(&rel).map_err(|why| format!("{to}: {why}")));
         let refusal = match checked {
             Err(why) => Some((ErrorKind::BadPath, why)),
