@@ -617,6 +617,9 @@ fn no_report_shows_what_the_reader_could_not_read_then_or_what_no_file_holds() {
             said.contains("NOT SHOWN") || said.contains("null"),
             "{status}: {said}"
         );
+        // Nor does its size tell the length of what it hides.
+        let size = nobody_reads(&format!("{status} >/dev/null; stat -c %s {status}"));
+        assert_eq!(size.trim(), said.len().to_string(), "{status}");
     }
     assert!(
         m.ok("cat cfg.txt.status").contains(SECRET),

@@ -313,7 +313,7 @@ impl Core {
                 let a = attr(&st, self.ids.of(&st));
                 Some(self.cache.sent(a, self.ttl_after(lease, st.st_dev, &a)))
             }
-            _ => self.getattr(e.ino, None).ok(),
+            _ => self.getattr_shared(e.ino, None).ok(),
         }
     }
 
@@ -751,7 +751,7 @@ impl Core {
             Ok(Kind::Real) => (self.dir_of(ino).ok(), self.lease_in(ino)),
             _ => (None, Lease::short()),
         };
-        let Ok((here, _)) = self.getattr(ino, None) else {
+        let Ok((here, _)) = self.getattr_shared(ino, None) else {
             return Err(Errno::ENOENT);
         };
         self.walk(reader, offset, |e, next| {

@@ -322,7 +322,7 @@ impl Filesystem for Fuse {
         serve(
             "lookup",
             reply,
-            |_| self.0.lookup(req.pid(), parent.0, name),
+            |_| self.0.lookup(requester(req), parent.0, name),
             found,
         );
     }
@@ -332,7 +332,7 @@ impl Filesystem for Fuse {
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        let logic = |_: &_| self.0.getattr_for(req.pid(), ino.0, fh.map(|f| f.0));
+        let logic = |_: &_| self.0.getattr_for(requester(req), ino.0, fh.map(|f| f.0));
         serve("getattr", reply, logic, |r, (a, ttl)| {
             r.attr(&ttl, &attr(&a))
         });
@@ -724,14 +724,14 @@ impl Filesystem for Fuse {
 
     fn lseek(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: i64,
         whence: i32,
         reply: ReplyLseek,
     ) {
-        let logic = |_: &_| self.0.seek(ino.0, fh.0, offset, whence);
+        let logic = |_: &_| self.0.seek(requester(req), (ino.0, fh.0), offset, whence);
         serve("lseek", reply, logic, |r, at| r.offset(at));
     }
 

@@ -77,7 +77,7 @@ fn wait<T>(rx: mpsc::Receiver<Res<T>>) -> Res<T> {
 impl Rig {
     fn lookup(&self, name: &str) -> u64 {
         self.fs
-            .lookup(me().pid, ROOT, OsStr::new(name))
+            .lookup(me(), ROOT, OsStr::new(name))
             .unwrap()
             .attr
             .0
@@ -131,7 +131,7 @@ fn the_retried_open_of_a_node_replaced_again_reads_what_the_name_holds_now() {
     let second = r.lookup("a.txt");
     r.replace("a.txt", "v3\n");
     // The retry's permission check asks for the node's attributes first.
-    let (attr, _) = r.fs.getattr_for(me().pid, second, None).unwrap();
+    let (attr, _) = r.fs.getattr_for(me(), second, None).unwrap();
     assert_eq!(attr.size, 3, "those of the file the name holds now");
     let opened = r.fs.open(me(), second, libc::O_RDONLY, &refuse).unwrap();
     assert!(
@@ -159,10 +159,17 @@ fn the_retried_open_reads_the_name_its_own_lookup_found() {
     r.replace("f.txt", "v3\n");
     // Another thread looks the name up, and the second node falls back to its old name.
     let other =
-        r.fs.lookup(me().pid + 1, ROOT, OsStr::new("f.txt"))
-            .unwrap();
+        r.fs.lookup(
+            Requester {
+                pid: me().pid + 1,
+                ..me()
+            },
+            ROOT,
+            OsStr::new("f.txt"),
+        )
+        .unwrap();
     assert_ne!(other.attr.0.ino, second);
-    let (attr, _) = r.fs.getattr_for(me().pid, second, None).unwrap();
+    let (attr, _) = r.fs.getattr_for(me(), second, None).unwrap();
     assert_eq!(attr.size, 3, "the attributes of what f.txt holds now");
     let opened = r.fs.open(me(), second, libc::O_RDONLY, &refuse).unwrap();
     assert_eq!(r.read_all(second, opened.fh), b"v3\n");
@@ -203,7 +210,10 @@ fn a_node_replaced_under_its_name_is_stale_never_missing() {
     std::fs::write(r.src.path().join("new"), "new\n").unwrap();
     std::fs::rename(r.src.path().join("new"), r.src.path().join("a.txt")).unwrap();
     assert_eq!(r.open(ino, libc::O_RDONLY), Err(Errno::ESTALE));
-    assert_eq!(r.fs.getattr(ino, None).map(|_| ()), Err(Errno::ESTALE));
+    assert_eq!(
+        r.fs.getattr(me(), ino, None).map(|_| ()),
+        Err(Errno::ESTALE)
+    );
     let again = r.lookup("a.txt");
     assert_ne!(again, ino, "a new lookup finds the new file");
     assert!(r.open(again, libc::O_RDONLY).is_ok());
@@ -218,7 +228,10 @@ fn a_node_whose_recorded_name_is_gone_is_stale_never_missing() {
     let ino = r.lookup("a.txt");
     std::fs::rename(r.src.path().join("a.txt"), r.src.path().join("b.txt")).unwrap();
     assert_eq!(r.open(ino, libc::O_RDONLY), Err(Errno::ESTALE));
-    assert_eq!(r.fs.getattr(ino, None).map(|_| ()), Err(Errno::ESTALE));
+    assert_eq!(
+        r.fs.getattr(me(), ino, None).map(|_| ()),
+        Err(Errno::ESTALE)
+    );
 }
 
 /// A node the table no longer holds (forgotten while the kernel raced to use
@@ -229,7 +242,10 @@ fn a_node_the_table_no_longer_holds_is_stale_never_missing() {
     let ino = r.lookup("a.txt");
     r.fs.forget(ino, 1);
     assert_eq!(r.open(ino, libc::O_RDONLY), Err(Errno::ESTALE));
-    assert_eq!(r.fs.getattr(ino, None).map(|_| ()), Err(Errno::ESTALE));
+    assert_eq!(
+        r.fs.getattr(me(), ino, None).map(|_| ()),
+        Err(Errno::ESTALE)
+    );
 }
 
 #[test]
@@ -287,9 +303,7 @@ fn a_flush_of_an_edit_handle_commits_and_the_status_reads_its_report() {
 #[test]
 fn a_control_files_name_outlives_its_attributes_and_a_reports_close_costs_no_flush() {
     let r = rig(&[("a.txt", "one\n")], settings(false));
-    let status =
-        r.fs.lookup(me().pid, ROOT, OsStr::new("a.txt.status"))
-            .unwrap();
+    let status = r.fs.lookup(me(), ROOT, OsStr::new("a.txt.status")).unwrap();
     assert_eq!(
         status.attr.1,
         Duration::ZERO,

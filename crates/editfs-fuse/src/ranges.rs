@@ -7,7 +7,7 @@ use rustix::fs::SeekFrom;
 
 use super::core::Core;
 use super::handles::Handle;
-use super::types::{Errno, Res, errno};
+use super::types::{Errno, Requester, Res, errno};
 
 /// The most one `copy_file_range` request copies. A copy holds a share of the
 /// target file, like a write, so a commit waits for it; callers loop on short counts.
@@ -17,7 +17,13 @@ impl Core {
     /// Where the next data (SEEK_DATA) or hole (SEEK_HOLE) at or after `offset`
     /// starts. Control and state files have no holes: their size is what fstat
     /// reports, as for any file without holes.
-    pub(super) fn seek(&self, ino: u64, fh: u64, offset: i64, whence: i32) -> Res<i64> {
+    pub(super) fn seek(
+        &self,
+        who: Requester,
+        (ino, fh): (u64, u64),
+        offset: i64,
+        whence: i32,
+    ) -> Res<i64> {
         if whence != libc::SEEK_DATA && whence != libc::SEEK_HOLE {
             return Err(Errno::EINVAL);
         }
@@ -33,7 +39,7 @@ impl Core {
             let at = rustix::fs::seek(file, to).map_err(errno)?;
             return i64::try_from(at).map_err(|_| Errno::EOVERFLOW);
         }
-        let size = self.getattr(ino, Some(fh))?.0.size;
+        let size = self.getattr(who, ino, Some(fh))?.0.size;
         match whence {
             _ if offset >= size => Err(Errno::ENXIO),
             libc::SEEK_DATA => i64::try_from(offset).map_err(|_| Errno::EOVERFLOW),

@@ -104,8 +104,9 @@ impl Core {
     /// `stat`) asks for a node's attributes: a stale node is ESTALE on the
     /// first try, and on the kernel's retry it has those of the file the name
     /// holds now, which the retried open is then served (`open_replaced`).
-    pub(super) fn getattr_for(&self, pid: u32, ino: u64, fh: Option<u64>) -> Res<Timed> {
-        match self.getattr(ino, fh) {
+    pub(super) fn getattr_for(&self, who: Requester, ino: u64, fh: Option<u64>) -> Res<Timed> {
+        let pid = who.pid;
+        match self.getattr(who, ino, fh) {
             Err(Errno::ESTALE)
                 if ino != ROOT
                     && let Some(retry) = self.retries.retrying(pid) =>

@@ -19,7 +19,7 @@ use super::types::{
 };
 
 impl Core {
-    pub(super) fn lookup(&self, pid: u32, parent: u64, name: &OsStr) -> Res<Found> {
+    pub(super) fn lookup(&self, who: Requester, parent: u64, name: &OsStr) -> Res<Found> {
         match self.kind(parent)? {
             Kind::State(dir) => self
                 .state_lookup(parent, &dir, name)
@@ -28,7 +28,7 @@ impl Core {
             // A name that is not there is remembered for a TTL too (a negative entry,
             // node id 0): git and compilers ask for the same missing names again and again.
             Kind::Real => match self.lookup_real(parent, name) {
-                Err(Errno::ENOENT) => match self.lookup_control(parent, name) {
+                Err(Errno::ENOENT) => match self.lookup_control(who, parent, name) {
                     Err(Errno::ENOENT) => Ok((
                         self.virtual_attr(0, FileType::RegularFile, 0, 0),
                         self.ttl_in(parent),
@@ -38,7 +38,8 @@ impl Core {
                 },
                 real => {
                     let found = Found::from(real?);
-                    self.retries.looked_up(pid, parent, name, found.attr.0.ino);
+                    self.retries
+                        .looked_up(who.pid, parent, name, found.attr.0.ino);
                     Ok(found)
                 }
             },
@@ -55,7 +56,7 @@ impl Core {
     /// does not look its two control files up again; their attributes are kept
     /// for no time at all, as a report's size changes with every commit and
     /// readers that trust `st_size` (Node's `readFileSync`) read no further.
-    pub(super) fn lookup_control(&self, parent: u64, name: &OsStr) -> Res<Found> {
+    pub(super) fn lookup_control(&self, who: Requester, parent: u64, name: &OsStr) -> Res<Found> {
         let (base, control) = self.settings.suffixes.parse(name).ok_or(Errno::ENOENT)?;
         let kind = Kind::Control {
             base: base.clone(),
@@ -63,7 +64,10 @@ impl Core {
         };
         let ino = self.nodes.write().virtual_node(parent, name, kind, true);
         Ok(Found {
-            attr: (self.control_attr(ino, parent, &base, control)?, VIRTUAL_TTL),
+            attr: (
+                self.control_attr(ino, (parent, &base), control, who)?,
+                VIRTUAL_TTL,
+            ),
             name_ttl: self.ttl_in(parent),
         })
     }
@@ -85,13 +89,26 @@ impl Core {
         }
     }
 
-    pub(super) fn getattr(&self, ino: u64, fh: Option<u64>) -> Res<Timed> {
+    /// The attributes `who` is told: a report file's size is that of the
+    /// report it shows that user (see `status_for`).
+    pub(super) fn getattr(&self, who: Requester, ino: u64, fh: Option<u64>) -> Res<Timed> {
         let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ESTALE)?;
         match &node.kind {
             Kind::Control { base, control } => Ok((
-                self.control_attr(ino, node.parent, base, *control)?,
+                self.control_attr(ino, (node.parent, base), *control, who)?,
                 VIRTUAL_TTL,
             )),
+            _ => self.getattr_shared(ino, fh),
+        }
+    }
+
+    /// The attributes of a node that are the same for every user: a real
+    /// file's, or one of the state directory's. A control file has none such
+    /// (ENOENT): its size depends on who asks.
+    pub(super) fn getattr_shared(&self, ino: u64, fh: Option<u64>) -> Res<Timed> {
+        let node = self.nodes.read().get(ino).cloned().ok_or(Errno::ESTALE)?;
+        match &node.kind {
+            Kind::Control { .. } => Err(Errno::ENOENT),
             Kind::State(rel) => Ok((self.state_attr(ino, rel)?, VIRTUAL_TTL)),
             Kind::Real => self.getattr_real(ino, fh),
         }
@@ -117,7 +134,7 @@ impl Core {
             Kind::State(_) => Err(Errno::EROFS),
             Kind::Real => self.setattr_real(ino, who, fh, set),
         }?;
-        self.getattr(ino, fh)
+        self.getattr(who, ino, fh)
     }
 
     /// Opens node `ino` with the open flags `flags`; a real file is passed

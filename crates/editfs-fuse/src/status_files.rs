@@ -13,7 +13,7 @@ use rustix::fs::AtFlags;
 use super::core::Core;
 use super::names::Control;
 use super::reports::StateReport;
-use super::types::{FileAttr, FileType, Res};
+use super::types::{FileAttr, FileType, Requester, Res};
 use crate::transaction::Caller;
 
 /// Why `F.status` has no report: it shows the latest edit through `F.edit`, and
@@ -23,21 +23,28 @@ const NO_REPORT: &str = "No edit through the control file has reported on this f
 since the mount started; .editfs/history lists every transaction, writes and removals too";
 
 impl Core {
-    /// Attributes of a control file: its file's owner and permissions, exact size.
+    /// Attributes of a control file: its file's owner and permissions, and
+    /// the exact size of what `who` reads in it (a report hidden from that
+    /// user tells nothing of its length either).
     pub(super) fn control_attr(
         &self,
         ino: u64,
-        parent: u64,
-        base: &OsStr,
+        (parent, base): (u64, &OsStr),
         control: Control,
+        who: Requester,
     ) -> Res<FileAttr> {
         let dir = self.dir_of(parent)?;
         let st = rustix::fs::statat(&dir, base, AtFlags::SYMLINK_NOFOLLOW).ok();
         let size = match control {
             Control::Edit => 0,
-            _ => self
-                .status_bytes(&self.path(parent)?.join(base), control)
-                .len() as u64,
+            _ => {
+                let rel = self.path(parent)?.join(base);
+                let shown = match self.status_hidden(&rel, who.uid, || who.caller()) {
+                    Some(tx) => hidden_status(&rel, tx, control),
+                    None => self.status_bytes(&rel, control),
+                };
+                shown.len() as u64
+            }
         };
         // A file not made yet belongs to no one: its `F.edit` is open to every
         // user, and the commit asks the kernel whether the sender may create it
@@ -113,7 +120,7 @@ impl Core {
     /// The bytes `F.status` or `F.status.json` shows `caller` for the file
     /// at `rel`.
     pub(super) fn status_for(&self, rel: &Path, control: Control, caller: &Caller) -> Arc<[u8]> {
-        match self.status_hidden(rel, caller) {
+        match self.status_hidden(rel, caller.uid, || caller.clone()) {
             Some(tx) => hidden_status(rel, tx, control),
             None => self.status_bytes(rel, control),
         }
@@ -122,13 +129,15 @@ impl Core {
     /// The id of the latest report on `rel` when `caller` could not read the
     /// file before that transaction: its diff and hints show what the file
     /// held then (a secret scrubbed before the file was opened to others).
-    fn status_hidden(&self, rel: &Path, caller: &Caller) -> Option<u64> {
-        if caller.is_root() {
+    /// The caller, of user `uid`, is made only when needed (its groups are
+    /// read from /proc): not for root, not where there is no report.
+    fn status_hidden(&self, rel: &Path, uid: u32, caller: impl FnOnce() -> Caller) -> Option<u64> {
+        if uid == 0 {
             return None;
         }
         let tx = self.reports.of_file(rel)?.report.tx;
         let name = rel.to_string_lossy();
-        (tx != 0 && !self.read_before(caller, &name, tx)).then_some(tx)
+        (tx != 0 && !self.read_before(&caller(), &name, tx)).then_some(tx)
     }
 
     /// Whether `caller` may read `r` in `.editfs/status` (see `StateReport`).
