@@ -486,7 +486,7 @@ fn roo(
         start: count(index, map, "start_line", 0)?.map(|n| n.max(1)),
         end: count(index, map, "end_line", 0)?.map(|n| n.max(1)),
     };
-    let mut op = tools::roo_operation(&call, 1).map_err(|m| field(index, m))?;
+    let mut op = tools::roo_operation(&call, 1).map_err(|e| field(index, e.to_string()))?;
     op.path = string(index, map, PATH)?;
     note_form(notes, tools::ROO_SEARCH_AND_REPLACE);
     Ok(op)

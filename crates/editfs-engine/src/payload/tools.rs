@@ -313,9 +313,9 @@ fn call_operations(
     if call == "search_and_replace" {
         let search = &get("search").ok_or_else(|| missing("search"))?.value;
         let replace = &get("replace").ok_or_else(|| missing("replace"))?.value;
-        let invalid = |message: String| PayloadError::Structure {
+        let invalid = |e: BadCall| PayloadError::Structure {
             line,
-            found: format!("in the <{call}> call, {message}"),
+            found: format!("in the <{call}> call, {e}"),
             expected: "a call as Roo Code documents it".into(),
         };
         let flag = |name: &str| get(name).map_or(Ok(false), |p| xml_flag(name, &p.value));
@@ -358,20 +358,41 @@ fn call_operations(
 
 /// Roo Code reads `true` as true and anything else as false; a word that is
 /// neither `true` nor `false` is more likely a mistake than a no.
-fn xml_flag(name: &str, value: &str) -> Result<bool, String> {
+fn xml_flag(name: &str, value: &str) -> Result<bool, BadCall> {
     match value.to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" | "" => Ok(false),
-        _ => Err(format!("<{name}> is {value:?}; expected true or false")),
+        _ => Err(BadCall::Flag {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        }),
     }
 }
 
-fn xml_number(name: &str, value: &str) -> Result<Option<usize>, String> {
+fn xml_number(name: &str, value: &str) -> Result<Option<usize>, BadCall> {
     match value.parse::<usize>() {
         Ok(n) => Ok(Some(n.max(1))),
         Err(_) if value.is_empty() => Ok(None),
-        Err(_) => Err(format!("<{name}> is {value:?}; expected a line number")),
+        Err(_) => Err(BadCall::Number {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        }),
     }
+}
+
+/// Why a Roo Code search_and_replace call cannot be run as it was written.
+#[derive(Debug, thiserror::Error)]
+pub enum BadCall {
+    #[error("<{name}> is {value:?}; expected true or false")]
+    Flag { name: String, value: String },
+    #[error("<{name}> is {value:?}; expected a line number")]
+    Number { name: String, value: String },
+    #[error("the search is empty")]
+    EmptySearch,
+    #[error("the search is not a valid regex: {0}")]
+    Regex(regex::Error),
+    #[error("start_line {start} is after end_line {end}")]
+    Backwards { start: usize, end: usize },
 }
 
 /// A Roo Code search_and_replace call, from XML or JSON.
@@ -387,9 +408,9 @@ pub struct RooCall<'a> {
 /// The operation for a Roo Code search_and_replace call: every match in scope
 /// is replaced, and the replacement's `$` tokens mean what JavaScript's
 /// `String.replace` makes of them.
-pub fn roo_operation(call: &RooCall<'_>, line: usize) -> Result<Operation, String> {
+pub fn roo_operation(call: &RooCall<'_>, line: usize) -> Result<Operation, BadCall> {
     if call.search.is_empty() {
-        return Err("the search is empty".into());
+        return Err(BadCall::EmptySearch);
     }
     let pattern = match call.regex {
         true => call.search.to_owned(),
@@ -401,7 +422,7 @@ pub fn roo_operation(call: &RooCall<'_>, line: usize) -> Result<Operation, Strin
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_DFA_LIMIT)
         .build()
-        .map_err(|e| format!("the search is not a valid regex: {e}"))?;
+        .map_err(BadCall::Regex)?;
     let template = js_template(call.replace, &re);
     let literal = !call.regex && !call.ignore_case && !template.contains("${0}");
     let (find, replace) = match (literal, call.regex) {
@@ -417,7 +438,7 @@ pub fn roo_operation(call: &RooCall<'_>, line: usize) -> Result<Operation, Strin
         (s, e) => {
             let (s, e) = (s.unwrap_or(1), e.unwrap_or(usize::MAX));
             if s > e {
-                return Err(format!("start_line {s} is after end_line {e}"));
+                return Err(BadCall::Backwards { start: s, end: e });
             }
             Some(s..=e)
         }
