@@ -83,12 +83,14 @@ impl BaseFs {
         self.inodes.lock().path(ino.0).ok_or(Errno::ENOENT)
     }
 
-    /// The attributes of `rel` at the base, with its inode number.
+    /// The attributes of `rel` at the base, with its inode number. A name
+    /// is numbered only once it is found: lookups of names that never were
+    /// (any number an agent may make up) leave nothing behind, so the table
+    /// holds at most the base's own names.
     fn attr(&self, rel: &str) -> Result<FileAttr, Errno> {
         let at = self.base.at(rel).map_err(errno)?;
-        let ino = INodeNo(self.inodes.lock().ino(rel));
         let mut a = FileAttr {
-            ino,
+            ino: INodeNo(0),
             size: 0,
             blocks: 0,
             atime: self.time,
@@ -135,6 +137,7 @@ impl BaseFs {
                 a.blocks = a.size.div_ceil(512);
             }
         }
+        a.ino = INodeNo(self.inodes.lock().ino(rel));
         Ok(a)
     }
 }
@@ -333,5 +336,26 @@ impl Filesystem for BaseFs {
         reply: ReplyLseek,
     ) {
         reply.error(Errno::ENOSYS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Retention, Store};
+
+    #[test]
+    fn a_name_that_was_never_there_is_not_numbered() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a.txt"), "a\n").unwrap();
+        let store = Store::open_with(&tmp.path().join(".editfs"), Retention::default()).unwrap();
+        let root = crate::store::open_dir(tmp.path()).unwrap();
+        let base = Base::new(root, vec![".editfs".into()], std::sync::Arc::new(store), 0);
+        let fs = BaseFs::new(base, (0, 0), SystemTime::now());
+        for i in 0..100 {
+            assert_eq!(fs.attr(&format!("made-up-{i}")).err(), Some(Errno::ENOENT));
+        }
+        assert!(fs.attr("a.txt").is_ok());
+        assert_eq!(fs.inodes.lock().paths.len(), 2, "the root and a.txt");
     }
 }
