@@ -6,7 +6,6 @@
 
 mod before;
 mod moves;
-mod report;
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -18,13 +17,13 @@ use super::{
 };
 use crate::engine::payload::{self, Payload};
 use crate::engine::{self, FileAct, OpOutcome, Options, Outcome, Received};
+pub use crate::report::MultiReport;
 use crate::report::{ErrorKind, ErrorReport, Report};
 use crate::store::{
     Change, Keys, LogKind as Kind, Removal, Staged, Store, StoreError, project_path,
 };
 use before::{deleted_before, moved_before, point_to_namesakes};
 use moves::place_moves;
-pub use report::MultiReport;
 
 /// One file's decision, before anything is written.
 struct Decided {

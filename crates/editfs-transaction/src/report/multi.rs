@@ -55,7 +55,7 @@ impl MultiReport {
         }
     }
 
-    pub(super) fn fail(&mut self, outcome: Outcome, file: &str, e: &ErrorReport) {
+    pub(crate) fn fail(&mut self, outcome: Outcome, file: &str, e: &ErrorReport) {
         if self.error.is_none() {
             let mut e = e.clone();
             e.message = format!("{file}: {}", e.message);
