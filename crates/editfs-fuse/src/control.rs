@@ -33,7 +33,7 @@ use super::reports::{Shown, StateReport, refused};
 use super::types::{Done, Errno, FileType, Requester, Res};
 use crate::engine::{Outcome, Received};
 use crate::store::LogKind;
-use crate::transaction::report::Report;
+use crate::transaction::report::{Report, Reported};
 use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, rewind, undo};
 
 /// What a committing handle acts on.
@@ -448,7 +448,7 @@ impl Core {
         // Each file's `F.status` shows the latest transaction on it, failed
         // ones too: a failed transaction's sections say why nothing was written.
         self.publish(report.files.iter());
-        self.answer_state(&report, (who, false))
+        self.answer(&Reported::Files(report), (who, false))
     }
 
     /// `.editfs/dry-run`: what a multi-file payload would do, decided as
@@ -459,27 +459,39 @@ impl Core {
         let opts = &self.settings.engine;
         let root = self.root().seen_by(who.caller.as_ref());
         let report = multi::Plan::parse(root, payload, opts).dry_run(root, opts, who);
-        self.answer_state(&report, (who, true))
+        self.answer(&Reported::Files(report), (who, true))
     }
 
-    /// The answer of a handle of `.editfs/edit` or `.editfs/dry-run`, and
-    /// `.editfs/status` from now on.
-    fn answer_state(&self, report: &multi::MultiReport, (who, dry_run): (&Who, bool)) -> Committed {
-        let head = Report {
-            outcome: report.outcome,
-            error: report.error.clone(),
-            ..Report::new(report.outcome, String::new())
-        };
-        let committed = Committed::new(report.to_string().into_bytes(), errno_for(&head));
+    /// The answer of a handle of `.editfs/edit`, `.editfs/dry-run`,
+    /// `.editfs/undo` or `.editfs/rewind`, and `.editfs/status` from now on.
+    fn answer(&self, reported: &Reported, (who, dry_run): (&Who, bool)) -> Committed {
+        let files = reported.files().iter().map(|r| r.file.clone()).collect();
+        self.answer_naming(reported, files, (who, dry_run))
+    }
+
+    /// The answer of an undo or rewind request refused before it named a file.
+    fn answer_refused(&self, refused: Report, who: &Who) -> Committed {
+        self.answer_naming(&Reported::File(refused), Vec::new(), (who, false))
+    }
+
+    /// `answer`, `.editfs/status` naming `files` (see `StateReport`).
+    fn answer_naming(
+        &self,
+        reported: &Reported,
+        files: Vec<String>,
+        (who, dry_run): (&Who, bool),
+    ) -> Committed {
+        let head = reported.head();
+        let text = reported.to_string();
         self.reports.set_state(StateReport {
-            text: report.to_string(),
-            json: report.to_json() + "\n",
-            files: report.files.iter().map(|r| r.file.clone()).collect(),
+            text: text.clone(),
+            json: reported.to_json() + "\n",
+            files,
             by: maker(who),
-            tx: (report.tx != 0).then_some(report.tx),
+            tx: (head.tx != 0).then_some(head.tx),
             dry_run,
         });
-        committed
+        Committed::new(text.into_bytes(), errno_for(&head))
     }
 
     /// `.editfs/undo`: `PATH [TXID] [--force]` restores a kept version of one
@@ -492,7 +504,7 @@ impl Core {
                 let hint = "for example: echo 'src/app.py 12' > .editfs/undo, or echo '--tx 12' > .editfs/undo";
                 let rejected =
                     undo::rejected(&self.store, LogKind::Undo, why.to_string(), hint, who);
-                self.answer_undone(None, rejected, (who, false))
+                self.answer_refused(rejected, who)
             }
         }
     }
@@ -507,13 +519,13 @@ impl Core {
                 self.record_creations(true);
                 let at = (self.root(), who.caller.as_ref());
                 let undone = undo::preview(self.store.objects(), self.store.entries(), at, &req);
-                self.answer_undone(Some(&undone), undone.head(), (who, true))
+                self.answer(&undone, (who, true))
             }
             Err(why) => {
                 let hint = "for example: echo '--to before-task' > .editfs/rewind (a checkpoint's name or a transaction id; add --dry-run to see what it would do)";
                 let rejected =
                     undo::rejected(&self.store, LogKind::Rewind, why.to_string(), hint, who);
-                self.answer_undone(None, rejected, (who, false))
+                self.answer_refused(rejected, who)
             }
         }
     }
@@ -533,34 +545,7 @@ impl Core {
         if head.outcome == Outcome::Ok {
             self.publish(undone.files().into_iter());
         }
-        self.answer_undone(Some(&undone), head, (who, false))
-    }
-
-    /// The answer of an undo or rewind (`undone`), or of a request refused
-    /// before it (`head` alone), and `.editfs/status` from now on.
-    fn answer_undone(
-        &self,
-        undone: Option<&undo::Undone>,
-        head: Report,
-        (who, dry_run): (&Who, bool),
-    ) -> Committed {
-        let (text, json, files) = match undone {
-            Some(u) => (
-                u.to_string(),
-                u.to_json(),
-                u.files().iter().map(|r| r.file.clone()).collect(),
-            ),
-            None => (head.to_string(), head.to_json(), Vec::new()),
-        };
-        self.reports.set_state(StateReport {
-            text: text.clone(),
-            json: json + "\n",
-            files,
-            by: maker(who),
-            tx: (head.tx != 0).then_some(head.tx),
-            dry_run,
-        });
-        Committed::new(text.into_bytes(), errno_for(&head))
+        self.answer(&undone, (who, false))
     }
 
     /// `.editfs/checkpoint`: `[NAME]` records a point of the history.

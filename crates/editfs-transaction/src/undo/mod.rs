@@ -13,7 +13,6 @@
 
 mod plan;
 
-use std::fmt;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
@@ -26,7 +25,7 @@ use super::{
 use crate::engine::ErrorKind as EditKind;
 use crate::engine::diff::file_diff;
 use crate::engine::{OpOutcome, OpReport, Outcome, sha256_hex};
-use crate::report::{ErrorKind, ErrorReport, Report};
+use crate::report::{ErrorKind, ErrorReport, Report, Reported};
 use crate::store::{
     BadPath, Change, Keys, Lock, LogEntry, LogKind as Kind, Objects, Removal, Staged, Store,
     StoreError, io_err, project_path,
@@ -143,46 +142,6 @@ pub enum BadRequest {
     Rewind(String),
 }
 
-/// The result: one file's report, or one per file of a transaction.
-pub enum Undone {
-    File(Report),
-    Tx(MultiReport),
-}
-
-impl Undone {
-    /// The reports of the files it restored (or would have).
-    pub fn files(&self) -> Vec<&Report> {
-        match self {
-            Undone::File(r) => vec![r],
-            Undone::Tx(m) => m.files.iter().collect(),
-        }
-    }
-
-    /// The outcome and error as one report, for exit codes and errnos.
-    pub fn head(&self) -> Report {
-        match self {
-            Undone::File(r) => r.clone(),
-            Undone::Tx(m) => m.head(),
-        }
-    }
-
-    pub fn to_json(&self) -> String {
-        match self {
-            Undone::File(r) => r.to_json(),
-            Undone::Tx(m) => m.to_json(),
-        }
-    }
-}
-
-impl fmt::Display for Undone {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Undone::File(r) => r.fmt(f),
-            Undone::Tx(m) => m.fmt(f),
-        }
-    }
-}
-
 /// The files `req` names, as the log knows them (for locking them first).
 pub fn files(store: &Store, req: &Request) -> Vec<String> {
     match &req.what {
@@ -223,7 +182,7 @@ fn refuse(kind: ErrorKind, message: String, hint: &str) -> Refusal {
 /// lock each planned file must still read as it was planned; if one was
 /// changed meanwhile, it is planned again, and it fails as `stale` when a
 /// writer outside transactions changed one each time.
-pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
+pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Reported {
     // Planned from the whole history: removals not filed yet are filed first.
     store.settle_removals();
     let label = req.label();
@@ -299,13 +258,13 @@ pub fn run(store: &Store, root: Root<'_>, req: &Request, who: &Who) -> Undone {
 /// A successful rewind's report with what it leaves as it is (see
 /// `rewind::left`); any other report as it is.
 fn left_as_is(
-    mut undone: Undone,
+    mut undone: Reported,
     state: &Path,
     entries: &[LogEntry],
     at: (Root<'_>, Option<&Caller>),
     req: &Request,
-) -> Undone {
-    if let (What::Rewind(point), Undone::Tx(m)) = (&req.what, &mut undone)
+) -> Reported {
+    if let (What::Rewind(point), Reported::Files(m)) = (&req.what, &mut undone)
         && m.outcome == Outcome::Ok
         && let Ok(p) = point.resolve(entries)
     {
@@ -341,7 +300,7 @@ fn restore_of<'a>(p: &'a Plan, dir: BorrowedFd<'a>, who: &'a Who) -> Option<Chan
 
 /// The report of a rewind to a point after which nothing changed (or all
 /// came back as it was): it succeeds, and writes nothing.
-fn nothing_to_rewind(tx: u64, req: &Request) -> Undone {
+fn nothing_to_rewind(tx: u64, req: &Request) -> Reported {
     let mut m = MultiReport::new(Outcome::Ok);
     m.tx = tx;
     m.notes.push(format!(
@@ -351,7 +310,7 @@ fn nothing_to_rewind(tx: u64, req: &Request) -> Undone {
             _ => req.label(),
         }
     ));
-    Undone::Tx(m)
+    Reported::Files(m)
 }
 
 /// The transactions `caller` may see (see `sight.rs`): an undo plans from these
@@ -381,7 +340,7 @@ pub fn preview(
     entries: Vec<LogEntry>,
     (root, caller): (Root<'_>, Option<&Caller>),
     req: &Request,
-) -> Undone {
+) -> Reported {
     let entries = visible(entries, root, caller);
     let plans = plan(objects, &entries, (root, caller), req);
     let note = "dry run: nothing was changed or logged".to_owned();
@@ -395,8 +354,8 @@ pub fn preview(
     };
     let mut undone = wrap(req, reports);
     match &mut undone {
-        Undone::File(r) => r.notes.push(note),
-        Undone::Tx(m) => m.notes.push(note),
+        Reported::File(r) => r.notes.push(note),
+        Reported::Files(m) => m.notes.push(note),
     }
     left_as_is(undone, objects.state(), &entries, (root, caller), req)
 }
@@ -425,21 +384,21 @@ pub fn rejected(store: &Store, kind: Kind, message: String, hint: &str, who: &Wh
 }
 
 /// The reports as `req` wants them: one file's, or a transaction's.
-fn wrap(req: &Request, mut reports: Vec<Report>) -> Undone {
+fn wrap(req: &Request, mut reports: Vec<Report>) -> Reported {
     match req.what {
-        What::File { .. } => Undone::File(reports.remove(0)),
+        What::File { .. } => Reported::File(reports.remove(0)),
         What::Tx(_) | What::Rewind(_) => {
             let failed = reports.iter().find(|r| r.outcome != Outcome::Ok).cloned();
             let mut m = MultiReport::new(failed.as_ref().map_or(Outcome::Ok, |r| r.outcome));
             m.tx = reports.first().map_or(0, |r| r.tx);
             m.error = failed.and_then(|r| r.error);
             m.files = reports;
-            Undone::Tx(m)
+            Reported::Files(m)
         }
     }
 }
 
-fn log_failure(store: &Store, undone: &Undone, req: &Request, who: &Who) {
+fn log_failure(store: &Store, undone: &Reported, req: &Request, who: &Who) {
     let files: Vec<(&str, &Report)> = undone
         .files()
         .into_iter()
@@ -493,8 +452,8 @@ fn commit(
         .collect();
     let files: Vec<(&str, &Report)> = reports.iter().map(|r| (r.file.as_str(), r)).collect();
     let head = match wrap(req, reports.clone()) {
-        Undone::File(r) => r,
-        Undone::Tx(m) => m.head(),
+        Reported::File(r) => r,
+        Reported::Files(m) => m.head(),
     };
     let mut entry = log_entry(req.kind(), &head, &files, who);
     // A file recreated in directories made again for it: an undo of this undo
