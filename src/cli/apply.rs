@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::{Options, Outcome, Received};
 use crate::store::{Held, Retention, Store, open_dir};
+use crate::transaction::report::{Form, Render, shared};
 use crate::transaction::{self, Root, Target, multi};
 
 use super::error::{CommandError, Ended};
@@ -95,18 +96,12 @@ struct Printed {
 }
 
 impl Printed {
-    fn of(
-        json: bool,
-        report: &impl std::fmt::Display,
-        as_json: String,
-        outcome: Outcome,
-    ) -> Printed {
-        let text = if json {
-            as_json + "\n"
-        } else {
-            report.to_string()
-        };
-        Printed { text, outcome }
+    fn of(json: bool, report: &impl Render, outcome: Outcome) -> Printed {
+        let form = if json { Form::Json } else { Form::Text };
+        Printed {
+            text: report.render(form),
+            outcome,
+        }
     }
 }
 
@@ -195,14 +190,9 @@ fn execute(args: &Args, opts: &Options) -> Result<Printed, CommandError> {
     report.notes.splice(0..0, passed_over);
     // A mount of the project shows it in F.status: the latest report, by anyone.
     if let Some(s) = store.as_ref().filter(|_| label == rel && report.tx > 0) {
-        s.share_report(&rel, &report);
+        s.share_report(&rel, &shared(&report));
     }
-    Ok(Printed::of(
-        args.json,
-        &report,
-        report.to_json(),
-        report.outcome,
-    ))
+    Ok(Printed::of(args.json, &report, report.outcome))
 }
 
 fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, CommandError> {
@@ -249,15 +239,10 @@ fn execute_multi(args: &Args, root: &Path, opts: &Options) -> Result<Printed, Co
     report.notes.splice(0..0, passed_over);
     if let Some(s) = store.as_ref() {
         for r in report.files.iter().filter(|r| r.outcome == Outcome::Ok) {
-            s.share_report(&r.file, r);
+            s.share_report(&r.file, &shared(r));
         }
     }
-    Ok(Printed::of(
-        args.json,
-        &report,
-        report.to_json(),
-        report.outcome,
-    ))
+    Ok(Printed::of(args.json, &report, report.outcome))
 }
 
 /// The project a state directory belongs to: the directory that holds it.

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use crate::history;
 use crate::store::{Retention, Tail, View};
+use crate::transaction::report::{Form, Render, shared};
 use crate::transaction::undo;
 
 use super::color::ColorArg;
@@ -171,15 +172,11 @@ pub(super) fn restore(
         let store = open(&state, Retention::default())?;
         let undone = undo::run(&store, root, &req, &who(command));
         for r in undone.files().into_iter().filter(|r| r.tx > 0) {
-            store.share_report(&r.file, r);
+            store.share_report(&r.file, &shared(r));
         }
         undone
     };
-    let text = if how.json {
-        undone.to_json() + "\n"
-    } else {
-        undone.to_string()
-    };
+    let text = undone.render(if how.json { Form::Json } else { Form::Text });
     let _ = how.color.print(&text);
     Ok(Ended::Transaction(undone.head().outcome))
 }

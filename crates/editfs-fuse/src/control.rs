@@ -33,7 +33,7 @@ use super::reports::{Shown, StateReport, refused};
 use super::types::{Done, Errno, FileType, Requester, Res};
 use crate::engine::{Outcome, Received};
 use crate::store::LogKind;
-use crate::transaction::report::{Report, Reported};
+use crate::transaction::report::{Form, Render, Report, Reported};
 use crate::transaction::{self, Meant, Refused, Root, Target, Who, multi, rewind, undo};
 
 /// What a committing handle acts on.
@@ -482,10 +482,10 @@ impl Core {
         (who, dry_run): (&Who, bool),
     ) -> Committed {
         let head = reported.head();
-        let text = reported.to_string();
+        let text = reported.render(Form::Text);
         self.reports.set_state(StateReport {
             text: text.clone(),
-            json: reported.to_json() + "\n",
+            json: reported.render(Form::Json),
             files,
             by: maker(who),
             tx: (head.tx != 0).then_some(head.tx),

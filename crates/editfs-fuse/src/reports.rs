@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::transaction::report::{ErrorKind, ErrorReport, Report};
+use crate::transaction::report::{ErrorKind, ErrorReport, Form, Render, Report};
 
 /// The latest reports a mount shows: each file's in its `F.status`, and that
 /// of `.editfs/edit` or `.editfs/undo` in `.editfs/status`. Each lock is taken
@@ -121,12 +121,12 @@ impl Shown {
     }
 
     pub fn text(&self) -> Arc<[u8]> {
-        let render = || self.report.to_string().into_bytes().into();
+        let render = || self.report.render(Form::Text).into_bytes().into();
         Arc::clone(self.text.get_or_init(render))
     }
 
     pub fn json(&self) -> Arc<[u8]> {
-        let render = || (self.report.to_json() + "\n").into_bytes().into();
+        let render = || self.report.render(Form::Json).into_bytes().into();
         Arc::clone(self.json.get_or_init(render))
     }
 }

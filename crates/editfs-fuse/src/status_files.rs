@@ -15,12 +15,7 @@ use super::names::Control;
 use super::reports::StateReport;
 use super::types::{FileAttr, FileType, Requester, Res};
 use crate::transaction::Caller;
-
-/// Why `F.status` has no report: it shows the latest edit through `F.edit`, and
-/// a rename or removal of F takes that report along, while a write, save or
-/// removal without a control file is only logged.
-const NO_REPORT: &str = "No edit through the control file has reported on this file under this name \
-since the mount started; .editfs/history lists every transaction, writes and removals too";
+use crate::transaction::report::{self, Form};
 
 impl Core {
     /// Attributes of a control file: its file's owner and permissions, and
@@ -71,31 +66,21 @@ impl Core {
         let mine = shown
             .as_ref()
             .map_or(self.reports.started_after_tx(), |r| r.report.tx);
+        let form = match control {
+            Control::StatusJson => Form::Json,
+            _ => Form::Text,
+        };
         if let Some(s) = self.store.shared_report_after(&name, mine) {
-            return match control {
-                Control::StatusJson => s.json + "\n",
-                _ => s.text,
-            }
-            .into_bytes()
-            .into();
+            return report::render_shared(s, form).into_bytes().into();
         }
         let edit = self.settings.suffixes.name(
             OsStr::new(rel.file_name().unwrap_or_default()),
             Control::Edit,
         );
-        let how = format!(
-            "write SEARCH/REPLACE blocks to {} and read this file again",
-            edit.to_string_lossy()
-        );
-        match (shown, control) {
-            (Some(r), Control::StatusJson) => r.json(),
-            (Some(r), _) => r.text(),
-            (None, Control::StatusJson) => {
-                let v = serde_json::json!({ "file": name, "tx": null, "outcome": null,
-                    "message": format!("{NO_REPORT}; {how}") });
-                (v.to_string() + "\n").into_bytes().into()
-            }
-            (None, _) => format!("NO REPORT YET {name}\n{NO_REPORT};\n{how}.\n")
+        match (shown, form) {
+            (Some(r), Form::Json) => r.json(),
+            (Some(r), Form::Text) => r.text(),
+            (None, form) => report::none_yet(&name, &edit.to_string_lossy(), form)
                 .into_bytes()
                 .into(),
         }

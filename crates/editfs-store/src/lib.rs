@@ -81,6 +81,7 @@ pub use objects::{BRANCHES, Objects, Side};
 pub use rel::{BadPath, project_path};
 pub use removals::Verdict;
 pub use retention::Retention;
+pub use shared::Shared;
 pub use staged::Staged;
 pub use trust::{Came, Held, Untrusted, hold};
 pub use view::{Tail, View};

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, atomic, io_err, objects::safe_rel};
 
-/// A report as `F.status` and `F.status.json` show it, with what a mount
+/// A report as `F.status` and `F.status.json` show it (rendered by the
+/// transaction that made it: its JSON is the object alone), with what a mount
 /// needs of it besides: the transaction and the hash of the file it left.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Shared {
@@ -52,18 +53,8 @@ pub fn latest(state: &Path, rel: &str) -> Option<Shared> {
 impl Store {
     /// Keeps `report`, of a transaction this process made on `rel`, for a mount
     /// of the same project to show (see the module doc). A failure only costs that.
-    pub fn share_report(
-        &self,
-        rel: &str,
-        report: &crate::engine::Report<crate::logline::ErrorKind>,
-    ) {
-        let shared = Shared {
-            tx: report.tx,
-            sha256: Some(report.sha256.clone()).filter(|s| !s.is_empty()),
-            text: report.to_string(),
-            json: report.to_json(),
-        };
-        if let Err(e) = keep(&self.dir, rel, &shared) {
+    pub fn share_report(&self, rel: &str, report: &Shared) {
+        if let Err(e) = keep(&self.dir, rel, report) {
             log::warn!("the report of transaction {} is not shared: {e}", report.tx);
         }
     }
