@@ -13,7 +13,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::base::{Base, inside};
+use super::base::{At, Base, inside};
 use super::{Branch, BranchError, io_err};
 use crate::store::{Store, open_dir};
 use crate::transaction::rewind::NetChange;
@@ -53,26 +53,51 @@ impl Tree {
     }
 
     /// `rel`'s content in the branch, `None` when it holds no such file.
+    /// Whoever works in the branch writes its files, so none larger than a
+    /// transaction takes is read (a sparse file of gigabytes would be read
+    /// whole, and every changed file is held at once).
     pub fn content(&self, rel: &str) -> Result<Option<Vec<u8>>, BranchError> {
-        match self.upper(rel)? {
-            Upper::File(bytes) => Ok(Some(bytes)),
-            Upper::Gone | Upper::Other => Ok(None),
-            Upper::Base => self
-                .base
-                .content(rel)
-                .map_err(|e| io_err("read the base of", Path::new(rel))(e.into())),
+        let content = match self.upper(rel)? {
+            Upper::File(bytes) => Some(bytes),
+            Upper::Gone | Upper::Other => None,
+            Upper::Base => {
+                if let Ok(At::Source(st)) = self.base.at(rel)
+                    && st.st_size as u64 > MAX_FILE
+                {
+                    return Err(too_large(rel));
+                }
+                self.base
+                    .content(rel)
+                    .map_err(|e| io_err("read the base of", Path::new(rel))(e.into()))?
+            }
+        };
+        match content {
+            Some(c) if c.len() as u64 > MAX_FILE => Err(too_large(rel)),
+            c => Ok(c),
         }
     }
 
+    /// What the upper directory says of `rel`, read component by component,
+    /// no link followed: a link anywhere on the way is no directory of the
+    /// branch's (it is what the branch holds there, not a way elsewhere).
     fn upper(&self, rel: &str) -> Result<Upper, BranchError> {
         let upper = self.branch.upper();
         let mut at = upper.clone();
         let parts: Vec<&str> = rel.split('/').collect();
+        // Beneath an opaque directory nothing of the base shows: a name the
+        // branch does not hold there is gone.
+        let mut opaque_above = false;
+        let absent = |opaque_above| match opaque_above {
+            true => Upper::Gone,
+            false => Upper::Base,
+        };
         for (i, part) in parts.iter().enumerate() {
             at.push(part);
             let meta = match fs::symlink_metadata(&at) {
                 Ok(meta) => meta,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Upper::Base),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(absent(opaque_above));
+                }
                 Err(e) => return Err(io_err("read", &at)(e)),
             };
             let last = i + 1 == parts.len();
@@ -80,7 +105,7 @@ impl Tree {
                 return Ok(Upper::Gone);
             }
             if last && meta.is_file() {
-                return fs::read(&at).map(Upper::File).map_err(io_err("read", &at));
+                return read_beneath(&upper, rel).map(Upper::File);
             }
             if last {
                 return Ok(Upper::Other);
@@ -88,18 +113,9 @@ impl Tree {
             if !meta.is_dir() {
                 return Ok(Upper::Gone);
             }
-            if opaque(&at) {
-                // Nothing of the base beneath: what the branch holds, or nothing.
-                return match fs::symlink_metadata(upper.join(rel)) {
-                    Ok(m) if m.is_file() => fs::read(upper.join(rel))
-                        .map(Upper::File)
-                        .map_err(io_err("read", &upper.join(rel))),
-                    Ok(m) if !whiteout(&m) => Ok(Upper::Other),
-                    _ => Ok(Upper::Gone),
-                };
-            }
+            opaque_above |= opaque(&at);
         }
-        Ok(Upper::Base)
+        Ok(absent(opaque_above))
     }
 
     /// Every path the branch may have changed: its upper directory's files
@@ -156,6 +172,52 @@ impl Tree {
             std::cmp::Ordering::Less => self.base.changed(),
             std::cmp::Ordering::Greater => other.base.changed(),
         }
+    }
+}
+
+/// The largest file a diff or commit reads: what a transaction takes.
+const MAX_FILE: u64 = crate::engine::DEFAULT_MAX_FILE;
+
+fn too_large(rel: &str) -> BranchError {
+    BranchError::TooLarge {
+        rel: rel.to_owned(),
+        limit: MAX_FILE,
+    }
+}
+
+/// The regular file `rel` beneath the directory `upper`, opened with no
+/// link followed on the way (the kernel refuses one), at most `MAX_FILE`
+/// bytes of it.
+fn read_beneath(upper: &Path, rel: &str) -> Result<Vec<u8>, BranchError> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use std::io::Read;
+    let dir = open_dir(upper)?;
+    let fd = rustix::fs::openat2(
+        &dir,
+        rel,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|e| io_err("read", &upper.join(rel))(e.into()))?;
+    let mut file = fs::File::from(fd);
+    let meta = file.metadata().map_err(io_err("read", &upper.join(rel)))?;
+    if !meta.is_file() {
+        return Err(io_err("read", &upper.join(rel))(std::io::Error::other(
+            "not a regular file",
+        )));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(too_large(rel));
+    }
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err("read", &upper.join(rel)))?;
+    match bytes.len() as u64 > MAX_FILE {
+        true => Err(too_large(rel)),
+        false => Ok(bytes),
     }
 }
 

@@ -58,6 +58,8 @@ pub enum BranchError {
     Mounted { name: String, at: Vec<PathBuf> },
     #[error("branch {name:?} is damaged: {why}")]
     Damaged { name: String, why: String },
+    #[error("{rel}: larger than {limit} bytes, more than a transaction takes")]
+    TooLarge { rel: String, limit: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot {action} {}: {source}", path.display())]

@@ -404,6 +404,9 @@ fn failed(e: BranchError) -> CommandError {
         BranchError::Mounted { .. } => {
             Some("unmount it first (editfs unmount MOUNT), or add --force")
         }
+        BranchError::TooLarge { .. } => {
+            Some("remove it from the branch, or bring it into the project by hand")
+        }
         _ => None,
     };
     let err = CommandError::failed(e.to_string());

@@ -181,3 +181,67 @@ fn root_commits_another_users_branch_with_that_users_rights_on_the_project_now()
     );
     assert_eq!(fs::metadata(src.join("root.txt")).unwrap().uid(), 0);
 }
+
+/// What a branch's agent left in its upper directory, as overlayfs keeps it:
+/// `box` made anew (opaque) over the base's, holding a link `sub` to a
+/// directory of root's. Root's diff and commit read the branch's files
+/// without following it: the base's `box/sub/key` is gone in the branch,
+/// not root's secret.
+#[test]
+fn a_link_in_a_branch_leads_root_s_diff_nowhere() {
+    let p = tempfile::tempdir().unwrap();
+    let secret = tempfile::tempdir().unwrap();
+    fs::write(secret.path().join("key"), "ROOT-SECRET\n").unwrap();
+    let src = p.path();
+    fs::create_dir_all(src.join("box/sub")).unwrap();
+    fs::write(src.join("box/sub/key"), "public\n").unwrap();
+    let root = src.to_str().unwrap();
+    ok(&["branch", "create", root, "b"]);
+    let upper = src.join(".editfs/branches/b/upper");
+    fs::create_dir_all(upper.join("box")).unwrap();
+    rustix::fs::setxattr(
+        &upper.join("box"),
+        "trusted.overlay.opaque",
+        b"y",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(secret.path(), upper.join("box/sub")).unwrap();
+    let o = editfs(&["branch", "diff", root, "b"]);
+    assert!(!text(&o).contains("ROOT-SECRET"), "{}", text(&o));
+    assert!(
+        text(&o).contains("-public"),
+        "the base's file is gone: {}",
+        text(&o)
+    );
+    let o = editfs(&["branch", "commit", root, "b"]);
+    assert!(!text(&o).contains("ROOT-SECRET"), "{}", text(&o));
+    assert!(!src.join("box/sub").is_symlink());
+}
+
+/// A sparse file of gigabytes in a branch takes no disk, but read whole it
+/// would take root's diff gigabytes of memory: a file over what a
+/// transaction takes is refused, by name, unread.
+#[test]
+fn a_branch_file_larger_than_a_transaction_takes_is_refused_unread() {
+    let p = tempfile::tempdir().unwrap();
+    let src = p.path();
+    fs::write(src.join("a.txt"), "a\n").unwrap();
+    let root = src.to_str().unwrap();
+    ok(&["branch", "create", root, "b"]);
+    let upper = src.join(".editfs/branches/b/upper");
+    fs::File::create(upper.join("huge"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    for cmd in ["diff", "commit"] {
+        let o = editfs(&["branch", cmd, root, "b"]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", text(&o));
+        assert!(
+            text(&o).contains("huge: larger than"),
+            "{cmd}: {}",
+            text(&o)
+        );
+    }
+    assert!(!src.join("huge").exists());
+}
