@@ -200,7 +200,7 @@ fn a_link_in_a_branch_leads_root_s_diff_nowhere() {
     let upper = src.join(".editfs/branches/b/upper");
     fs::create_dir_all(upper.join("box")).unwrap();
     rustix::fs::setxattr(
-        &upper.join("box"),
+        upper.join("box"),
         "trusted.overlay.opaque",
         b"y",
         rustix::fs::XattrFlags::empty(),
