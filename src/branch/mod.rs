@@ -92,31 +92,6 @@ pub struct Meta {
     pub created: String,
     /// The user who made it, whose it is.
     pub uid: u32,
-    /// That user's group and supplementary groups then: a commit run by
-    /// root acts with these (see `Meta::maker`).
-    #[serde(default)]
-    pub gid: u32,
-    #[serde(default)]
-    pub groups: Vec<u32>,
-}
-
-impl Meta {
-    /// Who a commit of this branch acts as, file by file: its maker with the
-    /// groups it had when it made the branch, when that is not root. A
-    /// commit run by root then writes, makes and removes only what the maker
-    /// may now in the project, as an `editfs apply` of the maker's would, and
-    /// what it makes is the maker's. `None`: the one who runs the commit,
-    /// who is then the maker or root acting for itself.
-    pub fn maker(&self) -> Option<crate::store::Caller> {
-        let me = rustix::process::getuid().as_raw();
-        (me == 0 && self.uid != 0).then(|| crate::store::Caller {
-            uid: self.uid,
-            gid: self.gid,
-            groups: self.groups.clone(),
-            fsetid: false,
-            umask: 0o022,
-        })
-    }
 }
 
 /// A branch of a project.
@@ -126,6 +101,9 @@ pub struct Branch {
     /// `branches/NAME/`, by the state directory's real path.
     pub dir: PathBuf,
     pub meta: Meta,
+    /// The owner and group of `branch.json`: the kernel's word for who made
+    /// the branch, which its maker cannot write, unlike the record's text.
+    pub made_by: (u32, u32),
 }
 
 /// What a branch changed so far: the entries of its upper directory.
@@ -195,12 +173,6 @@ pub fn create(
         from: from.map(str::to_owned),
         created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         uid: rustix::process::getuid().as_raw(),
-        gid: rustix::process::getgid().as_raw(),
-        groups: rustix::process::getgroups()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|g| g.as_raw())
-            .collect(),
     };
     private_dir(&branches)?;
     sweep(&branches);
@@ -217,11 +189,7 @@ pub fn create(
         let _ = fs::remove_dir_all(&temp);
     }
     made?;
-    Ok(Branch {
-        name: name.to_owned(),
-        dir,
-        meta,
-    })
+    open(state, name)
 }
 
 /// Makes `dir` readable by its owner alone, as the state directory is, if
@@ -249,22 +217,44 @@ pub fn open(state: &Path, name: &str) -> Result<Branch, BranchError> {
     valid_name(name).map_err(|_| BranchError::Missing(name.to_owned()))?;
     let dir = state.join(BRANCHES).join(name);
     let record = dir.join("branch.json");
-    let text = match fs::read_to_string(&record) {
-        Ok(text) => text,
+    let (text, made_by) = match read_record(&record) {
+        Ok(read) => read,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(BranchError::Missing(name.to_owned()));
         }
         Err(e) => return Err(io_err("read", &record)(e)),
     };
-    let meta = serde_json::from_str(&text).map_err(|e| BranchError::Damaged {
+    let damaged = |why: String| BranchError::Damaged {
         name: name.to_owned(),
-        why: format!("{}: {e}", record.display()),
-    })?;
+        why,
+    };
+    let meta: Meta =
+        serde_json::from_str(&text).map_err(|e| damaged(format!("{}: {e}", record.display())))?;
+    // A maker may rewrite its own record: one that names another user
+    // than the one who wrote it is not believed.
+    if made_by.0 != 0 && made_by.0 != meta.uid {
+        return Err(damaged(format!(
+            "{} names uid {} but belongs to uid {}",
+            record.display(),
+            meta.uid,
+            made_by.0
+        )));
+    }
     Ok(Branch {
         name: name.to_owned(),
         dir,
         meta,
+        made_by,
     })
+}
+
+/// The text of `branch.json`, and its owner and group.
+fn read_record(record: &Path) -> io::Result<(String, (u32, u32))> {
+    let mut file = fs::File::open(record)?;
+    let meta = file.metadata()?;
+    let mut text = String::new();
+    io::Read::read_to_string(&mut file, &mut text)?;
+    Ok((text, (meta.uid(), meta.gid())))
 }
 
 /// Every branch of the state directory at `state`, by name; a damaged one
@@ -286,6 +276,25 @@ pub fn all(state: &Path) -> Vec<Result<Branch, BranchError>> {
 }
 
 impl Branch {
+    /// Who a commit of this branch acts as, file by file, when root runs it
+    /// and another user made the branch: that user, with the group its
+    /// record was written with (no supplementary group: which it had is not
+    /// known from anything it could not have written). The commit then
+    /// writes, makes and removes only what that user may now in the
+    /// project, and what it makes is that user's. `None`: the one who runs
+    /// the commit, the maker or root, acting for itself.
+    pub fn maker(&self) -> Option<crate::store::Caller> {
+        let me = rustix::process::getuid().as_raw();
+        let (uid, gid) = self.made_by;
+        (me == 0 && uid != 0).then(|| crate::store::Caller {
+            uid,
+            gid,
+            groups: Vec::new(),
+            fsetid: false,
+            umask: 0o022,
+        })
+    }
+
     pub fn upper(&self) -> PathBuf {
         self.dir.join("upper")
     }

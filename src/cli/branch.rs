@@ -295,7 +295,7 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
         ..Options::default()
     };
     let mut who = who("editfs branch commit");
-    who.caller = b.meta.maker();
+    who.caller = b.maker();
     let root = opened.root().seen_by(who.caller.as_ref());
     let payload = Received::cut(planned.payload.as_bytes(), planned.payload.len());
     let report = match args.dry_run {

@@ -746,10 +746,14 @@ fn edit_through(m: &crate::common::Mount, from: &str, to: &str) {
 #[test]
 fn a_branchs_base_outlives_keep() {
     let Some(m) = crate::common::Mount::start(&["--keep", "1"], |src| {
-        fs::write(src.join("a.txt"), "at the base\n").unwrap();
+        fs::write(src.join("a.txt"), "v0\n").unwrap();
     }) else {
         return;
     };
+    // Edits before the branch prune too: the mount has looked for branches
+    // a moment before one is made.
+    edit_through(&m, "v0", "v1");
+    edit_through(&m, "v1", "at the base");
     let dir = tempfile::tempdir().unwrap();
     ok(&["branch", "create", m.src.to_str().unwrap(), "b"]);
     edit_through(&m, "at the base", "one");

@@ -245,3 +245,40 @@ fn a_branch_file_larger_than_a_transaction_takes_is_refused_unread() {
     }
     assert!(!src.join("huge").exists());
 }
+
+/// Nobody's branch record is nobody's to write: one that says root made
+/// the branch is not believed, and root's commit of it changes nothing.
+#[test]
+fn a_branch_record_its_maker_rewrote_to_name_root_is_not_believed() {
+    let p = tempfile::tempdir().unwrap();
+    let src = p.path();
+    let root = src.to_str().unwrap();
+    chmod(src, 0o755);
+    crate::common::chown_nobody(src);
+    fs::create_dir(src.join("etc")).unwrap();
+    write(&src.join("etc/conf"), "root's\n", 0o644);
+    let o = editfs_as_nobody(&["branch", "create", root, "b"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = src.join(".editfs/branches/b");
+    let forged = nobody(
+        &dir,
+        "sed -i 's/\"uid\": *65534/\"uid\": 0/' branch.json && grep -q '\"uid\": 0' branch.json \
+         && mkdir -p upper/etc && echo nobody\\'s > upper/etc/conf",
+    );
+    assert!(forged.status.success(), "{}", text(&forged));
+    let state = src.join(".editfs");
+    let o = editfs(&[
+        "branch",
+        "commit",
+        root,
+        "b",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("belongs to uid 65534"), "{}", text(&o));
+    assert_eq!(
+        fs::read_to_string(src.join("etc/conf")).unwrap(),
+        "root's\n"
+    );
+}

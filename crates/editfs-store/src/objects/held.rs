@@ -20,40 +20,40 @@ use super::{Objects, Side};
 /// The folder of the state directory that holds the branches.
 pub const BRANCHES: &str = "branches";
 
-/// How long what was read of the branches is taken as still true: a branch
-/// made or grown since shows at the next prune after it, and a prune does
-/// not walk every branch's files on each commit.
+/// How long the bytes the branches take are taken as still true: a branch
+/// grown since counts at the next prune after it, and a prune does not walk
+/// every branch's files on each commit. Their bases are read at every prune
+/// that may drop a version (a few small files): a branch made a moment ago
+/// must find its base's versions.
 const FRESH: Duration = Duration::from_secs(5);
 
-/// What the branches held when last read.
+/// The bytes the branches took when last counted.
 #[derive(Default)]
 pub(super) struct Held {
-    /// The branches' bases, sorted.
-    points: Vec<u64>,
-    /// The bytes of their changes and versions.
     bytes: u64,
     read: Option<Instant>,
 }
 
 impl Objects {
-    /// The branches' bases and bytes, read again once older than `FRESH`
-    /// (outside the lock: two prunes at once may both read them).
-    fn held(&self) -> (Vec<u64>, u64) {
+    /// The bytes branches take on disk, counted toward `--keep-bytes`,
+    /// counted again once older than `FRESH` (outside the lock: two prunes
+    /// at once may both count).
+    pub(super) fn held_bytes(&self) -> u64 {
         {
             let held = self.held.lock();
             if held.read.is_some_and(|at| at.elapsed() < FRESH) {
-                return (held.points.clone(), held.bytes);
+                return held.bytes;
             }
         }
-        let fresh = read(&self.state.join(BRANCHES));
-        let out = (fresh.points.clone(), fresh.bytes);
-        *self.held.lock() = fresh;
-        out
-    }
-
-    /// The bytes branches take, counted toward `--keep-bytes`.
-    pub(super) fn held_bytes(&self) -> u64 {
-        self.held().1
+        let bytes = branches(&self.state.join(BRANCHES))
+            .iter()
+            .map(|(dir, _)| bytes_beneath(&dir.join("upper")) + bytes_beneath(&dir.join("state")))
+            .sum();
+        *self.held.lock() = Held {
+            bytes,
+            read: Some(Instant::now()),
+        };
+        bytes
     }
 
     /// Of the versions `txs` (sorted) of a file on `side`, those a branch's
@@ -64,7 +64,12 @@ impl Objects {
         if side != Side::Pre {
             return Vec::new();
         }
-        needed_by(&self.held().0, txs)
+        let mut points: Vec<u64> = branches(&self.state.join(BRANCHES))
+            .into_iter()
+            .map(|(_, base)| base)
+            .collect();
+        points.sort_unstable();
+        needed_by(&points, txs)
     }
 }
 
@@ -77,30 +82,18 @@ fn needed_by(points: &[u64], txs: &[u64]) -> Vec<u64> {
     out
 }
 
-/// Reads the branches beneath `branches`: each one's base and bytes. A
-/// branch being made or removed (a name starting with `.`) is left out, as
-/// is one whose `branch.json` does not read.
-fn read(branches: &Path) -> Held {
-    let mut held = Held {
-        read: Some(Instant::now()),
-        ..Held::default()
-    };
+/// The branches beneath `branches`, each its directory and base. A branch
+/// being made or removed (a name starting with `.`) is left out, as is one
+/// whose `branch.json` does not read.
+fn branches(branches: &Path) -> Vec<(std::path::PathBuf, u64)> {
     let Ok(entries) = fs::read_dir(branches) else {
-        return held;
+        return Vec::new();
     };
-    for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with('.') {
-            continue;
-        }
-        let dir = e.path();
-        let Some(base) = base_of(&dir.join("branch.json")) else {
-            continue;
-        };
-        held.points.push(base);
-        held.bytes += bytes_beneath(&dir.join("upper")) + bytes_beneath(&dir.join("state"));
-    }
-    held.points.sort_unstable();
-    held
+    entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| Some((e.path(), base_of(&e.path().join("branch.json"))?)))
+        .collect()
 }
 
 fn base_of(meta: &Path) -> Option<u64> {
@@ -109,8 +102,9 @@ fn base_of(meta: &Path) -> Option<u64> {
     json.get("base")?.as_u64()
 }
 
-/// The bytes of the regular files beneath `dir`, on its file system only:
-/// a mount beneath it (a branch's layers) is not walked into.
+/// The bytes the regular files beneath `dir` take on disk (a sparse file
+/// counts its blocks, not its length), on its file system only: a mount
+/// beneath it (a branch's layers) is not walked into.
 fn bytes_beneath(dir: &Path) -> u64 {
     let Ok(top) = fs::symlink_metadata(dir) else {
         return 0;
@@ -128,7 +122,7 @@ fn bytes_beneath(dir: &Path) -> u64 {
             if meta.is_dir() && meta.dev() == top.dev() {
                 stack.push(e.path());
             } else if meta.is_file() {
-                total += meta.len();
+                total += meta.blocks() * 512;
             }
         }
     }
@@ -171,8 +165,18 @@ mod tests {
         fs::create_dir_all(half.join("upper")).unwrap();
         fs::write(half.join("branch.json"), r#"{"base":3}"#).unwrap();
         fs::write(half.join("upper/big"), [0u8; 5000]).unwrap();
-        let held = read(tmp.path());
-        assert_eq!(held.points, [7]);
-        assert_eq!(held.bytes, 120);
+        let found = branches(tmp.path());
+        assert_eq!(found, [(b.clone(), 7)]);
+        let on_disk = |p: &str| fs::metadata(b.join(p)).unwrap().blocks() * 512;
+        assert_eq!(
+            bytes_beneath(&b.join("upper")) + bytes_beneath(&b.join("state")),
+            on_disk("upper/src/a.rs") + on_disk("state/objects/x")
+        );
+        let sparse = b.join("upper/sparse");
+        fs::File::create(&sparse).unwrap().set_len(1 << 30).unwrap();
+        assert!(
+            bytes_beneath(&b.join("upper")) < 1 << 20,
+            "a sparse file counts what it takes on disk"
+        );
     }
 }
