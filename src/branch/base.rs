@@ -33,6 +33,11 @@ pub enum At {
     Absent,
     /// A directory; its SOURCE status when it is still there.
     Dir(Option<rustix::fs::Stat>),
+    /// A directory SOURCE no longer has, which held files changed since;
+    /// `closed` when one of them was behind a directory not everyone could
+    /// search then (which one is not recorded): it is shown as its owner's
+    /// alone, not open to all.
+    Removed { closed: bool },
     /// Unchanged since: SOURCE's file, link or other, as it is now.
     Source(rustix::fs::Stat),
     /// Changed since: the kept content, and whose it was then.
@@ -206,21 +211,28 @@ impl Base {
                     Ok(At::Dir(Some(st)))
                 }
                 Some(st) => Ok(At::Source(st)),
-                None if self.removed_beneath(&index, rel) => Ok(At::Dir(None)),
-                None => Ok(At::Absent),
+                None => Ok(match self.removed_beneath(&index, rel) {
+                    Some(closed) => At::Removed { closed },
+                    None => At::Absent,
+                }),
             },
         }
     }
 
     /// Whether a file beneath `dir` existed at the base and was changed
-    /// since: `dir` then existed, whether SOURCE still has it or not.
-    fn removed_beneath(&self, index: &Index, dir: &str) -> bool {
+    /// since (`dir` then existed, whether SOURCE still has it or not), and
+    /// if so, whether one of them was behind a directory not everyone could
+    /// search then.
+    fn removed_beneath(&self, index: &Index, dir: &str) -> Option<bool> {
         let prefix = format!("{dir}/");
-        index
+        let mut then = index
             .since
             .range(prefix.clone()..)
             .take_while(|(k, _)| k.starts_with(&prefix))
-            .any(|(_, s)| !s.created)
+            .filter(|(_, s)| !s.created)
+            .peekable();
+        then.peek()?;
+        Some(then.any(|(_, s)| !s.above.is_empty()))
     }
 
     /// SOURCE's status of `rel` now, not following a final link, `None`
@@ -303,6 +315,35 @@ impl Base {
                 self.read(rel, 0, usize::MAX).map(Some)
             }
             _ => Ok(None),
+        }
+    }
+
+    /// The POSIX ACL `name` (`system.posix_acl_access` or `_default`) of
+    /// `rel` at the base: SOURCE's, for a file or directory unchanged since;
+    /// none for a version changed since, whose bits already say who could
+    /// read it then (`Then`). Served so that overlayfs above checks it: an
+    /// ACL that shuts a user out of SOURCE shuts it out of every branch.
+    pub fn acl(&self, rel: &str, name: &std::ffi::CStr) -> Result<Option<Vec<u8>>, Errno> {
+        let st = match self.at(rel)? {
+            At::Source(st) | At::Dir(Some(st)) => st,
+            At::Absent => return Err(Errno::NOENT),
+            At::Dir(None) | At::Removed { .. } | At::Kept(..) => return Ok(None),
+        };
+        if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+            return Ok(None);
+        }
+        let fd = self.open(rel, OFlags::PATH)?;
+        // `fgetxattr` takes no `O_PATH` descriptor; its link in /proc
+        // reaches exactly that file.
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+        let mut buf = vec![0u8; 64 << 10];
+        match rustix::fs::getxattr(link.as_str(), name, &mut buf[..]) {
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Err(Errno::NODATA | Errno::NOTSUP) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 

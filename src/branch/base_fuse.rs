@@ -18,6 +18,9 @@ use parking_lot::Mutex;
 
 use super::base::{At, Base};
 
+/// The extended attributes the base view answers: POSIX ACLs alone.
+const ACLS: [&str; 2] = ["system.posix_acl_access", "system.posix_acl_default"];
+
 /// How long the kernel may keep an answer: the base never changes.
 const TTL: Duration = Duration::from_secs(3600);
 
@@ -79,6 +82,16 @@ impl BaseFs {
         }
     }
 
+    /// ACL `name` of node `ino` at the base, `None` when it has none; any
+    /// other attribute is none the base view has.
+    fn acl(&self, ino: INodeNo, name: &OsStr) -> Result<Option<Vec<u8>>, Errno> {
+        if !ACLS.iter().any(|a| OsStr::new(a) == name) {
+            return Ok(None);
+        }
+        let name = std::ffi::CString::new(name.as_encoded_bytes()).map_err(|_| Errno::EINVAL)?;
+        self.base.acl(&self.path(ino)?, &name).map_err(errno)
+    }
+
     fn path(&self, ino: INodeNo) -> Result<String, Errno> {
         self.inodes.lock().path(ino.0).ok_or(Errno::ENOENT)
     }
@@ -113,6 +126,7 @@ impl BaseFs {
         };
         match at {
             At::Absent => return Err(Errno::ENOENT),
+            At::Removed { closed } => a.perm = if closed { 0o700 } else { 0o755 },
             At::Dir(st) => {
                 if let Some(st) = st {
                     from(&mut a, &st);
@@ -195,9 +209,12 @@ impl Filesystem for BaseFs {
     /// What never changes is cached by the kernel as long as it likes:
     /// names, links, directory listings; opening a file costs no request.
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // POSIX ACLs: the kernel asks for SOURCE's (`getxattr`) and
+        // overlayfs above checks them.
         let want = InitFlags::FUSE_NO_OPEN_SUPPORT
             | InitFlags::FUSE_CACHE_SYMLINKS
-            | InitFlags::FUSE_PARALLEL_DIROPS;
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_POSIX_ACL;
         if let Err(missing) = config.add_capabilities(want) {
             let _ = config.add_capabilities(want - missing);
         }
@@ -296,19 +313,33 @@ impl Filesystem for BaseFs {
 
     /// The calls below are answered "not implemented" quietly (fuser's
     /// defaults log each): the kernel stops sending them, and does without.
-    fn getxattr(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _name: &OsStr,
-        _size: u32,
-        reply: ReplyXattr,
-    ) {
-        reply.error(Errno::ENOSYS);
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let value = self.acl(ino, name).and_then(|v| v.ok_or(Errno::NO_XATTR));
+        match value {
+            Err(e) => reply.error(e),
+            Ok(v) if size == 0 => reply.size(v.len() as u32),
+            Ok(v) if v.len() > size as usize => reply.error(Errno::ERANGE),
+            Ok(v) => reply.data(&v),
+        }
     }
 
-    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
-        reply.error(Errno::ENOSYS);
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let mut names = Vec::new();
+        for name in ACLS {
+            match self.acl(ino, OsStr::new(name)) {
+                Ok(Some(_)) => {
+                    names.extend_from_slice(name.as_bytes());
+                    names.push(0);
+                }
+                Ok(None) => {}
+                Err(e) => return reply.error(e),
+            }
+        }
+        match size {
+            0 => reply.size(names.len() as u32),
+            s if names.len() > s as usize => reply.error(Errno::ERANGE),
+            _ => reply.data(&names),
+        }
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {

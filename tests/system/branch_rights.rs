@@ -282,3 +282,78 @@ fn a_branch_record_its_maker_rewrote_to_name_root_is_not_believed() {
         "root's\n"
     );
 }
+
+/// An ACL on the project that shuts nobody out of a 0644 file and a 0755
+/// directory shuts it out of them in a branch too: the base view serves
+/// SOURCE's ACLs, which overlayfs checks.
+#[test]
+fn an_acl_that_shuts_a_user_out_of_the_project_shuts_it_out_of_a_branch() {
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    chmod(p.path(), 0o755);
+    chmod(dir.path(), 0o755);
+    let src = p.path();
+    write(&src.join("acl.txt"), "ACL-SECRET\n", 0o644);
+    fs::create_dir(src.join("d")).unwrap();
+    write(&src.join("d/f.txt"), "behind\n", 0o644);
+    for path in ["acl.txt", "d"] {
+        let o = Command::new("setfacl")
+            .args(["-m", "u:nobody:---"])
+            .arg(src.join(path))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "setfacl: {}", text(&o));
+    }
+    assert!(
+        !nobody(src, "cat acl.txt").status.success(),
+        "the ACL holds natively"
+    );
+    ok(&["branch", "create", src.to_str().unwrap(), "b"]);
+    let Some(m) = BranchMount::start_with(src, "b", dir.path(), &["-o", "allow_other"]) else {
+        return;
+    };
+    for script in ["cat acl.txt", "ls d", "cat d/f.txt"] {
+        let o = nobody(&m.mnt, script);
+        assert!(!o.status.success(), "{script}: {}", text(&o));
+    }
+    assert!(nobody(&m.mnt, "ls").status.success());
+}
+
+/// Root's 0700 directory, removed with its file after the base, is still in
+/// the branch, and still not nobody's to list.
+#[test]
+fn a_closed_directory_the_project_removed_since_stays_closed_in_a_branch() {
+    let p = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    chmod(p.path(), 0o755);
+    chmod(dir.path(), 0o755);
+    let src = p.path();
+    fs::create_dir(src.join("priv")).unwrap();
+    write(&src.join("priv/plan-of-acquisition.txt"), "x\n", 0o644);
+    chmod(&src.join("priv"), 0o700);
+    let root = src.to_str().unwrap();
+    ok(&["branch", "create", root, "b"]);
+    let payload = dir.path().join("rm");
+    fs::write(
+        &payload,
+        "*** Begin Patch\n*** Delete File: priv/plan-of-acquisition.txt\n*** End Patch\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_editfs"))
+        .args(["apply", "--multi", root])
+        .stdin(fs::File::open(&payload).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    fs::remove_dir(src.join("priv")).unwrap();
+    let Some(m) = BranchMount::start_with(src, "b", dir.path(), &["-o", "allow_other"]) else {
+        return;
+    };
+    assert_eq!(
+        fs::read_to_string(m.mnt.join("priv/plan-of-acquisition.txt")).unwrap(),
+        "x\n"
+    );
+    let o = nobody(&m.mnt, "ls priv");
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("acquisition"), "{}", text(&o));
+}
