@@ -1,7 +1,8 @@
-//! The result of a transaction, for people (`Display`) and programs (`serde`).
+//! The engine's outcome on one file, for people (`Display`) and programs (`serde`).
 //!
-//! The engine fills in what it knows; the caller that commits the transaction adds
-//! the transaction id, the file's path, the time and where the pre-image went.
+//! The engine fills in what it knows; the transaction that commits it reports
+//! it in a report of its own, with its id, its time and where the pre-image
+//! went, rendered by the same `render` (see `Stamp`).
 
 use std::fmt;
 
@@ -243,38 +244,31 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// The report of one file; `K` is the kind of its error (see `ErrorReport`).
+/// The engine's report on one file.
 #[derive(Clone, Debug, Serialize)]
-pub struct Report<K = ErrorKind> {
-    pub tx: u64,
+pub struct Report {
     pub file: String,
-    pub time: String,
     pub outcome: Outcome,
     pub applied: usize,
     pub total: usize,
-    pub operations: Vec<OpReport<K>>,
+    pub operations: Vec<OpReport>,
     /// Unified diff of the change; on success only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// SHA-256 of the file after the transaction (as it still is, on failure).
     pub sha256: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorReport<K>>,
+    pub error: Option<ErrorReport>,
     pub notes: Vec<String>,
-    /// Where the pre-image was kept, relative to the state directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<String>,
     /// The outcome's syntax check, for a file in a language editfs parses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub syntax: Option<Box<SyntaxReport>>,
 }
 
-impl<K> Report<K> {
-    pub fn new(outcome: Outcome, sha256: String) -> Report<K> {
+impl Report {
+    pub fn new(outcome: Outcome, sha256: String) -> Report {
         Report {
-            tx: 0,
             file: String::new(),
-            time: String::new(),
             outcome,
             applied: 0,
             total: 0,
@@ -283,39 +277,54 @@ impl<K> Report<K> {
             sha256,
             error: None,
             notes: Vec::new(),
-            snapshot: None,
             syntax: None,
         }
     }
 
-    /// The same report, its error's kind as a layer above names it.
-    pub fn with_kinds<L: From<K>>(self) -> Report<L> {
-        Report {
-            tx: self.tx,
-            file: self.file,
-            time: self.time,
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// What `render` reads of it.
+    pub fn parts(&self) -> Parts<'_, ErrorKind> {
+        Parts {
+            file: &self.file,
             outcome: self.outcome,
             applied: self.applied,
             total: self.total,
-            operations: self
-                .operations
-                .into_iter()
-                .map(OpReport::with_kinds)
-                .collect(),
-            diff: self.diff,
-            sha256: self.sha256,
-            error: self.error.map(ErrorReport::with_kind),
-            notes: self.notes,
-            snapshot: self.snapshot,
-            syntax: self.syntax,
+            operations: &self.operations,
+            diff: self.diff.as_deref(),
+            sha256: &self.sha256,
+            error: self.error.as_ref(),
+            notes: &self.notes,
+            syntax: self.syntax.as_deref(),
         }
     }
 }
 
-impl<K: Serialize> Report<K> {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
+/// What the text of a report on one file shows, whoever made the report
+/// (the engine, or a transaction, which names errors with kinds `K` of its own).
+pub struct Parts<'a, K> {
+    pub file: &'a str,
+    pub outcome: Outcome,
+    pub applied: usize,
+    pub total: usize,
+    pub operations: &'a [OpReport<K>],
+    pub diff: Option<&'a str>,
+    pub sha256: &'a str,
+    pub error: Option<&'a ErrorReport<K>>,
+    pub notes: &'a [String],
+    pub syntax: Option<&'a SyntaxReport>,
+}
+
+/// What a transaction adds to the text of a report: its id and time, and
+/// where the file's pre-image was kept.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stamp<'a> {
+    /// The transaction's id and time; `None` (or an empty time): not shown.
+    pub tx: Option<(u64, &'a str)>,
+    /// Where the pre-image was kept, relative to the state directory.
+    pub snapshot: Option<&'a str>,
 }
 
 /// A file name as text reports and listings print it, one line each: its
@@ -335,50 +344,60 @@ pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(name.chars().map(escape).collect())
 }
 
-impl<K: fmt::Display> fmt::Display for Report<K> {
+impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let word = match self.outcome {
-            Outcome::Ok => "OK",
-            Outcome::Failed => "FAILED",
-            Outcome::Rejected => "REJECTED",
-        };
-        let file = shown_name(&self.file);
-        match self.time.is_empty() {
-            true => writeln!(f, "{word} {file}")?,
-            false => writeln!(f, "{word} {file} (tx {}, {})", self.tx, self.time)?,
-        }
-        match self.outcome {
-            Outcome::Ok => writeln!(f, "{} of {} operation(s) applied", self.applied, self.total)?,
-            _ => writeln!(f, "nothing was changed: the file is exactly as it was")?,
-        }
-        for op in &self.operations {
-            write_op(f, op)?;
-        }
-        if let Some(s) = &self.syntax {
-            write_syntax(f, s, self.outcome)?;
-        }
-        if let Some(e) = &self.error {
-            write_error(f, e)?;
-        }
-        if let Some(lines) = self.syntax.as_ref().and_then(|s| s.lines.as_ref())
-            && self.outcome != Outcome::Ok
-        {
-            write!(f, "{lines}")?;
-        }
-        for n in &self.notes {
-            writeln!(f, "note: {n}")?;
-        }
-        if !self.sha256.is_empty() {
-            writeln!(f, "sha256 {}", self.sha256)?;
-        }
-        if let Some(s) = &self.snapshot {
-            writeln!(f, "pre-image kept as {}", shown_name(s))?;
-        }
-        match &self.diff {
-            Some(d) if !d.is_empty() => write!(f, "\n{d}"),
-            Some(_) => writeln!(f, "no change to the file"),
-            None => Ok(()),
-        }
+        render(f, &self.parts(), Stamp::default())
+    }
+}
+
+/// The text of a report on one file, as `F.status` shows it: the one
+/// rendering of it, the engine's and a transaction's alike.
+pub fn render<K: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    r: &Parts<'_, K>,
+    stamp: Stamp<'_>,
+) -> fmt::Result {
+    let word = match r.outcome {
+        Outcome::Ok => "OK",
+        Outcome::Failed => "FAILED",
+        Outcome::Rejected => "REJECTED",
+    };
+    let file = shown_name(r.file);
+    match stamp.tx.filter(|(_, time)| !time.is_empty()) {
+        None => writeln!(f, "{word} {file}")?,
+        Some((tx, time)) => writeln!(f, "{word} {file} (tx {tx}, {time})")?,
+    }
+    match r.outcome {
+        Outcome::Ok => writeln!(f, "{} of {} operation(s) applied", r.applied, r.total)?,
+        _ => writeln!(f, "nothing was changed: the file is exactly as it was")?,
+    }
+    for op in r.operations {
+        write_op(f, op)?;
+    }
+    if let Some(s) = r.syntax {
+        write_syntax(f, s, r.outcome)?;
+    }
+    if let Some(e) = r.error {
+        write_error(f, e)?;
+    }
+    if let Some(lines) = r.syntax.and_then(|s| s.lines.as_ref())
+        && r.outcome != Outcome::Ok
+    {
+        write!(f, "{lines}")?;
+    }
+    for n in r.notes {
+        writeln!(f, "note: {n}")?;
+    }
+    if !r.sha256.is_empty() {
+        writeln!(f, "sha256 {}", r.sha256)?;
+    }
+    if let Some(s) = stamp.snapshot {
+        writeln!(f, "pre-image kept as {}", shown_name(s))?;
+    }
+    match r.diff {
+        Some(d) if !d.is_empty() => write!(f, "\n{d}"),
+        Some(_) => writeln!(f, "no change to the file"),
+        None => Ok(()),
     }
 }
 

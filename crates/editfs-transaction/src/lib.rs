@@ -297,7 +297,7 @@ pub fn dry_run<'p>(
         Ok(opened) => decide_on(target, opened, payload.into(), opts)
             .edit
             .report
-            .with_kinds(),
+            .into(),
         Err(e) => io_failure(e, sha_now(target, opts.max_file)),
     };
     let mut report = stamp(report, target.label);
@@ -392,18 +392,16 @@ fn decide_on(
     Decision { opened, edit }
 }
 
-/// Whether the edit `report` tells of makes its file (an empty SEARCH, `*** Add
-/// File:`): over a file already there (empty), that is the `O_CREAT` open it
-/// is natively, asked of the kernel as such (see `caller::may_create_over`).
-pub(crate) fn creates<K>(report: &engine::Report<K>) -> bool {
-    report
-        .operations
-        .iter()
-        .any(|o| o.strategy == Some("create"))
+/// Whether the edit whose `operations` these are makes its file (an empty
+/// SEARCH, `*** Add File:`): over a file already there (empty), that is the
+/// `O_CREAT` open it is natively, asked of the kernel as such (see
+/// `caller::may_create_over`).
+pub(crate) fn creates<K>(operations: &[engine::OpReport<K>]) -> bool {
+    operations.iter().any(|o| o.strategy == Some("create"))
 }
 
 fn created_over(target: &Target<'_>, opened: &Opened, report: &Report) -> Result<(), StoreError> {
-    match (&opened.file, creates(report)) {
+    match (&opened.file, creates(&report.operations)) {
         (Some(file), true) => crate::store::caller::may_create_over(
             opened.dir.as_fd(),
             file_name(target.rel),
@@ -434,7 +432,7 @@ fn stored(
         }
     };
     let original = opened.bytes.as_deref();
-    let mut report = stamp(edit.report.with_kinds(), target.label);
+    let mut report = stamp(edit.report.into(), target.label);
     report.tx = tx;
     let Some(new) = edit.content else {
         return logged(store, report, Kind::Edit, target.rel, target.who);
@@ -516,7 +514,7 @@ fn unstored(target: &Target<'_>, payload: Received<'_>, opts: &Options) -> Repor
     };
     let original = opened.bytes.as_deref();
     let edit = apply(target, original, payload, opts);
-    let report = edit.report.with_kinds();
+    let report = edit.report.into();
     let Some(new) = edit.content else {
         return report;
     };

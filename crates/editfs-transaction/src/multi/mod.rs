@@ -317,7 +317,7 @@ fn decide(
                     })
                     .flatten()
                     .unwrap_or_else(|| engine::apply_parsed(&rel, original, ops, opts));
-                let r = stamp(edit.report.clone().with_kinds(), &rel);
+                let r = stamp(edit.report.clone().into(), &rel);
                 if let Some(e) = &r.error {
                     report.fail(r.outcome, &rel, e);
                 }
@@ -500,7 +500,7 @@ fn places(root: Root<'_>, decided: &[Decided], who: &Who) -> Result<Places, Stor
             dir,
             ..
         }) = &d.opened
-            && crate::creates(&d.edit.report)
+            && crate::creates(&d.edit.report.operations)
         {
             let name = file_name(&d.rel);
             caller::may_create_over(dir.as_fd(), name, file, caller)

@@ -12,16 +12,108 @@ mod multi;
 
 use std::fmt;
 
+use serde::Serialize;
+
+use crate::engine::report::{Parts, Stamp};
+use crate::engine::{self, Outcome, SyntaxReport};
+
 use crate::store::Shared;
 
 pub use crate::store::ErrorKind;
 pub use multi::MultiReport;
 
-/// The report of a transaction on one file.
-pub type Report = crate::engine::Report<ErrorKind>;
-
 /// An error as a transaction reports it.
-pub type ErrorReport = crate::engine::ErrorReport<ErrorKind>;
+pub type ErrorReport = engine::ErrorReport<ErrorKind>;
+
+/// An operation as a transaction reports it.
+pub type OpReport = engine::OpReport<ErrorKind>;
+
+/// The report of a transaction on one file: the engine's report on it
+/// (its fields), with the transaction's id, time and kept pre-image, its
+/// errors named with the transaction's kinds. Its fields serialise in the
+/// order the contract shows them.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub tx: u64,
+    pub file: String,
+    pub time: String,
+    pub outcome: Outcome,
+    pub applied: usize,
+    pub total: usize,
+    pub operations: Vec<OpReport>,
+    /// Unified diff of the change; on success only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// SHA-256 of the file after the transaction (as it still is, on failure).
+    pub sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorReport>,
+    pub notes: Vec<String>,
+    /// Where the pre-image was kept, relative to the state directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// The outcome's syntax check, for a file in a language editfs parses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syntax: Option<Box<SyntaxReport>>,
+}
+
+impl Report {
+    /// A report of no transaction yet (id 0, no time), with no operation.
+    pub fn new(outcome: Outcome, sha256: String) -> Report {
+        Report::from(engine::Report::new(outcome, sha256))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+impl From<engine::Report> for Report {
+    /// The engine's report, of no transaction yet.
+    fn from(r: engine::Report) -> Report {
+        Report {
+            tx: 0,
+            file: r.file,
+            time: String::new(),
+            outcome: r.outcome,
+            applied: r.applied,
+            total: r.total,
+            operations: r
+                .operations
+                .into_iter()
+                .map(engine::OpReport::with_kinds)
+                .collect(),
+            diff: r.diff,
+            sha256: r.sha256,
+            error: r.error.map(engine::ErrorReport::with_kind),
+            notes: r.notes,
+            snapshot: None,
+            syntax: r.syntax,
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts = Parts {
+            file: &self.file,
+            outcome: self.outcome,
+            applied: self.applied,
+            total: self.total,
+            operations: &self.operations,
+            diff: self.diff.as_deref(),
+            sha256: &self.sha256,
+            error: self.error.as_ref(),
+            notes: &self.notes,
+            syntax: self.syntax.as_deref(),
+        };
+        let stamp = Stamp {
+            tx: Some((self.tx, &self.time)),
+            snapshot: self.snapshot.as_deref(),
+        };
+        engine::report::render(f, &parts, stamp)
+    }
+}
 
 /// What a transaction reports, whatever it was: an edit of one file or of
 /// several, an undo, a rewind.
@@ -143,5 +235,47 @@ pub fn none_yet(file: &str, edit: &str, form: Form) -> String {
             v.to_string() + "\n"
         }
         Form::Text => format!("NO REPORT YET {file}\n{NO_REPORT};\n{how}.\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_files_report_shows_its_transaction_with_the_engines_fields_in_the_contracts_order() {
+        let mut r = Report::new(Outcome::Ok, "abc".into());
+        (r.tx, r.file, r.time) = (7, "a.txt".into(), "2026-11-29T00:00:00Z".into());
+        r.snapshot = Some("snapshots/7/a.txt".into());
+        r.diff = Some(String::new());
+        let json = r.to_json();
+        let fields = [
+            "tx",
+            "file",
+            "time",
+            "outcome",
+            "applied",
+            "total",
+            "operations",
+            "diff",
+            "sha256",
+            "notes",
+            "snapshot",
+        ];
+        let at: Vec<usize> = fields
+            .iter()
+            .map(|k| json.find(&format!("\"{k}\":")).expect(k))
+            .collect();
+        assert!(at.is_sorted(), "{json}");
+        let text = r.render(Form::Text);
+        assert!(
+            text.starts_with("OK a.txt (tx 7, 2026-11-29T00:00:00Z)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\npre-image kept as snapshots/7/a.txt\n"),
+            "{text}"
+        );
+        assert!(r.render(Form::Json).ends_with("}\n"));
     }
 }
