@@ -1,8 +1,9 @@
-//! What a transaction reports: the engine's report of each file, its error
-//! named with the transaction's kinds (the engine's and those of the file
-//! system, paths and permissions the engine never meets), and the report of
-//! a transaction of several files (multi.rs); `Reported` is either, as an
-//! undo or a rewind answers.
+//! What a transaction reports: the report of a file (what the engine found,
+//! with the transaction's id, time and kept pre-image, its errors named with
+//! the transaction's kinds: the engine's and those of the file system, paths
+//! and permissions the engine never meets), and the report of a transaction
+//! of several files (multi.rs); `Reported` is either, as an undo or a rewind
+//! answers.
 //!
 //! Every place that shows a report (`F.status` and `F.status.json`,
 //! `.editfs/status`, the answers of `editfs apply` and `editfs undo`, the
@@ -16,7 +17,6 @@ use serde::Serialize;
 
 use crate::engine::report::{Parts, Stamp};
 use crate::engine::{self, Outcome, SyntaxReport};
-
 use crate::store::Shared;
 
 pub use crate::store::ErrorKind;
