@@ -44,6 +44,7 @@ use editfs_engine as engine;
 mod atomic;
 mod buffers;
 pub mod caller;
+mod change;
 mod checkpoint;
 mod commit;
 #[cfg(test)]
@@ -69,18 +70,17 @@ mod view;
 
 pub use atomic::{open_dir, open_existing, replace, xattr_names, xattr_value};
 pub use caller::Caller;
+pub use change::{Change, Removal};
 pub use checkpoint::CHECKPOINT_AFTER;
-pub use commit::{Change, Removal};
 pub use journal::{Recovered, parent_beneath, parent_beneath_with};
 pub use lock::{Keys, Lock};
 pub use logfile::{entries_in, log_files};
 pub use logline::{
     Access, ErrorKind, FileEntry, Kind as LogKind, LogEntry, Outcome as LogOutcome, count_changes,
 };
-pub use objects::{BRANCHES, Objects, Side};
+pub use objects::{BRANCHES, Objects, Retention, Side};
 pub use rel::{BadPath, project_path};
 pub use removals::Verdict;
-pub use retention::Retention;
 pub use shared::Shared;
 pub use staged::Staged;
 pub use trust::{Came, Held, Untrusted, hold};

@@ -114,6 +114,24 @@ pub struct Objects {
     held: Mutex<held::Held>,
 }
 
+/// How many versions to keep.
+#[derive(Clone, Copy, Debug)]
+pub struct Retention {
+    /// Versions kept per file (each side: before and after).
+    pub keep: usize,
+    /// Bytes all kept versions may take; the oldest go first.
+    pub cap: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            keep: 100,
+            cap: 1 << 30,
+        }
+    }
+}
+
 /// Objects known synced (`Objects::durable`) at most.
 const DURABLE_KNOWN: usize = 4096;
 
@@ -627,7 +645,7 @@ impl Objects {
         rel: &str,
         tx: u64,
         sha: &str,
-        retention: super::Retention,
+        retention: Retention,
     ) -> Result<(), StoreError> {
         let link = self.state.join(Objects::name(Side::Pre, rel, tx));
         let object = self.object(sha);

@@ -1,27 +1,9 @@
-//! How many versions are kept, and the keeping of versions outside a commit
-//! (a direct write's pre-image, a removed file), pruned and capped as a commit's.
+//! The keeping of versions outside a commit (a direct write's pre-image, a
+//! removed file), pruned and capped as a commit's (how many: `objects::Retention`).
 
 use std::os::fd::BorrowedFd;
 
 use super::{Lock, Store, StoreError, objects};
-
-/// How many versions to keep.
-#[derive(Clone, Copy, Debug)]
-pub struct Retention {
-    /// Versions kept per file (each side: before and after).
-    pub keep: usize,
-    /// Bytes all kept versions may take; the oldest go first.
-    pub cap: u64,
-}
-
-impl Default for Retention {
-    fn default() -> Retention {
-        Retention {
-            keep: 100,
-            cap: 1 << 30,
-        }
-    }
-}
 
 impl Store {
     /// Drops the oldest versions until `bytes` more fit under `--keep-bytes`,

@@ -23,7 +23,8 @@ use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::atomic::{self, Writer};
-use super::{Change, journal, logline};
+use super::change::Change;
+use super::{journal, logline};
 
 /// The temporary files staged for one transaction, in the order of its changes.
 #[derive(Default)]
