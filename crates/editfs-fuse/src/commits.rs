@@ -312,9 +312,16 @@ mod tests {
         commits.wait_for_steady();
     }
 
+    /// Each job of one user waits, once started, for a permit of the test's:
+    /// with every started job held, which jobs started says which the line
+    /// handed out, in what order, and how many at once, whatever the
+    /// scheduler does with the threads in between.
     #[test]
     fn one_users_line_keeps_its_order_and_its_share() {
-        let (order, seen) = mpsc::channel();
+        const JOBS: usize = 40;
+        let (started, seen) = mpsc::channel();
+        let permits = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let taken = Arc::clone(&permits);
         let running = Arc::new(Mutex::new((0usize, 0usize)));
         let counts = Arc::clone(&running);
         let commits = Commits::start(move |n: usize| {
@@ -323,25 +330,41 @@ mod tests {
                 c.0 += 1;
                 c.1 = c.1.max(c.0);
             }
-            std::thread::sleep(Duration::from_millis(2));
+            let _ = started.send(n);
+            let (lock, cvar) = &*taken;
+            let mut left = lock.lock();
+            while *left == 0 {
+                cvar.wait(&mut left);
+            }
+            *left -= 1;
             counts.lock().0 -= 1;
-            let _ = order.send(n);
         });
-        for n in 0..40 {
+        for n in 0..JOBS {
             commits.push(7, n);
         }
-        let got: Vec<usize> = (0..40)
-            .map(|_| seen.recv_timeout(WATCHDOG).expect("every job runs"))
-            .collect();
+        let mut got: Vec<usize> = Vec::new();
+        for done in 0..=JOBS - PER_USER {
+            // Every job started so far is held but `done` of them: the line
+            // has handed out exactly the next PER_USER, no more.
+            while got.len() < done + PER_USER {
+                got.push(seen.recv_timeout(WATCHDOG).expect("the next job starts"));
+            }
+            let mut sorted = got.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..done + PER_USER).collect::<Vec<_>>(), "{got:?}");
+            assert!(
+                seen.try_recv().is_err(),
+                "more than {PER_USER} of one user's jobs at once: {got:?}"
+            );
+            let (lock, cvar) = &*permits;
+            *lock.lock() += 1;
+            cvar.notify_one();
+        }
         let most = running.lock().1;
         assert!(most <= PER_USER, "{most} ran at once");
-        let mut sorted = got.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..40).collect::<Vec<_>>());
-        // Started in order: a job finishes at most PER_USER - 1 places early.
-        for (i, n) in got.iter().enumerate() {
-            assert!(n + PER_USER > i, "job {n} finished {i}th");
-        }
+        let (lock, cvar) = &*permits;
+        *lock.lock() += JOBS;
+        cvar.notify_all();
     }
 
     #[test]
