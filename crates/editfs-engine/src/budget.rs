@@ -5,7 +5,7 @@
 //! its own text (the file's lines are indexed), one that misses reads the
 //! file once more (the tolerance ladder, the search as text), a regex
 //! operation reads it `REGEX_WEIGHT` times (its automaton is slower than a
-//! line comparison), each match costs `text::HIT_WEIGHT` and its
+//! line comparison), each match costs `text_match::HIT_WEIGHT` and its
 //! replacement, and a failing operation's diagnosis (the search for its
 //! closest region) reads the file `DIAGNOSIS_WEIGHT` times. A transaction may spend `FLOOR` units plus `PER_BYTE` per byte of
 //! its file; past that it fails as `over_budget`, with what to do instead.

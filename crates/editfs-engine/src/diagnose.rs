@@ -12,10 +12,10 @@ use rustc_hash::FxHashMap;
 use similar::{Algorithm, DiffOp, capture_diff_deadline, capture_diff_slices};
 
 use super::diff::text_diff;
-use super::doc::Doc;
 use super::placeholder;
 use super::report::Closest;
 use super::tolerant::{self, Tier, fold};
+use super::working_text::Doc;
 
 /// Candidate window starts examined in full.
 const CANDIDATES: usize = 5;

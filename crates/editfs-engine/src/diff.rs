@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use similar::{ChangeTag, TextDiff};
 
-use super::doc::Doc;
+use super::working_text::Doc;
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
@@ -43,7 +43,7 @@ pub fn doc_diff(old: &[u8], doc: &Doc<'_>, name: &str) -> Option<String> {
     let mut shift = 0isize;
     let mut k = 0;
     while k < runs.len() {
-        let end = |r: &super::doc::Dirty| r.start + r.new_len;
+        let end = |r: &super::working_text::Dirty| r.start + r.new_len;
         let mut j = k;
         while j + 1 < runs.len() && runs[j + 1].start <= end(&runs[j]) + 2 * CONTEXT {
             j += 1;

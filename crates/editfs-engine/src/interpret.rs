@@ -5,13 +5,13 @@
 use std::cell::OnceCell;
 
 use super::budget::{self, Budget};
-use super::doc::Doc;
 use super::locate::{Moved, moved_note};
 use super::payload::{FileAct, Find, Operation, text_lines};
 use super::replay::{CREATED_BEFORE, same_text};
 use super::report::{Closest, ErrorKind, ErrorReport, OpOutcome, OpReport};
 use super::tolerant::Tier;
-use super::{Options, lines};
+use super::working_text::Doc;
+use super::{Options, line_match};
 
 /// Why one operation did not apply.
 pub(super) struct Failure {
@@ -459,7 +459,7 @@ impl Transaction<'_, '_> {
                 kept,
                 String::from_utf8_lossy(self.doc.line(at)).into_owned(),
             );
-            lines::splice(&mut self.doc, at, 1, &with);
+            line_match::splice(&mut self.doc, at, 1, &with);
         }
         Ok(Done::applied("insert", Some(lines), Vec::new()))
     }

@@ -45,7 +45,7 @@
 //!      ▼
 //!  operations ──▶ for each, on the running result (interpret.rs):
 //!      │  4. refuse    refuse.rs: the shapes that would write what was not meant
-//!      │  2. locate    locate.rs (lines.rs, tolerant.rs, text.rs match; diagnose.rs
+//!      │  2. locate    locate.rs (line_match.rs, tolerant.rs, text_match.rs match; diagnose.rs
 //!      │               says why nothing did)
 //!      │  4. refuse    refuse.rs again, for the shapes only the match shows
 //!      │  3. rewrite   rewrite.rs, asking replay.rs whether the edit is made already
@@ -64,11 +64,10 @@
 mod budget;
 mod diagnose;
 pub mod diff;
-mod doc;
 mod fence;
 mod finish;
 mod interpret;
-mod lines;
+mod line_match;
 mod locate;
 mod outcome;
 pub mod payload;
@@ -79,14 +78,14 @@ mod replay;
 pub mod report;
 mod rewrite;
 pub mod syntax;
-mod text;
+mod text_match;
 mod tolerant;
+mod working_text;
 
 use sha2::{Digest, Sha256};
 
 use budget::Budget;
 pub use diagnose::EMPTY_FILE;
-use doc::Doc;
 use finish::{finish, note_earlier_changes, over_budget, stale_edit, undiagnosed_note};
 use interpret::Transaction;
 pub use payload::FileAct;
@@ -97,6 +96,7 @@ pub use report::{
     SyntaxReport, SyntaxResult, SyntaxScope,
 };
 pub use tolerant::Tier;
+use working_text::Doc;
 
 /// Default payload limit: 100 KiB.
 pub const DEFAULT_MAX_PAYLOAD: usize = 100 * 1024;

@@ -8,7 +8,7 @@ use std::ops::{Range, RangeInclusive};
 use super::interpret::{Failure, Transaction};
 use super::payload::{self, Operation, text_lines};
 use super::report::ErrorKind;
-use super::{Ambiguity, diagnose, lines};
+use super::{Ambiguity, diagnose, line_match};
 
 /// A `:start_line:` that pointed into lines an earlier operation replaced.
 pub(super) struct Replaced {
@@ -338,7 +338,7 @@ impl Transaction<'_, '_> {
             return f;
         }
         let search = text_lines(&op.search);
-        let Some(found) = lines::find(&self.doc, &search, 0..from, || self.tiers()) else {
+        let Some(found) = line_match::find(&self.doc, &search, 0..from, || self.tiers()) else {
             return f;
         };
         let at: Vec<String> = found.starts.iter().map(|s| (s + 1).to_string()).collect();
@@ -379,7 +379,8 @@ impl Transaction<'_, '_> {
                     return None;
                 }
                 let search = text_lines(&op.search);
-                let found = lines::find(&self.doc, &search, 0..self.doc.len(), || self.tiers())?;
+                let found =
+                    line_match::find(&self.doc, &search, 0..self.doc.len(), || self.tiers())?;
                 let led: Vec<(usize, usize)> = at
                     .iter()
                     .filter_map(|&a| found.starts.iter().find(|&&s| s >= a).map(|&s| (a, s)))

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::interpret::{Failure, Transaction};
-use super::lines;
+use super::line_match;
 use super::payload::{self, Operation, text_lines};
 use super::report::{ErrorKind, ErrorReport};
 
@@ -131,7 +131,7 @@ impl Transaction<'_, '_> {
     /// divider-like line: where the file goes on with `=======`, the divider that
     /// ended this SEARCH is the file's own line, so a longer reading is meant.
     fn reads_here(&self, search: &str, scope: Range<usize>) -> bool {
-        let Some(found) = lines::find(&self.doc, &text_lines(search), scope, || self.tiers())
+        let Some(found) = line_match::find(&self.doc, &text_lines(search), scope, || self.tiers())
         else {
             return false;
         };

@@ -28,11 +28,11 @@
 use std::cell::OnceCell;
 use std::ops::Range;
 
-use super::doc::Doc;
 use super::interpret::{Failure, Transaction};
 use super::payload::{Find, Operation, text_lines};
 use super::report::ErrorKind;
-use super::{diagnose, fence, lines, placeholder, replay, text, tolerant};
+use super::working_text::Doc;
+use super::{diagnose, fence, line_match, placeholder, replay, text_match, tolerant};
 
 /// A rule read from an operation's SEARCH and REPLACE alone.
 type ShapeRule = fn(&Transaction<'_, '_>, &Operation) -> Result<(), Failure>;
@@ -100,8 +100,8 @@ struct Pairs<'d, 'a> {
 impl<'d, 'a> Pairs<'d, 'a> {
     fn new(doc: &'d Doc<'a>, search: &[&str], replace: &[&str]) -> Self {
         let (r, s) = (
-            text::bracket_balance(replace.iter().map(|l| l.as_bytes())),
-            text::bracket_balance(search.iter().map(|l| l.as_bytes())),
+            text_match::bracket_balance(replace.iter().map(|l| l.as_bytes())),
+            text_match::bracket_balance(search.iter().map(|l| l.as_bytes())),
         );
         Pairs {
             doc,
@@ -111,11 +111,11 @@ impl<'d, 'a> Pairs<'d, 'a> {
     }
 
     fn unpaired_by(&self, run: &[&str]) -> bool {
-        run.iter().all(|l| text::brackets_only(l))
-            && text::bracket_balance(run.iter().map(|l| l.as_bytes())) == self.grown
+        run.iter().all(|l| text_match::brackets_only(l))
+            && text_match::bracket_balance(run.iter().map(|l| l.as_bytes())) == self.grown
             && *self.file_pairs.get_or_init(|| {
                 let lines = (0..self.doc.len()).map(|i| self.doc.line(i));
-                text::bracket_balance(lines) == [0; 3]
+                text_match::bracket_balance(lines) == [0; 3]
             })
     }
 }
@@ -285,7 +285,7 @@ impl Transaction<'_, '_> {
         if away == 0 || !replay::adds_a_line(search, replace) {
             return None;
         }
-        let placed = lines::find(&self.doc, replace, scope, || &[])?;
+        let placed = line_match::find(&self.doc, replace, scope, || &[])?;
         let nearest = placed
             .starts
             .iter()
@@ -330,7 +330,7 @@ impl Transaction<'_, '_> {
     /// another program, and exits 0 doing it).
     pub(super) fn indentation_guessed(
         &self,
-        found: &lines::Found<'_>,
+        found: &line_match::Found<'_>,
         todo: &[usize],
         replace: &[&str],
     ) -> Option<Failure> {
@@ -355,14 +355,14 @@ impl Transaction<'_, '_> {
     /// SEARCH's lines inside the REPLACE just written) and apply twice.
     pub(super) fn replaced_exactly(
         &self,
-        found: &lines::Found<'_>,
+        found: &line_match::Found<'_>,
         (search, replace): (&[&str], &[&str]),
         scope: Range<usize>,
     ) -> Option<Failure> {
         if !replay::adds_a_line(search, replace) {
             return None;
         }
-        let placed = lines::find(&self.doc, replace, scope, || &[])?;
+        let placed = line_match::find(&self.doc, replace, scope, || &[])?;
         let at = found.starts[0] + 1;
         let there = placed.starts[0] + 1;
         Some(Failure::new(

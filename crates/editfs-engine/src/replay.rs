@@ -16,12 +16,12 @@
 use std::ops::Range;
 
 use super::diagnose;
-use super::doc::Doc;
 use super::interpret::{Done, Failure, Transaction};
-use super::lines::{self, Found};
+use super::line_match::{self, Found};
 use super::payload::Operation;
 use super::report::ErrorKind;
 use super::tolerant::{self, Tier};
+use super::working_text::Doc;
 
 /// Whether REPLACE has a line that SEARCH lacks, so that finding REPLACE can show
 /// the edit was made (rule (a)).
@@ -271,7 +271,7 @@ impl Transaction<'_, '_> {
         if replace.is_empty() || !proves {
             return None;
         }
-        let found = lines::find(&self.doc, replace, scope.clone(), || self.tiers())?;
+        let found = line_match::find(&self.doc, replace, scope.clone(), || self.tiers())?;
         let ranges: Vec<[usize; 2]> = found
             .starts
             .iter()

@@ -8,16 +8,16 @@ use std::ops::Range;
 
 use regex::bytes::Regex;
 
-use super::doc::{Doc, Eol};
 use super::interpret::{Done, Failure, Transaction, over_budget_failure};
 use super::locate::{choose, non_overlapping, past_end};
 use super::payload::{Find, Operation, text_lines};
 use super::refuse::Edge;
 use super::replay::{INSERTED_BEFORE, SET_ASIDE, replay};
 use super::report::{ErrorKind, OpOutcome};
-use super::text::{self, Hit};
+use super::text_match::{self, Hit};
 use super::tolerant::Tier;
-use super::{diagnose, lines, placeholder, replay};
+use super::working_text::{Doc, Eol};
+use super::{diagnose, line_match, placeholder, replay};
 
 /// Line numbers for a report: the first few, then how many more.
 pub(super) fn listed(lines: &[usize]) -> String {
@@ -38,7 +38,8 @@ impl Transaction<'_, '_> {
     ) -> Result<Done, Failure> {
         let search = text_lines(&op.search);
         let replace = text_lines(&op.replace);
-        let Some(found) = lines::find(&self.doc, &search, scope.clone(), || self.tiers()) else {
+        let Some(found) = line_match::find(&self.doc, &search, scope.clone(), || self.tiers())
+        else {
             if let Some(pieces) = placeholder::pieces(&search, &replace) {
                 return self.edit_pieces(op, pieces, scope);
             }
@@ -215,7 +216,7 @@ impl Transaction<'_, '_> {
                 );
                 f
             };
-            let found = lines::find(&self.doc, search, scope.clone(), || self.tiers())
+            let found = line_match::find(&self.doc, search, scope.clone(), || self.tiers())
                 .ok_or_else(|| piece_failure("is not in the file".into()))?;
             // The piece itself is in the file: its own diagnosis would find it
             // alike and blame differences that are not there.
@@ -295,14 +296,14 @@ impl Transaction<'_, '_> {
         let crlf = self.doc.dominant_eol() == Eol::CrLf;
         let (needle, with) = match crlf {
             true => (
-                text::to_crlf(needle).unwrap_or_else(|| needle.to_owned()),
-                text::to_crlf(with).unwrap_or_else(|| with.to_owned()),
+                text_match::to_crlf(needle).unwrap_or_else(|| needle.to_owned()),
+                text_match::to_crlf(with).unwrap_or_else(|| with.to_owned()),
             ),
             false => (needle.to_owned(), with.to_owned()),
         };
         let bytes = self.doc.to_bytes();
         let span = self.doc.byte_offset(scope.start)..self.doc.byte_offset(scope.end);
-        let found = text::literal(
+        let found = text_match::literal(
             &bytes,
             needle.as_bytes(),
             with.as_bytes(),
@@ -315,12 +316,12 @@ impl Transaction<'_, '_> {
         };
         let hits: Vec<Hit> = found
             .into_iter()
-            .filter(|h| !text::cuts_a_word(&bytes, &h.span))
+            .filter(|h| !text_match::cuts_a_word(&bytes, &h.span))
             .collect();
         let [hit] = &hits[..] else {
             return None;
         };
-        let [lines] = text::line_ranges(&bytes, &hits)[..] else {
+        let [lines] = text_match::line_ranges(&bytes, &hits)[..] else {
             return None;
         };
         // The file around the fragment already reads as REPLACE: sent before.
@@ -329,13 +330,18 @@ impl Transaction<'_, '_> {
         {
             return Some(Ok(Done::replayed(lines, INSERTED_BEFORE)));
         }
-        if text::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes())
-            || text::completes_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
-            || text::starts_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
+        if text_match::repeats_its_surroundings(&bytes, &hit.span, with.as_bytes())
+            || text_match::completes_a_cut_line(
+                &bytes,
+                &hit.span,
+                needle.as_bytes(),
+                with.as_bytes(),
+            )
+            || text_match::starts_a_cut_line(&bytes, &hit.span, needle.as_bytes(), with.as_bytes())
         {
             return None;
         }
-        let new = text::splice(&bytes, &[hit]);
+        let new = text_match::splice(&bytes, &[hit]);
         self.doc = Doc::new(Cow::Owned(new));
         self.tracked = false;
         let warning = format!(
@@ -356,19 +362,19 @@ impl Transaction<'_, '_> {
         // in REPLACE itself gets exactly what it wrote.
         // A SEARCH with `\r` elsewhere than before each `\n` (one that cuts a
         // `\r\n` in two) is taken byte for byte, REPLACE too.
-        let copied = !op.search.contains('\r') || text::crlf_throughout(&op.search);
+        let copied = !op.search.contains('\r') || text_match::crlf_throughout(&op.search);
         let replace = match !crlf || !copied || op.replace.contains('\r') {
             true => op.replace.clone(),
-            false => text::to_crlf(&op.replace).unwrap_or_else(|| op.replace.clone()),
+            false => text_match::to_crlf(&op.replace).unwrap_or_else(|| op.replace.clone()),
         };
         // An LF-only search in a CRLF file means CRLF: try that form first.
         let search = match !crlf || op.search.contains('\r') {
             true => None,
-            false => text::to_crlf(&op.search),
+            false => text_match::to_crlf(&op.search),
         };
         let mut hits = Vec::new();
         for s in search.iter().chain(std::iter::once(&op.search)) {
-            hits = text::literal(
+            hits = text_match::literal(
                 &bytes,
                 s.as_bytes(),
                 replace.as_bytes(),
@@ -397,9 +403,9 @@ impl Transaction<'_, '_> {
             return self.replace_hits(op, &bytes, hits, already, "exact");
         }
         if replay::adds_text(&op.search, &op.replace) {
-            let again = text::literal(&bytes, replace.as_bytes(), b"", scope, self.budget)
+            let again = text_match::literal(&bytes, replace.as_bytes(), b"", scope, self.budget)
                 .map_err(|spent| over_budget_failure(spent, None))?;
-            let ranges = text::line_ranges(&bytes, &again);
+            let ranges = text_match::line_ranges(&bytes, &again);
             let search = text_lines(&op.search);
             let copies: Vec<Range<usize>> = ranges.iter().map(|r| r[0] - 1..r[1]).collect();
             let elsewhere = |r: &[usize; 2]| {
@@ -408,7 +414,7 @@ impl Transaction<'_, '_> {
                 diagnose::replay_misplaced(&self.doc, &search, scope, at).is_some()
             };
             let near = |h: &Hit| {
-                let (line, at) = text::lines_around(&bytes, &h.span);
+                let (line, at) = text_match::lines_around(&bytes, &h.span);
                 replay::text_near_search(line, op.search.as_bytes(), at)
             };
             let placed = ranges.iter().all(|r| !elsewhere(r)) && again.iter().all(near);
@@ -433,7 +439,7 @@ impl Transaction<'_, '_> {
             ));
         }
         let bytes = self.doc.to_bytes();
-        let hits = text::pattern(
+        let hits = text_match::pattern(
             &bytes,
             re,
             op.replace.as_bytes(),
@@ -469,7 +475,7 @@ impl Transaction<'_, '_> {
         already: Vec<bool>,
         strategy: &'static str,
     ) -> Result<Done, Failure> {
-        let ranges = text::line_ranges(bytes, &hits);
+        let ranges = text_match::line_ranges(bytes, &hits);
         let (chosen, mut warnings) = choose(&ranges, op, true, self.opts.ambiguous)?;
         past_end(op, self.doc.len(), &mut warnings);
         let lines = [ranges[chosen[0]][0], ranges[chosen[chosen.len() - 1]][1]];
@@ -493,7 +499,7 @@ impl Transaction<'_, '_> {
                 listed(&at)
             ));
         }
-        let new = text::splice(bytes, &picked);
+        let new = text_match::splice(bytes, &picked);
         if new != bytes {
             self.doc = Doc::new(Cow::Owned(new));
             self.tracked = false;

@@ -9,8 +9,8 @@ use std::ops::Range;
 
 use similar::{Algorithm, DiffOp, capture_diff_slices};
 
-use super::doc::{Doc, Eol, NewLine};
 use super::tolerant::{self, Shift, Tier};
+use super::working_text::{Doc, Eol, NewLine};
 
 /// SEARCH as one tier sees it.
 #[derive(Debug, Clone)]
