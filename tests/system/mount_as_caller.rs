@@ -1030,6 +1030,16 @@ fn a_refused_edit_through_a_link_leaves_the_files_report_as_it_was() {
     assert_eq!(m.ok("head -1 shared/secret.txt.status"), roots);
 }
 
+/// `tmp/out.txt`, an empty file nobody planted in the sticky world-writable
+/// `tmp/`, with `fs.protected_regular` on while the guard lives.
+fn planted_in_sticky(m: &common::Mount) -> (std::path::PathBuf, common::Sysctl) {
+    let tmp = m.src.join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    chmod(&tmp, 0o1777);
+    as_nobody(m, "touch tmp/out.txt && chmod 666 tmp/out.txt");
+    (tmp, common::Sysctl::set("protected_regular", "1"))
+}
+
 /// Nobody plants an empty file in a sticky world-writable directory where
 /// root's agent will make its output: with `fs.protected_regular`, root's
 /// native `>` into it fails, and so does root's "create" (an empty SEARCH),
@@ -1037,11 +1047,7 @@ fn a_refused_edit_through_a_link_leaves_the_files_report_as_it_was() {
 #[test]
 fn a_create_over_another_users_planted_file_is_refused_as_protected_regular_refuses_it() {
     let Some(m) = mount_for_nobody() else { return };
-    let tmp = m.src.join("tmp");
-    fs::create_dir(&tmp).unwrap();
-    chmod(&tmp, 0o1777);
-    as_nobody(&m, "touch tmp/out.txt && chmod 666 tmp/out.txt");
-    let _on = common::Sysctl::set("protected_regular", "1");
+    let (tmp, _on) = planted_in_sticky(&m);
     assert!(
         !m.sh("echo native > tmp/out.txt").status.success(),
         "the kernel refuses root's O_CREAT natively"
@@ -1061,11 +1067,7 @@ fn a_create_over_another_users_planted_file_is_refused_as_protected_regular_refu
 #[test]
 fn an_add_file_over_another_users_planted_file_is_refused_as_protected_regular_refuses_it() {
     let Some(m) = mount_for_nobody() else { return };
-    let tmp = m.src.join("tmp");
-    fs::create_dir(&tmp).unwrap();
-    chmod(&tmp, 0o1777);
-    as_nobody(&m, "touch tmp/out.txt && chmod 666 tmp/out.txt");
-    let _on = common::Sysctl::set("protected_regular", "1");
+    let (tmp, _on) = planted_in_sticky(&m);
     m.sh(&format!(
         "printf '*** Begin Patch\\n*** Add File: tmp/out.txt\\n+{SECRET}\\n*** End Patch\\n' > .editfs/edit"
     ));
