@@ -25,15 +25,21 @@ fn write(path: &Path, text: &str, mode: u32) {
     chmod(path, mode);
 }
 
+/// A project directory and a directory for mount points, both searchable
+/// by `nobody` (a temporary directory is its maker's alone).
+fn searchable_dirs() -> (tempfile::TempDir, tempfile::TempDir) {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    chmod(dirs.0.path(), 0o755);
+    chmod(dirs.1.path(), 0o755);
+    dirs
+}
+
 const EDIT_SHARED: &str =
     "printf '<<<<<<< SEARCH\\nshared\\n=======\\nmine\\n>>>>>>> REPLACE\\n' > shared.txt.edit";
 
 #[test]
 fn another_user_has_in_a_branch_only_its_rights_on_the_project() {
-    let p = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    chmod(p.path(), 0o755);
-    chmod(dir.path(), 0o755);
+    let (p, dir) = searchable_dirs();
     let src = p.path();
     write(&src.join("secret.txt"), "s3cret\n", 0o600);
     write(&src.join("shared.txt"), "shared\n", 0o644);
@@ -80,10 +86,7 @@ fn another_user_has_in_a_branch_only_its_rights_on_the_project() {
 
 #[test]
 fn a_version_the_project_changed_since_keeps_the_bits_it_had_at_the_base() {
-    let p = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    chmod(p.path(), 0o755);
-    chmod(dir.path(), 0o755);
+    let (p, dir) = searchable_dirs();
     let src = p.path();
     write(&src.join("notes.txt"), "token=s3cret\n", 0o600);
     let root = src.to_str().unwrap();
@@ -288,10 +291,7 @@ fn a_branch_record_its_maker_rewrote_to_name_root_is_not_believed() {
 /// SOURCE's ACLs, which overlayfs checks.
 #[test]
 fn an_acl_that_shuts_a_user_out_of_the_project_shuts_it_out_of_a_branch() {
-    let p = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    chmod(p.path(), 0o755);
-    chmod(dir.path(), 0o755);
+    let (p, dir) = searchable_dirs();
     let src = p.path();
     write(&src.join("acl.txt"), "ACL-SECRET\n", 0o644);
     fs::create_dir(src.join("d")).unwrap();
@@ -323,10 +323,7 @@ fn an_acl_that_shuts_a_user_out_of_the_project_shuts_it_out_of_a_branch() {
 /// the branch, and still not nobody's to list.
 #[test]
 fn a_closed_directory_the_project_removed_since_stays_closed_in_a_branch() {
-    let p = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    chmod(p.path(), 0o755);
-    chmod(dir.path(), 0o755);
+    let (p, dir) = searchable_dirs();
     let src = p.path();
     fs::create_dir(src.join("priv")).unwrap();
     write(&src.join("priv/plan-of-acquisition.txt"), "x\n", 0o644);
