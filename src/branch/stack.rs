@@ -62,15 +62,30 @@ impl Stack {
             fs::create_dir_all(&dir).map_err(io_err("make", &dir))?;
         }
         // The overlay's root takes the upper directory's mode and owner:
-        // SOURCE's root's, as in the project's mount.
+        // SOURCE's root's, as in the project's mount. Set through a
+        // descriptor reached beneath the state directory with no link
+        // followed: a branch's maker may write its own state directory, and
+        // a link put in place of `upper/` must not hand it the file the
+        // link leads to.
         let upper = stack.branch.upper();
+        let fd = rustix::fs::openat2(
+            open_dir(state)?,
+            Path::new(super::BRANCHES).join(name).join("upper"),
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+            rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
+        )
+        .map_err(|e| io_err("open", &upper)(e.into()))?;
         let mode = rustix::fs::Mode::from_raw_mode(st.st_mode & 0o7777);
-        rustix::fs::chmod(&upper, mode).map_err(|e| io_err("chmod", &upper)(e.into()))?;
+        rustix::fs::fchmod(&fd, mode).map_err(|e| io_err("chmod", &upper)(e.into()))?;
         let (uid, gid) = (
             rustix::fs::Uid::from_raw(st.st_uid),
             rustix::fs::Gid::from_raw(st.st_gid),
         );
-        rustix::fs::chown(&upper, Some(uid), Some(gid))
+        rustix::fs::fchown(&fd, Some(uid), Some(gid))
             .map_err(|e| io_err("chown", &upper)(e.into()))?;
         let mut config = Config::default();
         config.mount_options = vec![
