@@ -77,6 +77,33 @@ pub fn plan(changes: &[NetChange]) -> Planned {
     planned
 }
 
+/// Whether the project's path to `rel` (beneath `root`) passes through a
+/// symbolic link, or is one. A commit writes a branch's change of `rel` to
+/// `rel`, not to where a link in the project leads now (a user may put one
+/// in its own directory after the base, to send another file's change,
+/// made with the committer's rights, to a file of the committer's).
+pub fn through_link(root: std::os::fd::BorrowedFd<'_>, rel: &str) -> bool {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut at = std::path::PathBuf::new();
+    for part in std::path::Path::new(rel).components() {
+        at.push(part);
+        match rustix::fs::openat2(root, &at, flags, Mode::empty(), how) {
+            Ok(fd) => {
+                if rustix::fs::fstat(&fd).is_ok_and(|st| {
+                    rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+                }) {
+                    return true;
+                }
+            }
+            Err(rustix::io::Errno::NOENT) => return false,
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
 /// Why the files of a commit are refused when their diffs, read together,
 /// read otherwise than each alone.
 const TOGETHER: &str = "the diffs of the commit's files, read together, read otherwise than each \
@@ -92,7 +119,15 @@ fn read_as(text: &str) -> Option<Vec<String>> {
             .map(|op| {
                 format!(
                     "{:?}",
-                    (&op.label, &op.path, &op.patched, &op.find, &op.search, &op.replace, &op.act)
+                    (
+                        &op.label,
+                        &op.path,
+                        &op.patched,
+                        &op.find,
+                        &op.search,
+                        &op.replace,
+                        &op.act
+                    )
                 )
             })
             .collect(),
@@ -225,7 +260,11 @@ mod tests {
         let a = "<search_and_replace>\n<path>work/a.txt</path>\n<use_regex>true</use_regex>\nfoo=1\n<search>fo[o]=1</search>\n<replace>foo=2</replace>\n</search_and_replace>\n";
         let b = "<search_and_replace>\n<path>rootdir/conf</path>\n<search>mode=safe</search>\n<replace>mode=evil</replace>\n</search_and_replace>\n";
         let planned = plan(&[
-            change("work/a.txt", Some(a), Some(&a.replace("\nfoo=1\n", "\nfoo=2\n"))),
+            change(
+                "work/a.txt",
+                Some(a),
+                Some(&a.replace("\nfoo=1\n", "\nfoo=2\n")),
+            ),
             change("work/b.txt", None, Some(b)),
         ]);
         assert!(planned.payload.is_empty(), "{}", planned.payload);

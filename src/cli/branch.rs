@@ -269,6 +269,23 @@ fn commit(args: CommitArgs) -> Result<Ended, CommandError> {
             ignored[0].rel
         );
     }
+    let linked: Vec<&str> = changes
+        .iter()
+        .filter(|c| branch::commit::through_link(opened.root().fd, &c.rel))
+        .map(|c| c.rel.as_str())
+        .collect();
+    if !linked.is_empty() {
+        let mut e = CommandError::failed(format!(
+            "branch {} cannot be committed: nothing was changed",
+            b.name
+        ));
+        for rel in linked {
+            e = e.hint(format!(
+                "{rel}: the project's path to it passes through a symbolic link, which a commit does not follow"
+            ));
+        }
+        return Err(e);
+    }
     let planned = branch::commit::plan(&changes);
     if !planned.refused.is_empty() {
         let mut e = CommandError::failed(format!(

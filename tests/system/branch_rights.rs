@@ -354,3 +354,40 @@ fn a_closed_directory_the_project_removed_since_stays_closed_in_a_branch() {
     assert!(!o.status.success(), "{}", text(&o));
     assert!(!text(&o).contains("acquisition"), "{}", text(&o));
 }
+
+/// After the base, a link in the project takes the place of a file, or a
+/// directory, the branch changed: root's commit does not follow it to root's
+/// files, and fails naming the path.
+#[test]
+fn a_link_put_in_the_project_after_the_base_does_not_steer_a_commit() {
+    let p = tempfile::tempdir().unwrap();
+    let src = p.path();
+    let root = src.to_str().unwrap();
+    fs::create_dir_all(src.join("rootdir")).unwrap();
+    fs::write(src.join("rootdir/conf"), "mode=safe\n").unwrap();
+    fs::create_dir_all(src.join("work/sub")).unwrap();
+    fs::write(src.join("work/f"), "mode=safe\n").unwrap();
+    ok(&["branch", "create", root, "b"]);
+    let upper = src.join(".editfs/branches/b/upper");
+    fs::create_dir_all(upper.join("work/sub")).unwrap();
+    fs::write(upper.join("work/f"), "mode=evil\n").unwrap();
+    fs::write(upper.join("work/sub/hook.sh"), "evil\n").unwrap();
+    fs::remove_file(src.join("work/f")).unwrap();
+    std::os::unix::fs::symlink("../rootdir/conf", src.join("work/f")).unwrap();
+    fs::remove_dir(src.join("work/sub")).unwrap();
+    std::os::unix::fs::symlink("../rootdir", src.join("work/sub")).unwrap();
+    let o = editfs(&["branch", "commit", root, "b"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    for rel in ["work/f", "work/sub/hook.sh"] {
+        assert!(
+            text(&o).contains(&format!("{rel}: the project's path")),
+            "{}",
+            text(&o)
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(src.join("rootdir/conf")).unwrap(),
+        "mode=safe\n"
+    );
+    assert!(!src.join("rootdir/hook.sh").exists());
+}
