@@ -111,7 +111,7 @@ pub struct Objects {
     /// The first transaction whose versions the size cap spares (`spare_from`).
     spared: std::sync::atomic::AtomicU64,
     /// What the branches hold, as last read (see held.rs). Taken alone and briefly.
-    held: Mutex<held::Held>,
+    held: std::sync::Arc<Mutex<held::Held>>,
 }
 
 /// How many versions to keep.
@@ -165,7 +165,7 @@ impl Objects {
             recent: Mutex::default(),
             durable: Mutex::default(),
             spared: std::sync::atomic::AtomicU64::new(u64::MAX),
-            held: Mutex::default(),
+            held: std::sync::Arc::default(),
         }
     }
 

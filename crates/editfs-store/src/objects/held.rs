@@ -11,7 +11,6 @@
 //! beyond that belongs to the layer that makes them.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -32,26 +31,50 @@ const FRESH: Duration = Duration::from_secs(5);
 pub(super) struct Held {
     bytes: u64,
     read: Option<Instant>,
+    /// A thread counts them again now.
+    counting: bool,
 }
 
 impl Objects {
-    /// The bytes branches take on disk, counted toward `--keep-bytes`,
-    /// counted again once older than `FRESH` (outside the lock: two prunes
-    /// at once may both count).
+    /// The bytes branches take on disk, counted toward `--keep-bytes`. The
+    /// first call counts them; later ones answer the last count and, once it
+    /// is older than `FRESH`, have a thread of its own count again: a branch
+    /// of 200,000 files costs that thread seconds, not whichever commit
+    /// prunes next (another user's edit waited 6 s).
     pub(super) fn held_bytes(&self) -> u64 {
+        let branches = self.state.join(BRANCHES);
         {
-            let held = self.held.lock();
-            if held.read.is_some_and(|at| at.elapsed() < FRESH) {
-                return held.bytes;
+            let mut held = self.held.lock();
+            match held.read {
+                Some(at) if at.elapsed() < FRESH || held.counting => return held.bytes,
+                Some(_) => {
+                    held.counting = true;
+                    let shared = std::sync::Arc::clone(&self.held);
+                    let bytes = held.bytes;
+                    drop(held);
+                    let spawned = std::thread::Builder::new()
+                        .name("branch-bytes".into())
+                        .spawn(move || {
+                            let bytes = count(&branches);
+                            *shared.lock() = Held {
+                                bytes,
+                                read: Some(Instant::now()),
+                                counting: false,
+                            };
+                        });
+                    if spawned.is_err() {
+                        self.held.lock().counting = false;
+                    }
+                    return bytes;
+                }
+                None => {}
             }
         }
-        let bytes = branches(&self.state.join(BRANCHES))
-            .iter()
-            .map(|(dir, _)| bytes_beneath(&dir.join("upper")) + bytes_beneath(&dir.join("state")))
-            .sum();
+        let bytes = count(&branches);
         *self.held.lock() = Held {
             bytes,
             read: Some(Instant::now()),
+            counting: false,
         };
         bytes
     }
@@ -102,27 +125,58 @@ fn base_of(meta: &Path) -> Option<u64> {
     json.get("base")?.as_u64()
 }
 
+/// The bytes every branch beneath `branches` takes: its changes and its own
+/// mount's versions.
+fn count(branches: &Path) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    self::branches(branches)
+        .iter()
+        .map(|(dir, _)| {
+            bytes_beneath(&dir.join("upper"), &mut seen)
+                + bytes_beneath(&dir.join("state"), &mut seen)
+        })
+        .sum()
+}
+
 /// The bytes the regular files beneath `dir` take on disk (a sparse file
-/// counts its blocks, not its length), on its file system only: a mount
-/// beneath it (a branch's layers) is not walked into.
-fn bytes_beneath(dir: &Path) -> u64 {
-    let Ok(top) = fs::symlink_metadata(dir) else {
+/// counts its blocks, not its length; a file of many links, once, by the
+/// inodes in `seen`), on its file system only: a mount beneath it (a
+/// branch's layers) is not walked into. Each directory is opened from its
+/// parent with no link followed, so a link swapped in for one while it is
+/// walked leads nowhere.
+fn bytes_beneath(dir: &Path, seen: &mut std::collections::HashSet<(u64, u64)>) -> u64 {
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, statat};
+    let how = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(top) = rustix::fs::open(dir, how, Mode::empty()) else {
+        return 0;
+    };
+    let Ok(dev) = rustix::fs::fstat(&top).map(|st| st.st_dev) else {
         return 0;
     };
     let mut total = 0;
-    let mut stack = vec![dir.to_owned()];
+    let mut stack = vec![top];
     while let Some(at) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&at) else {
+        let Ok(mut entries) = Dir::read_from(&at) else {
             continue;
         };
-        for e in entries.flatten() {
-            let Ok(meta) = e.metadata() else {
+        while let Some(Ok(e)) = entries.next() {
+            let name = e.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            let Ok(st) = statat(&at, name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
-            if meta.is_dir() && meta.dev() == top.dev() {
-                stack.push(e.path());
-            } else if meta.is_file() {
-                total += meta.blocks() * 512;
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory if st.st_dev == dev => {
+                    if let Ok(sub) = rustix::fs::openat(&at, name, how, Mode::empty()) {
+                        stack.push(sub);
+                    }
+                }
+                FileType::RegularFile if seen.insert((st.st_dev, st.st_ino)) => {
+                    total += st.st_blocks as u64 * 512;
+                }
+                _ => {}
             }
         }
     }
@@ -132,6 +186,7 @@ fn bytes_beneath(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn each_base_needs_the_first_pre_image_after_it() {
@@ -169,14 +224,20 @@ mod tests {
         assert_eq!(found, [(b.clone(), 7)]);
         let on_disk = |p: &str| fs::metadata(b.join(p)).unwrap().blocks() * 512;
         assert_eq!(
-            bytes_beneath(&b.join("upper")) + bytes_beneath(&b.join("state")),
+            count(tmp.path()),
             on_disk("upper/src/a.rs") + on_disk("state/objects/x")
         );
         let sparse = b.join("upper/sparse");
         fs::File::create(&sparse).unwrap().set_len(1 << 30).unwrap();
         assert!(
-            bytes_beneath(&b.join("upper")) < 1 << 20,
+            count(tmp.path()) < 1 << 20,
             "a sparse file counts what it takes on disk"
         );
+        fs::write(b.join("upper/big"), vec![1u8; 1 << 20]).unwrap();
+        let once = count(tmp.path());
+        for i in 0..100 {
+            fs::hard_link(b.join("upper/big"), b.join(format!("upper/link{i}"))).unwrap();
+        }
+        assert_eq!(count(tmp.path()), once, "a file of many links counts once");
     }
 }
