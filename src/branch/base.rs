@@ -295,7 +295,12 @@ impl Base {
             }
             None => {
                 use std::io::{Read, Seek, SeekFrom};
-                let mut file = File::from(self.open(rel, OFlags::RDONLY)?);
+                // Not blocking: a file another user turned into a fifo since
+                // it was looked at would hold the reader for good.
+                let mut file = File::from(self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK)?);
+                if !file.metadata().is_ok_and(|m| m.is_file()) {
+                    return Err(Errno::IO);
+                }
                 let mut buf = Vec::new();
                 file.seek(SeekFrom::Start(offset))
                     .and_then(|_| file.take(size as u64).read_to_end(&mut buf))

@@ -60,20 +60,26 @@ impl Tree {
         let content = match self.upper(rel)? {
             Upper::File(bytes) => Some(bytes),
             Upper::Gone | Upper::Other => None,
-            Upper::Base => {
-                if let Ok(At::Source(st)) = self.base.at(rel)
-                    && st.st_size as u64 > MAX_FILE
-                {
-                    return Err(too_large(rel));
-                }
-                self.base
-                    .content(rel)
-                    .map_err(|e| io_err("read the base of", Path::new(rel))(e.into()))?
-            }
+            Upper::Base => return self.base_content(rel),
         };
         match content {
             Some(c) if c.len() as u64 > MAX_FILE => Err(too_large(rel)),
             c => Ok(c),
+        }
+    }
+
+    /// `rel`'s content at the branch's base, within `MAX_FILE` (a project
+    /// file of gigabytes the branch removed is not read whole).
+    fn base_content(&self, rel: &str) -> Result<Option<Vec<u8>>, BranchError> {
+        if let Ok(At::Source(st)) = self.base.at(rel)
+            && st.st_size as u64 > MAX_FILE
+        {
+            return Err(too_large(rel));
+        }
+        match self.base.content(rel) {
+            Ok(Some(c)) if c.len() as u64 > MAX_FILE => Err(too_large(rel)),
+            Ok(c) => Ok(c),
+            Err(e) => Err(io_err("read the base of", Path::new(rel))(e.into())),
         }
     }
 
@@ -130,7 +136,11 @@ impl Tree {
     fn walk(&self, dir: &Path, rel: &str, found: &mut BTreeSet<String>) -> Result<(), BranchError> {
         for entry in fs::read_dir(dir).map_err(io_err("read", dir))? {
             let entry = entry.map_err(io_err("read", dir))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                return Err(BranchError::NotUtf8 {
+                    rel: join(rel, &entry.file_name().to_string_lossy()),
+                });
+            };
             let child = join(rel, &name);
             let meta = entry.metadata().map_err(io_err("read", &entry.path()))?;
             if meta.is_dir() {
@@ -177,6 +187,11 @@ impl Tree {
 
 /// The largest file a diff or commit reads: what a transaction takes.
 const MAX_FILE: u64 = crate::engine::DEFAULT_MAX_FILE;
+
+/// The most bytes of contents a diff or commit holds at once, before and
+/// after of every changed file: many files each within `MAX_FILE` (sparse,
+/// taking no disk) must not take root's diff gigabytes of memory.
+const MAX_HELD: u64 = 16 * MAX_FILE;
 
 fn too_large(rel: &str) -> BranchError {
     BranchError::TooLarge {
@@ -252,16 +267,25 @@ pub fn changes(from: Option<&Tree>, to: &Tree) -> Result<Vec<NetChange>, BranchE
         paths.extend(from.between_bases(to));
     }
     let mut out = Vec::new();
+    let mut held = 0u64;
     for rel in paths {
         let before = match from {
             Some(tree) => tree.content(&rel)?,
-            None => to
-                .base
-                .content(&rel)
-                .map_err(|e| io_err("read the base of", Path::new(&rel))(e.into()))?,
+            None => to.base_content(&rel)?,
         };
         let now = to.content(&rel)?;
         if before != now {
+            // Every change is held at once: bounded in all, as each file is.
+            held += [&before, &now]
+                .iter()
+                .map(|c| c.as_ref().map_or(0, |c| c.len() as u64))
+                .sum::<u64>();
+            if held > MAX_HELD {
+                return Err(BranchError::TooLarge {
+                    rel: "the branch's changes in all".to_owned(),
+                    limit: MAX_HELD,
+                });
+            }
             out.push(NetChange { rel, before, now });
         }
     }

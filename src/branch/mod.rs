@@ -60,6 +60,8 @@ pub enum BranchError {
     Damaged { name: String, why: String },
     #[error("{rel}: larger than {limit} bytes, more than a transaction takes")]
     TooLarge { rel: String, limit: u64 },
+    #[error("{rel}: a name that is not UTF-8, which no payload can carry")]
+    NotUtf8 { rel: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot {action} {}: {source}", path.display())]

@@ -421,7 +421,7 @@ fn failed(e: BranchError) -> CommandError {
         BranchError::Mounted { .. } => {
             Some("unmount it first (editfs unmount MOUNT), or add --force")
         }
-        BranchError::TooLarge { .. } => {
+        BranchError::TooLarge { .. } | BranchError::NotUtf8 { .. } => {
             Some("remove it from the branch, or bring it into the project by hand")
         }
         _ => None,

@@ -391,3 +391,38 @@ fn a_link_put_in_the_project_after_the_base_does_not_steer_a_commit() {
     );
     assert!(!src.join("rootdir/hook.sh").exists());
 }
+
+/// A name no payload can carry fails the commit by name, and the branch
+/// stays: it used to be left out, the commit said OK and removed the branch.
+/// A file of the project's too large to read, which the branch removed,
+/// fails the diff unread.
+#[test]
+fn a_name_not_utf8_or_a_removed_file_too_large_fails_by_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let p = tempfile::tempdir().unwrap();
+    let src = p.path();
+    let root = src.to_str().unwrap();
+    fs::File::create(src.join("huge"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    ok(&["branch", "create", root, "b"]);
+    let upper = src.join(".editfs/branches/b/upper");
+    fs::write(upper.join(std::ffi::OsStr::from_bytes(b"bad-\xff")), "x\n").unwrap();
+    let o = editfs(&["branch", "commit", root, "b"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("not UTF-8"), "{}", text(&o));
+    assert!(src.join(".editfs/branches/b").exists(), "the branch stays");
+    fs::remove_file(upper.join(std::ffi::OsStr::from_bytes(b"bad-\xff"))).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        upper.join("huge"),
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::empty(),
+        0,
+    )
+    .unwrap();
+    let o = editfs(&["branch", "diff", root, "b"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("huge: larger than"), "{}", text(&o));
+}
