@@ -34,7 +34,7 @@ use std::time::SystemTime;
 
 use crate::store::{Store, StoreError};
 use crate::transaction::Who;
-use crate::transaction::rewind::{self, MarkError, Point};
+use crate::transaction::rewind::{self, MarkError, NoPoint, Point};
 
 pub use crate::store::BRANCHES;
 
@@ -50,8 +50,10 @@ pub enum BranchError {
     Exists(String),
     #[error("no branch named {0:?}")]
     Missing(String),
-    #[error("{0}")]
-    Point(String),
+    #[error(transparent)]
+    Point(#[from] NoPoint),
+    #[error(transparent)]
+    Mark(MarkError),
     #[error("branch {name:?} belongs to uid {owner}")]
     NotOwner { name: String, owner: u32 },
     #[error("branch {name:?} is mounted at {}", at.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
@@ -163,11 +165,11 @@ pub fn create(
     let base = match from {
         Some(point) => Point::parse(point)
             .resolve(&store.entries())
-            .map_err(|e| BranchError::Point(e.to_string()))?,
+            .map_err(BranchError::Point)?,
         None => match rewind::mark(store, None, who) {
             Ok(entry) => entry.tx,
             Err(MarkError::Store(e)) => return Err(e.into()),
-            Err(e) => return Err(BranchError::Point(e.to_string())),
+            Err(e) => return Err(BranchError::Mark(e)),
         },
     };
     let meta = Meta {
