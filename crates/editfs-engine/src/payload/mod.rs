@@ -4,6 +4,7 @@
 //! read whole is rejected before any operation runs, and the error names the
 //! payload line (or JSON object) that broke and what was expected there.
 
+mod invoke;
 mod json;
 mod markers;
 mod patch;
@@ -273,7 +274,7 @@ pub fn parse<'a>(received: impl Into<Received<'a>>, limit: usize) -> Result<Payl
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let payload = if let Some(calls) = tools::parse_xml(text) {
         calls?
-    } else if let Some(calls) = tools::parse_invoke(text) {
+    } else if let Some(calls) = invoke::parse_invoke(text) {
         calls?
     } else if let Some(json) = fenced_json(text) {
         let mut payload = json::parse(json)?;
