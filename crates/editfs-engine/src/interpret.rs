@@ -5,10 +5,10 @@
 use std::cell::OnceCell;
 
 use super::budget::{self, Budget};
-use super::locate::{Moved, moved_note};
+use super::hints::{Moved, moved_note};
 use super::payload::{FileAct, Find, Operation, text_lines};
-use super::replay::{CREATED_BEFORE, same_text};
 use super::report::{Closest, ErrorKind, ErrorReport, OpOutcome, OpReport};
+use super::text_match::same_text;
 use super::tolerant::Tier;
 use super::working_text::Doc;
 use super::{Options, line_match};
@@ -197,6 +197,10 @@ impl<'a, 'o> Transaction<'a, 'o> {
         }
     }
 }
+
+/// A create's replay: the file already reads exactly as the create sends it.
+const CREATED_BEFORE: &str =
+    "the file already reads exactly as this create sends it (it was created before)";
 
 impl Transaction<'_, '_> {
     pub(super) fn run(&mut self, index: usize, op: &Operation) -> OpReport {

@@ -66,6 +66,7 @@ mod diagnose;
 pub mod diff;
 mod fence;
 mod finish;
+mod hints;
 mod interpret;
 mod line_match;
 mod locate;

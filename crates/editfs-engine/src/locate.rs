@@ -3,8 +3,9 @@
 //! matches, and the diagnosis of an operation that matches nowhere.
 
 use std::borrow::Cow;
-use std::ops::{Range, RangeInclusive};
+use std::ops::Range;
 
+use super::hints::Moved;
 use super::interpret::{Failure, Transaction};
 use super::payload::{self, Operation, text_lines};
 use super::report::ErrorKind;
@@ -17,17 +18,6 @@ pub(super) struct Replaced {
     /// What that operation made of those lines, where they lie now.
     pub(super) now: Range<usize>,
     pub(super) warning: String,
-}
-
-/// Lines an applied operation added or removed: `first..=last` (1-based,
-/// counted before it ran) became `delta` lines more (or fewer).
-#[derive(Clone, Copy)]
-pub(super) struct Moved {
-    pub(super) first: usize,
-    pub(super) last: usize,
-    pub(super) delta: isize,
-    /// The operation (from 1) that replaced the lines.
-    pub(super) by: usize,
 }
 
 /// Line ranges as a reader writes them: `3-5, 9, 12-14`.
@@ -44,31 +34,6 @@ fn list_ranges(ranges: &[[usize; 2]]) -> String {
 
 /// How to pick one of several matches, in every form the payload may take.
 const AMBIGUOUS_HINT: &str = "pick one: put `:start_line:N` and a `-------` line at the top of SEARCH to take the match nearest line N, or add surrounding lines to SEARCH until it is unique; in JSON, give `start_line`/`end_line`, or `all: true` (or `expected_replacements`) to replace every one";
-
-/// Says where the line numbers of `read`, as the agent counted them in the
-/// file before the transaction, lie once the operations before it ran (`now`).
-pub(super) fn moved_note(read: &Operation, now: &Operation) -> Option<String> {
-    if let (Some(a), Some(b)) = (read.near, now.near)
-        && a != b
-    {
-        return Some(format!(
-            "`:start_line:{a}` is line {b} once the lines the operations before it added or removed are counted"
-        ));
-    }
-    // An open end (`start_line` alone) stays the file's end.
-    let span = |r: &RangeInclusive<usize>| match *r.end() {
-        usize::MAX => format!("lines {} to the end", r.start()),
-        end => format!("lines {}-{end}", r.start()),
-    };
-    match (&read.scope, &now.scope) {
-        (Some(a), Some(b)) if a != b => Some(format!(
-            "{} are {} once the lines the operations before it added or removed are counted",
-            span(a),
-            span(b)
-        )),
-        _ => None,
-    }
-}
 
 /// Says so when a `:start_line:` hint past the end of the file picked a match:
 /// the nearest match is then simply the last, which a stale or invented line

@@ -218,10 +218,6 @@ pub fn text_reads_as_replace(bytes: &[u8], at: usize, search: &[u8], replace: &[
 /// Why a tolerant match whose REPLACE reads as the file already does is a no-op.
 pub(super) const SET_ASIDE: &str = "SEARCH and REPLACE differ only in what this tolerant match set aside, so they are identical as written into the file: nothing to change";
 
-/// A create's replay: the file already reads exactly as the create sends it.
-pub(super) const CREATED_BEFORE: &str =
-    "the file already reads exactly as this create sends it (it was created before)";
-
 /// Rule (b)'s warning: SEARCH is there, and so is the text REPLACE adds around it.
 pub(super) const INSERTED_BEFORE: &str =
     "the file around SEARCH already reads as REPLACE (the insertion was made before)";
@@ -233,16 +229,6 @@ pub(super) const DELETED_BEFORE: &str = "the file is gone, and the project's his
 /// A re-sent move's replay: the file is gone from its old path, moved by an
 /// edit as the history shows, and where it went already reads as the move's hunks make it.
 pub(super) const MOVED_BEFORE: &str = "the file is gone, and the project's history shows an edit moved it to the path this move names, which already reads as its hunks make it (it was moved before)";
-
-/// Whether two texts are the same but for their line endings and a final newline.
-pub(super) fn same_text(a: &[u8], b: &[u8]) -> bool {
-    fn lines(t: &[u8]) -> impl Iterator<Item = &[u8]> {
-        let t = t.strip_suffix(b"\n").unwrap_or(t);
-        t.split(|&c| c == b'\n')
-            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-    }
-    lines(a).eq(lines(b))
-}
 
 /// A no-op success when REPLACE is found where SEARCH is not, once (or at all, with `all`).
 pub(super) fn replay(ranges: &[[usize; 2]], op: &Operation) -> Option<Done> {

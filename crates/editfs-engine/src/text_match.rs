@@ -228,6 +228,16 @@ pub fn bracket_balance<'a>(lines: impl Iterator<Item = &'a [u8]>) -> [i64; 3] {
     depth
 }
 
+/// Whether two texts are the same but for their line endings and a final newline.
+pub(super) fn same_text(a: &[u8], b: &[u8]) -> bool {
+    fn lines(t: &[u8]) -> impl Iterator<Item = &[u8]> {
+        let t = t.strip_suffix(b"\n").unwrap_or(t);
+        t.split(|&c| c == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+    }
+    lines(a).eq(lines(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
