@@ -79,20 +79,27 @@ impl Objects {
         bytes
     }
 
-    /// Of the versions `txs` (sorted) of a file on `side`, those a branch's
-    /// base needs: for each base, the first pre-image after it, which is the
-    /// file as it was at the base (or, where that one was never kept, a later
-    /// one, spared for nothing but harmless).
-    pub(super) fn needed(&self, side: Side, txs: &[u64]) -> Vec<u64> {
-        if side != Side::Pre {
-            return Vec::new();
-        }
+    /// The branches' bases, sorted, read now: read once by each prune that
+    /// may drop a version, never kept (a branch made a moment ago must find
+    /// its base's versions).
+    pub(super) fn bases(&self) -> Vec<u64> {
         let mut points: Vec<u64> = branches(&self.state.join(BRANCHES))
             .into_iter()
             .map(|(_, base)| base)
             .collect();
         points.sort_unstable();
-        needed_by(&points, txs)
+        points
+    }
+}
+
+/// Of the versions `txs` (sorted) of a file on `side`, those one of the
+/// branches' `bases` needs: for each base, the first pre-image after it,
+/// which is the file as it was at the base (or, where that one was never
+/// kept, a later one, spared for nothing but harmless).
+pub(super) fn needed(bases: &[u64], side: Side, txs: &[u64]) -> Vec<u64> {
+    match side {
+        Side::Pre => needed_by(bases, txs),
+        Side::Post => Vec::new(),
     }
 }
 

@@ -5,6 +5,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
+use super::held::needed;
 use super::{Objects, Side, hash_of};
 
 /// What is remembered of the versions of a file on one side.
@@ -73,9 +74,13 @@ impl Objects {
         // those due is needed when none is past a base; else they are told
         // from all the file's versions, and the count is listed afresh at the
         // next prune, as some stay past `keep`.
-        if !self.needed(side, &due).is_empty() {
-            let needed = self.needed(side, &self.txs(side, rel));
-            due.retain(|tx| !needed.contains(tx));
+        let bases = match (side, due.is_empty()) {
+            (Side::Pre, false) => self.bases(),
+            _ => Vec::new(),
+        };
+        if !needed(&bases, side, &due).is_empty() {
+            let spared = needed(&bases, side, &self.txs(side, rel));
+            due.retain(|tx| !spared.contains(tx));
             self.counts.lock().remove(&(side, rel.to_owned()));
         }
         due.iter().map(|tx| self.drop_version(side, rel, *tx)).sum()
@@ -154,14 +159,15 @@ impl Objects {
         if total <= cap {
             return;
         }
+        let bases = self.bases();
         let mut all: Vec<(u64, Side, String)> = Vec::new();
         for side in [Side::Pre, Side::Post] {
             for rel in self.files(side) {
                 let txs = self.txs(side, &rel);
-                let needed = self.needed(side, &txs);
+                let spared = needed(&bases, side, &txs);
                 all.extend(
                     txs.into_iter()
-                        .filter(|tx| !needed.contains(tx))
+                        .filter(|tx| !spared.contains(tx))
                         .map(|tx| (tx, side, rel.clone())),
                 );
             }
