@@ -60,15 +60,19 @@ pub fn plan(changes: &[NetChange]) -> Planned {
         }
         let section = section(&c.rel, before, now);
         match carries(&c.rel, &section, before, now) {
-            true => {
-                alone.extend(read_as(&section).unwrap_or_default());
+            Some(read) => {
+                alone.extend(read);
                 planned.payload.push_str(&section);
                 carried.push(c.rel.clone());
             }
-            false => planned.refused.push((c.rel.clone(), MISREAD)),
+            None => planned.refused.push((c.rel.clone(), MISREAD)),
         }
     }
-    if read_as(&planned.payload).is_some_and(|whole| whole != alone) {
+    let whole = payload::parse(
+        Received::cut(planned.payload.as_bytes(), planned.payload.len()),
+        planned.payload.len(),
+    );
+    if whole.is_ok_and(|whole| read_as(&whole) != alone) {
         planned.payload.clear();
         planned
             .refused
@@ -109,29 +113,26 @@ pub fn through_link(root: std::os::fd::BorrowedFd<'_>, rel: &str) -> bool {
 const TOGETHER: &str = "the diffs of the commit's files, read together, read otherwise than each \
 alone (a line of one reads as the start of a tool call or another format): commit them by hand";
 
-/// What `text` reads as: each operation's file, kind of search and texts.
-fn read_as(text: &str) -> Option<Vec<String>> {
-    let parsed = payload::parse(Received::cut(text.as_bytes(), text.len()), text.len()).ok()?;
-    Some(
-        parsed
-            .operations
-            .iter()
-            .map(|op| {
-                format!(
-                    "{:?}",
-                    (
-                        &op.label,
-                        &op.path,
-                        &op.patched,
-                        &op.find,
-                        &op.search,
-                        &op.replace,
-                        &op.act
-                    )
+/// What a parsed payload reads as: each operation's file, kind of search and texts.
+fn read_as(parsed: &payload::Payload) -> Vec<String> {
+    parsed
+        .operations
+        .iter()
+        .map(|op| {
+            format!(
+                "{:?}",
+                (
+                    &op.label,
+                    &op.path,
+                    &op.patched,
+                    &op.find,
+                    &op.search,
+                    &op.replace,
+                    &op.act
                 )
-            })
-            .collect(),
-    )
+            )
+        })
+        .collect()
 }
 
 /// The unified diff of one file's change.
@@ -159,20 +160,24 @@ fn section(rel: &str, before: Option<&[u8]>, now: Option<&[u8]>) -> String {
     out
 }
 
-/// Whether `section`, read as a payload, names `rel` alone and, applied to
-/// `before`, gives `now` exactly (a removal: removes it).
-fn carries(rel: &str, section: &str, before: Option<&[u8]>, now: Option<&[u8]>) -> bool {
+/// What `section` reads as (`read_as`) when, read as a payload, it names
+/// `rel` alone and, applied to `before`, gives `now` exactly (a removal:
+/// removes it); `None` when it does not carry that change.
+fn carries(
+    rel: &str,
+    section: &str,
+    before: Option<&[u8]>,
+    now: Option<&[u8]>,
+) -> Option<Vec<String>> {
     let received = || Received::cut(section.as_bytes(), section.len());
-    let Ok(parsed) = payload::parse(received(), section.len()) else {
-        return false;
-    };
+    let parsed = payload::parse(received(), section.len()).ok()?;
     let own = |label: &Option<String>| label.as_deref().is_none_or(|l| l == rel);
     if !parsed
         .operations
         .iter()
         .all(|op| own(&op.label) && op.patched.iter().all(|p| p == rel))
     {
-        return false;
+        return None;
     }
     let opts = Options {
         max_payload: section.len(),
@@ -186,10 +191,10 @@ fn carries(rel: &str, section: &str, before: Option<&[u8]>, now: Option<&[u8]>) 
             .iter()
             .any(|op| matches!(op.act, Some(FileAct::Delete { .. })));
         let listed = apply_parsed(rel, before, removals(&parsed), &opts);
-        return deletes && listed.content.as_deref() == Some(b"");
+        return (deletes && listed.content.as_deref() == Some(b"")).then(|| read_as(&parsed));
     };
     let edit = apply_to(rel, before, received(), &opts, &|p| p == rel);
-    edit.act.is_none() && edit.content.as_deref() == Some(now)
+    (edit.act.is_none() && edit.content.as_deref() == Some(now)).then(|| read_as(&parsed))
 }
 
 #[cfg(test)]
