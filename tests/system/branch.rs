@@ -554,9 +554,12 @@ const LIB: &str = "pub fn one() -> u32 {\n    1\n}\n\npub fn two() -> u32 {\n   
 
 /// `cargo ARGS` offline in `dir`, which must succeed.
 fn cargo(dir: &Path, args: &[&str]) {
+    // The build goes in `dir`, as an agent's does: not in a target directory
+    // the environment running the tests names.
     let o = Command::new("cargo")
         .args(args)
         .args(["--offline", "--quiet"])
+        .env_remove("CARGO_TARGET_DIR")
         .current_dir(dir)
         .output()
         .unwrap();
